@@ -1,0 +1,79 @@
+import { Elysia, t } from "elysia";
+import { authRoutes } from "./auth/index.ts";
+import { OtpService } from "./auth/service.ts";
+import type { Config } from "./config.ts";
+import { deriveKey, SecretBox } from "./crypto.ts";
+import type { Store } from "./db/index.ts";
+import { docsRoutes } from "./docs/index.ts";
+import { AppError } from "./errors.ts";
+import { errorHandler } from "./http/errors.ts";
+import { httpsGuard, internalGuard } from "./http/guards.ts";
+import { clientAddress } from "./http/meta.ts";
+import { KeyService } from "./keys/service.ts";
+import type { Logger } from "./log.ts";
+import type { Mailer } from "./mail/mailer.ts";
+import { RateLimiter } from "./ratelimit/service.ts";
+import { version } from "./version.ts";
+
+/** Everything the app is built from; the runtime entry (or a test) supplies it. */
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  mailer: Mailer;
+  logger: Logger;
+  masterKey: Uint8Array;
+  /** The Scalar UI script for the docs page. */
+  loadDocsAsset: () => Promise<Blob>;
+  /** Clock in Unix milliseconds; tests inject their own. */
+  now?: () => number;
+}
+
+/** The services behind the routes, exposed for the CLI, maintenance and tests. */
+export interface Services {
+  keys: KeyService;
+  otp: OtpService;
+  limiter: RateLimiter;
+}
+
+/** Builds the services from their dependencies. */
+export async function createServices(deps: AppDeps): Promise<Services> {
+  const now = deps.now ?? Date.now;
+  const keys = new KeyService(deps.store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
+  const limiter = new RateLimiter(deps.store.db, now);
+  const otp = new OtpService({
+    db: deps.store.db,
+    keys,
+    mailer: deps.mailer,
+    limiter,
+    logger: deps.logger,
+    pepper: await deriveKey(deps.masterKey, "otp-pepper"),
+    allowedEmails: deps.config.allowedEmails,
+    now,
+  });
+  return { keys, otp, limiter };
+}
+
+/** The whole HTTP surface on one page. */
+export function createApp(deps: AppDeps, services: Services) {
+  const { config, store, logger } = deps;
+  const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
+  return new Elysia()
+    .use(errorHandler(logger))
+    .use(httpsGuard(config.behindProxy))
+    .use(internalGuard(config.internalAllow, clientIp))
+    .get(
+      "/health",
+      async () => {
+        await store.client.execute("SELECT 1").catch(() => {
+          throw new AppError(503, "UNHEALTHY", "The database is not reachable.");
+        });
+        return { status: "ok" as const };
+      },
+      { response: t.Object({ status: t.Literal("ok") }), detail: { summary: "Liveness and database check", tags: ["operations"] } },
+    )
+    .use(docsRoutes(version, deps.loadDocsAsset))
+    .group("/v1", (v1) => v1.use(authRoutes(services.otp, clientIp)));
+}
+
+/** The app's type, for tests and entries. */
+export type App = ReturnType<typeof createApp>;

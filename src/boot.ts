@@ -1,0 +1,42 @@
+import { createApp, createServices, type App, type Services } from "./app.ts";
+import { loadConfig, type Config } from "./config.ts";
+import { openStore, type Store } from "./db/index.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { logMailer, smtpMailer } from "./mail/mailer.ts";
+import { loadMasterKey } from "./masterkey.ts";
+
+/** A booted service, before any listening socket: shared by every runtime entry and the CLI. */
+export interface Booted {
+  config: Config;
+  logger: Logger;
+  store: Store;
+  services: Services;
+  app: App;
+}
+
+/** Loads config, opens and migrates the database, and builds the services and the app. */
+export async function boot(options: {
+  env: Record<string, string | undefined>;
+  flags?: Record<string, string>;
+  loadDocsAsset: () => Promise<Blob>;
+  /** Where log lines go (stdout by default; the CLI sends them to stderr). */
+  write?: (line: string) => void;
+}): Promise<Booted> {
+  const config = loadConfig(options.env, options.flags);
+  const logger = createLogger(config.logLevel, options.write);
+  const store = await openStore(config.databaseUrl, config.databaseAuthToken);
+  const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(logger, options.write);
+  const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };
+  const services = await createServices(deps);
+  return { config, logger, store, services, app: createApp(deps, services) };
+}
+
+/** Deletes expired codes, rate events and replay records every minute; returns a stopper. */
+export function startMaintenance(services: Services, logger: Logger): () => void {
+  const timer = setInterval(() => {
+    Promise.all([services.otp.prune(), services.limiter.prune(60 * 60 * 1000)]).catch((err: Error) =>
+      logger.warn("maintenance failed", { error: err.message }),
+    );
+  }, 60_000);
+  return () => clearInterval(timer);
+}

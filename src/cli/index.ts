@@ -1,0 +1,72 @@
+import { flagName, settings } from "../config.ts";
+import type { Services } from "../app.ts";
+import type { KeyRow } from "../keys/service.ts";
+import { version } from "../version.ts";
+
+/** The text of `imgpress --help`, generated from the settings table so it cannot drift. */
+export function helpText(): string {
+  const options = settings.map((s) => `  --${flagName(s.env).padEnd(22)} ${s.env.padEnd(32)} ${s.help}`).join("\n");
+  return `imgpress ${version}: JPEG/PNG to WebP/AVIF conversion service
+
+Usage:
+  imgpress [serve] [options]       start the HTTPS service (default)
+  imgpress migrate [options]       apply database migrations and exit
+  imgpress keys list [--all] [--email ADDRESS] [--json]
+                                   list active keys (--all: revoked too)
+  imgpress keys revoke ID          revoke one key pair
+  imgpress keys revoke-email ADDRESS
+                                   revoke every active key of an address
+  imgpress --version | --help
+
+Options (each flag mirrors an environment variable; flags win):
+${options}
+`;
+}
+
+/** Runs `imgpress keys …`; returns the process exit status. */
+export async function runKeysCommand(words: string[], flags: Record<string, string>, services: Services, out: (line: string) => void): Promise<number> {
+  const [action, target] = words;
+  if (action === "list") {
+    const rows = await services.keys.list({ activeOnly: flags.all !== "true", email: flags.email?.toLowerCase() });
+    out(flags.json === "true" ? JSON.stringify(rows, null, 2) : formatTable(rows));
+    return 0;
+  }
+  if (action === "revoke" && target) {
+    const done = await services.keys.revoke(target);
+    out(done ? `revoked ${target}` : `no active key with id ${target}`);
+    return done ? 0 : 1;
+  }
+  if (action === "revoke-email" && target) {
+    const count = await services.keys.revokeAllOf(target.trim().toLowerCase());
+    out(`revoked ${count} key(s) of ${target}`);
+    return 0;
+  }
+  out("usage: imgpress keys list [--all] [--email ADDRESS] [--json] | keys revoke ID | keys revoke-email ADDRESS");
+  return 2;
+}
+
+function formatTable(rows: KeyRow[]): string {
+  if (rows.length === 0) return "no keys";
+  const date = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString().slice(0, 19).replace("T", " "));
+  const header = ["ID", "PREFIX", "EMAIL", "SITE", "CREATED", "LAST USED", "REVOKED", "CONVERSIONS", "SAVED"];
+  const lines = rows.map((r) => [
+    r.id,
+    `${r.keyPrefix}…`,
+    r.email,
+    r.siteUrl || "-",
+    date(r.createdAt),
+    date(r.lastUsedAt),
+    date(r.revokedAt),
+    String(r.conversions),
+    formatBytes(r.bytesIn - r.bytesOut),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  return [header, ...lines].map((cols) => cols.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+}
+
+function formatBytes(n: number): string {
+  const abs = Math.abs(n);
+  if (abs < 1024) return `${n} B`;
+  if (abs < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+}

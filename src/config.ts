@@ -1,0 +1,218 @@
+import { t, type Static } from "elysia";
+import { hostname } from "node:os";
+import { availableParallelism } from "node:os";
+import { join, resolve } from "node:path";
+
+/** Every setting of the service, typed; built once by `loadConfig` and frozen. */
+export const ConfigSchema = t.Object({
+  host: t.String(),
+  port: t.Integer({ minimum: 0, maximum: 65535 }),
+  dataDir: t.String(),
+  databaseUrl: t.String(),
+  databaseAuthToken: t.Optional(t.String()),
+  tlsCert: t.Optional(t.String()),
+  tlsKey: t.Optional(t.String()),
+  behindProxy: t.Boolean(),
+  smtpUrl: t.Optional(t.String()),
+  mailFrom: t.String(),
+  allowedEmails: t.Array(t.String()),
+  masterKey: t.Optional(t.String()),
+  maxPixels: t.Integer({ minimum: 1 }),
+  convertTimeoutS: t.Number({ exclusiveMinimum: 0 }),
+  uploadTimeoutS: t.Number({ exclusiveMinimum: 0 }),
+  concurrency: t.Integer({ minimum: 1 }),
+  queueSize: t.Integer({ minimum: 0 }),
+  queueTimeoutS: t.Number({ exclusiveMinimum: 0 }),
+  authSchemes: t.Array(t.Union([t.Literal("bearer"), t.Literal("signed")])),
+  signatureBody: t.Union([t.Literal("lenient"), t.Literal("strict")]),
+  signatureToleranceS: t.Integer({ minimum: 1 }),
+  internalAllow: t.Array(t.String()),
+  logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
+});
+
+/** The frozen, validated settings. */
+export type Config = Readonly<Static<typeof ConfigSchema>>;
+
+type Key = keyof Static<typeof ConfigSchema>;
+
+/** How one setting is read: its variable, its help line, and how a raw string becomes a value. */
+interface Setting {
+  key: Key;
+  env: string;
+  help: string;
+  /** Returns the value, or throws a string saying what is allowed. */
+  parse: (raw: string) => unknown;
+  /** Default when the variable is unset; may depend on settings parsed before it. */
+  fallback?: (c: Partial<Record<Key, unknown>>) => unknown;
+}
+
+const text = (raw: string) => {
+  if (raw.trim() === "") throw "a non-empty string";
+  return raw.trim();
+};
+const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => (raw: string) => {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < min || n > max) throw `a whole number from ${min} to ${max}`;
+  return n;
+};
+const seconds = (raw: string) => {
+  const n = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || n <= 0) throw "a positive number of seconds";
+  return n;
+};
+const bool = (raw: string) => {
+  const v = raw.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(v)) return true;
+  if (["0", "false", "no", "off", ""].includes(v)) return false;
+  throw "true/false (also 1/0, yes/no, on/off)";
+};
+const list = (raw: string) =>
+  raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+const oneOf =
+  <T extends string>(...allowed: T[]) =>
+  (raw: string): T => {
+    const v = raw.trim() as T;
+    if (!allowed.includes(v)) throw `one of ${allowed.join(", ")}`;
+    return v;
+  };
+const urlWith = (schemes: string[]) => (raw: string) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw `a URL starting with ${schemes.join(" or ")}`;
+  }
+  if (!schemes.includes(url.protocol)) throw `a URL starting with ${schemes.join(" or ")}`;
+  return raw.trim();
+};
+const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
+
+/** The settings table: the single source for parsing, `--help` and the docs. */
+export const settings: readonly Setting[] = [
+  { key: "host", env: "IMGPRESS_HOST", help: "listen address", parse: text, fallback: () => "0.0.0.0" },
+  { key: "port", env: "IMGPRESS_PORT", help: "listen port (0 = any free port)", parse: integer(0, 65535), fallback: () => 8443 },
+  {
+    key: "dataDir",
+    env: "IMGPRESS_DATA_DIR",
+    help: "folder for the database, the generated certificate and the master key",
+    parse: (raw) => resolve(text(raw)),
+    fallback: () => resolve("imgpress-data"),
+  },
+  {
+    key: "databaseUrl",
+    env: "IMGPRESS_DATABASE_URL",
+    help: "libSQL URL: file:…, libsql://…, http(s)://…",
+    parse: urlWith(["file:", "libsql:", "http:", "https:", "ws:", "wss:"]),
+    fallback: (c) => `file:${join(c.dataDir as string, "imgpress.db")}`,
+  },
+  { key: "databaseAuthToken", env: "IMGPRESS_DATABASE_AUTH_TOKEN", help: "token for a remote libSQL server", parse: text },
+  { key: "tlsCert", env: "IMGPRESS_TLS_CERT", help: "PEM certificate file (default: generated self-signed)", parse: text },
+  { key: "tlsKey", env: "IMGPRESS_TLS_KEY", help: "PEM private key file (default: generated)", parse: text },
+  {
+    key: "behindProxy",
+    env: "IMGPRESS_BEHIND_PROXY",
+    help: "serve plain HTTP behind a TLS-terminating proxy that sets X-Forwarded-Proto: https",
+    parse: bool,
+    fallback: () => false,
+  },
+  { key: "smtpUrl", env: "IMGPRESS_SMTP_URL", help: "smtp://user:pass@host:587 or smtps://… (default: log transport)", parse: urlWith(["smtp:", "smtps:"]) },
+  {
+    key: "mailFrom",
+    env: "IMGPRESS_MAIL_FROM",
+    help: "sender address of OTP and notice e-mails",
+    parse: (raw) => {
+      if (!emailPattern.test(raw.trim())) throw "an e-mail address";
+      return raw.trim();
+    },
+    fallback: () => `imgpress@${hostname() || "localhost"}`,
+  },
+  {
+    key: "allowedEmails",
+    env: "IMGPRESS_ALLOWED_EMAILS",
+    help: "comma list of addresses and @domain entries allowed to obtain keys; * = anyone",
+    parse: (raw) => {
+      const entries = list(raw).map((e) => e.toLowerCase());
+      for (const e of entries) if (e !== "*" && !emailPattern.test(e) && !/^@[^\s@]+\.[^\s@]+$/.test(e)) throw `*, addresses or @domain entries (bad entry: ${e})`;
+      if (entries.length === 0) throw "at least one entry (* allows anyone)";
+      return entries;
+    },
+    fallback: () => ["*"],
+  },
+  { key: "masterKey", env: "IMGPRESS_MASTER_KEY", help: "32-byte key (64 hex or base64) that encrypts stored secrets (default: generated file in the data dir)", parse: text },
+  { key: "maxPixels", env: "IMGPRESS_MAX_PIXELS", help: "largest decoded image (width × height) accepted", parse: integer(1), fallback: () => 100_000_000 },
+  { key: "convertTimeoutS", env: "IMGPRESS_CONVERT_TIMEOUT_S", help: "time limit of one conversion", parse: seconds, fallback: () => 60 },
+  { key: "uploadTimeoutS", env: "IMGPRESS_UPLOAD_TIMEOUT_S", help: "time limit for receiving one request body", parse: seconds, fallback: () => 60 },
+  { key: "concurrency", env: "IMGPRESS_CONCURRENCY", help: "conversions running at once (default: CPU count)", parse: integer(1, 256), fallback: () => availableParallelism() },
+  {
+    key: "queueSize",
+    env: "IMGPRESS_QUEUE_SIZE",
+    help: "uploads admitted beyond the running ones; more get 503 SERVER_BUSY (default: 4 × concurrency)",
+    parse: integer(0, 10_000),
+    fallback: (c) => 4 * (c.concurrency as number),
+  },
+  { key: "queueTimeoutS", env: "IMGPRESS_QUEUE_TIMEOUT_S", help: "longest wait for a conversion slot before 503 SERVER_BUSY", parse: seconds, fallback: () => 30 },
+  {
+    key: "authSchemes",
+    env: "IMGPRESS_AUTH_SCHEMES",
+    help: "accepted credentials on /plugin/convert: bearer,signed | signed | bearer",
+    parse: (raw) => {
+      const schemes = [...new Set(list(raw))];
+      if (schemes.length === 0 || schemes.some((s) => s !== "bearer" && s !== "signed")) throw "bearer,signed | signed | bearer";
+      return schemes;
+    },
+    fallback: () => ["bearer", "signed"],
+  },
+  {
+    key: "signatureBody",
+    env: "IMGPRESS_SIGNATURE_BODY",
+    help: "lenient: also accept the empty-body hash on multipart requests; strict: raw body hash only",
+    parse: oneOf("lenient", "strict"),
+    fallback: () => "lenient",
+  },
+  { key: "signatureToleranceS", env: "IMGPRESS_SIGNATURE_TOLERANCE_S", help: "allowed clock difference of x-timestamp", parse: integer(1, 86_400), fallback: () => 300 },
+  {
+    key: "internalAllow",
+    env: "IMGPRESS_INTERNAL_ALLOW",
+    help: "client addresses allowed on /internal/ routes (comma list)",
+    parse: (raw) => list(raw),
+    fallback: () => ["127.0.0.1", "::1"],
+  },
+  { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: oneOf("debug", "info", "warn", "error"), fallback: () => "info" },
+];
+
+/** Raised when a setting is invalid; main prints it and exits with status 2. */
+export class ConfigError extends Error {}
+
+/**
+ * Builds the configuration from environment variables, overridden by `--flag value` pairs whose
+ * names mirror the variables (`IMGPRESS_DATA_DIR` ⇔ `--data-dir`).
+ */
+export function loadConfig(env: Record<string, string | undefined>, flags: Record<string, string> = {}): Config {
+  const out: Partial<Record<Key, unknown>> = {};
+  for (const s of settings) {
+    const flag = flagName(s.env);
+    const raw = flags[flag] ?? env[s.env];
+    if (raw === undefined || raw === "") {
+      if (s.fallback) out[s.key] = s.fallback(out);
+      continue;
+    }
+    try {
+      out[s.key] = s.parse(raw);
+    } catch (allowed) {
+      const origin = flags[flag] !== undefined ? `--${flag}` : s.env;
+      throw new ConfigError(`${origin} is invalid: expected ${allowed}.`);
+    }
+  }
+  if (Boolean(out.tlsCert) !== Boolean(out.tlsKey)) {
+    throw new ConfigError("IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY must be set together.");
+  }
+  return Object.freeze(out as Static<typeof ConfigSchema>);
+}
+
+/** `IMGPRESS_DATA_DIR` → `data-dir`. */
+export function flagName(env: string): string {
+  return env.replace(/^IMGPRESS_/, "").toLowerCase().replaceAll("_", "-");
+}

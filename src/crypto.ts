@@ -1,0 +1,99 @@
+/** Small web-crypto helpers shared by OTP, keys and signatures (Bun and Deno alike). */
+
+const encoder = new TextEncoder();
+
+/** Lowercase hex of bytes. */
+export function toHex(bytes: ArrayBuffer | Uint8Array): string {
+  const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  let out = "";
+  for (const b of view) out += b.toString(16).padStart(2, "0");
+  return out;
+}
+
+/** Unpadded base64url, for tokens that travel in headers. */
+export function toBase64Url(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString("base64url");
+}
+
+/** `n` bytes from the CSPRNG. */
+export function randomBytes(n: number): Uint8Array {
+  return crypto.getRandomValues(new Uint8Array(n));
+}
+
+/** A uniformly random string of `digits` decimal digits (rejection sampling, no modulo bias). */
+export function randomDigits(digits: number): string {
+  const limit = 10 ** digits;
+  const ceiling = Math.floor(0x1_0000_0000 / limit) * limit;
+  const word = new Uint32Array(1);
+  for (;;) {
+    crypto.getRandomValues(word);
+    if (word[0]! < ceiling) return String(word[0]! % limit).padStart(digits, "0");
+  }
+}
+
+/** Lowercase hex SHA-256 of a string or bytes. */
+export async function sha256Hex(data: string | Uint8Array): Promise<string> {
+  const bytes = typeof data === "string" ? encoder.encode(data) : data;
+  return toHex(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
+}
+
+/** Lowercase hex HMAC-SHA256 of `message` under `key`. */
+export async function hmacSha256Hex(key: string | Uint8Array, message: string): Promise<string> {
+  const raw = typeof key === "string" ? encoder.encode(key) : key;
+  const cryptoKey = await crypto.subtle.importKey("raw", raw as Uint8Array<ArrayBuffer>, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return toHex(await crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(message)));
+}
+
+/** Compares two strings in time that depends only on their lengths. */
+export function timingSafeEqual(a: string, b: string): boolean {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
+}
+
+/** AES-256-GCM sealing of small secrets; the output is base64 of `iv ‖ ciphertext ‖ tag`. */
+export class SecretBox {
+  private constructor(private readonly key: CryptoKey) {}
+
+  /** Wraps a 32-byte key. */
+  static async create(keyBytes: Uint8Array): Promise<SecretBox> {
+    if (keyBytes.length !== 32) throw new Error("the master key must be 32 bytes");
+    const key = await crypto.subtle.importKey("raw", keyBytes as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["encrypt", "decrypt"]);
+    return new SecretBox(key);
+  }
+
+  /** Encrypts `plain`, binding it to `context` (e.g. the row id) so a ciphertext cannot be moved to another row. */
+  async seal(plain: string, context: string): Promise<string> {
+    const iv = randomBytes(12);
+    const sealed = await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv: iv as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(context) },
+      this.key,
+      encoder.encode(plain),
+    );
+    return Buffer.concat([iv, new Uint8Array(sealed)]).toString("base64");
+  }
+
+  /** Decrypts what `seal` produced under the same context; throws if anything was altered. */
+  async open(sealed: string, context: string): Promise<string> {
+    const bytes = Buffer.from(sealed, "base64");
+    const plain = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: bytes.subarray(0, 12), additionalData: encoder.encode(context) },
+      this.key,
+      bytes.subarray(12),
+    );
+    return new TextDecoder().decode(plain);
+  }
+}
+
+/** Derives a purpose-specific 32-byte key from the master key (HKDF-SHA256), e.g. the OTP pepper. */
+export async function deriveKey(master: Uint8Array, purpose: string): Promise<Uint8Array> {
+  const base = await crypto.subtle.importKey("raw", master as Uint8Array<ArrayBuffer>, "HKDF", false, ["deriveBits"]);
+  const bits = await crypto.subtle.deriveBits(
+    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode(`imgpress/${purpose}`) },
+    base,
+    256,
+  );
+  return new Uint8Array(bits);
+}

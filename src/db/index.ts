@@ -1,0 +1,34 @@
+import { createClient, type Client } from "@libsql/client";
+import { drizzle, type LibSQLDatabase } from "drizzle-orm/libsql";
+import { mkdir } from "node:fs/promises";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { migrate } from "./migrate.ts";
+import { migrations } from "./migrations.gen.ts";
+import * as schema from "./schema.ts";
+
+/** The Drizzle handle every service receives. */
+export type Database = LibSQLDatabase<typeof schema>;
+
+/** An open database: the Drizzle handle plus the raw client for closing and batches. */
+export interface Store {
+  db: Database;
+  client: Client;
+  close(): void;
+}
+
+/** Opens (creating the folder of a local file if needed) and migrates the database. */
+export async function openStore(url: string, authToken?: string): Promise<Store> {
+  if (url.startsWith("file:")) {
+    const path = url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
+    await mkdir(dirname(path), { recursive: true });
+  }
+  const client = createClient({ url, authToken });
+  if (url.startsWith("file:")) {
+    // WAL lets the CLI read while the server writes; busy_timeout makes concurrent writers wait, not fail.
+    await client.execute("PRAGMA journal_mode = WAL");
+    await client.execute("PRAGMA busy_timeout = 5000");
+  }
+  await migrate(client, migrations);
+  return { db: drizzle(client, { schema }), client, close: () => client.close() };
+}

@@ -1,0 +1,42 @@
+import { swagger } from "@elysiajs/swagger";
+import { Elysia } from "elysia";
+
+/** Where the UI script is served from, so the docs page works with no internet access. */
+const SCALAR_ASSET = "/v1/docs/assets/scalar.js";
+
+/**
+ * OpenAPI document at /v1/docs/json and the Scalar UI at /v1/docs. The UI script is a pinned copy
+ * served by this process (the plugin's default page would fetch it from a CDN).
+ */
+export function docsRoutes(version: string, loadScalar: () => Promise<Blob>) {
+  let script: Promise<Blob> | undefined;
+  return new Elysia({ name: "docs" })
+    .use(
+      swagger({
+        path: "/v1/docs",
+        specPath: "/v1/docs/json",
+        scalarCDN: SCALAR_ASSET,
+        scalarConfig: { withDefaultFonts: false, hideClientButton: true } as Record<string, unknown>,
+        exclude: [/^\/internal/, SCALAR_ASSET],
+        documentation: {
+          info: {
+            title: "imgpress API",
+            version,
+            description:
+              "Converts JPEG and PNG images to WebP or AVIF. Obtain an api_key and secret_key with the e-mailed one-time code, then call /v1/plugin/convert with a bearer key or an HMAC signature. Every error is JSON {error, message, code}.",
+          },
+          tags: [
+            { name: "credentials", description: "Passwordless key issuance" },
+            { name: "conversion", description: "Image conversion" },
+            { name: "operations", description: "Health" },
+          ],
+        },
+      }),
+    )
+    .get(SCALAR_ASSET, async () => {
+      script ??= loadScalar();
+      return new Response(await script, {
+        headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" },
+      });
+    }, { detail: { hide: true } });
+}

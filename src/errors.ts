@@ -1,0 +1,53 @@
+/** The one error type the service raises on purpose; `onError` renders it as `{ error, message, code }`. */
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Extra response headers, e.g. `Retry-After` on 429/503. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+}
+
+/** Short human titles for the statuses the service uses (the `error` field of the body). */
+export const statusTitles: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  408: "Request Timeout",
+  413: "Payload Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Entity",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+/** The JSON error body of spec 2.3. */
+export interface ErrorBody {
+  error: string;
+  message: string;
+  code: string;
+}
+
+/** Builds the JSON error response for an AppError (also used outside Elysia, e.g. by the HTTPS guard). */
+export function errorResponse(err: AppError, extraHeaders: Record<string, string> = {}): Response {
+  const body: ErrorBody = { error: statusTitles[err.status] ?? "Error", message: err.message, code: err.code };
+  return new Response(JSON.stringify(body), {
+    status: err.status,
+    headers: { "content-type": "application/json; charset=utf-8", ...err.headers, ...extraHeaders },
+  });
+}
+
+/** 429 with a whole-second `Retry-After`. */
+export function rateLimited(code: string, message: string, retryAfterMs: number): AppError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new AppError(429, code, `${message} Retry in ${seconds} s.`, { "retry-after": String(seconds) });
+}

@@ -1,0 +1,25 @@
+import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+
+/**
+ * Returns the file's text, creating it with `make()` when missing. The content is written under a
+ * temporary name and hard-linked into place, so concurrent first starts all end up using one content.
+ */
+export async function readOrCreate(path: string, make: () => Promise<string>, mode = 0o600): Promise<string> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const temp = `${path}.${process.pid}.${crypto.randomUUID()}.tmp`;
+  await writeFile(temp, await make(), { mode, flag: "wx" });
+  try {
+    await link(temp, path); // fails with EEXIST when another process won the race: its content stands
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  } finally {
+    await unlink(temp).catch(() => {});
+  }
+  return readFile(path, "utf8");
+}

@@ -1,0 +1,64 @@
+import { AppError } from "../errors.ts";
+
+/** Bounds for reading one request body. */
+export interface BodyLimits {
+  maxBytes: number;
+  timeoutMs: number;
+  /** The error for a body over `maxBytes` (its code differs per route). */
+  tooLarge: () => AppError;
+}
+
+/**
+ * Reads a request body into one buffer without ever holding more than `maxBytes` (plus one chunk):
+ * a declared Content-Length over the limit is refused before reading, a streamed body is cut off
+ * as soon as it passes the limit, and a client that sends too slowly gets 408.
+ */
+export async function readBody(request: Request, limits: BodyLimits): Promise<Uint8Array> {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (declared > limits.maxBytes) throw limits.tooLarge();
+  if (!request.body) return new Uint8Array(0);
+
+  const reader = request.body.getReader();
+  // With a trustworthy length we fill one exact buffer: no second copy of a 20 MB upload.
+  const exact = Number.isInteger(declared) && declared >= 0 ? new Uint8Array(declared) : null;
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    reader.cancel().catch(() => {});
+  }, limits.timeoutMs);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (received + value.length > limits.maxBytes) throw limits.tooLarge();
+      if (exact) {
+        if (received + value.length > exact.length) throw incomplete("the body is longer than its Content-Length");
+        exact.set(value, received);
+      } else chunks.push(value);
+      received += value.length;
+    }
+  } catch (err) {
+    reader.cancel().catch(() => {});
+    if (err instanceof AppError) throw err;
+    if (timedOut) throw slow(limits.timeoutMs);
+    throw incomplete("the connection ended before the whole body arrived");
+  } finally {
+    clearTimeout(timer);
+  }
+  if (timedOut) throw slow(limits.timeoutMs);
+  if (exact) {
+    if (received !== exact.length) throw incomplete("the body is shorter than its Content-Length");
+    return exact;
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
+}
+
+function slow(timeoutMs: number): AppError {
+  return new AppError(408, "REQUEST_TIMEOUT", `The request body did not arrive within ${Math.round(timeoutMs / 1000)} s.`);
+}
+
+function incomplete(why: string): AppError {
+  return new AppError(400, "INCOMPLETE_BODY", `The request body is incomplete: ${why}.`);
+}

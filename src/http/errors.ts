@@ -1,0 +1,43 @@
+import { Elysia, ValidationError } from "elysia";
+import { AppError, errorResponse } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { requestMeta } from "./meta.ts";
+
+/**
+ * The single error mapper: AppError as is, Elysia's validation/parse/not-found errors in the same
+ * `{ error, message, code }` shape, anything else as 500 INTERNAL_ERROR logged with the request id.
+ */
+export function errorHandler(logger: Logger) {
+  return new Elysia({ name: "error-handler" }).error({ AppError }).onError({ as: "global" }, ({ code, error, request }) => {
+    const id = requestMeta(request).id;
+    const known = toAppError(code, error);
+    if (known) return errorResponse(known, { "x-request-id": id });
+    logger.error("unhandled error", { requestId: id, method: request.method, path: new URL(request.url).pathname, error: error as Error });
+    return errorResponse(new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${id}).`), { "x-request-id": id });
+  });
+}
+
+function toAppError(code: string | number, error: unknown): AppError | null {
+  if (error instanceof AppError) return error;
+  // Elysia wraps whatever a parser throws in a ParseError; our parsers throw AppErrors on purpose.
+  if (code === "PARSE" && (error as Error).cause instanceof AppError) return (error as Error).cause as AppError;
+  if (error instanceof ValidationError) return validationError(error);
+  switch (code) {
+    case "NOT_FOUND":
+      return new AppError(404, "NOT_FOUND", "No such route. See /v1/docs for the API.");
+    case "PARSE":
+      return new AppError(400, "VALIDATION_ERROR", "The request body could not be parsed.");
+    case "INVALID_COOKIE_SIGNATURE":
+      return new AppError(400, "VALIDATION_ERROR", "Invalid cookie.");
+    default:
+      return null;
+  }
+}
+
+// Elysia reports JSON-pointer paths ("/site_url"); the message names the field the way the client wrote it.
+function validationError(error: ValidationError): AppError {
+  const first = error.all[0] as { path?: string; summary?: string; message?: string } | undefined;
+  const field = first?.path?.replace(/^\//, "").replaceAll("/", ".") || "body";
+  const detail = first?.summary ?? first?.message ?? "is invalid";
+  return new AppError(400, "VALIDATION_ERROR", `${field}: ${detail}`);
+}

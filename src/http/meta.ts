@@ -1,0 +1,40 @@
+import { randomBytes } from "../crypto.ts";
+
+/** Per-request facts the runtime knows and the app needs: an id for logs, the peer address, the start time. */
+export interface RequestMeta {
+  id: string;
+  /** Address of the TCP peer, as the runtime's server reports it. */
+  peer: string | undefined;
+  startedAt: number;
+}
+
+const metas = new WeakMap<Request, RequestMeta>();
+
+/** Attaches runtime facts to a request before it enters the app (called by the runtime entry). */
+export function attachMeta(request: Request, peer: string | undefined): RequestMeta {
+  const meta = { id: `req_${Buffer.from(randomBytes(6)).toString("hex")}`, peer, startedAt: performance.now() };
+  metas.set(request, meta);
+  return meta;
+}
+
+/** The request's facts; requests built by hand (e.g. in tests) get an id and no peer. */
+export function requestMeta(request: Request): RequestMeta {
+  return metas.get(request) ?? attachMeta(request, undefined);
+}
+
+/**
+ * The client's address: the TCP peer, or behind a proxy the right-most X-Forwarded-For entry,
+ * the one the operator's own proxy appended (entries further left are client-controlled).
+ */
+export function clientAddress(request: Request, behindProxy: boolean): string {
+  if (behindProxy) {
+    const forwarded = request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim();
+    if (forwarded) return normalizeIp(forwarded);
+  }
+  return normalizeIp(requestMeta(request).peer ?? "unknown");
+}
+
+// IPv4 peers on a dual-stack socket appear as ::ffff:a.b.c.d.
+function normalizeIp(ip: string): string {
+  return ip.startsWith("::ffff:") && ip.includes(".") ? ip.slice(7) : ip;
+}

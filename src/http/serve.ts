@@ -1,0 +1,35 @@
+import type { Logger } from "../log.ts";
+import { attachMeta } from "./meta.ts";
+
+/** What every response carries, whatever produced it. */
+const securityHeaders: Record<string, string> = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+/**
+ * Wraps `app.handle` for a runtime's server: attaches the request id and peer address, adds the
+ * common headers and writes one structured log line per request (never headers or bodies).
+ */
+export function createFetchHandler(
+  handle: (request: Request) => Promise<Response>,
+  logger: Logger,
+  options: { hsts: boolean },
+): (request: Request, peer: string | undefined) => Promise<Response> {
+  return async (request, peer) => {
+    const meta = attachMeta(request, peer);
+    const response = await handle(request);
+    response.headers.set("x-request-id", meta.id);
+    for (const [name, value] of Object.entries(securityHeaders)) response.headers.set(name, value);
+    if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
+    const path = new URL(request.url).pathname;
+    logger.info("request", {
+      requestId: meta.id,
+      method: request.method,
+      path,
+      status: response.status,
+      ms: Math.round((performance.now() - meta.startedAt) * 10) / 10,
+    });
+    return response;
+  };
+}

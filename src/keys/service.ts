@@ -1,0 +1,115 @@
+import { and, desc, eq, getTableColumns, isNull, sql } from "drizzle-orm";
+import { randomBytes, sha256Hex, toBase64Url, type SecretBox } from "../crypto.ts";
+import type { Database } from "../db/index.ts";
+import { apiKeys } from "../db/schema.ts";
+
+/** A freshly issued pair: the only moment the clear api_key and secret_key exist outside the client. */
+export interface IssuedKey {
+  id: string;
+  apiKey: string;
+  secretKey: string;
+  keyPrefix: string;
+}
+
+/** An active key as the authentication step sees it. */
+export interface ActiveKey {
+  id: string;
+  email: string;
+  /** Decrypts the secret for an HMAC check. */
+  secret(): Promise<string>;
+}
+
+/** A key row for operators (never with the secret). */
+export type KeyRow = Omit<typeof apiKeys.$inferSelect, "keyHash" | "secretSealed">;
+
+/** Recognisable prefixes so a leaked key is easy to spot in code or logs. */
+export const API_KEY_PREFIX = "imp_";
+export const SECRET_KEY_PREFIX = "imps_";
+
+/** Issues, finds, revokes and meters API key pairs. */
+export class KeyService {
+  constructor(
+    private readonly db: Database,
+    private readonly box: SecretBox,
+    private readonly now: () => number,
+  ) {}
+
+  /** Issues a new pair for (email, siteUrl), revoking the previous active one in the same transaction. */
+  async issue(email: string, siteUrl: string): Promise<IssuedKey> {
+    const id = `key_${Buffer.from(randomBytes(8)).toString("hex")}`;
+    const apiKey = API_KEY_PREFIX + toBase64Url(randomBytes(32));
+    const secretKey = SECRET_KEY_PREFIX + toBase64Url(randomBytes(32));
+    const keyPrefix = apiKey.slice(0, API_KEY_PREFIX.length + 8);
+    const row = {
+      id,
+      email,
+      siteUrl,
+      keyHash: await sha256Hex(apiKey),
+      keyPrefix,
+      secretSealed: await this.box.seal(secretKey, id),
+      createdAt: this.now(),
+    };
+    await this.db.batch([
+      this.db
+        .update(apiKeys)
+        .set({ revokedAt: row.createdAt })
+        .where(and(eq(apiKeys.email, email), eq(apiKeys.siteUrl, siteUrl), isNull(apiKeys.revokedAt))),
+      this.db.insert(apiKeys).values(row),
+    ]);
+    return { id, apiKey, secretKey, keyPrefix };
+  }
+
+  /** The active key whose api_key is `apiKey`, or null when unknown or revoked. */
+  async findActive(apiKey: string): Promise<ActiveKey | null> {
+    if (!apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > 200) return null;
+    const [row] = await this.db
+      .select({ id: apiKeys.id, email: apiKeys.email, secretSealed: apiKeys.secretSealed })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.keyHash, await sha256Hex(apiKey)), isNull(apiKeys.revokedAt)))
+      .limit(1);
+    if (!row) return null;
+    return { id: row.id, email: row.email, secret: () => this.box.open(row.secretSealed, row.id) };
+  }
+
+  /** Counts one conversion against a key. */
+  async recordUse(id: string, bytesIn: number, bytesOut: number): Promise<void> {
+    await this.db
+      .update(apiKeys)
+      .set({
+        lastUsedAt: this.now(),
+        conversions: sql`${apiKeys.conversions} + 1`,
+        bytesIn: sql`${apiKeys.bytesIn} + ${bytesIn}`,
+        bytesOut: sql`${apiKeys.bytesOut} + ${bytesOut}`,
+      })
+      .where(eq(apiKeys.id, id));
+  }
+
+  /** All keys, newest first, optionally only active ones or one owner's. */
+  async list(filter: { activeOnly?: boolean; email?: string } = {}): Promise<KeyRow[]> {
+    const conditions = [filter.activeOnly ? isNull(apiKeys.revokedAt) : undefined, filter.email ? eq(apiKeys.email, filter.email) : undefined];
+    const { keyHash: _hash, secretSealed: _sealed, ...columns } = getTableColumns(apiKeys);
+    return this.db
+      .select(columns)
+      .from(apiKeys)
+      .where(and(...conditions))
+      .orderBy(desc(apiKeys.createdAt));
+  }
+
+  /** Revokes one key by id; returns false when no active key has that id. */
+  async revoke(id: string): Promise<boolean> {
+    const result = await this.db
+      .update(apiKeys)
+      .set({ revokedAt: this.now() })
+      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)));
+    return result.rowsAffected > 0;
+  }
+
+  /** Revokes every active key of an address; returns how many. */
+  async revokeAllOf(email: string): Promise<number> {
+    const result = await this.db
+      .update(apiKeys)
+      .set({ revokedAt: this.now() })
+      .where(and(eq(apiKeys.email, email), isNull(apiKeys.revokedAt)));
+    return result.rowsAffected;
+  }
+}

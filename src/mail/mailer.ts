@@ -1,0 +1,48 @@
+import nodemailer from "nodemailer";
+import type { Logger } from "../log.ts";
+
+/** One outgoing e-mail with both a plain-text and an HTML body. */
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/** Anything that can deliver a message; throws when the message was not accepted. */
+export interface Mailer {
+  send(message: MailMessage): Promise<void>;
+  /** True for the development transport that only prints messages. */
+  readonly isDevelopment: boolean;
+}
+
+/** Delivers through an SMTP server (`smtp://user:pass@host:587`, `smtps://…`) with bounded timeouts. */
+export function smtpMailer(url: string, from: string): Mailer {
+  const transport = nodemailer.createTransport({
+    url,
+    // A hung SMTP server must not hold a request for minutes.
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 20_000,
+  });
+  return {
+    isDevelopment: false,
+    async send(message) {
+      await transport.sendMail({ from, ...message });
+    },
+  };
+}
+
+/** Development transport used when no SMTP server is configured: prints each message to the log. */
+export function logMailer(logger: Logger, write: (text: string) => void = (t) => console.log(t)): Mailer {
+  logger.warn(
+    "IMGPRESS_SMTP_URL is not set: e-mails (including one-time codes) are PRINTED TO THIS LOG instead of being sent. " +
+      "This development transport is not for production.",
+  );
+  return {
+    isDevelopment: true,
+    async send(message) {
+      write(`\n----- e-mail (development transport, not sent) -----\nTo: ${message.to}\nSubject: ${message.subject}\n\n${message.text}\n-----\n`);
+    },
+  };
+}

@@ -1,0 +1,61 @@
+import type { MailMessage } from "./mailer.ts";
+
+/** The e-mail that carries a one-time code. The code appears once per body, as six consecutive digits. */
+export function otpMail(to: string, code: string, siteUrl: string | null, validMinutes: number): MailMessage {
+  const site = siteUrl ? `It was requested for the site ${plainUrl(siteUrl)}.` : "";
+  const text = [
+    `Your imgpress sign-in code is: ${code}`,
+    "",
+    `It is valid for ${validMinutes} minutes and can be used once. ${site}`.trim(),
+    "If you did not ask for it, ignore this message: nobody can use it without access to your mailbox.",
+  ].join("\n");
+  const html = page(
+    `<p>Your imgpress sign-in code is:</p>
+<p style="font-size:28px;font-weight:bold;letter-spacing:4px;font-family:monospace">${code}</p>
+<p>It is valid for ${validMinutes} minutes and can be used once.${siteUrl ? ` It was requested for the site ${unlinkableHtml(siteUrl)}.` : ""}</p>
+<p>If you did not ask for it, ignore this message.</p>`,
+  );
+  return { to, subject: "Your imgpress sign-in code", text, html };
+}
+
+/** The notice sent to the owner whenever a new key pair is issued for their address. */
+export function keyIssuedMail(to: string, keyPrefix: string, siteUrl: string, issuedAt: Date): MailMessage {
+  const site = siteUrl ? ` for the site ${plainUrl(siteUrl)}` : "";
+  const text = [
+    `A new imgpress API key (${keyPrefix}…) was issued to ${to}${site} at ${issuedAt.toISOString()}.`,
+    "Any earlier key for the same address and site has been revoked.",
+    "If this was not you, ask the operator to revoke it (imgpress keys revoke <id>).",
+  ].join("\n");
+  const html = page(
+    `<p>A new imgpress API key (<code>${escapeHtml(keyPrefix)}…</code>) was issued to ${escapeHtml(to)}${
+      siteUrl ? ` for the site ${unlinkableHtml(siteUrl)}` : ""
+    } at ${issuedAt.toISOString()}.</p>
+<p>Any earlier key for the same address and site has been revoked.</p>
+<p>If this was not you, ask the operator to revoke it.</p>`,
+  );
+  return { to, subject: "A new imgpress API key was issued", text, html };
+}
+
+function page(body: string): string {
+  return `<!doctype html><html><body style="font-family:sans-serif">${body}</body></html>`;
+}
+
+/** Escapes text for HTML element content and attributes. */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+// site_url comes from whoever asked for the code, so it must never become a clickable link:
+// the scheme is dropped and, in HTML, every separator is split into its own element, which
+// defeats mail clients' auto-linking without changing what the reader sees.
+function plainUrl(url: string): string {
+  return `"${url.replace(/^[a-z]+:\/\//i, "")}"`;
+}
+
+function unlinkableHtml(url: string): string {
+  const bare = url.replace(/^[a-z]+:\/\//i, "");
+  return `&quot;${bare
+    .split(/([./:@])/)
+    .map((part) => (/^[./:@]$/.test(part) ? `<span>${escapeHtml(part)}</span>` : escapeHtml(part)))
+    .join("")}&quot;`;
+}
