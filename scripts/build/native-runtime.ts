@@ -1,0 +1,183 @@
+// Runs inside the compiled executable: the build plugin puts it in place of sharp's and
+// libsql's require of their native addon. sharp's addon links libvips through an RPATH,
+// so it cannot be loaded from the executable's embedded files; this copies the files
+// once to a cache folder, in the same relative layout as in node_modules, and loads the
+// addon from there. libsql goes the same way (rather than Bun's own .node embedding,
+// which extracts to $TMPDIR) so both honour IMGPRESS_CACHE_DIR and the noexec check.
+// This is the one place that reads process.env directly: it runs while modules are
+// still being imported, before the app's config exists.
+import {
+  type Stats,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { homedir } from "node:os";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+
+/** One embedded file and where it goes inside the extraction folder. */
+export interface EmbeddedFile {
+  /** Path of the embedded copy (from `import x from "..." with { type: "file" }`). */
+  src: string;
+  /** Path relative to the extraction folder, e.g. `sharp-linux-x64/lib/x.node`. */
+  rel: string;
+  /** Expected size in bytes: a cheap check that an existing extraction is complete. */
+  size: number;
+}
+
+/** What the build plugin knows about an addon to extract and load. */
+export interface NativeBundle {
+  /** Folder name: package, version, CPU and content hash, so versions never collide. */
+  key: string;
+  files: EmbeddedFile[];
+  /** `rel` of the .node file to load. */
+  addon: string;
+}
+
+const ENV = "IMGPRESS_CACHE_DIR";
+// Half-written folders of a crashed start are removed by a later extraction after this.
+const STALE_MS = 10 * 60 * 1000;
+
+/** Cache folders to try, best first; an explicit IMGPRESS_CACHE_DIR is the only one. */
+function candidates(): { dir: string; explicit: boolean }[] {
+  const env = process.env;
+  const explicit = env[ENV];
+  if (explicit) return [{ dir: resolve(explicit), explicit: true }];
+  const list: string[] = [];
+  const xdg = env.XDG_CACHE_HOME;
+  // XDG: a relative XDG_CACHE_HOME is invalid and must be ignored.
+  if (xdg && isAbsolute(xdg)) list.push(join(xdg, "imgpress"));
+  else {
+    const home = env.HOME || safeHomedir();
+    if (home) list.push(join(home, ".cache", "imgpress"));
+  }
+  list.push(join(resolve(env.IMGPRESS_DATA_DIR || "./imgpress-data"), "cache"));
+  return list.map((dir) => ({ dir, explicit: false }));
+}
+
+// os.homedir() can throw when the user has no passwd entry (e.g. an arbitrary container uid).
+function safeHomedir(): string {
+  try {
+    return homedir();
+  } catch {
+    return "";
+  }
+}
+
+function statOrNull(path: string): Stats | null {
+  try {
+    return statSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * True when every file of the bundle is present with its expected size, in a folder
+ * owned by us (or root) that nobody else can write, as our extraction makes it: in a
+ * shared cache folder, a copy planted by another user is never loaded.
+ */
+function complete(dir: string, bundle: NativeBundle): boolean {
+  const st = statOrNull(dir);
+  if (!st || (st.uid !== process.getuid?.() && st.uid !== 0) || (st.mode & 0o022) !== 0) return false;
+  return bundle.files.every((f) => statOrNull(join(dir, f.rel))?.size === f.size);
+}
+
+/** Removes leftovers of crashed starts; never ones that may still be in use. */
+function sweep(base: string): void {
+  const now = Date.now();
+  for (const name of readdirSync(base)) {
+    if (!name.startsWith(".tmp-") && !name.startsWith(".old-")) continue;
+    const st = statOrNull(join(base, name));
+    if (st && now - st.mtimeMs > STALE_MS) rmSync(join(base, name), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Makes sure `<base>/<key>` holds the bundle and returns it. Several processes may run
+ * this at once: each writes a private temporary folder and renames it into place, and
+ * rename of a folder onto an existing non-empty one fails, so exactly one wins and the
+ * others discard their copy.
+ */
+function ensureExtracted(base: string, bundle: NativeBundle): string {
+  const final = join(base, bundle.key);
+  if (complete(final, bundle)) return final;
+
+  mkdirSync(base, { recursive: true, mode: 0o755 });
+  sweep(base);
+  const tmp = mkdtempSync(join(base, `.tmp-${bundle.key}-`));
+  try {
+    for (const f of bundle.files) {
+      const to = join(tmp, f.rel);
+      mkdirSync(dirname(to), { recursive: true });
+      writeFileSync(to, readFileSync(f.src), { mode: 0o644 });
+    }
+    try {
+      renameSync(tmp, final);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "ENOTEMPTY" && code !== "EEXIST") throw err;
+      // Someone else won the race: use theirs, unless it is a truncated copy (e.g. a
+      // crash before data reached disk), which we move aside and replace with ours.
+      if (!complete(final, bundle)) {
+        const old = join(base, `.old-${bundle.key}-${process.pid}-${Date.now()}`);
+        try {
+          renameSync(final, old);
+          renameSync(tmp, final);
+        } catch (again) {
+          // A third process may have put a good copy there in between.
+          if (!complete(final, bundle)) throw again;
+        }
+        rmSync(old, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  return final;
+}
+
+/** Prints one line naming the setting to change and exits: the app cannot run without it. */
+function fatal(message: string): never {
+  process.stderr.write(`imgpress: ${message}\n`);
+  process.exit(1);
+}
+
+/** Extracts the bundle (once per content) into the cache folder and loads its addon. */
+export function loadNative(bundle: NativeBundle): unknown {
+  const tried: string[] = [];
+  let dir = "";
+  for (const c of candidates()) {
+    try {
+      dir = ensureExtracted(c.dir, bundle);
+      break;
+    } catch (err) {
+      const why = `${c.dir} (${(err as Error).message})`;
+      if (c.explicit) fatal(`cannot write native libraries to ${ENV}=${why}; set ${ENV} to a writable folder`);
+      tried.push(why);
+    }
+  }
+  if (!dir) fatal(`no writable cache folder for native libraries, tried ${tried.join(", ")}; set ${ENV}`);
+
+  const file = join(dir, bundle.addon);
+  const mod = { exports: {} as unknown };
+  try {
+    process.dlopen(mod, file);
+  } catch (err) {
+    const msg = String((err as Error).message).split("\n")[0] ?? "";
+    // A noexec mount lets us write the files but not map them executable.
+    if (/failed to map segment|operation not permitted|EPERM/i.test(msg)) {
+      fatal(
+        `cannot load native libraries from ${dir}: its filesystem is mounted noexec (or a security policy ` +
+          `forbids running code from it); set ${ENV} to a folder on a filesystem that allows executables`,
+      );
+    }
+    fatal(`cannot load ${file}: ${msg}`);
+  }
+  return mod.exports;
+}
