@@ -1,9 +1,13 @@
 import { Elysia, t } from "elysia";
+import { RequestAuthenticator } from "./apiauth/service.ts";
 import { authRoutes } from "./auth/index.ts";
 import { OtpService } from "./auth/service.ts";
 import type { Config } from "./config.ts";
 import { deriveKey, SecretBox } from "./crypto.ts";
 import type { Store } from "./db/index.ts";
+import { ConversionGate } from "./convert/gate.ts";
+import { convertRoutes } from "./convert/index.ts";
+import { ConvertService } from "./convert/service.ts";
 import { docsRoutes } from "./docs/index.ts";
 import { AppError } from "./errors.ts";
 import { errorHandler } from "./http/errors.ts";
@@ -13,7 +17,7 @@ import { KeyService } from "./keys/service.ts";
 import type { Logger } from "./log.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { RateLimiter } from "./ratelimit/service.ts";
-import { version } from "./version.ts";
+import { internalRoutes } from "./internal/index.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -33,6 +37,8 @@ export interface Services {
   keys: KeyService;
   otp: OtpService;
   limiter: RateLimiter;
+  authenticator: RequestAuthenticator;
+  convert: ConvertService;
 }
 
 /** Builds the services from their dependencies. */
@@ -50,7 +56,24 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     allowedEmails: deps.config.allowedEmails,
     now,
   });
-  return { keys, otp, limiter };
+  const authenticator = new RequestAuthenticator(
+    keys,
+    deps.store.db,
+    {
+      schemes: deps.config.authSchemes,
+      bodyHash: deps.config.signatureBody,
+      toleranceS: deps.config.signatureToleranceS,
+      endpoints: ["/plugin/convert", "/v1/plugin/convert"],
+    },
+    now,
+  );
+  const gate = new ConversionGate({
+    concurrency: deps.config.concurrency,
+    queueSize: deps.config.queueSize,
+    queueTimeoutMs: deps.config.queueTimeoutS * 1000,
+  });
+  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS });
+  return { keys, otp, limiter, authenticator, convert };
 }
 
 /** The whole HTTP surface on one page. */
@@ -71,8 +94,11 @@ export function createApp(deps: AppDeps, services: Services) {
       },
       { response: t.Object({ status: t.Literal("ok") }), detail: { summary: "Liveness and database check", tags: ["operations"] } },
     )
-    .use(docsRoutes(version, deps.loadDocsAsset))
-    .group("/v1", (v1) => v1.use(authRoutes(services.otp, clientIp)));
+    .use(docsRoutes(deps.loadDocsAsset))
+    .use(internalRoutes(services.convert.gate))
+    .group("/v1", (v1) =>
+      v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, services.keys, config.uploadTimeoutS * 1000)),
+    );
 }
 
 /** The app's type, for tests and entries. */

@@ -1,4 +1,5 @@
 /** Small web-crypto helpers shared by OTP, keys and signatures (Bun and Deno alike). */
+import { Buffer } from "node:buffer";
 
 const encoder = new TextEncoder();
 

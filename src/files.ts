@@ -12,7 +12,7 @@ export async function readOrCreate(path: string, make: () => Promise<string>, mo
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const temp = `${path}.${process.pid}.${crypto.randomUUID()}.tmp`;
+  const temp = `${path}.${crypto.randomUUID()}.tmp`;
   await writeFile(temp, await make(), { mode, flag: "wx" });
   try {
     await link(temp, path); // fails with EEXIST when another process won the race: its content stands

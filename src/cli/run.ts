@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { boot, startMaintenance } from "../boot.ts";
 import { ConfigError } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";

@@ -1,5 +1,7 @@
 import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
+import { ErrorModel } from "../auth/model.ts";
+import { version } from "../version.ts";
 
 /** Where the UI script is served from, so the docs page works with no internet access. */
 const SCALAR_ASSET = "/v1/docs/assets/scalar.js";
@@ -8,7 +10,7 @@ const SCALAR_ASSET = "/v1/docs/assets/scalar.js";
  * OpenAPI document at /v1/docs/json and the Scalar UI at /v1/docs. The UI script is a pinned copy
  * served by this process (the plugin's default page would fetch it from a CDN).
  */
-export function docsRoutes(version: string, loadScalar: () => Promise<Blob>) {
+export function docsRoutes(loadScalar: () => Promise<Blob>) {
   let script: Promise<Blob> | undefined;
   return new Elysia({ name: "docs" })
     .use(
@@ -24,6 +26,15 @@ export function docsRoutes(version: string, loadScalar: () => Promise<Blob>) {
             version,
             description:
               "Converts JPEG and PNG images to WebP or AVIF. Obtain an api_key and secret_key with the e-mailed one-time code, then call /v1/plugin/convert with a bearer key or an HMAC signature. Every error is JSON {error, message, code}.",
+          },
+          components: {
+            schemas: { Error: ErrorModel as never },
+            securitySchemes: {
+              bearer: { type: "http", scheme: "bearer", description: "Authorization: Bearer <api_key>" },
+              signedKey: { type: "apiKey", in: "header", name: "x-api-key", description: "api_key, with x-timestamp and x-signature (see docs/api.md)" },
+              signedTimestamp: { type: "apiKey", in: "header", name: "x-timestamp", description: "Unix seconds" },
+              signedSignature: { type: "apiKey", in: "header", name: "x-signature", description: "hex HMAC-SHA256 of METHOD\\nENDPOINT\\nTIMESTAMP\\nBODY_HASH" },
+            },
           },
           tags: [
             { name: "credentials", description: "Passwordless key issuance" },

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { AppError } from "../errors.ts";
 
 /** Bounds for reading one request body. */

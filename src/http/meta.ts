@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { randomBytes } from "../crypto.ts";
 
 /** Per-request facts the runtime knows and the app needs: an id for logs, the peer address, the start time. */

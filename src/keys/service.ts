@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { and, desc, eq, getTableColumns, isNull, sql } from "drizzle-orm";
 import { randomBytes, sha256Hex, toBase64Url, type SecretBox } from "../crypto.ts";
 import type { Database } from "../db/index.ts";

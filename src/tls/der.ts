@@ -1,4 +1,5 @@
 /** Just enough DER (X.690) to write one self-signed certificate. */
+import { Buffer } from "node:buffer";
 
 /** Encodes a tag-length-value triple. */
 export function tlv(tag: number, ...content: Uint8Array[]): Uint8Array {

@@ -1,0 +1,16 @@
+import { Elysia } from "elysia";
+import type { RequestAuthenticator } from "./service.ts";
+
+/**
+ * Route option `apiKey: true`: authenticates the request from its headers before the body is
+ * read and resolves `credential`; the route calls `credential.verifyBody` once it has the bytes.
+ */
+export function apiAuth(authenticator: RequestAuthenticator) {
+  return new Elysia({ name: "api-auth" }).macro({
+    apiKey: {
+      async resolve({ request }) {
+        return { credential: await authenticator.fromHeaders(request.method, request.headers) };
+      },
+    },
+  });
+}

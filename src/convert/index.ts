@@ -1,0 +1,49 @@
+import { Elysia } from "elysia";
+import { apiAuth } from "../apiauth/index.ts";
+import type { RequestAuthenticator } from "../apiauth/service.ts";
+import { readBody } from "../http/body.ts";
+import type { KeyService } from "../keys/service.ts";
+import { convertDocs } from "./docs.ts";
+import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
+import { parseMultipart } from "./multipart.ts";
+import { savingsPercent, type Converted, type ConvertService } from "./service.ts";
+
+/** Room for the multipart framing and the small fields around a maximum-size image. */
+const FORM_OVERHEAD_BYTES = 64 * 1024;
+
+/** POST /plugin/convert (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
+export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, keys: KeyService, uploadTimeoutMs: number) {
+  const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: fileTooLarge };
+  return new Elysia({ name: "convert", prefix: "/plugin" }).use(apiAuth(authenticator)).post(
+    "/convert",
+    async ({ request, credential }) => {
+      const leave = convert.gate.admit();
+      try {
+        const body = await readBody(request, bodyLimits);
+        await credential.verifyBody(body);
+        const result = await convert.convert(readUpload(parseMultipart(body, request.headers.get("content-type"))));
+        await keys.recordUse(credential.key.id, result.originalSize, result.bytes.length);
+        return imageResponse(result);
+      } finally {
+        leave();
+      }
+    },
+    // parse "none": the body is read once, by the route, so the signature covers the exact bytes.
+    { apiKey: true, parse: "none", detail: convertDocs as never },
+  );
+}
+
+function imageResponse(result: Converted): Response {
+  const ascii = result.stem.replace(/[^A-Za-z0-9._ -]/g, "_");
+  return new Response(result.bytes as Uint8Array<ArrayBuffer>, {
+    headers: {
+      "content-type": result.mime,
+      "content-disposition": `inline; filename="${ascii}.${result.extension}"; filename*=UTF-8''${encodeURIComponent(result.stem)}.${result.extension}`,
+      "x-original-size": String(result.originalSize),
+      "x-optimized-size": String(result.bytes.length),
+      "x-savings-percent": savingsPercent(result.originalSize, result.bytes.length),
+      "access-control-expose-headers": "X-Original-Size, X-Optimized-Size, X-Savings-Percent",
+      "cache-control": "no-store",
+    },
+  });
+}
