@@ -21,8 +21,9 @@ export function authRoutes(otp: OtpService, clientIp: (request: Request) => stri
     )
     .post(
       "/verify-otp",
-      async ({ body, request }) => {
+      async ({ body, request, set }) => {
         const issued = await otp.verify({ email: body.email, otp: body.otp, siteUrl: body.site_url, ip: clientIp(request) });
+        set.headers["cache-control"] = "no-store";
         return {
           status: "success" as const,
           api_key: issued.apiKey,
