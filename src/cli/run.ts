@@ -66,7 +66,7 @@ async function serve(flags: Record<string, string>, runtime: Runtime): Promise<n
     port: config.port,
     tls,
     idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
-    maxBodyBytes: 64 * 1024 * 1024,
+    maxBodyBytes: 1024 * 1024 * 1024,
     fetch: createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy }),
   });
   const stopMaintenance = startMaintenance(services, logger);
