@@ -1,7 +1,8 @@
 import { t, type Static } from "elysia";
-import { hostname } from "node:os";
-import { availableParallelism } from "node:os";
+import { isIP } from "node:net";
+import { availableParallelism, hostname } from "node:os";
 import { join, resolve } from "node:path";
+import { domainToASCII } from "node:url";
 
 /** Every setting of the service, typed; built once by `loadConfig` and frozen. */
 export const ConfigSchema = t.Object({
@@ -90,6 +91,17 @@ const urlWith = (schemes: string[]) => (raw: string) => {
 };
 const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
 
+// Allowlist entries are compared with normalised addresses, whose domains are lower-case ASCII (punycode).
+function allowlistEntry(entry: string): string {
+  const value = entry.toLowerCase();
+  if (value === "*") return value;
+  const at = value.lastIndexOf("@");
+  const local = value.slice(0, Math.max(at, 0));
+  const domain = at >= 0 ? domainToASCII(value.slice(at + 1)) : "";
+  if (!domain.includes(".") || /[\s@<>(),;:"[\]\\]/.test(local)) throw `*, addresses or @domain entries (bad entry: ${entry})`;
+  return `${local}@${domain}`;
+}
+
 /** The settings table: the single source for parsing, `--help` and the docs. */
 export const settings: readonly Setting[] = [
   { key: "host", env: "IMGPRESS_HOST", help: "listen address", parse: text, fallback: () => "0.0.0.0" },
@@ -134,8 +146,7 @@ export const settings: readonly Setting[] = [
     env: "IMGPRESS_ALLOWED_EMAILS",
     help: "comma list of addresses and @domain entries allowed to obtain keys; * = anyone",
     parse: (raw) => {
-      const entries = list(raw).map((e) => e.toLowerCase());
-      for (const e of entries) if (e !== "*" && !emailPattern.test(e) && !/^@[^\s@]+\.[^\s@]+$/.test(e)) throw `*, addresses or @domain entries (bad entry: ${e})`;
+      const entries = list(raw).map(allowlistEntry);
       if (entries.length === 0) throw "at least one entry (* allows anyone)";
       return entries;
     },
@@ -177,7 +188,12 @@ export const settings: readonly Setting[] = [
     key: "internalAllow",
     env: "IMGPRESS_INTERNAL_ALLOW",
     help: "client addresses allowed on /internal/ routes (comma list)",
-    parse: (raw) => list(raw),
+    parse: (raw) => {
+      const entries = list(raw);
+      const bad = entries.find((e) => !isIP(e));
+      if (bad !== undefined) throw `a comma list of IP addresses (bad entry: ${bad})`;
+      return entries;
+    },
     fallback: () => ["127.0.0.1", "::1"],
   },
   { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: oneOf("debug", "info", "warn", "error"), fallback: () => "info" },

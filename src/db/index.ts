@@ -25,9 +25,10 @@ export async function openStore(url: string, authToken?: string): Promise<Store>
   }
   const client = createClient({ url, authToken });
   if (url.startsWith("file:")) {
-    // WAL lets the CLI read while the server writes; busy_timeout makes concurrent writers wait, not fail.
-    await client.execute("PRAGMA journal_mode = WAL");
+    // busy_timeout first, so even switching to WAL waits for a concurrently starting process;
+    // WAL lets the CLI read while the server writes.
     await client.execute("PRAGMA busy_timeout = 5000");
+    await client.execute("PRAGMA journal_mode = WAL");
   }
   await migrate(client, migrations);
   return { db: drizzle(client, { schema }), client, close: () => client.close() };

@@ -18,7 +18,8 @@ export function docsRoutes(loadScalar: () => Promise<Blob>) {
         path: "/v1/docs",
         specPath: "/v1/docs/json",
         scalarCDN: SCALAR_ASSET,
-        scalarConfig: { withDefaultFonts: false, hideClientButton: true } as Record<string, unknown>,
+        // An absolute spec URL: the plugin's relative default resolves against /v1/docs to /v1/v1/docs/json.
+        scalarConfig: { spec: { url: "/v1/docs/json" }, withDefaultFonts: false, hideClientButton: true } as Record<string, unknown>,
         exclude: [/^\/internal/, SCALAR_ASSET],
         documentation: {
           info: {

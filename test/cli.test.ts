@@ -1,0 +1,190 @@
+/**
+ * The `imgpress` command line, run as a real process (`bun src/main.ts …`, or the runtime chosen by
+ * E2E_RUNTIME) against a database in a temporary data folder.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pkg from "../package.json" with { type: "json" };
+import { boot } from "../src/boot.ts";
+import { settings } from "../src/config.ts";
+import type { IssuedKey } from "../src/keys/service.ts";
+import { runCli, type CliResult } from "./support/server.ts";
+
+// ---------------------------------------------------------------- helpers
+
+let dir: string;
+let env: Record<string, string>;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imgpress-cli-"));
+  env = { IMGPRESS_DATA_DIR: dir };
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Issues keys straight into the data folder's database, as the server would, then closes it. */
+async function seedKeys(owners: { email: string; site?: string }[]): Promise<IssuedKey[]> {
+  const booted = await boot({ env, loadDocsAsset: async () => new Blob([""]), write: () => {} });
+  try {
+    const out: IssuedKey[] = [];
+    for (const o of owners) out.push(await booted.services.keys.issue(o.email, o.site ?? ""));
+    return out;
+  } finally {
+    booted.store.close();
+  }
+}
+
+/** Everything the process wrote. */
+const output = (r: CliResult) => `${r.stdout}\n${r.stderr}`;
+
+function expectNoSecrets(result: CliResult, keys: IssuedKey[]) {
+  for (const k of keys) {
+    expect(output(result)).not.toContain(k.apiKey);
+    expect(output(result)).not.toContain(k.secretKey);
+    expect(output(result)).not.toContain(new Bun.CryptoHasher("sha256").update(k.apiKey).digest("hex"));
+  }
+}
+
+// ---------------------------------------------------------------- help and version
+
+describe("--help and --version", () => {
+  test.each(["--help", "-h"])("%s prints usage, every command and every variable", async (flag) => {
+    const r = await runCli([flag]);
+    expect(r.code).toBe(0);
+    for (const word of ["Usage", "keys list", "keys revoke", "migrate"]) expect(r.stdout).toContain(word);
+    for (const s of settings) expect(r.stdout).toContain(s.env);
+  });
+
+  test.each(["--version", "-v"])("%s prints the package version", async (flag) => {
+    const r = await runCli([flag]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`imgpress ${pkg.version}`);
+  });
+
+  test("an unknown command exits 2", async () => {
+    const r = await runCli(["frobnicate"], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("frobnicate");
+  });
+});
+
+// ---------------------------------------------------------------- keys
+
+describe("keys list", () => {
+  test("on an empty database says so", async () => {
+    const r = await runCli(["keys", "list"], env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("no keys");
+  });
+
+  test("shows each key by id, prefix, owner and site, never a secret", async () => {
+    const keys = await seedKeys([{ email: "alice@example.com", site: "https://blog.example.com" }, { email: "bob@example.com" }]);
+    const r = await runCli(["keys", "list"], env);
+    expect(r.code).toBe(0);
+    for (const k of keys) {
+      expect(r.stdout).toContain(k.id);
+      expect(r.stdout).toContain(k.keyPrefix);
+    }
+    expect(r.stdout).toContain("alice@example.com");
+    expect(r.stdout).toContain("https://blog.example.com");
+    expectNoSecrets(r, keys);
+  });
+
+  test("--json prints rows without hash or sealed secret", async () => {
+    const keys = await seedKeys([{ email: "alice@example.com" }]);
+    const r = await runCli(["keys", "list", "--json"], env);
+    expect(r.code).toBe(0);
+    const rows = JSON.parse(r.stdout) as Record<string, unknown>[];
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ id: keys[0]!.id, email: "alice@example.com", keyPrefix: keys[0]!.keyPrefix, revokedAt: null });
+    expect(Object.keys(rows[0]!)).not.toContain("keyHash");
+    expect(Object.keys(rows[0]!)).not.toContain("secretSealed");
+    expectNoSecrets(r, keys);
+  });
+
+  test("--email filters by owner", async () => {
+    const [alice, bob] = await seedKeys([{ email: "alice@example.com" }, { email: "bob@example.com" }]);
+    const r = await runCli(["keys", "list", "--email", "BOB@example.com"], env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(bob!.id);
+    expect(r.stdout).not.toContain(alice!.id);
+  });
+});
+
+describe("keys revoke", () => {
+  test("revokes by id: gone from the list, shown as revoked with --all", async () => {
+    const [key, other] = await seedKeys([{ email: "alice@example.com" }, { email: "bob@example.com" }]);
+    const revoked = await runCli(["keys", "revoke", key!.id], env);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(key!.id);
+
+    const active = await runCli(["keys", "list"], env);
+    expect(active.stdout).not.toContain(key!.id);
+    expect(active.stdout).toContain(other!.id);
+
+    const all = await runCli(["keys", "list", "--all", "--json"], env);
+    const rows = JSON.parse(all.stdout) as { id: string; revokedAt: number | null }[];
+    expect(rows.find((r) => r.id === key!.id)?.revokedAt).toEqual(expect.any(Number));
+    expect(rows.find((r) => r.id === other!.id)?.revokedAt).toBeNull();
+
+    const table = await runCli(["keys", "list", "--all"], env);
+    const line = table.stdout.split("\n").find((l) => l.includes(key!.id))!;
+    expect(line).toMatch(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d.*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/); // created … revoked
+  });
+
+  test.each([
+    { name: "an unknown id", id: () => "key_0000000000000000" },
+    { name: "an id revoked already", id: (k: IssuedKey) => k.id, revokeFirst: true },
+  ])("$name exits 1", async ({ id, revokeFirst }) => {
+    const [key] = await seedKeys([{ email: "alice@example.com" }]);
+    if (revokeFirst) expect((await runCli(["keys", "revoke", key!.id], env)).code).toBe(0);
+    const r = await runCli(["keys", "revoke", id(key!)], env);
+    expect(r.code).toBe(1);
+  });
+
+  test("revoke without an id prints the usage and exits 2", async () => {
+    const r = await runCli(["keys", "revoke"], env);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toContain("usage");
+  });
+
+  test("revoke-email revokes every key of an address", async () => {
+    const [a1, a2, b] = await seedKeys([{ email: "alice@example.com" }, { email: "alice@example.com", site: "https://x.example.com" }, { email: "bob@example.com" }]);
+    const r = await runCli(["keys", "revoke-email", "alice@example.com"], env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("2");
+    const active = await runCli(["keys", "list"], env);
+    expect(active.stdout).not.toContain(a1!.id);
+    expect(active.stdout).not.toContain(a2!.id);
+    expect(active.stdout).toContain(b!.id);
+  });
+});
+
+// ---------------------------------------------------------------- migrate and configuration errors
+
+describe("migrate and configuration errors", () => {
+  test("migrate prepares the database and exits 0", async () => {
+    const r = await runCli(["migrate"], env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("up to date");
+  });
+
+  test.each([
+    { variable: "IMGPRESS_PORT", value: "not-a-port" },
+    { variable: "IMGPRESS_LOG_LEVEL", value: "loud" },
+    { variable: "IMGPRESS_BEHIND_PROXY", value: "perhaps" },
+    { variable: "IMGPRESS_MASTER_KEY", value: "too-short" },
+  ])("an invalid $variable exits 2 and names the variable", async ({ variable, value }) => {
+    const r = await runCli(["keys", "list"], { ...env, [variable]: value });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(variable);
+  });
+
+  test("an invalid flag exits 2 and names the flag", async () => {
+    const r = await runCli(["keys", "list", "--log-level", "loud"], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--log-level");
+  });
+});

@@ -1,0 +1,244 @@
+/**
+ * Configuration: defaults, every invalid value refused with a message naming its variable (or
+ * flag) and what is allowed, flags over env, the TLS pair rule, and the master key.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { availableParallelism, hostname, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { ConfigError, flagName, loadConfig, settings } from "../src/config.ts";
+import { loadMasterKey } from "../src/masterkey.ts";
+
+// ---------------------------------------------------------------- helpers
+
+/** The ConfigError `fn` throws (fails the test when it throws nothing or something else). */
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error("expected a ConfigError, but nothing was thrown");
+}
+
+// ---------------------------------------------------------------- defaults
+
+describe("defaults (no variables set)", () => {
+  const config = loadConfig({});
+  test.each([
+    ["host", "0.0.0.0"],
+    ["port", 8443],
+    ["dataDir", resolve("imgpress-data")],
+    ["databaseUrl", `file:${join(resolve("imgpress-data"), "imgpress.db")}`],
+    ["databaseAuthToken", undefined],
+    ["tlsCert", undefined],
+    ["tlsKey", undefined],
+    ["behindProxy", false],
+    ["smtpUrl", undefined],
+    ["mailFrom", `imgpress@${hostname() || "localhost"}`],
+    ["allowedEmails", ["*"]],
+    ["masterKey", undefined],
+    ["concurrency", availableParallelism()],
+    ["queueSize", 4 * availableParallelism()],
+    ["authSchemes", ["bearer", "signed"]],
+    ["signatureBody", "lenient"],
+    ["signatureToleranceS", 300],
+    ["internalAllow", ["127.0.0.1", "::1"]],
+    ["logLevel", "info"],
+  ] as const)("%s = %p", (key, value) => {
+    expect(config[key as keyof typeof config]).toEqual(value as never);
+  });
+
+  test("the result is frozen", () => {
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  test("an empty variable counts as unset", () => {
+    expect(loadConfig({ IMGPRESS_PORT: "", IMGPRESS_LOG_LEVEL: "" })).toMatchObject({ port: 8443, logLevel: "info" });
+  });
+
+  test("the database defaults into the configured data folder", () => {
+    const dir = join(tmpdir(), "imgpress-config-test");
+    expect(loadConfig({ IMGPRESS_DATA_DIR: dir }).databaseUrl).toBe(`file:${join(dir, "imgpress.db")}`);
+  });
+
+  test("the queue defaults to four times the configured concurrency", () => {
+    expect(loadConfig({ IMGPRESS_CONCURRENCY: "3" }).queueSize).toBe(12);
+  });
+});
+
+// ---------------------------------------------------------------- accepted values
+
+describe("accepted values", () => {
+  test.each([
+    ["IMGPRESS_PORT", "0", "port", 0],
+    ["IMGPRESS_PORT", "65535", "port", 65535],
+    ["IMGPRESS_BEHIND_PROXY", "TRUE", "behindProxy", true],
+    ["IMGPRESS_BEHIND_PROXY", "yes", "behindProxy", true],
+    ["IMGPRESS_BEHIND_PROXY", "1", "behindProxy", true],
+    ["IMGPRESS_BEHIND_PROXY", "off", "behindProxy", false],
+    ["IMGPRESS_SMTP_URL", "smtps://user:pass@mail.example.com:465", "smtpUrl", "smtps://user:pass@mail.example.com:465"],
+    ["IMGPRESS_DATABASE_URL", "libsql://db.example.com", "databaseUrl", "libsql://db.example.com"],
+    ["IMGPRESS_ALLOWED_EMAILS", " Boss@Corp.example , @Team.example ,,", "allowedEmails", ["boss@corp.example", "@team.example"]],
+    ["IMGPRESS_AUTH_SCHEMES", "signed,signed", "authSchemes", ["signed"]],
+    ["IMGPRESS_CONVERT_TIMEOUT_S", "0.5", "convertTimeoutS", 0.5],
+    ["IMGPRESS_HOST", " 127.0.0.1 ", "host", "127.0.0.1"],
+  ] as const)("%s=%p → %s", (variable, value, key, expected) => {
+    expect(loadConfig({ [variable]: value })[key as keyof ReturnType<typeof loadConfig>]).toEqual(expected as never);
+  });
+});
+
+// ---------------------------------------------------------------- invalid values
+
+describe("an invalid value stops with a message naming the variable and what is allowed", () => {
+  test.each([
+    ["IMGPRESS_HOST", "   "],
+    ["IMGPRESS_PORT", "abc"],
+    ["IMGPRESS_PORT", "-1"],
+    ["IMGPRESS_PORT", "65536"],
+    ["IMGPRESS_PORT", "1e3"],
+    ["IMGPRESS_PORT", "80.5"],
+    ["IMGPRESS_DATA_DIR", "  "],
+    ["IMGPRESS_DATABASE_URL", "postgres://db.example.com/imgpress"],
+    ["IMGPRESS_DATABASE_URL", "not a url"],
+    ["IMGPRESS_DATABASE_AUTH_TOKEN", "  "],
+    ["IMGPRESS_TLS_CERT", "  "],
+    ["IMGPRESS_TLS_KEY", "  "],
+    ["IMGPRESS_BEHIND_PROXY", "maybe"],
+    ["IMGPRESS_SMTP_URL", "http://mail.example.com"],
+    ["IMGPRESS_SMTP_URL", "mail.example.com:25"],
+    ["IMGPRESS_MAIL_FROM", "nobody"],
+    ["IMGPRESS_MAIL_FROM", "Name <a@b.example>"],
+    ["IMGPRESS_ALLOWED_EMAILS", "not an address"],
+    ["IMGPRESS_ALLOWED_EMAILS", "@nodot"],
+    ["IMGPRESS_ALLOWED_EMAILS", " , "],
+    ["IMGPRESS_MASTER_KEY", "  "],
+    ["IMGPRESS_MAX_PIXELS", "0"],
+    ["IMGPRESS_CONVERT_TIMEOUT_S", "0"],
+    ["IMGPRESS_CONVERT_TIMEOUT_S", "-5"],
+    ["IMGPRESS_UPLOAD_TIMEOUT_S", "soon"],
+    ["IMGPRESS_CONCURRENCY", "0"],
+    ["IMGPRESS_CONCURRENCY", "257"],
+    ["IMGPRESS_QUEUE_SIZE", "-1"],
+    ["IMGPRESS_QUEUE_SIZE", "10001"],
+    ["IMGPRESS_QUEUE_TIMEOUT_S", "0"],
+    ["IMGPRESS_AUTH_SCHEMES", "basic"],
+    ["IMGPRESS_AUTH_SCHEMES", "bearer,oauth"],
+    ["IMGPRESS_SIGNATURE_BODY", "loose"],
+    ["IMGPRESS_SIGNATURE_TOLERANCE_S", "0"],
+    ["IMGPRESS_SIGNATURE_TOLERANCE_S", "86401"],
+    ["IMGPRESS_LOG_LEVEL", "verbose"],
+    ["IMGPRESS_INTERNAL_ALLOW", "localhost"],
+    ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/8"],
+  ])("%s=%p", (variable, value) => {
+    const err = configError(() => loadConfig({ [variable]: value }));
+    expect(err.message).toContain(variable);
+    expect(err.message).toMatch(/expected .+/);
+  });
+
+  test("every setting in the table is covered above", () => {
+    // A new setting with a parser that can refuse should get a row in the table above.
+    const refusable = settings.filter((s) => {
+      try {
+        s.parse("  definitely not valid  ");
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    const covered = new Set([
+      "IMGPRESS_HOST", "IMGPRESS_PORT", "IMGPRESS_DATA_DIR", "IMGPRESS_DATABASE_URL", "IMGPRESS_DATABASE_AUTH_TOKEN",
+      "IMGPRESS_TLS_CERT", "IMGPRESS_TLS_KEY", "IMGPRESS_BEHIND_PROXY", "IMGPRESS_SMTP_URL", "IMGPRESS_MAIL_FROM",
+      "IMGPRESS_ALLOWED_EMAILS", "IMGPRESS_MASTER_KEY", "IMGPRESS_MAX_PIXELS", "IMGPRESS_CONVERT_TIMEOUT_S",
+      "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S",
+      "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
+      "IMGPRESS_INTERNAL_ALLOW",
+    ]);
+    expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------- flags
+
+describe("command-line flags", () => {
+  test("mirror the variables by name", () => {
+    expect(flagName("IMGPRESS_DATA_DIR")).toBe("data-dir");
+    expect(flagName("IMGPRESS_SIGNATURE_TOLERANCE_S")).toBe("signature-tolerance-s");
+  });
+
+  test("win over the environment", () => {
+    const config = loadConfig(
+      { IMGPRESS_PORT: "1111", IMGPRESS_LOG_LEVEL: "debug", IMGPRESS_BEHIND_PROXY: "false" },
+      { port: "2222", "behind-proxy": "true" },
+    );
+    expect(config).toMatchObject({ port: 2222, behindProxy: true, logLevel: "debug" });
+  });
+
+  test("an invalid flag is named as the flag", () => {
+    const err = configError(() => loadConfig({ IMGPRESS_PORT: "1111" }, { port: "nope" }));
+    expect(err.message).toContain("--port");
+  });
+
+  test("a valid flag hides an invalid variable", () => {
+    expect(loadConfig({ IMGPRESS_PORT: "nope" }, { port: "3333" }).port).toBe(3333);
+  });
+});
+
+// ---------------------------------------------------------------- TLS pair
+
+describe("TLS certificate and key", () => {
+  test.each([
+    { name: "certificate without key", env: { IMGPRESS_TLS_CERT: "/etc/ssl/cert.pem" } },
+    { name: "key without certificate", env: { IMGPRESS_TLS_KEY: "/etc/ssl/key.pem" } },
+  ])("$name is refused", ({ env }) => {
+    const err = configError(() => loadConfig(env));
+    expect(err.message).toContain("IMGPRESS_TLS_CERT");
+    expect(err.message).toContain("IMGPRESS_TLS_KEY");
+  });
+
+  test("both together are accepted", () => {
+    expect(loadConfig({ IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem" })).toMatchObject({ tlsCert: "/c.pem", tlsKey: "/k.pem" });
+  });
+});
+
+// ---------------------------------------------------------------- master key
+
+describe("master key", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "imgpress-mk-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test.each([
+    { name: "64 hex digits", value: "ab".repeat(32), bytes: Buffer.from("ab".repeat(32), "hex") },
+    { name: "base64", value: Buffer.alloc(32, 9).toString("base64"), bytes: Buffer.alloc(32, 9) },
+  ])("IMGPRESS_MASTER_KEY as $name", async ({ value, bytes }) => {
+    const key = await loadMasterKey(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: value }));
+    expect(Buffer.from(key)).toEqual(bytes);
+  });
+
+  test.each([
+    { name: "too short", value: "abcd" },
+    { name: "31 bytes of hex", value: "ab".repeat(31) },
+    { name: "33 bytes of base64", value: Buffer.alloc(33, 1).toString("base64") },
+  ])("IMGPRESS_MASTER_KEY $name is refused, naming the variable", async ({ value }) => {
+    const pending = loadMasterKey(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: value }));
+    await expect(pending).rejects.toBeInstanceOf(ConfigError);
+    await expect(pending).rejects.toThrow("IMGPRESS_MASTER_KEY");
+  });
+
+  test("without the variable a key file is generated once (mode 0600) and reused", async () => {
+    const config = loadConfig({ IMGPRESS_DATA_DIR: dir });
+    const first = await loadMasterKey(config);
+    const second = await loadMasterKey(config);
+    expect(first.length).toBe(32);
+    expect(Buffer.from(second)).toEqual(Buffer.from(first));
+    const file = join(dir, "master.key");
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await readFile(file, "utf8")).trim()).toBe(Buffer.from(first).toString("hex"));
+  });
+});
