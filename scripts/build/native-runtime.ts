@@ -88,13 +88,25 @@ function complete(dir: string, bundle: NativeBundle): boolean {
   return bundle.files.every((f) => statOrNull(join(dir, f.rel))?.size === f.size);
 }
 
-/** Removes leftovers of crashed starts; never ones that may still be in use. */
+/** Our user id (-1 where there is none, which matches no owner). */
+const myUid = (): number => process.getuid?.() ?? -1;
+
+/** Removes a folder if we can; a leftover is only disk space, never a reason to fail. */
+function tryRemove(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {
+    // e.g. EACCES on another user's folder: leave it
+  }
+}
+
+/** Removes our own leftovers of crashed starts; never ones that may still be in use. */
 function sweep(base: string): void {
   const now = Date.now();
   for (const name of readdirSync(base)) {
     if (!name.startsWith(".tmp-") && !name.startsWith(".old-")) continue;
     const st = statOrNull(join(base, name));
-    if (st && now - st.mtimeMs > STALE_MS) rmSync(join(base, name), { recursive: true, force: true });
+    if (st && st.uid === myUid() && now - st.mtimeMs > STALE_MS) tryRemove(join(base, name));
   }
 }
 
@@ -105,8 +117,14 @@ function sweep(base: string): void {
  * others discard their copy.
  */
 function ensureExtracted(base: string, bundle: NativeBundle): string {
-  const final = join(base, bundle.key);
-  if (complete(final, bundle)) return final;
+  const primary = join(base, bundle.key);
+  if (complete(primary, bundle)) return primary;
+  // A folder of another user that we cannot use (e.g. root ran `imgpress keys list` with a
+  // service's cache folder, or the service meets root's 0700 copy) is not ours to replace:
+  // that would break the other user. We use a folder of our own beside it instead.
+  const owner = statOrNull(primary)?.uid;
+  const final = owner === undefined || owner === myUid() ? primary : `${primary}-u${myUid()}`;
+  if (final !== primary && complete(final, bundle)) return final;
 
   mkdirSync(base, { recursive: true, mode: 0o755 });
   sweep(base);
@@ -122,9 +140,10 @@ function ensureExtracted(base: string, bundle: NativeBundle): string {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== "ENOTEMPTY" && code !== "EEXIST") throw err;
-      // Someone else won the race: use theirs, unless it is a truncated copy (e.g. a
-      // crash before data reached disk), which we move aside and replace with ours.
+      // Someone else won the race: use theirs, unless it is a truncated copy of ours (e.g.
+      // a crash before data reached disk), which we move aside and replace with ours.
       if (!complete(final, bundle)) {
+        if (statOrNull(final)?.uid !== myUid()) throw new Error(`${final} belongs to another user and cannot be used`);
         const old = join(base, `.old-${bundle.key}-${process.pid}-${Date.now()}`);
         try {
           renameSync(final, old);
@@ -133,11 +152,11 @@ function ensureExtracted(base: string, bundle: NativeBundle): string {
           // A third process may have put a good copy there in between.
           if (!complete(final, bundle)) throw again;
         }
-        rmSync(old, { recursive: true, force: true });
+        tryRemove(old);
       }
     }
   } finally {
-    rmSync(tmp, { recursive: true, force: true });
+    tryRemove(tmp);
   }
   return final;
 }

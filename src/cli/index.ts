@@ -20,6 +20,11 @@ Usage:
 
 Options (each flag mirrors an environment variable; flags win):
 ${options}
+
+Environment only (compiled executable):
+  IMGPRESS_CACHE_DIR   folder where the native libraries are unpacked at start (default
+                       $XDG_CACHE_HOME/imgpress or ~/.cache/imgpress, else <data dir>/cache);
+                       it must allow executables (not a noexec mount)
 `;
 }
 

@@ -1,0 +1,97 @@
+#!/bin/sh
+# Installs, with apt-get, what CI needs on a fresh Debian/Ubuntu machine to smoke-test the
+# linux-arm64 binary under qemu-user (scripts/smoke.ts), plus a package of real JPEG photos
+# for the conversion checks. Idempotent: packages already installed are skipped without
+# touching the network. Prints one line per step.
+#
+#   sh scripts/ci-setup.sh            # as root, or as a user with passwordless sudo
+#   IMGPRESS_CI_PHOTOS=0 sh scripts/ci-setup.sh   # skip the 46 MB photo package
+#
+# The smoke test runs the arm64 binary as
+#   qemu-aarch64-static -L /usr/aarch64-linux-gnu dist/imgpress-linux-arm64
+# so no binfmt_misc registration is needed (containers often cannot do it anyway).
+set -eu
+
+# Needed to run dist/imgpress-linux-arm64 on an x86-64 machine.
+REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross"
+# Real photos in /usr/share/backgrounds; optional, scripts/smoke.ts generates one without it.
+OPTIONAL="mate-backgrounds"
+
+say() { echo "ci-setup: $*"; }
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo -n"
+else
+  SUDO="__none__"
+fi
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+missing() {
+  out=""
+  for p in "$@"; do installed "$p" || out="$out $p"; done
+  echo "$out"
+}
+
+if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-query >/dev/null 2>&1; then
+  say "FAILED: apt-get/dpkg-query not found; this script supports Debian and Ubuntu only"
+  exit 1
+fi
+
+case "$(uname -m)" in
+  aarch64 | arm64)
+    say "host is arm64: qemu and the arm64 cross libraries are not needed, skipped"
+    REQUIRED=""
+    ;;
+esac
+
+want_required=$(missing $REQUIRED)
+want_optional=""
+if [ "${IMGPRESS_CI_PHOTOS:-1}" != "0" ]; then
+  want_optional=$(missing $OPTIONAL)
+else
+  say "photos: skipped (IMGPRESS_CI_PHOTOS=0)"
+fi
+
+if [ -z "$want_required$want_optional" ]; then
+  say "already installed, nothing to do"
+else
+  if [ "$SUDO" = "__none__" ]; then
+    say "FAILED: need root (or passwordless sudo) to install:$want_required$want_optional"
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  say "apt-get update"
+  $SUDO apt-get update -qq >/dev/null
+  if [ -n "$want_required" ]; then
+    say "installing:$want_required"
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -qq --no-install-recommends $want_required >/dev/null
+  fi
+  if [ -n "$want_optional" ]; then
+    say "installing (optional):$want_optional"
+    # shellcheck disable=SC2086
+    if ! $SUDO apt-get install -y -qq --no-install-recommends $want_optional >/dev/null; then
+      say "warning: could not install$want_optional; the smoke test will generate its photo instead"
+    fi
+  fi
+fi
+
+# Check that what was installed actually works, so a broken setup fails here and not
+# halfway through the smoke test.
+if [ -n "$REQUIRED" ]; then
+  if ! qemu-aarch64-static -version >/dev/null 2>&1; then
+    say "FAILED: qemu-aarch64-static does not run"
+    exit 1
+  fi
+  if [ ! -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || [ ! -e /usr/aarch64-linux-gnu/lib/libstdc++.so.6 ]; then
+    say "FAILED: arm64 loader or libstdc++ missing under /usr/aarch64-linux-gnu/lib"
+    exit 1
+  fi
+  say "ok: $(qemu-aarch64-static -version | head -n 1), arm64 libraries in /usr/aarch64-linux-gnu"
+fi
+if [ -d /usr/share/backgrounds ]; then
+  say "ok: photos in /usr/share/backgrounds"
+fi
