@@ -12,8 +12,9 @@
 # so no binfmt_misc registration is needed (containers often cannot do it anyway).
 set -eu
 
-# Needed to run dist/imgpress-linux-arm64 on an x86-64 machine.
-REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross"
+# qemu and the arm64 libraries run dist/imgpress-linux-arm64 on an x86-64 machine; PHP runs the
+# WordPress-style client test (test/clients/convert.php).
+REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl"
 # Real photos in /usr/share/backgrounds; optional, scripts/smoke.ts generates one without it.
 OPTIONAL="mate-backgrounds"
 

@@ -84,8 +84,10 @@ export class RequestAuthenticator {
       scheme: "signed",
       key,
       verifyBody: async (body) => {
-        await this.checkSignature(key, method, timestamp!, signature!, body, headers.get("content-type"));
-        await this.rememberSignature(key.id, signature!, Number(timestamp));
+        const { bodyHash, coversBody } = await this.checkSignature(key, method, timestamp!, signature!, body, headers.get("content-type"));
+        // An empty-hash signature is the same for every upload signed in the same second, so
+        // its replay record names the body too: two different uploads pass, a resend does not.
+        await this.rememberSignature(key.id, coversBody ? signature! : `${signature}:${bodyHash}`, Number(timestamp));
       },
     };
   }
@@ -96,19 +98,22 @@ export class RequestAuthenticator {
     return key;
   }
 
+  /** Verifies the HMAC; tells whether the matching candidate covered the body's real hash. */
   private async checkSignature(key: ActiveKey, method: string, timestamp: string, signature: string, body: Uint8Array, contentType: string | null) {
     const secret = await key.secret();
-    const hashes = [await sha256Hex(body)];
+    const bodyHash = await sha256Hex(body);
+    const hashes = [bodyHash];
     // WordPress-style clients follow the spec's "hash of the JSON payload" and hash nothing for multipart.
     if (this.policy.bodyHash === "lenient" && /^multipart\//i.test(contentType ?? "") && body.length > 0) hashes.push(EMPTY_SHA256);
-    let match = false;
+    let matched: string | undefined;
     for (const endpoint of this.policy.endpoints) {
       for (const hash of hashes) {
         const expected = await hmacSha256Hex(secret, `${method.toUpperCase()}\n${endpoint}\n${timestamp}\n${hash}`);
-        match = timingSafeEqual(expected, signature) || match; // no early exit: every candidate costs the same
+        if (timingSafeEqual(expected, signature)) matched ??= hash; // no early exit: every candidate costs the same
       }
     }
-    if (!match) throw unauthorized("INVALID_SIGNATURE", "The signature does not match. See docs/api.md#signing for the string to sign.");
+    if (!matched) throw unauthorized("INVALID_SIGNATURE", "The signature does not match. See docs/api.md#signing for the string to sign.");
+    return { bodyHash, coversBody: matched === bodyHash };
   }
 
   // Stored in the database so that every instance sharing it refuses the second use.

@@ -59,12 +59,21 @@ export class ConversionGate {
   /** Runs `job` in a conversion slot once one is free, or throws 503 SERVER_BUSY after the queue timeout. */
   async run<T>(heavy: boolean, job: () => Promise<T>): Promise<T> {
     await this.acquire(heavy);
+    let busyUntil: Promise<unknown> | undefined;
     try {
       return await job();
+    } catch (err) {
+      // A job that gave up waiting on work it cannot cancel still occupies its slot until that work ends.
+      busyUntil = (err as { stillRunning?: Promise<unknown> }).stillRunning;
+      throw err;
     } finally {
-      this.running--;
-      if (heavy) this.runningHeavy--;
-      this.pump();
+      const release = () => {
+        this.running--;
+        if (heavy) this.runningHeavy--;
+        this.pump();
+      };
+      if (busyUntil) busyUntil.finally(release);
+      else release();
     }
   }
 
@@ -83,7 +92,8 @@ export class ConversionGate {
   }
 
   private acquire(heavy: boolean): Promise<void> {
-    if (this.waiting.length === 0 && this.canStart(heavy)) {
+    // Start now if a slot is free and nobody waiting could use it (waiters may be heavy jobs held back by the cap).
+    if (this.canStart(heavy) && this.waiting.every((w) => !this.canStart(w.heavy))) {
       this.take(heavy);
       return Promise.resolve();
     }

@@ -33,12 +33,17 @@ export function convertRoutes(convert: ConvertService, authenticator: RequestAut
   );
 }
 
+// encodeURIComponent leaves '()* alone, which RFC 8187 does not allow in an ext-value.
+function rfc8187(text: string): string {
+  return encodeURIComponent(text).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
 function imageResponse(result: Converted): Response {
   const ascii = result.stem.replace(/[^A-Za-z0-9._ -]/g, "_");
   return new Response(result.bytes as Uint8Array<ArrayBuffer>, {
     headers: {
       "content-type": result.mime,
-      "content-disposition": `inline; filename="${ascii}.${result.extension}"; filename*=UTF-8''${encodeURIComponent(result.stem)}.${result.extension}`,
+      "content-disposition": `inline; filename="${ascii}.${result.extension}"; filename*=UTF-8''${rfc8187(result.stem)}.${result.extension}`,
       "x-original-size": String(result.originalSize),
       "x-optimized-size": String(result.bytes.length),
       "x-savings-percent": savingsPercent(result.originalSize, result.bytes.length),

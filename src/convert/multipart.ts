@@ -47,5 +47,6 @@ export function parseMultipart(body: Uint8Array, contentType: string | null): Fo
 function param(disposition: string, key: string): string | undefined {
   const match = new RegExp(`(?:^|;)\\s*${key}="((?:[^"\\\\]|\\\\.)*)"|(?:^|;)\\s*${key}=([^;\\s]+)`, "i").exec(disposition);
   if (!match) return undefined;
-  return match[1] !== undefined ? match[1].replace(/\\(.)/g, "$1") : match[2];
+  // Only \" is unescaped: browsers send Windows paths (C:\dir\p.jpg) with bare backslashes.
+  return match[1] !== undefined ? match[1].replace(/\\"/g, '"') : match[2];
 }

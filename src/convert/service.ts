@@ -27,5 +27,6 @@ export class ConvertService {
 
 /** `(1 - optimized/original) × 100` with two decimals; negative when the output is larger. */
 export function savingsPercent(original: number, optimized: number): string {
-  return ((1 - optimized / original) * 100).toFixed(2);
+  const text = ((1 - optimized / original) * 100).toFixed(2);
+  return text === "-0.00" ? "0.00" : text;
 }

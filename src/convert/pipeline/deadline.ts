@@ -1,0 +1,32 @@
+import { AppError } from "../../errors.ts";
+
+/**
+ * 504 for a conversion over its time limit. The encoder cannot be interrupted (libvips' own
+ * timeout is not checked inside the AVIF encoder), so `stillRunning` settles when it really
+ * stops: the gate keeps the slot taken until then.
+ */
+export class ConversionTimeout extends AppError {
+  constructor(
+    timeoutS: number,
+    readonly stillRunning: Promise<unknown>,
+  ) {
+    super(504, "CONVERSION_TIMEOUT", `The conversion took longer than the limit of ${timeoutS} s; try a smaller max_width or lossy quality.`);
+  }
+}
+
+/** Resolves with `work`, or rejects with ConversionTimeout after `timeoutS`. */
+export async function withDeadline<T>(work: Promise<T>, timeoutS: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const settled = work.then(
+    () => undefined,
+    () => undefined,
+  );
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ConversionTimeout(timeoutS, settled)), timeoutS * 1000);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
