@@ -7,9 +7,10 @@
  *   const res = await server.fetch("/health");
  *   await server.stop();
  *
- * The runtime is chosen by E2E_RUNTIME: "bun" (default) runs `bun src/main.ts`; "deno" is reserved
- * for the Deno entry (see `runtimeCommand`).
+ * The runtime is chosen by E2E_RUNTIME: "bun" (default) runs `bun src/main.ts`; "deno" runs
+ * `deno run <the flags of deno.json's "start" task> src/deno.ts` (see `runtimeCommand`).
  */
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -28,20 +29,52 @@ export function e2eRuntime(): E2eRuntime {
   return value;
 }
 
-/** The argv that runs the imgpress entry point (followed by imgpress's own arguments). */
-export function runtimeCommand(runtime: E2eRuntime = e2eRuntime()): string[] {
+/**
+ * The argv that runs the imgpress entry point (followed by imgpress's own arguments). `dataDir` is
+ * the data folder the process will use: Deno's file permissions must name it (Bun has none).
+ */
+export function runtimeCommand(runtime: E2eRuntime = e2eRuntime(), dataDir?: string): string[] {
   switch (runtime) {
     case "bun":
       return [BUN, join(ROOT, "src/main.ts")];
-    case "deno":
-      // ---------------------------------------------------------------------------------------
-      // DENO: to be filled in by the engineer who owns the Deno entry, e.g.
-      //   return ["deno", "run", "--allow-net", "--allow-read", "--allow-write", "--allow-env",
-      //           "--allow-sys", "--allow-ffi", join(ROOT, "src/main.deno.ts")];
-      // Everything else in this file is runtime-neutral (stdout JSON lines, SIGTERM, cert.pem).
-      // ---------------------------------------------------------------------------------------
-      throw new Error('E2E_RUNTIME="deno" is not yet supported by test/support/server.ts');
+    case "deno": {
+      const { flags, entry } = denoStartTask();
+      const dataFlags = dataDir ? [`--allow-read=${dataDir}`, `--allow-write=${dataDir}`] : [];
+      return [denoExecutable(), "run", ...flags, ...dataFlags, join(ROOT, entry)];
+    }
   }
+}
+
+/**
+ * The permission flags and entry of deno.json's "start" task (`./node_modules/.bin/deno run <flags>
+ * src/deno.ts`), the one place they are written: the tests run exactly what `deno task start` runs.
+ * Its read/write scopes name the default data folder; a repeated `--allow-read=…`/`--allow-write=…`
+ * adds to them.
+ */
+export function denoStartTask(): { flags: string[]; entry: string } {
+  const config = JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")) as { tasks?: Record<string, string | { command?: string }> };
+  const task = config.tasks?.start;
+  const command = (typeof task === "string" ? task : task?.command) ?? "";
+  const words = command.trim().split(/\s+/);
+  const flags = words.slice(2, -1);
+  const entry = words.at(-1) ?? "";
+  if (words[0] !== "./node_modules/.bin/deno" || words[1] !== "run" || !entry.endsWith(".ts") || flags.some((f) => !f.startsWith("--"))) {
+    throw new Error(`deno.json's "start" task must read "./node_modules/.bin/deno run --flag… src/deno.ts", not "${command}"`);
+  }
+  return { flags, entry };
+}
+
+/**
+ * Deno from the `deno` devDependency. Its `.bin/deno` is the native binary once the package's
+ * install script has run; where install scripts were skipped it is a Node wrapper (bin.cjs) that
+ * would not pass SIGTERM on, so let the wrapper place the binary (it does so on its first run) and
+ * use that binary directly.
+ */
+function denoExecutable(): string {
+  const wrapper = join(ROOT, "node_modules/.bin/deno");
+  const native = join(ROOT, "node_modules/deno/deno");
+  if (!existsSync(native)) Bun.spawnSync([wrapper, "--version"], { stdout: "ignore", stderr: "inherit" });
+  return existsSync(native) ? native : wrapper;
 }
 
 /** The inherited environment minus every IMGPRESS_* variable, so the developer's shell cannot leak in. */
@@ -61,7 +94,7 @@ export interface CliResult {
 
 /** Runs `imgpress <args>` to completion (e.g. `["keys", "list"]`) with `env` on top of a clean environment. */
 export async function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const proc = Bun.spawn([...runtimeCommand(), ...args], {
+  const proc = Bun.spawn([...runtimeCommand(e2eRuntime(), dataDirOf(args, env)), ...args], {
     cwd: ROOT,
     env: { ...baseEnv(), ...env },
     stdin: "ignore",
@@ -70,6 +103,13 @@ export async function runCli(args: string[], env: Record<string, string> = {}): 
   });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
+}
+
+/** The data folder a command will use: `--data-dir` wins over IMGPRESS_DATA_DIR (as in config.ts). */
+function dataDirOf(args: string[], env: Record<string, string>): string | undefined {
+  const flag = args.findIndex((a) => a === "--data-dir" || a.startsWith("--data-dir="));
+  if (flag >= 0) return args[flag]!.includes("=") ? args[flag]!.slice("--data-dir=".length) : args[flag + 1];
+  return env.IMGPRESS_DATA_DIR;
 }
 
 // ---------------------------------------------------------------- server
@@ -188,7 +228,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   async function launch(): Promise<void> {
     const already = logs.length;
-    const child = Bun.spawn([...runtimeCommand(), "serve"], {
+    const child = Bun.spawn([...runtimeCommand(e2eRuntime(), dataDir), "serve"], {
       cwd: ROOT,
       env: { ...baseEnv(), ...env },
       stdin: "ignore",
