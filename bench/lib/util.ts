@@ -1,0 +1,110 @@
+// Small helpers shared by the bench scripts: statistics, formatting, progress lines, /proc reads.
+import { readFileSync, writeFileSync } from "node:fs";
+
+const started = performance.now();
+
+/** A progress line with the elapsed time of the whole run. */
+export function progress(msg: string): void {
+  const s = Math.round((performance.now() - started) / 1000);
+  const stamp = `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
+  console.log(`[bench ${stamp}] ${msg}`);
+}
+
+export function median(xs: number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+export function sum(xs: number[]): number {
+  return xs.reduce((a, b) => a + b, 0);
+}
+
+export function geomean(xs: number[]): number {
+  return Math.exp(sum(xs.map(Math.log)) / xs.length);
+}
+
+export const mib = (kib: number) => kib / 1024;
+export const fmt = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "n/a");
+export const fmtMs = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`);
+
+/** Fields of /proc/<pid>/status in KiB (VmRSS, VmHWM, RssAnon, RssFile…), or null once the process is gone. */
+export function procStatus(pid: number): Record<string, number> | null {
+  try {
+    const out: Record<string, number> = {};
+    for (const line of readFileSync(`/proc/${pid}/status`, "utf8").split("\n")) {
+      const m = /^(\w+):\s+(\d+)(?: kB)?$/.exec(line);
+      if (m) out[m[1]!] = Number(m[2]);
+    }
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/** Resets the peak-RSS counter (VmHWM) of a process; false when the kernel refuses (not root, old kernel). */
+export function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Peak resident memory of a process over a phase: samples VmRSS every `intervalMs` and, where the
+ * kernel allows, also resets and reads VmHWM (the exact high-water mark between samples).
+ */
+export class PeakRss {
+  private maxKiB = 0;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private hwmReset = false;
+  constructor(private readonly pid: number, private readonly intervalMs = 20) {}
+
+  start(): this {
+    this.hwmReset = resetPeak(this.pid);
+    this.sample();
+    this.timer = setInterval(() => this.sample(), this.intervalMs);
+    return this;
+  }
+
+  private sample(): void {
+    const s = procStatus(this.pid);
+    if (s?.VmRSS) this.maxKiB = Math.max(this.maxKiB, s.VmRSS);
+  }
+
+  /** Stops sampling and returns the peak in KiB. */
+  stop(): number {
+    clearInterval(this.timer);
+    this.sample();
+    const s = procStatus(this.pid);
+    if (this.hwmReset && s?.VmHWM) this.maxKiB = Math.max(this.maxKiB, s.VmHWM);
+    return this.maxKiB;
+  }
+}
+
+/** Markdown table. */
+export function table(head: string[], rows: (string | number)[][]): string {
+  const line = (cells: (string | number)[]) => `| ${cells.map((c) => String(c).replaceAll("|", "\\|")).join(" | ")} |`;
+  return [line(head), line(head.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * The bench's environment for a child process, minus the allocator and libvips settings the bench
+ * controls per run (an inherited value would skew the baseline), plus `extra`.
+ */
+export function childEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || /^(MALLOC_|VIPS_|GLIBC_TUNABLES$|BENCH_MALLOPT$)/.test(k)) continue;
+    out[k] = v;
+  }
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) out[k] = v;
+  return out;
+}
