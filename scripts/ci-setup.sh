@@ -44,7 +44,7 @@ fi
 case "$(uname -m)" in
   aarch64 | arm64)
     say "host is arm64: qemu and the arm64 cross libraries are not needed, skipped"
-    REQUIRED=""
+    REQUIRED="php-cli php-curl"
     ;;
 esac
 
