@@ -595,7 +595,7 @@ async function allocatorSection(dataDir: string, keys: Keys, ref: Reference, ima
   const [def, rec] = rows as [Row, Row];
   sections.push(
     "## Allocator settings: before/after\n\n" +
-      "src/main.ts calls mallopt() before sharp loads (2 malloc arenas, fixed 1 MiB mmap threshold). The 'glibc defaults' row runs the same server from bench/lib/entry-untuned.ts, a copy of src/main.ts without those calls. " +
+      "src/main.ts calls mallopt() before sharp loads (2 malloc arenas, fixed 1 MiB mmap threshold). The 'glibc defaults' row runs the same server from bench/lib/entry-untuned.ts, src/main.ts without those calls. " +
       `Fresh servers per variant, ${jobs.length} jobs with ${CLIENTS} clients (throughput and peak RSS, then RSS ${IDLE_SETTLE_MS / 1000} s later), then a fresh server for ${P.bigUploads} × 20 MB uploads; ` +
       `${rounds} round(s), variants in rotating order, the in-process pool of 2 (glibc defaults) re-measured each round for the ratio; medians (peaks: maximum). ` +
       `Single-request AVIF latency of ${biggest.name} (${fmt(biggest.mp, 1)} MP) from round 1.\n\n` +

@@ -1,4 +1,4 @@
-// Deno entry point: with src/main.ts (Bun) the only files that touch a runtime's own APIs.
+// Deno entry point: with src/main.ts and src/bun.ts (Bun) the only files that touch a runtime's own APIs.
 // Run it with `deno task start`; deno.json holds its permission flags (README "Run with Deno" says why).
 import { runMain, type Listening, type Runtime } from "./cli/run.ts";
 

@@ -1,10 +1,9 @@
-// Bun entry point: the only file (besides the build script) that touches Bun's own APIs.
+// Bun entry point: tunes the allocator, then runs the command line on the Bun runtime (src/bun.ts).
 import { dlopen, FFIType } from "bun:ffi";
-import scalarPath from "../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 
 tuneGlibcMalloc();
 // Imported only now, so that libvips' worker threads start under the allocator settings above.
-const { runMain } = await import("./cli/run.ts");
+const [{ runMain }, { bunRuntime }] = await Promise.all([import("./cli/run.ts"), import("./bun.ts")]);
 
 /**
  * glibc gives every thread that allocates its own malloc arena (up to 8 per core) and keeps freed
@@ -26,25 +25,4 @@ function tuneGlibcMalloc(): void {
   }
 }
 
-process.exit(
-  await runMain(process.argv.slice(2), {
-    name: `bun ${Bun.version}`,
-    env: process.env,
-    loadDocsAsset: async () => Bun.file(scalarPath),
-    async listen(options) {
-      const server = Bun.serve({
-        hostname: options.host,
-        port: options.port,
-        tls: options.tls,
-        idleTimeout: options.idleTimeoutS,
-        maxRequestBodySize: options.maxBodyBytes,
-        fetch: (request, srv) => options.fetch(request, srv.requestIP(request)?.address),
-      });
-      return { port: server.port ?? options.port, stop: () => server.stop(false) };
-    },
-    onShutdownSignal(handler) {
-      process.on("SIGTERM", handler);
-      process.on("SIGINT", handler);
-    },
-  }),
-);
+process.exit(await runMain(process.argv.slice(2), bunRuntime));

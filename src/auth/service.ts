@@ -82,10 +82,8 @@ export class OtpService {
     // Hash before the lookup so an unknown address and a wrong code take the same time.
     const guess = await this.hash(email, input.otp);
     const now = this.d.now();
-    const [pending] = await this.d.db
-      .select()
-      .from(otpCodes)
-      .where(and(eq(otpCodes.email, email), gt(otpCodes.expiresAt, now), lt(otpCodes.attempts, OTP_MAX_ATTEMPTS)));
+    const usable = and(eq(otpCodes.email, email), gt(otpCodes.expiresAt, now), lt(otpCodes.attempts, OTP_MAX_ATTEMPTS));
+    const [pending] = await this.d.db.select().from(otpCodes).where(usable);
     if (!pending) throw invalid;
 
     if (!timingSafeEqual(guess, pending.codeHash)) {
@@ -98,7 +96,7 @@ export class OtpService {
     // Consuming is one DELETE … RETURNING: of two concurrent verifications of one code, exactly one gets the row.
     const [consumed] = await this.d.db
       .delete(otpCodes)
-      .where(and(eq(otpCodes.email, email), eq(otpCodes.codeHash, pending.codeHash), gt(otpCodes.expiresAt, now), lt(otpCodes.attempts, OTP_MAX_ATTEMPTS)))
+      .where(and(usable, eq(otpCodes.codeHash, pending.codeHash)))
       .returning({ siteUrl: otpCodes.siteUrl });
     if (!consumed) throw invalid;
 

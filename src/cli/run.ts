@@ -43,8 +43,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     const [command = "serve", ...rest] = words;
     if (command === "serve") return await serve(flags, runtime);
     if (command !== "keys" && command !== "migrate") return err(`unknown command "${command}"; see imgpress --help`), 2;
-    const { email: _email, all: _all, json: _json, ...configFlags } = flags;
-    const booted = await boot({ env: runtime.env, flags: configFlags, loadDocsAsset: runtime.loadDocsAsset, write: err });
+    const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
     try {
       if (command === "migrate") return out("database is up to date"), 0;
       return await runKeysCommand(rest, flags, booted.services, out);

@@ -1,0 +1,26 @@
+// The Bun runtime for the shared command line: with src/main.ts and src/deno.ts the only files
+// that touch a runtime's own APIs.
+import scalarPath from "../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
+import type { Runtime } from "./cli/run.ts";
+
+/** Bun.serve, Bun's signals and the Scalar script embedded by `with { type: "file" }`. */
+export const bunRuntime: Runtime = {
+  name: `bun ${Bun.version}`,
+  env: process.env,
+  loadDocsAsset: async () => Bun.file(scalarPath),
+  async listen(options) {
+    const server = Bun.serve({
+      hostname: options.host,
+      port: options.port,
+      tls: options.tls,
+      idleTimeout: options.idleTimeoutS,
+      maxRequestBodySize: options.maxBodyBytes,
+      fetch: (request, srv) => options.fetch(request, srv.requestIP(request)?.address),
+    });
+    return { port: server.port ?? options.port, stop: () => server.stop(false) };
+  },
+  onShutdownSignal(handler) {
+    process.on("SIGTERM", handler);
+    process.on("SIGINT", handler);
+  },
+};
