@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
-import { RequestAuthenticator } from "./apiauth/service.ts";
-import { authRoutes } from "./auth/index.ts";
-import { OtpService } from "./auth/service.ts";
+import { RequestAuthenticator } from "./requestauth/service.ts";
+import { authRoutes } from "./issuance/index.ts";
+import { OtpService } from "./issuance/service.ts";
 import type { Config } from "./config.ts";
 import { deriveKey, SecretBox } from "./crypto.ts";
 import type { Store } from "./db/index.ts";

@@ -1,6 +1,7 @@
 // Deno entry point: with src/main.ts and src/bun.ts (Bun) the only files that touch a runtime's own APIs.
 // Run it with `deno task start`; deno.json holds its permission flags (README "Run with Deno" says why).
-import { runMain, type Listening, type Runtime } from "./cli/run.ts";
+import { runMain } from "./cli/run.ts";
+import type { Listening, Runtime } from "./server.ts";
 
 /** The Scalar UI script, read from the installed package (deno.json grants read access to this one file). */
 const scalarUrl = new URL("../node_modules/@scalar/api-reference/dist/browser/standalone.js", import.meta.url);

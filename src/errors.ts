@@ -1,3 +1,5 @@
+import { t } from "elysia";
+
 /** The one error type the service raises on purpose; `onError` renders it as `{ error, message, code }`. */
 export class AppError extends Error {
   constructor(
@@ -30,12 +32,18 @@ export const statusTitles: Record<number, string> = {
   504: "Gateway Timeout",
 };
 
+/** The shape of every error body (spec 2.3); the docs and the routes' response schemas use it. */
+export const ErrorModel = t.Object(
+  {
+    error: t.String({ description: "Short title of the error", examples: ["Unauthorized"] }),
+    message: t.String({ description: "Human-readable explanation" }),
+    code: t.String({ description: "Machine-readable code", examples: ["INVALID_OTP"] }),
+  },
+  { title: "Error" },
+);
+
 /** The JSON error body of spec 2.3. */
-export interface ErrorBody {
-  error: string;
-  message: string;
-  code: string;
-}
+export type ErrorBody = typeof ErrorModel.static;
 
 /** Builds the JSON error response for an AppError (also used outside Elysia, e.g. by the HTTPS guard). */
 export function errorResponse(err: AppError, extraHeaders: Record<string, string> = {}): Response {

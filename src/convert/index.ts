@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import { apiAuth } from "../apiauth/index.ts";
-import type { RequestAuthenticator } from "../apiauth/service.ts";
+import { apiAuth } from "../requestauth/index.ts";
+import type { RequestAuthenticator } from "../requestauth/service.ts";
 import { readBody } from "../http/body.ts";
 import type { KeyService } from "../keys/service.ts";
 import { convertDocs } from "./docs.ts";
@@ -17,16 +17,13 @@ export function convertRoutes(convert: ConvertService, authenticator: RequestAut
   return new Elysia({ name: "convert", prefix: "/plugin" }).use(apiAuth(authenticator)).post(
     "/convert",
     async ({ request, credential }) => {
-      const leave = convert.gate.admit();
-      try {
+      const result = await convert.handle(credential.key.id, async () => {
         const body = await readBody(request, bodyLimits);
         await credential.verifyBody(body);
-        const result = await convert.convert(readUpload(parseMultipart(body, request.headers.get("content-type"))));
-        await keys.recordUse(credential.key.id, result.originalSize, result.bytes.length);
-        return imageResponse(result);
-      } finally {
-        leave();
-      }
+        return readUpload(parseMultipart(body, request.headers.get("content-type")));
+      });
+      await keys.recordUse(credential.key.id, result.originalSize, result.bytes.length);
+      return imageResponse(result);
     },
     // parse "none": the body is read once, by the route, so the signature covers the exact bytes.
     { apiKey: true, parse: "none", detail: convertDocs as never },

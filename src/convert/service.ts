@@ -1,6 +1,8 @@
+import { AppError } from "../errors.ts";
 import type { ConversionGate } from "./gate.ts";
 import type { Upload } from "./form.ts";
 import { convertImage, type ConvertLimits } from "./pipeline/index.ts";
+import type { OutputFormat, QualityMode } from "./pipeline/presets.ts";
 
 /** A finished conversion with what the response reports. */
 export interface Converted {
@@ -11,17 +13,89 @@ export interface Converted {
   originalSize: number;
 }
 
-/** Runs validated uploads through the pipeline inside the gate's slots. */
+/**
+ * What observers (usage buckets, metrics, logs) learn of one authenticated conversion attempt.
+ * Authentication failures (401) are not conversion attempts and are not reported here.
+ */
+export interface ConversionEvent {
+  keyId: string;
+  /** null when the request failed before its form was read (e.g. 503 SERVER_BUSY, 413). */
+  format: OutputFormat | null;
+  quality: QualityMode | null;
+  /** `ok`, or the error code the client received. */
+  outcome: string;
+  bytesIn: number;
+  bytesOut: number;
+  /** Time spent waiting for a conversion slot. */
+  queueWaitMs: number;
+  /** Time inside the pipeline (decode, resize, encode). */
+  convertMs: number;
+  /** Unix milliseconds when the attempt ended. */
+  at: number;
+}
+
+/** Called once per conversion attempt, after the answer is known; must not throw or block. */
+export type ConversionObserver = (event: ConversionEvent) => void;
+
+/** Runs validated uploads through the pipeline inside the gate's slots and tells the observers. */
 export class ConvertService {
+  private readonly observers: ConversionObserver[] = [];
+
   constructor(
     readonly gate: ConversionGate,
     private readonly limits: ConvertLimits,
+    private readonly now: () => number = Date.now,
   ) {}
 
+  /** Registers an observer of every conversion attempt. */
+  observe(observer: ConversionObserver): void {
+    this.observers.push(observer);
+  }
+
+  /**
+   * Admits one request for `keyId`, lets `receive` read and validate its upload, converts it, and
+   * reports the attempt (success or error code) to the observers.
+   */
+  async handle(keyId: string, receive: () => Promise<Upload>): Promise<Converted> {
+    const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: 0, convertMs: 0, at: 0 };
+    try {
+      const leave = this.gate.admit();
+      try {
+        const upload = await receive();
+        Object.assign(event, { format: upload.options.format, quality: upload.options.quality, bytesIn: upload.image.length });
+        const result = await this.convert(upload, event);
+        event.bytesOut = result.bytes.length;
+        return result;
+      } finally {
+        leave();
+      }
+    } catch (err) {
+      event.outcome = err instanceof AppError ? err.code : "INTERNAL_ERROR";
+      if (err instanceof AppError && err.status === 401) event.outcome = "";
+      throw err;
+    } finally {
+      event.at = this.now();
+      if (event.outcome) for (const observer of this.observers) observer(event);
+    }
+  }
+
   /** Converts one upload; lossless jobs count as heavy so they cannot take every slot. */
-  async convert(upload: Upload): Promise<Converted> {
-    const result = await this.gate.run(upload.options.quality === "lossless", () => convertImage(upload.image, upload.options, this.limits));
-    return { bytes: result.bytes, mime: result.mime, extension: upload.options.format, stem: upload.stem, originalSize: upload.image.length };
+  async convert(upload: Upload, timing?: Pick<ConversionEvent, "queueWaitMs" | "convertMs">): Promise<Converted> {
+    const queuedAt = performance.now();
+    let startedAt: number | undefined;
+    try {
+      const result = await this.gate.run(upload.options.quality === "lossless", () => {
+        startedAt = performance.now();
+        return convertImage(upload.image, upload.options, this.limits);
+      });
+      return { bytes: result.bytes, mime: result.mime, extension: upload.options.format, stem: upload.stem, originalSize: upload.image.length };
+    } finally {
+      if (timing) {
+        const endedAt = performance.now();
+        timing.queueWaitMs = (startedAt ?? endedAt) - queuedAt;
+        timing.convertMs = endedAt - (startedAt ?? endedAt);
+      }
+    }
   }
 }
 

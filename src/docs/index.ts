@@ -1,6 +1,6 @@
 import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
-import { ErrorModel } from "../auth/model.ts";
+import { ErrorModel } from "../errors.ts";
 import { version } from "../version.ts";
 
 /** Where the UI script is served from, so the docs page works with no internet access. */

@@ -1,15 +1,5 @@
 import { t } from "elysia";
 
-/** Shared shape of every error body (spec 2.3). */
-export const ErrorModel = t.Object(
-  {
-    error: t.String({ description: "Short title of the error", examples: ["Unauthorized"] }),
-    message: t.String({ description: "Human-readable explanation" }),
-    code: t.String({ description: "Machine-readable code", examples: ["INVALID_OTP"] }),
-  },
-  { title: "Error" },
-);
-
 const email = t.String({ maxLength: 320, description: "Address the code is sent to", examples: ["owner@example.com"] });
 const siteUrl = t.Optional(t.String({ maxLength: 2048, description: "URL of the site asking for access (http or https)", examples: ["https://blog.example.com"] }));
 

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { parseJsonBody } from "../http/json.ts";
-import { ErrorModel, RequestOtpBody, RequestOtpResponse, VerifyOtpBody, VerifyOtpResponse } from "./model.ts";
+import { ErrorModel } from "../errors.ts";
+import { RequestOtpBody, RequestOtpResponse, VerifyOtpBody, VerifyOtpResponse } from "./model.ts";
 import { OTP_TTL_S, type OtpService } from "./service.ts";
 
 /** The passwordless credential routes (spec 4.2, 4.3). */
