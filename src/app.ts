@@ -18,6 +18,15 @@ import type { Logger } from "./log.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { RateLimiter } from "./ratelimit/service.ts";
 import { internalRoutes } from "./internal/index.ts";
+import { AuditLog } from "./audit/service.ts";
+import { RequestCounter } from "./http/counter.ts";
+import { IpAllowlist } from "./http/ipallow.ts";
+import { KeyRevocation } from "./keys/revoke.ts";
+import { internalResponseHeaders, staffAuth } from "./staff/auth.ts";
+import { StaffDirectory } from "./staff/directory.ts";
+import { staffRoutes } from "./staff/index.ts";
+import { SessionService } from "./staff/sessions.ts";
+import { StaffSignIn } from "./staff/signin.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -39,6 +48,13 @@ export interface Services {
   limiter: RateLimiter;
   authenticator: RequestAuthenticator;
   convert: ConvertService;
+  audit: AuditLog;
+  staff: StaffDirectory;
+  sessions: SessionService;
+  staffSignIn: StaffSignIn;
+  revocation: KeyRevocation;
+  /** Requests per second for the live panel; ticked by the runtime's fetch handler. */
+  requests: RequestCounter;
 }
 
 /** Builds the services from their dependencies. */
@@ -46,12 +62,14 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
   const keys = new KeyService(deps.store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
   const limiter = new RateLimiter(deps.store.db, now);
+  const audit = new AuditLog(deps.store.db, now);
   const otp = new OtpService({
     db: deps.store.db,
     keys,
     mailer: deps.mailer,
     limiter,
     logger: deps.logger,
+    audit,
     pepper: await deriveKey(deps.masterKey, "otp-pepper"),
     allowedEmails: deps.config.allowedEmails,
     now,
@@ -73,17 +91,36 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     queueTimeoutMs: deps.config.queueTimeoutS * 1000,
   });
   const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS });
-  return { keys, otp, limiter, authenticator, convert };
+  const staff = new StaffDirectory(deps.store.db, deps.config.staffEmails, audit, now);
+  const sessionLimits = { idleS: deps.config.staffSessionIdleS, maxS: deps.config.staffSessionMaxS };
+  const sessions = new SessionService(deps.store.db, staff, await deriveKey(deps.masterKey, "staff-csrf"), sessionLimits, now);
+  const staffSignIn = new StaffSignIn({
+    db: deps.store.db,
+    staff,
+    sessions,
+    mailer: deps.mailer,
+    limiter,
+    audit,
+    logger: deps.logger,
+    // Not the issuance pepper: a code of one door hashes to nothing the other door stores.
+    pepper: await deriveKey(deps.masterKey, "staff-otp-pepper"),
+    now,
+  });
+  const revocation = new KeyRevocation(keys, audit);
+  return { keys, otp, limiter, authenticator, convert, audit, staff, sessions, staffSignIn, revocation, requests: new RequestCounter() };
 }
 
 /** The whole HTTP surface on one page. */
 export function createApp(deps: AppDeps, services: Services) {
   const { config, store, logger } = deps;
   const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
+  const auth = staffAuth(services.sessions, config.behindProxy);
+  const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
   return new Elysia()
     .use(errorHandler(logger))
     .use(httpsGuard(config.behindProxy))
-    .use(internalGuard(config.internalAllow, clientIp))
+    .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
+    .use(internalResponseHeaders())
     .get(
       "/health",
       async () => {
@@ -95,7 +132,17 @@ export function createApp(deps: AppDeps, services: Services) {
       { response: t.Object({ status: t.Literal("ok") }), detail: { summary: "Liveness and database check", tags: ["operations"] } },
     )
     .use(docsRoutes(deps.loadDocsAsset))
-    .use(internalRoutes(services.convert.gate))
+    .use(staffRoutes({ ...staffDeps, behindProxy: config.behindProxy, sessionMaxS: config.staffSessionMaxS }))
+    .use(
+      internalRoutes({
+        ...staffDeps,
+        gate: services.convert.gate,
+        requests: services.requests,
+        audit: services.audit,
+        revocation: services.revocation,
+        now: deps.now ?? Date.now,
+      }),
+    )
     .group("/v1", (v1) =>
       v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, services.keys, config.uploadTimeoutS * 1000)),
     );
