@@ -29,8 +29,9 @@ export interface InternalDeps {
 }
 
 const startedAt = Date.now();
-const hidden = { detail: { hide: true } } as const;
-const api = { staffApi: true, ...hidden } as const;
+// Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
+const hidden = () => ({ detail: { hide: true } }) as const;
+const api = () => ({ staffApi: true, detail: { hide: true } }) as const;
 
 /** The JSON API under /internal/ (allowlisted; /internal/api/… also needs a staff session, see docs/internal.md). */
 export function internalRoutes(d: InternalDeps) {
@@ -43,20 +44,20 @@ export function internalRoutes(d: InternalDeps) {
   });
   return new Elysia({ name: "internal", prefix: "/internal" })
     .use(d.auth)
-    .get("/status", live, hidden)
-    .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api)
-    .get("/api/live", live, api)
-    .get("/api/staff", async () => ({ staff: await d.staff.list() }), api)
-    .post("/api/staff", async ({ body, staff, request }) => d.staff.add(body.email, staff.email, d.clientIp(request)), { ...api, parse: parseJsonBody, body: AddStaffBody })
-    .delete("/api/staff/:email", async ({ params, staff, request }) => d.staff.remove(decodeURIComponent(params.email), staff.email, d.clientIp(request)), api)
-    .get("/api/sessions", async ({ staff }) => ({ current: staff.id, sessions: await d.sessions.list(staff.email) }), api)
-    .post("/api/sessions/sign-out-everywhere", async ({ staff, request }) => ({ ended: await d.signIn.signOutEverywhere(staff.email, d.clientIp(request)) }), api)
+    .get("/status", live, hidden())
+    .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api())
+    .get("/api/live", live, api())
+    .get("/api/staff", async () => ({ staff: await d.staff.list() }), api())
+    .post("/api/staff", async ({ body, staff, request }) => d.staff.add(body.email, staff.email, d.clientIp(request)), { ...api(), parse: parseJsonBody, body: AddStaffBody })
+    .delete("/api/staff/:email", async ({ params, staff, request }) => d.staff.remove(decodeURIComponent(params.email), staff.email, d.clientIp(request)), api())
+    .get("/api/sessions", async ({ staff }) => ({ current: staff.id, sessions: await d.sessions.list(staff.email) }), api())
+    .post("/api/sessions/sign-out-everywhere", async ({ staff, request }) => ({ ended: await d.signIn.signOutEverywhere(staff.email, d.clientIp(request)) }), api())
     .get("/api/audit", async ({ query }) => {
       const events = await d.audit.list(auditFilter(query, d.now()));
       return { events, next_before: events.length === (query.limit ?? 100) ? events.at(-1)!.id : null };
-    }, { ...api, query: AuditQuery })
+    }, { ...api(), query: AuditQuery })
     .post("/api/keys/:id/revoke", async ({ params, staff, request }) => {
       notFoundUnless(await d.revocation.revoke(params.id, staff.email, d.clientIp(request)), "KEY_NOT_FOUND", `No active key with id ${params.id}.`);
       return { revoked: params.id };
-    }, api);
+    }, api());
 }

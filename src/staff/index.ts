@@ -21,7 +21,8 @@ export interface StaffRouteDeps {
   sessionMaxS: number;
 }
 
-const hidden = { detail: { hide: true } } as const;
+// Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
+const hidden = () => ({ detail: { hide: true } }) as const;
 const minutes = STAFF_CODE_TTL_S / 60;
 
 /** The staff door: login form, code form, landing page and sign-out (HTML, never in the public docs). */
@@ -29,7 +30,7 @@ export function staffRoutes(d: StaffRouteDeps) {
   const leave = (token: string, location: string) => new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, d.sessionMaxS) } });
   return new Elysia({ name: "staff", prefix: "/internal" })
     .use(d.auth)
-    .get("/", ({ staff }) => pageResponse("imgpress staff", homePage(staff.email, staff.csrf)), { staffPage: true, ...hidden })
+    .get("/", ({ staff }) => pageResponse("imgpress staff", homePage(staff.email, staff.csrf)), { staffPage: true, ...hidden() })
     .get(
       "/login",
       async ({ query }) => {
@@ -37,7 +38,7 @@ export function staffRoutes(d: StaffRouteDeps) {
         if (!(await d.staff.any())) return pageResponse("Set up staff access", setupPage());
         return pageResponse("Staff sign-in", loginForm(next));
       },
-      { query: LoginQuery, ...hidden },
+      { query: LoginQuery, ...hidden() },
     )
     .post(
       "/login",
@@ -49,7 +50,7 @@ export function staffRoutes(d: StaffRouteDeps) {
           return pageResponse("Enter your code", codeForm(email, next, minutes));
         });
       },
-      { parse: parseFormBody, body: LoginForm, ...hidden },
+      { parse: parseFormBody, body: LoginForm, ...hidden() },
     )
     .post(
       "/login/code",
@@ -61,7 +62,7 @@ export function staffRoutes(d: StaffRouteDeps) {
           return leave((await d.signIn.verify(input)).token, next);
         });
       },
-      { parse: parseFormBody, body: CodeForm, ...hidden },
+      { parse: parseFormBody, body: CodeForm, ...hidden() },
     )
     .post(
       "/logout",
@@ -69,7 +70,7 @@ export function staffRoutes(d: StaffRouteDeps) {
         await d.signIn.signOut(staff, d.clientIp(request));
         return leave("", "/internal/login");
       },
-      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden },
+      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden() },
     )
     .post(
       "/logout/everywhere",
@@ -77,7 +78,7 @@ export function staffRoutes(d: StaffRouteDeps) {
         await d.signIn.signOutEverywhere(staff.email, d.clientIp(request));
         return leave("", "/internal/login");
       },
-      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden },
+      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden() },
     );
 }
 
