@@ -286,7 +286,8 @@ describe("CSRF", () => {
     for (const k of Object.keys(merged)) if (merged[k] === "") delete merged[k];
     expectError(await h.request("POST", `/internal/api/keys/${key!.id}/revoke`, { ...opts, headers: merged }), 403, code);
     expect((await h.services.keys.findActive(api_key)) !== null).toBe(true);
-    const { "x-csrf-token": token = s.csrf, ...formHeaders } = merged;
+    const { "x-csrf-token": _sent, ...formHeaders } = merged;
+    const token = headers["x-csrf-token"] ?? s.csrf;
     const body = new URLSearchParams(token ? { csrf: token } : {}).toString();
     const headersOut = { ...formHeaders, "content-type": "application/x-www-form-urlencoded" };
     expectError(await h.request("POST", "/internal/logout", { ip: LOOPBACK, body, headers: headersOut }), 403, code);
