@@ -140,6 +140,7 @@ export function createApp(deps: AppDeps, services: Services) {
         requests: services.requests,
         audit: services.audit,
         revocation: services.revocation,
+        config,
         now: deps.now ?? Date.now,
       }),
     )

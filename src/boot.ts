@@ -31,10 +31,10 @@ export async function boot(options: {
   return { config, logger, store, services, app: createApp(deps, services) };
 }
 
-/** Deletes expired codes, old rate events and stale replay records every minute; returns a stopper. */
+/** Deletes expired codes and sessions, old rate events and stale replay records every minute; returns a stopper. */
 export function startMaintenance(services: Services, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.otp.prune(), services.staffSignIn.prune(), services.limiter.prune(60 * 60 * 1000), services.authenticator.prune()]).catch((err: Error) =>
+    Promise.all([services.otp.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(60 * 60 * 1000), services.authenticator.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);

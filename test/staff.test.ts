@@ -8,7 +8,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { auditEvents, staffSessions } from "../src/db/schema.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
-import { createHarness, expectError, wrongCode, type Harness } from "./support/harness.ts";
+import { runSettingsCommand } from "../src/cli/index.ts";
+import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
 import { photo } from "./support/images.ts";
 import { form, LOOPBACK, nextCode, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "./support/staff.ts";
 
@@ -354,6 +355,24 @@ describe("the JSON API", () => {
     const keys = await h.issueKey("owner@example.com");
     const everything = JSON.stringify(await h.store.db.select().from(auditEvents)) + h.logs.join("\n");
     for (const secret of [code, token, keys.api_key, keys.secret_key]) expect(everything).not.toContain(secret);
+  });
+
+  test("settings: secrets masked in the API; revealed only on the CLI with --secrets, audited", async () => {
+    const s = await staffSignIn(h, STAFF);
+    const res = await h.request("GET", "/internal/api/settings", staffJson(s));
+    const master = res.body.settings.find((x: { env: string }) => x.env === "IMGPRESS_MASTER_KEY");
+    expect(master.value).toBe("(set)");
+    expect(res.text).not.toContain(TEST_MASTER_KEY);
+    const masked: string[] = [];
+    await runSettingsCommand({}, h.config, h.services, (l) => masked.push(l));
+    expect(masked).toContain("IMGPRESS_MASTER_KEY=(set)");
+    expect(await auditTypes()).not.toContain("settings.secrets_read");
+    const shown: string[] = [];
+    await runSettingsCommand({ secrets: "true" }, h.config, h.services, (l) => shown.push(l));
+    expect(shown).toContain(`IMGPRESS_MASTER_KEY=${TEST_MASTER_KEY}`);
+    const [event] = await h.services.audit.list({ type: "settings.secrets_read" });
+    expect(event).toMatchObject({ actor: "cli", detail: {} });
+    expect(JSON.stringify(event)).not.toContain(TEST_MASTER_KEY);
   });
 
   test("nothing under /internal in the public OpenAPI document", async () => {

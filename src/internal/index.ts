@@ -9,7 +9,9 @@ import type { staffAuth } from "../staff/auth.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
 import type { StaffSignIn } from "../staff/signin.ts";
+import type { Config } from "../config.ts";
 import { version } from "../version.ts";
+import { describeSettings } from "./settings.ts";
 import { AddStaffBody, AuditQuery } from "./model.ts";
 import { auditFilter, notFoundUnless } from "./service.ts";
 
@@ -25,6 +27,7 @@ export interface InternalDeps {
   audit: AuditLog;
   revocation: KeyRevocation;
   clientIp: (request: Request) => string;
+  config: Config;
   now: () => number;
 }
 
@@ -47,6 +50,7 @@ export function internalRoutes(d: InternalDeps) {
     .get("/status", live, hidden())
     .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api())
     .get("/api/live", live, api())
+    .get("/api/settings", () => ({ settings: describeSettings(d.config, false) }), api())
     .get("/api/staff", async () => ({ staff: await d.staff.list() }), api())
     .post("/api/staff", async ({ body, staff, request }) => d.staff.add(body.email, staff.email, d.clientIp(request)), { ...api(), parse: parseJsonBody, body: AddStaffBody })
     .delete("/api/staff/:email", async ({ params, staff, request }) => d.staff.remove(decodeURIComponent(params.email), staff.email, d.clientIp(request)), api())
