@@ -1,0 +1,234 @@
+import { eq, lt, sql, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { ConversionEvent, ConversionObserver } from "../convert/service.ts";
+import type { Database } from "../db/index.ts";
+import { apiKeys, usageHourly, usageHourlyTotal } from "../db/schema.ts";
+import type { Logger } from "../log.ts";
+import { LATENCY_BINS, latencyBin } from "./latency.ts";
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/** How long usage buckets are kept. */
+export const USAGE_RETENTION_DAYS = 400;
+
+/** One hour of one key's attempts with one (format, quality, outcome), as kept in memory until a flush. */
+interface Bucket {
+  hour: number;
+  keyId: string;
+  format: string;
+  quality: string;
+  outcome: string;
+  count: number;
+  bytesIn: number;
+  bytesOut: number;
+  convertMs: number;
+  lat: number[];
+  /** When the latest attempt of the bucket ended: becomes the key's last_used_at. */
+  lastAt: number;
+}
+
+/** Limits of the in-memory buffer. */
+export interface RecorderLimits {
+  /** Distinct buckets that start a flush at once (default 1,000). */
+  flushAt?: number;
+  /** Distinct buckets kept while the database is unreachable; later new buckets are dropped (default 100,000). */
+  maxBuckets?: number;
+}
+
+/**
+ * Aggregates conversion attempts into hourly buckets in memory and writes them in one
+ * transaction per flush, together with the keys' cumulative counters: the conversion path never
+ * waits for the database. A failed flush puts its buckets back, to be retried by the next one.
+ */
+export class UsageRecorder {
+  private pending = new Map<string, Bucket>();
+  private chain: Promise<void> = Promise.resolve();
+  private flushing = false;
+  private lastFailure = -Infinity;
+  private droppedSince = 0;
+  private readonly flushAt: number;
+  private readonly maxBuckets: number;
+
+  constructor(
+    private readonly db: Database,
+    private readonly logger: Logger,
+    limits: RecorderLimits = {},
+    private readonly now: () => number = Date.now,
+  ) {
+    this.flushAt = limits.flushAt ?? 1_000;
+    this.maxBuckets = limits.maxBuckets ?? 100_000;
+  }
+
+  /** The observer to register with `ConvertService.observe`. */
+  readonly observer: ConversionObserver = (event) => this.record(event);
+
+  /** Adds one attempt to its bucket; synchronous, never touches the database. */
+  record(event: ConversionEvent): void {
+    const hour = Math.floor(event.at / HOUR_MS) * HOUR_MS;
+    const format = event.format ?? "";
+    const quality = event.quality ?? "";
+    const id = `${hour}|${event.keyId}|${format}|${quality}|${event.outcome}`;
+    let bucket = this.pending.get(id);
+    if (!bucket) {
+      if (this.pending.size >= this.maxBuckets) {
+        if (this.droppedSince++ === 0) this.logger.error("usage buffer full: dropping new buckets until a flush succeeds", { buckets: this.pending.size });
+        return;
+      }
+      bucket = { hour, keyId: event.keyId, format, quality, outcome: event.outcome, count: 0, bytesIn: 0, bytesOut: 0, convertMs: 0, lat: new Array(LATENCY_BINS).fill(0), lastAt: 0 };
+      this.pending.set(id, bucket);
+    }
+    bucket.count++;
+    bucket.bytesIn += event.bytesIn;
+    bucket.bytesOut += event.bytesOut;
+    bucket.convertMs += event.convertMs;
+    bucket.lat[latencyBin(event.convertMs)]!++;
+    bucket.lastAt = Math.max(bucket.lastAt, event.at);
+    // A large buffer flushes early, but not in a loop against a database that just failed.
+    if (this.pending.size >= this.flushAt && !this.flushing && performance.now() - this.lastFailure > 1_000) {
+      this.flush().catch(() => {});
+    }
+  }
+
+  /** Distinct buckets waiting for a flush. */
+  get pendingBuckets(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Writes everything recorded before the call; flushes run one after another. Rejects when the
+   * database refused the write (the buckets stay in memory for the next flush).
+   */
+  flush(): Promise<void> {
+    const run = this.chain.then(() => this.flushOnce());
+    this.chain = run.catch(() => {});
+    return run;
+  }
+
+  /** Flushes every `intervalS` seconds until the returned stopper is called. */
+  start(intervalS: number): () => void {
+    const timer = setInterval(() => this.flush().catch(() => {}), intervalS * 1000);
+    return () => clearInterval(timer);
+  }
+
+  /** Deletes buckets older than the retention period; returns how many rows went. */
+  async prune(): Promise<number> {
+    const cutoff = Math.floor((this.now() - USAGE_RETENTION_DAYS * 24 * HOUR_MS) / HOUR_MS) * HOUR_MS;
+    const [perKey] = await this.db.batch([this.db.delete(usageHourly).where(lt(usageHourly.hour, cutoff)), this.db.delete(usageHourlyTotal).where(lt(usageHourlyTotal.hour, cutoff))]);
+    return perKey.rowsAffected;
+  }
+
+  private async flushOnce(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = [...this.pending.values()];
+    this.pending = new Map();
+    this.flushing = true;
+    try {
+      const [first, ...rest] = this.statements(batch);
+      await this.db.batch([first!, ...rest]);
+      if (this.droppedSince > 0) this.logger.warn("usage buffer recovered", { droppedAttempts: this.droppedSince });
+      this.droppedSince = 0;
+    } catch (err) {
+      this.lastFailure = performance.now();
+      this.restore(batch);
+      this.logger.warn("usage flush failed; keeping the counts for the next flush", { error: (err as Error).message, buckets: this.pending.size });
+      throw err;
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  // Buckets recorded meanwhile merge with the failed ones, so nothing is counted twice or lost.
+  private restore(batch: Bucket[]): void {
+    const fresh = this.pending;
+    this.pending = new Map(batch.map((b) => [`${b.hour}|${b.keyId}|${b.format}|${b.quality}|${b.outcome}`, b]));
+    for (const [id, b] of fresh) {
+      const old = this.pending.get(id);
+      if (!old) {
+        this.pending.set(id, b);
+        continue;
+      }
+      old.count += b.count;
+      old.bytesIn += b.bytesIn;
+      old.bytesOut += b.bytesOut;
+      old.convertMs += b.convertMs;
+      old.lat = old.lat.map((n, i) => n + b.lat[i]!);
+      old.lastAt = Math.max(old.lastAt, b.lastAt);
+    }
+  }
+
+  /** The upserts of both bucket tables and the key counters: one batch, hence one transaction. */
+  private statements(batch: Bucket[]): BatchItem<"sqlite">[] {
+    const totals = new Map<string, Bucket>();
+    const keys = new Map<string, { count: number; bytesIn: number; bytesOut: number; lastAt: number }>();
+    for (const b of batch) {
+      const id = `${b.hour}|${b.format}|${b.quality}|${b.outcome}`;
+      const total = totals.get(id) ?? { ...b, keyId: "", count: 0, bytesIn: 0, bytesOut: 0, convertMs: 0, lat: new Array(LATENCY_BINS).fill(0) };
+      total.count += b.count;
+      total.bytesIn += b.bytesIn;
+      total.bytesOut += b.bytesOut;
+      total.convertMs += b.convertMs;
+      total.lat = total.lat.map((n, i) => n + b.lat[i]!);
+      totals.set(id, total);
+      // The key counters count successful conversions only, as they always have.
+      if (b.outcome !== "ok") continue;
+      const key = keys.get(b.keyId) ?? { count: 0, bytesIn: 0, bytesOut: 0, lastAt: 0 };
+      keys.set(b.keyId, { count: key.count + b.count, bytesIn: key.bytesIn + b.bytesIn, bytesOut: key.bytesOut + b.bytesOut, lastAt: Math.max(key.lastAt, b.lastAt) });
+    }
+    const values = (b: Bucket) => ({
+      format: b.format,
+      quality: b.quality,
+      outcome: b.outcome,
+      count: b.count,
+      bytesIn: b.bytesIn,
+      bytesOut: b.bytesOut,
+      convertMs: Math.round(b.convertMs),
+      ...Object.fromEntries(b.lat.map((n, i) => [`lat${i}`, n])),
+    });
+    const statements: BatchItem<"sqlite">[] = [];
+    // 400 rows × 25 parameters stays far below SQLite's 32,766 parameters per statement.
+    for (let i = 0; i < batch.length; i += 400) {
+      const rows = batch.slice(i, i + 400).map((b) => ({ hour: b.hour, keyId: b.keyId, ...values(b) }));
+      statements.push(
+        this.db
+          .insert(usageHourly)
+          .values(rows)
+          .onConflictDoUpdate({ target: [usageHourly.hour, usageHourly.keyId, usageHourly.format, usageHourly.quality, usageHourly.outcome], set: addExcluded(usageHourly) }),
+      );
+    }
+    const totalRows = [...totals.values()];
+    for (let i = 0; i < totalRows.length; i += 400) {
+      const rows = totalRows.slice(i, i + 400).map((b) => ({ hour: b.hour, ...values(b) }));
+      statements.push(
+        this.db
+          .insert(usageHourlyTotal)
+          .values(rows)
+          .onConflictDoUpdate({ target: [usageHourlyTotal.hour, usageHourlyTotal.format, usageHourlyTotal.quality, usageHourlyTotal.outcome], set: addExcluded(usageHourlyTotal) }),
+      );
+    }
+    for (const [id, k] of keys) {
+      statements.push(
+        this.db
+          .update(apiKeys)
+          .set({
+            conversions: sql`${apiKeys.conversions} + ${k.count}`,
+            bytesIn: sql`${apiKeys.bytesIn} + ${k.bytesIn}`,
+            bytesOut: sql`${apiKeys.bytesOut} + ${k.bytesOut}`,
+            lastUsedAt: sql`max(coalesce(${apiKeys.lastUsedAt}, 0), ${k.lastAt})`,
+          })
+          .where(eq(apiKeys.id, id)),
+      );
+    }
+    return statements;
+  }
+}
+
+/** `column = column + excluded.column` for every summed column of a bucket table. */
+function addExcluded(table: typeof usageHourly | typeof usageHourlyTotal): Record<string, SQL> {
+  const summed = ["count", "bytesIn", "bytesOut", "convertMs", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`)] as const;
+  return Object.fromEntries(
+    summed.map((name) => {
+      const column = table[name as keyof typeof table] as typeof usageHourly.count;
+      return [name, sql`${column} + excluded.${sql.identifier(column.name)}`];
+    }),
+  );
+}
