@@ -60,7 +60,12 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
       stopMaintenance();
       await server.stop();
       // In-flight conversions have reported by now: write their counts before the store closes.
-      await services.usage.flush().catch((err: Error) => logger.error("usage counts lost at shutdown", { error: err.message, buckets: services.usage.pendingBuckets }));
+      await services.usage.flush().catch(async () => {
+        // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
+        // nothing else in flight, fresh connections are safe: one more try.
+        await store.client.reconnect();
+        await services.usage.flush().catch((err: Error) => logger.error("usage counts lost at shutdown", { error: err.message, buckets: services.usage.pendingBuckets }));
+      });
       store.close();
       logger.info("stopped");
       resolve(0);

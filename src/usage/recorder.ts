@@ -2,11 +2,12 @@ import { eq, lt, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { ConversionEvent, ConversionObserver } from "../convert/service.ts";
 import type { Database } from "../db/index.ts";
-import { apiKeys, usageHourly, usageHourlyTotal } from "../db/schema.ts";
+import { apiKeys, usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schema.ts";
 import type { Logger } from "../log.ts";
 import { LATENCY_BINS, latencyBin } from "./latency.ts";
 
 const HOUR_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * HOUR_MS;
 
 /** How long usage buckets are kept. */
 export const USAGE_RETENTION_DAYS = 400;
@@ -85,6 +86,7 @@ export class UsageRecorder {
     bucket.lastAt = Math.max(bucket.lastAt, event.at);
     // A large buffer flushes early, but not in a loop against a database that just failed.
     if (this.pending.size >= this.flushAt && !this.flushing && performance.now() - this.lastFailure > 1_000) {
+      this.flushing = true;
       this.flush().catch(() => {});
     }
   }
@@ -112,17 +114,23 @@ export class UsageRecorder {
 
   /** Deletes buckets older than the retention period; returns how many rows went. */
   async prune(): Promise<number> {
-    const cutoff = Math.floor((this.now() - USAGE_RETENTION_DAYS * 24 * HOUR_MS) / HOUR_MS) * HOUR_MS;
-    const [perKey] = await this.db.batch([this.db.delete(usageHourly).where(lt(usageHourly.hour, cutoff)), this.db.delete(usageHourlyTotal).where(lt(usageHourlyTotal.hour, cutoff))]);
+    const cutoff = Math.floor((this.now() - USAGE_RETENTION_DAYS * DAY_MS) / HOUR_MS) * HOUR_MS;
+    // A day is kept while any of its hours is.
+    const dayCutoff = Math.floor(cutoff / DAY_MS) * DAY_MS;
+    const [perKey] = await this.db.batch([
+      this.db.delete(usageHourly).where(lt(usageHourly.hour, cutoff)),
+      this.db.delete(usageHourlyTotal).where(lt(usageHourlyTotal.hour, cutoff)),
+      this.db.delete(usageDailyTotal).where(lt(usageDailyTotal.day, dayCutoff)),
+    ]);
     return perKey.rowsAffected;
   }
 
   private async flushOnce(): Promise<void> {
-    if (this.pending.size === 0) return;
     const batch = [...this.pending.values()];
     this.pending = new Map();
     this.flushing = true;
     try {
+      if (batch.length === 0) return;
       const [first, ...rest] = this.statements(batch);
       await this.db.batch([first!, ...rest]);
       if (this.droppedSince > 0) this.logger.warn("usage buffer recovered", { droppedAttempts: this.droppedSince });
@@ -143,34 +151,18 @@ export class UsageRecorder {
     this.pending = new Map(batch.map((b) => [`${b.hour}|${b.keyId}|${b.format}|${b.quality}|${b.outcome}`, b]));
     for (const [id, b] of fresh) {
       const old = this.pending.get(id);
-      if (!old) {
-        this.pending.set(id, b);
-        continue;
-      }
-      old.count += b.count;
-      old.bytesIn += b.bytesIn;
-      old.bytesOut += b.bytesOut;
-      old.convertMs += b.convertMs;
-      old.lat = old.lat.map((n, i) => n + b.lat[i]!);
-      old.lastAt = Math.max(old.lastAt, b.lastAt);
+      if (old) addInto(old, b);
+      else this.pending.set(id, b);
     }
   }
 
-  /** The upserts of both bucket tables and the key counters: one batch, hence one transaction. */
+  /** The upserts of the three bucket tables and the key counters: one batch, hence one transaction. */
   private statements(batch: Bucket[]): BatchItem<"sqlite">[] {
-    const totals = new Map<string, Bucket>();
+    const totals = sumOver(batch, (b) => b.hour);
+    const days = sumOver(batch, (b) => Math.floor(b.hour / DAY_MS) * DAY_MS);
     const keys = new Map<string, { count: number; bytesIn: number; bytesOut: number; lastAt: number }>();
-    for (const b of batch) {
-      const id = `${b.hour}|${b.format}|${b.quality}|${b.outcome}`;
-      const total = totals.get(id) ?? { ...b, keyId: "", count: 0, bytesIn: 0, bytesOut: 0, convertMs: 0, lat: new Array(LATENCY_BINS).fill(0) };
-      total.count += b.count;
-      total.bytesIn += b.bytesIn;
-      total.bytesOut += b.bytesOut;
-      total.convertMs += b.convertMs;
-      total.lat = total.lat.map((n, i) => n + b.lat[i]!);
-      totals.set(id, total);
-      // The key counters count successful conversions only, as they always have.
-      if (b.outcome !== "ok") continue;
+    // The key counters count successful conversions only, as they always have.
+    for (const b of batch.filter((b) => b.outcome === "ok")) {
       const key = keys.get(b.keyId) ?? { count: 0, bytesIn: 0, bytesOut: 0, lastAt: 0 };
       keys.set(b.keyId, { count: key.count + b.count, bytesIn: key.bytesIn + b.bytesIn, bytesOut: key.bytesOut + b.bytesOut, lastAt: Math.max(key.lastAt, b.lastAt) });
     }
@@ -186,23 +178,28 @@ export class UsageRecorder {
     });
     const statements: BatchItem<"sqlite">[] = [];
     // 400 rows × 25 parameters stays far below SQLite's 32,766 parameters per statement.
-    for (let i = 0; i < batch.length; i += 400) {
-      const rows = batch.slice(i, i + 400).map((b) => ({ hour: b.hour, keyId: b.keyId, ...values(b) }));
+    for (const rows of chunks(batch, 400)) {
       statements.push(
         this.db
           .insert(usageHourly)
-          .values(rows)
+          .values(rows.map((b) => ({ hour: b.hour, keyId: b.keyId, ...values(b) })))
           .onConflictDoUpdate({ target: [usageHourly.hour, usageHourly.keyId, usageHourly.format, usageHourly.quality, usageHourly.outcome], set: addExcluded(usageHourly) }),
       );
     }
-    const totalRows = [...totals.values()];
-    for (let i = 0; i < totalRows.length; i += 400) {
-      const rows = totalRows.slice(i, i + 400).map((b) => ({ hour: b.hour, ...values(b) }));
+    for (const rows of chunks(totals, 400)) {
       statements.push(
         this.db
           .insert(usageHourlyTotal)
-          .values(rows)
+          .values(rows.map((b) => ({ hour: b.hour, ...values(b) })))
           .onConflictDoUpdate({ target: [usageHourlyTotal.hour, usageHourlyTotal.format, usageHourlyTotal.quality, usageHourlyTotal.outcome], set: addExcluded(usageHourlyTotal) }),
+      );
+    }
+    for (const rows of chunks(days, 400)) {
+      statements.push(
+        this.db
+          .insert(usageDailyTotal)
+          .values(rows.map((b) => ({ day: b.hour, ...values(b) })))
+          .onConflictDoUpdate({ target: [usageDailyTotal.day, usageDailyTotal.format, usageDailyTotal.quality, usageDailyTotal.outcome], set: addExcluded(usageDailyTotal) }),
       );
     }
     for (const [id, k] of keys) {
@@ -222,8 +219,34 @@ export class UsageRecorder {
   }
 }
 
+/** Adds `b`'s figures to `into`. */
+function addInto(into: Bucket, b: Bucket): void {
+  into.count += b.count;
+  into.bytesIn += b.bytesIn;
+  into.bytesOut += b.bytesOut;
+  into.convertMs += b.convertMs;
+  into.lat = into.lat.map((n, i) => n + b.lat[i]!);
+  into.lastAt = Math.max(into.lastAt, b.lastAt);
+}
+
+/** The buckets summed over keys per (time, format, quality, outcome), the time being `at(bucket)`. */
+function sumOver(batch: Bucket[], at: (b: Bucket) => number): Bucket[] {
+  const sums = new Map<string, Bucket>();
+  for (const b of batch) {
+    const id = `${at(b)}|${b.format}|${b.quality}|${b.outcome}`;
+    const sum = sums.get(id);
+    if (sum) addInto(sum, b);
+    else sums.set(id, { ...b, hour: at(b), keyId: "", lat: [...b.lat] });
+  }
+  return [...sums.values()];
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+}
+
 /** `column = column + excluded.column` for every summed column of a bucket table. */
-function addExcluded(table: typeof usageHourly | typeof usageHourlyTotal): Record<string, SQL> {
+function addExcluded(table: typeof usageHourly | typeof usageHourlyTotal | typeof usageDailyTotal): Record<string, SQL> {
   const summed = ["count", "bytesIn", "bytesOut", "convertMs", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`)] as const;
   return Object.fromEntries(
     summed.map((name) => {

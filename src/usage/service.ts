@@ -40,7 +40,7 @@ export class UsageQueries {
   async overview(range: UsageRange): Promise<Overview> {
     const { from, to } = checkRange(range.from, range.to, HOUR_MS, 0);
     const rows = await this.db.all<SumRow & { format: string; quality: string; outcome: string }>(
-      sql`SELECT format, quality, outcome, ${SUMS} FROM ${source(range.keyId)} WHERE hour >= ${from} AND hour < ${to} ${keyFilter(range.keyId)} GROUP BY format, quality, outcome`,
+      sql`SELECT format, quality, outcome, ${SUMS} FROM ${buckets(from, to, range.keyId, true)} GROUP BY format, quality, outcome`,
     );
     const ok = rows.filter((r) => r.outcome === "ok");
     const errors = new Map<string, number>();
@@ -60,11 +60,14 @@ export class UsageQueries {
   /** The range cut into hours or days (days start at `utcOffsetMinutes` past 00:00 UTC), empty steps as zeros. */
   async series(query: SeriesQuery): Promise<Series> {
     const stepMs = query.step === "day" ? DAY_MS : HOUR_MS;
-    const offset = query.step === "day" ? (query.utcOffsetMinutes ?? 0) * 60_000 : 0;
+    const offsetMinutes = query.step === "day" ? (query.utcOffsetMinutes ?? 0) : 0;
+    if (!Number.isInteger(offsetMinutes) || Math.abs(offsetMinutes) > 840) throw invalid("utcOffsetMinutes must be a whole number from -840 to 840");
+    const offset = offsetMinutes * 60_000;
     const { from, to } = checkRange(query.from, query.to, stepMs, offset);
+    // UTC days may come from the daily table; days of another offset straddle two of its rows.
+    // Integers written into the SQL (checked above): bound numbers may arrive as REAL and break the integer division.
     const rows = await this.db.all<SumRow & { t: number; outcome: string }>(
-      sql`SELECT ((hour + ${offset}) / ${stepMs}) * ${stepMs} - ${offset} AS t, outcome, ${SUMS} FROM ${source(query.keyId)}
-          WHERE hour >= ${from} AND hour < ${to} ${keyFilter(query.keyId)} GROUP BY t, outcome`,
+      sql`SELECT ${sql.raw(`((at + ${offset}) / ${stepMs}) * ${stepMs} - ${offset}`)} AS t, outcome, ${SUMS} FROM ${buckets(from, to, query.keyId, offset === 0)} GROUP BY t, outcome`,
     );
     const byStep = new Map<number, typeof rows>();
     for (const r of rows) byStep.set(r.t, [...(byStep.get(r.t) ?? []), r]);
@@ -148,13 +151,20 @@ function keyRow(r: RawKey): KeyListRow {
   };
 }
 
-// A year of every key is millions of rows in usage_hourly; the totals table has the same figures summed over keys.
-function source(keyId: string | undefined): SQL {
-  return keyId === undefined ? sql.raw("usage_hourly_total") : sql.raw("usage_hourly");
-}
+const BUCKET_COLUMNS = sql.raw(["format", "quality", "outcome", "count", "bytes_in", "bytes_out", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat_${i}`)].join(", "));
 
-function keyFilter(keyId: string | undefined): SQL {
-  return keyId === undefined ? sql`` : sql`AND key_id = ${keyId}`;
+/**
+ * The bucket rows of [from, to) (whole hours) as a subquery with their start time `at`: one key's
+ * from usage_hourly; all keys' from the totals tables (a year of usage_hourly is millions of
+ * rows), with whole UTC days from usage_daily_total when `daily` allows and the edges by hour.
+ */
+function buckets(from: number, to: number, keyId: string | undefined, daily: boolean): SQL {
+  if (keyId !== undefined) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly WHERE key_id = ${keyId} AND hour >= ${from} AND hour < ${to})`;
+  const dayFrom = Math.ceil(from / DAY_MS) * DAY_MS;
+  const dayTo = Math.floor(to / DAY_MS) * DAY_MS;
+  if (!daily || dayTo <= dayFrom) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE hour >= ${from} AND hour < ${to})`;
+  return sql`(SELECT day AS at, ${BUCKET_COLUMNS} FROM usage_daily_total WHERE day >= ${dayFrom} AND day < ${dayTo}
+    UNION ALL SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE (hour >= ${from} AND hour < ${dayFrom}) OR (hour >= ${dayTo} AND hour < ${to}))`;
 }
 
 /** Aligns [from, to) outward to whole steps and refuses empty, reversed or over-long ranges. */
