@@ -159,8 +159,12 @@ describe("flush failures", () => {
     h.services.usage.record(attempt(k.id, { outcome: "INVALID_IMAGE", bytesOut: 0 }));
     await expect(h.services.usage.flush()).rejects.toThrow();
 
+    // One warning per outage, not one per retry.
+    expect(h.logs.filter((l) => l.includes("usage flush failed"))).toHaveLength(1);
+
     await h.store.client.execute("DROP TRIGGER refuse_counters");
     await h.services.usage.flush();
+    expect(h.logs.some((l) => l.includes("usage flush succeeded again") && l.includes('"failedFlushes":2'))).toBe(true);
     const rows = await buckets();
     expect(rows.map((r) => [r.outcome, r.count])).toEqual([
       ["INVALID_IMAGE", 1],

@@ -46,6 +46,8 @@ export class UsageRecorder {
   private chain: Promise<void> = Promise.resolve();
   private flushing = false;
   private lastFailure = -Infinity;
+  private failures = 0;
+  private inFlight = 0;
   private droppedSince = 0;
   private readonly flushAt: number;
   private readonly maxBuckets: number;
@@ -71,7 +73,8 @@ export class UsageRecorder {
     const id = `${hour}|${event.keyId}|${format}|${quality}|${event.outcome}`;
     let bucket = this.pending.get(id);
     if (!bucket) {
-      if (this.pending.size >= this.maxBuckets) {
+      // Buckets of a flush in progress count too: they come back if it fails.
+      if (this.pending.size + this.inFlight >= this.maxBuckets) {
         if (this.droppedSince++ === 0) this.logger.error("usage buffer full: dropping new buckets until a flush succeeds", { buckets: this.pending.size });
         return;
       }
@@ -112,7 +115,7 @@ export class UsageRecorder {
     return () => clearInterval(timer);
   }
 
-  /** Deletes buckets older than the retention period; returns how many rows went. */
+  /** Deletes buckets older than the retention period; returns how many per-key rows went. */
   async prune(): Promise<number> {
     const cutoff = Math.floor((this.now() - USAGE_RETENTION_DAYS * DAY_MS) / HOUR_MS) * HOUR_MS;
     // A day is kept while any of its hours is.
@@ -129,19 +132,26 @@ export class UsageRecorder {
     const batch = [...this.pending.values()];
     this.pending = new Map();
     this.flushing = true;
+    this.inFlight = batch.length;
     try {
       if (batch.length === 0) return;
       const [first, ...rest] = this.statements(batch);
       await this.db.batch([first!, ...rest]);
+      if (this.failures > 0) this.logger.info("usage flush succeeded again", { failedFlushes: this.failures });
       if (this.droppedSince > 0) this.logger.warn("usage buffer recovered", { droppedAttempts: this.droppedSince });
+      this.failures = 0;
       this.droppedSince = 0;
     } catch (err) {
       this.lastFailure = performance.now();
       this.restore(batch);
-      this.logger.warn("usage flush failed; keeping the counts for the next flush", { error: (err as Error).message, buckets: this.pending.size });
+      // The first failure of an outage, then one line in sixty: a timer retrying every few seconds must not flood the log.
+      if (this.failures++ % 60 === 0) {
+        this.logger.warn("usage flush failed; keeping the counts for the next flush", { error: (err as Error).message, buckets: this.pending.size, failedFlushes: this.failures });
+      }
       throw err;
     } finally {
       this.flushing = false;
+      this.inFlight = 0;
     }
   }
 
