@@ -9,7 +9,9 @@ import { sql } from "drizzle-orm";
 import type { ConversionEvent } from "../src/convert/service.ts";
 import { AppError } from "../src/errors.ts";
 import { createLogger } from "../src/log.ts";
+import { Value } from "@sinclair/typebox/value";
 import { seedDemoData } from "../src/usage/demo.ts";
+import { KeyDetail, KeysPage, Overview, Series } from "../src/usage/model.ts";
 import { latencyBin, latencyQuantile } from "../src/usage/latency.ts";
 import { UsageRecorder } from "../src/usage/recorder.ts";
 import { convertForm, postBearer, postSigned } from "./support/convert-helpers.ts";
@@ -277,6 +279,8 @@ describe("UsageQueries on a seeded database", () => {
     expect(o.totals.savingsPercent).toBeCloseTo((100 * (counters!.bi - counters!.bo)) / counters!.bi, 2);
     expect(o.byFormat.reduce((s, f) => s + f.conversions, 0)).toBe(o.totals.conversions);
     expect(o.byQuality.reduce((s, f) => s + f.bytesIn, 0)).toBe(o.totals.bytesIn);
+    expect(o.byFormatQuality.reduce((s, f) => s + f.bytesSaved, 0)).toBe(o.totals.bytesSaved);
+    expect(o.byFormatQuality.length).toBeGreaterThanOrEqual(o.byFormat.length);
     expect(o.errorsByCode.reduce((s, e) => s + e.count, 0)).toBe(o.totals.errors);
     expect(o.totals.errors).toBeGreaterThan(0);
     expect(o.totals.p50Ms!).toBeGreaterThan(0);
@@ -300,11 +304,17 @@ describe("UsageQueries on a seeded database", () => {
     expect(daily.points.map((p) => p.t)).toEqual([0, 1, 2, 3, 4].map((d) => T0 - 4 * DAY - 2 * HOUR + d * DAY));
     expect(daily.points.reduce((n, p) => n + p.bytesSaved, 0)).toBe(overview.totals.bytesSaved);
 
-    const [busiest] = (await q.keys({ sort: "conversions", order: "desc", page: 1, pageSize: 1 })).rows;
+    // The answers match the schemas routes will declare.
+    expect(Value.Errors(Overview, overview).First()).toBeUndefined();
+    expect(Value.Errors(Series, hourly).First()).toBeUndefined();
+    const page = await q.keys({ sort: "conversions", order: "desc", page: 1, pageSize: 1 });
+    expect(Value.Errors(KeysPage, page).First()).toBeUndefined();
+    const [busiest] = page.rows;
     const own = await q.series({ ...range, step: "day", keyId: busiest!.id });
     expect(own.points.reduce((n, p) => n + p.conversions, 0)).toBe(busiest!.conversions);
     const detail = await q.key(busiest!.id);
     expect(detail!.key).toEqual(busiest!);
+    expect(Value.Errors(KeyDetail, detail).First()).toBeUndefined();
     expect(detail!.usage.totals.conversions).toBe(busiest!.conversions);
     expect(await q.key("key_unknown")).toBeNull();
   });

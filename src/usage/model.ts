@@ -70,6 +70,8 @@ export const Overview = t.Object({
   }),
   byFormat: t.Array(t.Object({ format: t.String(), ...Volume })),
   byQuality: t.Array(t.Object({ quality: t.String(), ...Volume })),
+  /** Each (format, quality) pair used, e.g. webp lossy, avif lossless. */
+  byFormatQuality: t.Array(t.Object({ format: t.String(), quality: t.String(), ...Volume })),
   errorsByCode: t.Array(t.Object({ code: t.String(), count: t.Integer() })),
 });
 export type Overview = typeof Overview.static;

@@ -53,6 +53,7 @@ export class UsageQueries {
       totals,
       byFormat: groupBy(ok, (r) => r.format).map(([format, rs]) => ({ format, ...volume(rs) })),
       byQuality: groupBy(ok, (r) => r.quality).map(([quality, rs]) => ({ quality, ...volume(rs) })),
+      byFormatQuality: groupBy(ok, (r) => `${r.format} ${r.quality}`).map(([, rs]) => ({ format: rs[0]!.format, quality: rs[0]!.quality, ...volume(rs) })),
       errorsByCode: [...errors].map(([code, count]) => ({ code, count })).sort((a, b) => b.count - a.count || a.code.localeCompare(b.code)),
     };
   }
