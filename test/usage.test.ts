@@ -333,7 +333,7 @@ describe("UsageQueries on a seeded database", () => {
     const bySaved = (await q.keys({ page: 1, pageSize: 40, sort: "bytesSaved", order: "desc" })).rows.map((r) => r.bytesSaved);
     expect(bySaved).toEqual([...bySaved].sort((a, b) => b - a));
     expect((await q.keys({ page: 1, pageSize: 5000 })).pageSize).toBe(100);
-    for (const bad of [{ sort: "email; DROP TABLE api_keys" }, { order: "sideways" }, { status: "deleted" }, { page: 0 }, { pageSize: 0 }]) {
+    for (const bad of [{ sort: "email; DROP TABLE api_keys" }, { order: "sideways" }, { status: "deleted" }, { page: 0 }, { page: 1e300 }, { pageSize: 0 }]) {
       const err = await q.keys({ page: 1, pageSize: 10, ...(bad as object) }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AppError);
       expect(err).toMatchObject({ status: 400, code: "VALIDATION_ERROR" });

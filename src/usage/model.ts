@@ -36,7 +36,7 @@ export const KeysQuery = t.Object({
   order: t.Optional(t.Union([t.Literal("asc"), t.Literal("desc")])),
   status: t.Optional(t.Union([t.Literal("active"), t.Literal("revoked"), t.Literal("all")])),
   /** 1-based. */
-  page: t.Integer({ minimum: 1 }),
+  page: t.Integer({ minimum: 1, maximum: 1_000_000 }),
   pageSize: t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
 });
 export type KeysQuery = typeof KeysQuery.static;
@@ -47,6 +47,7 @@ const Latency = {
   p95Ms: t.Union([t.Number(), t.Null()]),
 };
 
+// Volumes count successful conversions only; failed attempts are counted by `errors`.
 const Volume = {
   /** Successful conversions. */
   conversions: t.Integer(),

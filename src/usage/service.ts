@@ -90,7 +90,7 @@ export class UsageQueries {
     if (order !== "asc" && order !== "desc") throw invalid("order must be asc or desc");
     const status = query.status ?? "all";
     if (!["active", "revoked", "all"].includes(status)) throw invalid("status must be active, revoked or all");
-    if (!Number.isInteger(query.page) || query.page < 1) throw invalid("page must be a whole number from 1");
+    if (!Number.isInteger(query.page) || query.page < 1 || query.page > 1_000_000) throw invalid("page must be a whole number from 1 to 1000000");
     if (!Number.isInteger(query.pageSize) || query.pageSize < 1) throw invalid(`pageSize must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
     const pageSize = Math.min(query.pageSize, MAX_PAGE_SIZE);
     const search = (query.search ?? "").trim().slice(0, 200);
