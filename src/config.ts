@@ -29,6 +29,7 @@ export const ConfigSchema = t.Object({
   signatureToleranceS: t.Integer({ minimum: 1 }),
   internalAllow: t.Array(t.String()),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
+  usageFlushS: t.Number({ exclusiveMinimum: 0 }),
 });
 
 /** The frozen, validated settings. */
@@ -197,6 +198,14 @@ export const settings: readonly Setting[] = [
     fallback: () => ["127.0.0.1", "::1"],
   },
   { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: oneOf("debug", "info", "warn", "error"), fallback: () => "info" },
+  // usage over time (buckets for the dashboard)
+  {
+    key: "usageFlushS",
+    env: "IMGPRESS_USAGE_FLUSH_S",
+    help: "seconds between writes of the usage counters (a crash loses at most this much counting)",
+    parse: seconds,
+    fallback: () => 5,
+  },
 ];
 
 /** Raised when a setting is invalid; main prints it and exits with status 2. */

@@ -46,6 +46,7 @@ describe("defaults (no variables set)", () => {
     ["signatureToleranceS", 300],
     ["internalAllow", ["127.0.0.1", "::1"]],
     ["logLevel", "info"],
+    ["usageFlushS", 5],
   ] as const)("%s = %p", (key, value) => {
     expect(config[key as keyof typeof config]).toEqual(value as never);
   });
@@ -131,6 +132,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_LOG_LEVEL", "verbose"],
     ["IMGPRESS_INTERNAL_ALLOW", "localhost"],
     ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/8"],
+    ["IMGPRESS_USAGE_FLUSH_S", "0"],
   ])("%s=%p", (variable, value) => {
     const err = configError(() => loadConfig({ [variable]: value }));
     expect(err.message).toContain(variable);
@@ -154,6 +156,7 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S",
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
       "IMGPRESS_INTERNAL_ALLOW",
+      "IMGPRESS_USAGE_FLUSH_S",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });

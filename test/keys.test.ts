@@ -1,6 +1,6 @@
 /**
  * KeyService on a real libSQL file with the harness clock: issue, findActive, revoke, revokeAllOf,
- * list and recordUse.
+ * list, and the usage counters the usage recorder writes.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
@@ -173,16 +173,22 @@ describe("list", () => {
   });
 });
 
-// ---------------------------------------------------------------- recordUse
+// ---------------------------------------------------------------- usage counters
 
-describe("recordUse", () => {
+/** One successful conversion of `keyId` as the conversion path reports it, ending now. */
+function used(keyId: string, bytesIn: number, bytesOut: number) {
+  return { keyId, format: "webp" as const, quality: "lossy" as const, outcome: "ok", bytesIn, bytesOut, queueWaitMs: 0, convertMs: 12, at: h.clock.now() };
+}
+
+describe("usage counters (written by the usage recorder's flush)", () => {
   test("counts conversions and bytes and stamps the last use", async () => {
     const k = await keys.issue("owner@example.com", "");
     const other = await keys.issue("other@example.com", "");
     h.clock.advance(10_000);
-    await keys.recordUse(k.id, 1_000, 400);
+    h.services.usage.record(used(k.id, 1_000, 400));
     h.clock.advance(10_000);
-    await keys.recordUse(k.id, 2_000, 900);
+    h.services.usage.record(used(k.id, 2_000, 900));
+    await h.services.usage.flush();
     const [row] = await keys.list({ email: "owner@example.com" });
     expect(row).toMatchObject({ conversions: 2, bytesIn: 3_000, bytesOut: 1_300, lastUsedAt: T0 + 20_000 });
     const [untouched] = await keys.list({ email: "other@example.com" });
@@ -191,7 +197,12 @@ describe("recordUse", () => {
 
   test("concurrent uses are all counted", async () => {
     const k = await keys.issue("owner@example.com", "");
-    await Promise.all(Array.from({ length: 10 }, () => keys.recordUse(k.id, 10, 5)));
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        h.services.usage.record(used(k.id, 10, 5));
+        await h.services.usage.flush();
+      }),
+    );
     const [row] = await keys.list();
     expect(row).toMatchObject({ conversions: 10, bytesIn: 100, bytesOut: 50 });
   });
