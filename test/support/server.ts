@@ -70,7 +70,7 @@ export function denoStartTask(): { flags: string[]; entry: string } {
  * would not pass SIGTERM on, so let the wrapper place the binary (it does so on its first run) and
  * use that binary directly.
  */
-function denoExecutable(): string {
+export function denoExecutable(): string {
   const wrapper = join(ROOT, "node_modules/.bin/deno");
   const native = join(ROOT, "node_modules/deno/deno");
   if (!existsSync(native)) Bun.spawnSync([wrapper, "--version"], { stdout: "ignore", stderr: "inherit" });
