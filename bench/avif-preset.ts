@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadCorpus, type Image } from "./lib/corpus.ts";
-import { convert, presets } from "./lib/pipeline.ts";
+import { convert, encodeWith, presets } from "./lib/pipeline.ts";
 import { decodeOnWhite, meanSsim } from "./lib/ssim.ts";
 import { fmt, progress, sum, table } from "./lib/util.ts";
 
@@ -36,7 +36,7 @@ async function measureImage(image: Image, points: Point[]): Promise<ImageResult>
   const reference = await decodeOnWhite(input);
   const one = async (format: "webp" | "avif", options?: object): Promise<Measure> => {
     const t0 = performance.now();
-    const out = await convert(input, format, options);
+    const out = options ? await encodeWith(input, format, options) : await convert(input, format);
     const ms = performance.now() - t0;
     return { ms, bytes: out.length, ssim: meanSsim(reference, await decodeOnWhite(out)) };
   };
