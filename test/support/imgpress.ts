@@ -18,7 +18,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { signedHeaders } from "./sign.ts";
-import { extractOtp, type SmtpSink } from "./smtp.ts";
+import { extractOtp, sixDigitRuns, type SmtpSink } from "./smtp.ts";
 
 /** The repository root (this file is test/support/imgpress.ts). */
 export const ROOT = resolve(import.meta.dir, "../..");
@@ -273,7 +273,7 @@ export class Client {
     const seen = sink.messages.length;
     const asked = await this.json("POST", "/v1/plugin/auth/request-otp", { email, site_url: siteUrl });
     if (asked.status !== 200 || asked.body?.status !== "success") throw new Error(`request-otp: HTTP ${asked.status} ${JSON.stringify(asked.body)}`);
-    const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= seen && m.envelopeTo.includes(email.toLowerCase()), this.timeoutMs);
+    const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= seen && m.envelopeTo.includes(email.toLowerCase()) && sixDigitRuns(m.text).length === 1, this.timeoutMs);
     const verified = await this.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: extractOtp(mail), site_url: siteUrl });
     const { api_key: apiKey, secret_key: secretKey } = verified.body ?? {};
     if (verified.status !== 200 || typeof apiKey !== "string" || typeof secretKey !== "string") throw new Error(`verify-otp: HTTP ${verified.status} ${JSON.stringify(verified.body)}`);
