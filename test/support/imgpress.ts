@@ -139,12 +139,14 @@ export class Proc {
   /** performance.now() at spawn. */
   readonly spawnedAt = performance.now();
   private readonly sub: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  private ended: string | undefined;
 
   constructor(cmd: string[], options: { cwd: string; env: Record<string, string>; log?: LogBook }, readonly log = options.log ?? new LogBook()) {
     this.sub = Bun.spawn(cmd, { cwd: options.cwd, env: options.env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     const pumps = [this.pump(this.sub.stdout, "stdout"), this.pump(this.sub.stderr, "stderr")];
     this.exited = this.sub.exited.then(async (code) => {
       await Promise.all(pumps);
+      this.ended = `exited (${this.sub.signalCode ?? code})`;
       this.log.wake();
       return code;
     });
@@ -155,15 +157,14 @@ export class Proc {
     return this.sub.pid;
   }
 
-  /** "exited (N)" once the process is gone, else undefined. */
+  /** "exited (N)" once the process has exited and all its output is in the log, else undefined. */
   gone(): string | undefined {
-    const status = this.sub.exitCode ?? this.sub.signalCode;
-    return status === null ? undefined : `exited (${status})`;
+    return this.ended;
   }
 
   /** Sends `signal` unless the process has already exited. */
   kill(signal: NodeJS.Signals = "SIGTERM"): void {
-    if (!this.gone()) this.sub.kill(signal);
+    if (this.sub.exitCode === null && this.sub.signalCode === null) this.sub.kill(signal);
   }
 
   /** The first line written by this process (from now or earlier) matching `predicate`; rejects on exit or timeout. */
