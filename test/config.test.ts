@@ -9,8 +9,6 @@ import { join, resolve } from "node:path";
 import { ConfigError, flagName, loadConfig, settings } from "../src/config.ts";
 import { loadMasterKey } from "../src/masterkey.ts";
 
-// ---------------------------------------------------------------- helpers
-
 /** The ConfigError `fn` throws (fails the test when it throws nothing or something else). */
 function configError(fn: () => unknown): ConfigError {
   try {
@@ -21,8 +19,6 @@ function configError(fn: () => unknown): ConfigError {
   }
   throw new Error("expected a ConfigError, but nothing was thrown");
 }
-
-// ---------------------------------------------------------------- defaults
 
 describe("defaults (no variables set)", () => {
   const config = loadConfig({});
@@ -69,8 +65,6 @@ describe("defaults (no variables set)", () => {
   });
 });
 
-// ---------------------------------------------------------------- accepted values
-
 describe("accepted values", () => {
   test.each([
     ["IMGPRESS_PORT", "0", "port", 0],
@@ -89,8 +83,6 @@ describe("accepted values", () => {
     expect(loadConfig({ [variable]: value })[key as keyof ReturnType<typeof loadConfig>]).toEqual(expected as never);
   });
 });
-
-// ---------------------------------------------------------------- invalid values
 
 describe("an invalid value stops with a message naming the variable and what is allowed", () => {
   test.each([
@@ -162,8 +154,6 @@ describe("an invalid value stops with a message naming the variable and what is 
   });
 });
 
-// ---------------------------------------------------------------- flags
-
 describe("command-line flags", () => {
   test("mirror the variables by name", () => {
     expect(flagName("IMGPRESS_DATA_DIR")).toBe("data-dir");
@@ -188,8 +178,6 @@ describe("command-line flags", () => {
   });
 });
 
-// ---------------------------------------------------------------- TLS pair
-
 describe("TLS certificate and key", () => {
   test.each([
     { name: "certificate without key", env: { IMGPRESS_TLS_CERT: "/etc/ssl/cert.pem" } },
@@ -204,8 +192,6 @@ describe("TLS certificate and key", () => {
     expect(loadConfig({ IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem" })).toMatchObject({ tlsCert: "/c.pem", tlsKey: "/k.pem" });
   });
 });
-
-// ---------------------------------------------------------------- master key
 
 describe("master key", () => {
   let dir: string;

@@ -8,8 +8,6 @@ import { apiKeys } from "../src/db/schema.ts";
 import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyService } from "../src/keys/service.ts";
 import { createHarness, T0, type Harness } from "./support/harness.ts";
 
-// ---------------------------------------------------------------- helpers
-
 let h: Harness;
 let keys: KeyService;
 beforeEach(async () => {
@@ -25,8 +23,6 @@ async function rawRow(id: string) {
   const [row] = await h.store.db.select().from(apiKeys).where(eq(apiKeys.id, id));
   return row!;
 }
-
-// ---------------------------------------------------------------- issue
 
 describe("issue", () => {
   test("returns a fresh pair with recognisable prefixes and at least 256 bits each", async () => {
@@ -80,8 +76,6 @@ describe("issue", () => {
   });
 });
 
-// ---------------------------------------------------------------- findActive
-
 describe("findActive", () => {
   test("finds the key by its api_key and opens its secret", async () => {
     const k = await keys.issue("owner@example.com", "");
@@ -121,8 +115,6 @@ describe("findActive", () => {
   });
 });
 
-// ---------------------------------------------------------------- revoke
-
 describe("revoke and revokeAllOf", () => {
   test("revoke(id) ends the key once; a second revoke or an unknown id answers false", async () => {
     const k = await keys.issue("owner@example.com", "");
@@ -145,8 +137,6 @@ describe("revoke and revokeAllOf", () => {
     expect(await keys.revokeAllOf("owner@example.com")).toBe(0);
   });
 });
-
-// ---------------------------------------------------------------- list
 
 describe("list", () => {
   test("newest first, filtered by activity and owner, never with hash or sealed secret", async () => {
@@ -172,8 +162,6 @@ describe("list", () => {
     expect(rowB!.revokedAt).toBe(T0 + 2_000);
   });
 });
-
-// ---------------------------------------------------------------- usage counters
 
 /** One successful conversion of `keyId` as the conversion path reports it, ending now. */
 function used(keyId: string, bytesIn: number, bytesOut: number) {
