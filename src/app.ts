@@ -18,6 +18,7 @@ import type { Logger } from "./log.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { RateLimiter } from "./ratelimit/service.ts";
 import { internalRoutes } from "./internal/index.ts";
+import { Lifecycle } from "./lifecycle.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -39,6 +40,8 @@ export interface Services {
   limiter: RateLimiter;
   authenticator: RequestAuthenticator;
   convert: ConvertService;
+  /** Draining state and shutdown hooks (a usage buffer joins with `lifecycle.onShutdown`). */
+  lifecycle: Lifecycle;
 }
 
 /** Builds the services from their dependencies. */
@@ -73,7 +76,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     queueTimeoutMs: deps.config.queueTimeoutS * 1000,
   });
   const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS });
-  return { keys, otp, limiter, authenticator, convert };
+  return { keys, otp, limiter, authenticator, convert, lifecycle: new Lifecycle() };
 }
 
 /** The whole HTTP surface on one page. */

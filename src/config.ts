@@ -29,6 +29,7 @@ export const ConfigSchema = t.Object({
   signatureToleranceS: t.Integer({ minimum: 1 }),
   internalAllow: t.Array(t.String()),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
+  shutdownTimeoutS: t.Number({ exclusiveMinimum: 0 }),
 });
 
 /** The frozen, validated settings. */
@@ -197,6 +198,14 @@ export const settings: readonly Setting[] = [
     fallback: () => ["127.0.0.1", "::1"],
   },
   { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: oneOf("debug", "info", "warn", "error"), fallback: () => "info" },
+  // operations: draining
+  {
+    key: "shutdownTimeoutS",
+    env: "IMGPRESS_SHUTDOWN_TIMEOUT_S",
+    help: "on SIGTERM/SIGINT, longest wait for accepted requests to finish before they are cut",
+    parse: seconds,
+    fallback: () => 30,
+  },
 ];
 
 /** Raised when a setting is invalid; main prints it and exits with status 2. */

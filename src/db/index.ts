@@ -15,6 +15,8 @@ export interface Store {
   db: Database;
   client: Client;
   close(): void;
+  /** Checkpoints the write-ahead log into the main file (local files), then closes. */
+  shutdown(): Promise<void>;
 }
 
 /** Opens (creating the folder of a local file if needed) and migrates the database. */
@@ -31,5 +33,17 @@ export async function openStore(url: string, authToken?: string): Promise<Store>
     await client.execute("PRAGMA journal_mode = WAL");
   }
   await migrate(client, migrations);
-  return { db: drizzle(client, { schema }), client, close: () => client.close() };
+  return {
+    db: drizzle(client, { schema }),
+    client,
+    close: () => client.close(),
+    async shutdown() {
+      try {
+        // TRUNCATE: the main file alone is then complete, and the -wal file is left empty.
+        if (url.startsWith("file:")) await client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
+      } finally {
+        client.close();
+      }
+    },
+  };
 }

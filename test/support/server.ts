@@ -152,6 +152,10 @@ export interface RunningServer {
   restart(): Promise<void>;
   /** SIGTERM, then waits for the exit; resolves to the exit status. Removes a temporary data folder unless `keepData`. */
   stop(options?: { keepData?: boolean }): Promise<number>;
+  /** Sends a signal to the running process (SIGTERM mid-burst, SIGKILL for a crash…). */
+  kill(signal: NodeJS.Signals): void;
+  /** Resolves to the exit status once the process has ended by itself (after `kill`); `restart` then starts afresh. */
+  exited(): Promise<number>;
 }
 
 /** Starts `imgpress serve` on 127.0.0.1 with a free port and waits until it logs "imgpress listening". */
@@ -307,6 +311,17 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     async restart() {
       await terminate();
       await launch();
+    },
+    kill(signal) {
+      proc?.kill(signal);
+    },
+    async exited() {
+      if (!proc) return 0;
+      const child = proc;
+      const code = await child.exited;
+      await Promise.all(readers);
+      if (proc === child) proc = null;
+      return code;
     },
     async stop({ keepData = false } = {}) {
       const code = await terminate();
