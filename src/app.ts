@@ -100,7 +100,7 @@ export function createApp(deps: AppDeps, services: Services) {
     .use(docsRoutes(deps.loadDocsAsset))
     .use(internalRoutes(services.convert.gate))
     .group("/v1", (v1) =>
-      v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, services.keys, config.uploadTimeoutS * 1000)),
+      v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, services.keys, config.uploadTimeoutS * 1000, logger)),
     );
 }
 

@@ -2,7 +2,9 @@ import { Elysia } from "elysia";
 import { apiAuth } from "../requestauth/index.ts";
 import type { RequestAuthenticator } from "../requestauth/service.ts";
 import { readBody } from "../http/body.ts";
+import { storageFaultCode } from "../db/faults.ts";
 import type { KeyService } from "../keys/service.ts";
+import type { Logger } from "../log.ts";
 import { convertDocs } from "./docs.ts";
 import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
 import { parseMultipart } from "./multipart.ts";
@@ -12,7 +14,7 @@ import { savingsPercent, type Converted, type ConvertService } from "./service.t
 const FORM_OVERHEAD_BYTES = 64 * 1024;
 
 /** POST /plugin/convert (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
-export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, keys: KeyService, uploadTimeoutMs: number) {
+export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, keys: KeyService, uploadTimeoutMs: number, logger: Logger) {
   const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: fileTooLarge };
   return new Elysia({ name: "convert", prefix: "/plugin" }).use(apiAuth(authenticator)).post(
     "/convert",
@@ -22,7 +24,12 @@ export function convertRoutes(convert: ConvertService, authenticator: RequestAut
         await credential.verifyBody(body);
         return readUpload(parseMultipart(body, request.headers.get("content-type")));
       });
-      await keys.recordUse(credential.key.id, result.originalSize, result.bytes.length);
+      // The image is made: a full or read-only disk costs this one count, not the client's answer.
+      await keys.recordUse(credential.key.id, result.originalSize, result.bytes.length).catch((err) => {
+        const fault = storageFaultCode(err);
+        if (!fault) throw err;
+        logger.warn("usage not recorded: storage unavailable", { keyId: credential.key.id, sqlite: fault });
+      });
       return imageResponse(result);
     },
     // parse "none": the body is read once, by the route, so the signature covers the exact bytes.
