@@ -1,7 +1,9 @@
 import { Buffer } from "node:buffer";
 import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { sha256Hex } from "./crypto.ts";
+import { localPath } from "./db/index.ts";
 import { createFetchHandler } from "./http/serve.ts";
+import { claimPidFile } from "./pidfile.ts";
 import { loadTls } from "./tls/index.ts";
 import { version } from "./version.ts";
 
@@ -52,6 +54,8 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy }), inFlight),
   });
   const stopMaintenance = startMaintenance(services, logger);
+  const dbPath = localPath(config.databaseUrl);
+  const releasePid = dbPath ? claimPidFile(dbPath) : () => {};
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
   logger.info("imgpress listening", {
     version,
@@ -67,12 +71,16 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
       if (stopping) {
         // The operator asked twice: they want out now, whatever is still running.
         logger.warn(`second ${signal}: exiting at once`, { requestsCut: inFlight.count });
+        releasePid();
         resolve(128 + signalNumbers[signal]);
         return;
       }
       stopping = true;
       stopMaintenance();
-      drain({ config, logger, store, services }, server, inFlight, signal).then(resolve);
+      drain({ config, logger, store, services }, server, inFlight, signal).then((code) => {
+        releasePid();
+        resolve(code);
+      });
     });
   });
 }

@@ -4,7 +4,7 @@ export interface ParsedArgs {
   flags: Record<string, string>;
 }
 
-const SWITCHES = new Set(["help", "version", "all", "json", "behind-proxy"]);
+const SWITCHES = new Set(["help", "version", "all", "json", "behind-proxy", "without-key"]);
 
 /** Splits argv (without the executable) into words and flags. */
 export function parseArgs(argv: readonly string[]): ParsedArgs {

@@ -19,12 +19,16 @@ export interface Store {
   shutdown(): Promise<void>;
 }
 
+/** The file behind a `file:` database URL, or null for a remote libSQL server. */
+export function localPath(url: string): string | null {
+  if (!url.startsWith("file:")) return null;
+  return url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
+}
+
 /** Opens (creating the folder of a local file if needed) and migrates the database. */
 export async function openStore(url: string, authToken?: string): Promise<Store> {
-  if (url.startsWith("file:")) {
-    const path = url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
-    await mkdir(dirname(path), { recursive: true });
-  }
+  const path = localPath(url);
+  if (path) await mkdir(dirname(path), { recursive: true });
   const client = createClient({ url, authToken });
   if (url.startsWith("file:")) {
     // busy_timeout first, so even switching to WAL waits for a concurrently starting process;
