@@ -137,6 +137,18 @@ describe("backup during a burst, restore into a new folder", () => {
     }
   }, 60_000);
 
+  test("--without-key: the output says the file cannot unseal secrets alone; restore keeps the folder's key and warns", async () => {
+    const bare = join(tmp, "bare.db");
+    const b = await runCli(["backup", bare, "--without-key"], server.env);
+    expect(b.code).toBe(0);
+    expect(b.stdout).toContain("holds no master key");
+    const dir = join(tmp, "bare-target");
+    const r = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: dir });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("holds no master key");
+    expect(existsSync(join(dir, "master.key"))).toBe(false);
+  }, 30_000);
+
   test("restore over an existing database keeps the old one aside", async () => {
     const dir = join(tmp, "existing");
     await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir });
