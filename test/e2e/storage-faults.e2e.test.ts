@@ -21,8 +21,13 @@ import { startServer, type RunningServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const mountPoint = await mkdtemp(join(tmpdir(), "imgpress-tmpfs-"));
-const mounted = process.getuid?.() === 0 && spawnSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint]).status === 0;
-if (!mounted) console.warn(`storage-faults: SKIPPED — mounting a 4 MB tmpfs needs root (uid ${process.getuid?.()}); CI runs these as root.`);
+const isRoot = process.getuid?.() === 0;
+const mount = isRoot ? spawnSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint], { encoding: "utf8" }) : null;
+const mounted = mount?.status === 0;
+if (!mounted) {
+  const why = isRoot ? `mount failed: ${(mount?.stderr || String(mount?.error ?? "")).trim()}` : `not root (uid ${process.getuid?.()})`;
+  console.warn(`storage-faults: SKIPPED — mounting a 4 MB tmpfs needs root and permission to mount (${why}); CI runs these as root.`);
+}
 
 let sink: SmtpSink;
 let server: RunningServer;
