@@ -14,6 +14,8 @@ export interface Output {
 }
 
 const MiB = 1024 * 1024;
+/** From this size on, a status line says the copy has started (it runs as one blocking statement). */
+const LARGE_BYTES = 10 * MiB;
 const stamp = () => new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
 
 /**
@@ -28,10 +30,12 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
   if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;
-  const result = await writeSnapshot(source, dest, masterKey, (written, expected) =>
-    io.err(`backup: ${(written / MiB).toFixed(1)} MiB written of about ${(expected / MiB).toFixed(1)} MiB`),
-  );
-  io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${result.keys} key pairs)`);
+  const started = Date.now();
+  const result = await writeSnapshot(source, dest, masterKey, (expected) => {
+    if (expected >= LARGE_BYTES) io.err(`backup: copying about ${(expected / MiB).toFixed(1)} MiB into ${dest}…`);
+  });
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${result.keys} key pairs, ${seconds} s)`);
   io.out(
     withKey
       ? "It holds the database AND the master key: anyone with this file can unseal every stored secret. Keep it like a password."

@@ -21,22 +21,23 @@ export interface SnapshotInfo {
   createdAt: number | null;
 }
 
-/** Progress of a running snapshot, for a status line. */
-export type Progress = (writtenBytes: number, expectedBytes: number) => void;
-
-const PROGRESS_EVERY_MS = 1000;
-
 /**
  * Writes a consistent snapshot of `source` (a local file) to `dest`, carrying `masterKey` when
  * given. The copy is made under a temporary name and renamed into place, so `dest` never holds a
- * half-written backup. Returns the snapshot's size in bytes and key count.
+ * half-written backup. `starting` hears the expected size first: libSQL runs `VACUUM INTO` as one
+ * blocking call, so there is no progress to report until it ends. Returns the snapshot's size in
+ * bytes and key count.
  */
-export async function writeSnapshot(source: string, dest: string, masterKey: Uint8Array | null, progress: Progress): Promise<{ bytes: number; keys: number }> {
+export async function writeSnapshot(
+  source: string,
+  dest: string,
+  masterKey: Uint8Array | null,
+  starting: (expectedBytes: number) => void,
+): Promise<{ bytes: number; keys: number }> {
   if (await exists(dest)) throw new Error(`${dest} already exists; choose another file name`);
   const temp = `${dest}.${crypto.randomUUID()}.partial`;
-  const expected = (await sizeOf(source)) + (await sizeOf(`${source}-wal`));
+  starting((await sizeOf(source)) + (await sizeOf(`${source}-wal`)));
   const client = createClient({ url: `file:${source}` });
-  const ticker = setInterval(() => sizeOf(temp).then((n) => progress(n, expected)), PROGRESS_EVERY_MS);
   try {
     await client.execute("PRAGMA busy_timeout = 5000");
     await client.execute({ sql: "VACUUM INTO ?", args: [temp] });
@@ -44,7 +45,6 @@ export async function writeSnapshot(source: string, dest: string, masterKey: Uin
     await rm(temp, { force: true });
     throw err;
   } finally {
-    clearInterval(ticker);
     client.close();
   }
   try {
