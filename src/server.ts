@@ -121,7 +121,11 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
   const ticker = setInterval(() => logger.info(describe(status()), status()), DRAIN_STATUS_EVERY_MS);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), config.shutdownTimeoutS * 1000)));
-  const cut = await Promise.race([server.stop().then(() => false), timedOut]);
+  const stopped = server.stop().then(
+    () => false,
+    (err: Error) => (logger.error("closing the listener failed", { error: err }), false),
+  );
+  const cut = await Promise.race([stopped, timedOut]);
   clearInterval(ticker);
   clearTimeout(timer);
   if (cut) logger.warn(`shutdown timeout (${config.shutdownTimeoutS} s) reached: cutting what is left`, status());
