@@ -20,6 +20,7 @@ import { RateLimiter } from "./ratelimit/service.ts";
 import { internalRoutes } from "./internal/index.ts";
 import { UsageRecorder } from "./usage/recorder.ts";
 import { UsageQueries } from "./usage/service.ts";
+import { Lifecycle } from "./lifecycle.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -45,6 +46,8 @@ export interface Services {
   usage: UsageRecorder;
   /** Reads the buckets and key counters for the dashboard and /internal/api. */
   usageQueries: UsageQueries;
+  /** Draining state and shutdown hooks (a usage buffer joins with `lifecycle.onShutdown`). */
+  lifecycle: Lifecycle;
 }
 
 /** Builds the services from their dependencies. */
@@ -81,7 +84,17 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS }, now);
   const usage = new UsageRecorder(deps.store.db, deps.logger, {}, now);
   convert.observe(usage.observer);
-  return { keys, otp, limiter, authenticator, convert, usage, usageQueries: new UsageQueries(deps.store.db, now) };
+  const lifecycle = new Lifecycle();
+  // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
+  lifecycle.onShutdown("usage flush", () =>
+    usage.flush().catch(async () => {
+      // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
+      // nothing else in flight, fresh connections are safe: one more try.
+      await deps.store.client.reconnect();
+      await usage.flush();
+    }),
+  );
+  return { keys, otp, limiter, authenticator, convert, usage, usageQueries: new UsageQueries(deps.store.db, now), lifecycle };
 }
 
 /** The whole HTTP surface on one page. */

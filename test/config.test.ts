@@ -125,6 +125,8 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_INTERNAL_ALLOW", "localhost"],
     ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/8"],
     ["IMGPRESS_USAGE_FLUSH_S", "0"],
+    ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "0"],
+    ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "never"],
   ])("%s=%p", (variable, value) => {
     const err = configError(() => loadConfig({ [variable]: value }));
     expect(err.message).toContain(variable);
@@ -149,6 +151,7 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
       "IMGPRESS_INTERNAL_ALLOW",
       "IMGPRESS_USAGE_FLUSH_S",
+      "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_SHUTDOWN_TIMEOUT_S",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });

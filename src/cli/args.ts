@@ -15,6 +15,7 @@ const OWN: Options = {
   version: { type: "boolean", short: "v" },
   all: { type: "boolean" },
   json: { type: "boolean" },
+  "without-key": { type: "boolean" },
   email: { type: "string" },
 };
 const OPTIONS: Options = {
