@@ -9,8 +9,6 @@ import { join, resolve } from "node:path";
 import { ConfigError, flagName, loadConfig, settings } from "../src/config.ts";
 import { loadMasterKey } from "../src/masterkey.ts";
 
-// ---------------------------------------------------------------- helpers
-
 /** The ConfigError `fn` throws (fails the test when it throws nothing or something else). */
 function configError(fn: () => unknown): ConfigError {
   try {
@@ -21,8 +19,6 @@ function configError(fn: () => unknown): ConfigError {
   }
   throw new Error("expected a ConfigError, but nothing was thrown");
 }
-
-// ---------------------------------------------------------------- defaults
 
 describe("defaults (no variables set)", () => {
   const config = loadConfig({});
@@ -46,6 +42,7 @@ describe("defaults (no variables set)", () => {
     ["signatureToleranceS", 300],
     ["internalAllow", ["127.0.0.1", "::1"]],
     ["logLevel", "info"],
+    ["usageFlushS", 5],
     ["staffEmails", []],
     ["staffSessionIdleS", 1800],
     ["staffSessionMaxS", 43_200],
@@ -71,8 +68,6 @@ describe("defaults (no variables set)", () => {
   });
 });
 
-// ---------------------------------------------------------------- accepted values
-
 describe("accepted values", () => {
   test.each([
     ["IMGPRESS_PORT", "0", "port", 0],
@@ -91,8 +86,6 @@ describe("accepted values", () => {
     expect(loadConfig({ [variable]: value })[key as keyof ReturnType<typeof loadConfig>]).toEqual(expected as never);
   });
 });
-
-// ---------------------------------------------------------------- invalid values
 
 describe("an invalid value stops with a message naming the variable and what is allowed", () => {
   test.each([
@@ -133,6 +126,9 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_SIGNATURE_TOLERANCE_S", "86401"],
     ["IMGPRESS_LOG_LEVEL", "verbose"],
     ["IMGPRESS_INTERNAL_ALLOW", "localhost"],
+    ["IMGPRESS_USAGE_FLUSH_S", "0"],
+    ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "0"],
+    ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "never"],
     ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/33"],
     ["IMGPRESS_INTERNAL_ALLOW", "fd00::/129"],
     ["IMGPRESS_INTERNAL_ALLOW", "10.0.0.0/8/8"],
@@ -162,13 +158,12 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_ALLOWED_EMAILS", "IMGPRESS_MASTER_KEY", "IMGPRESS_MAX_PIXELS", "IMGPRESS_CONVERT_TIMEOUT_S",
       "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S",
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
-      "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S",
+      "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_USAGE_FLUSH_S", "IMGPRESS_SHUTDOWN_TIMEOUT_S",
+      "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });
 });
-
-// ---------------------------------------------------------------- flags
 
 describe("command-line flags", () => {
   test("mirror the variables by name", () => {
@@ -194,8 +189,6 @@ describe("command-line flags", () => {
   });
 });
 
-// ---------------------------------------------------------------- TLS pair
-
 describe("TLS certificate and key", () => {
   test.each([
     { name: "certificate without key", env: { IMGPRESS_TLS_CERT: "/etc/ssl/cert.pem" } },
@@ -210,8 +203,6 @@ describe("TLS certificate and key", () => {
     expect(loadConfig({ IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem" })).toMatchObject({ tlsCert: "/c.pem", tlsKey: "/k.pem" });
   });
 });
-
-// ---------------------------------------------------------------- master key
 
 describe("master key", () => {
   let dir: string;
