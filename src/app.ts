@@ -176,6 +176,7 @@ export function createApp(deps: AppDeps, services: Services) {
         requests: services.requests,
         audit: services.audit,
         revocation: services.revocation,
+        usage: services.usageQueries,
         config,
         now: deps.now ?? Date.now,
       }),

@@ -325,6 +325,29 @@ describe("the JSON API", () => {
     expect(JSON.stringify(issued.body)).not.toContain(keys.api_key);
   });
 
+  test("usage: overview, series, keys and key detail after a flush", async () => {
+    const s = await staffSignIn(h, STAFF);
+    const keys = await h.issueKey("owner@example.com", "https://blog.example.com");
+    const image = await photo(64, 48);
+    for (let i = 0; i < 2; i++) expect((await postBearer(h, keys, await convertForm(image))).status).toBe(200);
+    await h.services.usage.flush();
+    const overview = await h.request("GET", "/internal/api/overview?from=1d", staffJson(s));
+    expect(overview.body.totals.conversions).toBe(2);
+    const series = await h.request("GET", "/internal/api/usage/series?from=6h&step=hour", staffJson(s));
+    expect(series.body.points.reduce((n: number, p: { conversions: number }) => n + p.conversions, 0)).toBe(2);
+    const list = await h.request("GET", "/internal/api/keys?search=blog&page_size=10", staffJson(s));
+    expect(list.body.total).toBe(1);
+    const id = list.body.rows[0].id;
+    expect(list.body.rows[0].conversions).toBe(2);
+    const detail = await h.request("GET", `/internal/api/keys/${id}?from=1d`, staffJson(s));
+    expect(detail.body.usage.totals.conversions).toBe(2);
+    expect(detail.text).not.toContain(keys.api_key);
+    expectError(await h.request("GET", "/internal/api/keys/key_nope", staffJson(s)), 404, "KEY_NOT_FOUND");
+    expectError(await h.request("GET", "/internal/api/overview?from=whenever", staffJson(s)), 400, "VALIDATION_ERROR");
+    expectError(await h.request("GET", "/internal/api/keys?sort=secret", staffJson(s)), 400, "VALIDATION_ERROR");
+    expectError(await h.request("GET", "/internal/api/overview", { ip: LOOPBACK }), 401, "SIGN_IN_REQUIRED");
+  });
+
   test("audit paging and filters", async () => {
     const s = await staffSignIn(h, STAFF);
     for (let i = 0; i < 5; i++) await h.request("POST", "/internal/api/staff", staffJson(s, { email: `p${i}@example.com` }));

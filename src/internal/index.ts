@@ -12,8 +12,9 @@ import type { StaffSignIn } from "../staff/signin.ts";
 import type { Config } from "../config.ts";
 import { version } from "../version.ts";
 import { describeSettings } from "./settings.ts";
-import { AddStaffBody, AuditQuery } from "./model.ts";
-import { auditFilter, notFoundUnless } from "./service.ts";
+import type { UsageQueries } from "../usage/service.ts";
+import { AddStaffBody, AuditQuery, KeyQuery, KeysQueryParams, OverviewQuery, SeriesQueryParams } from "./model.ts";
+import { auditFilter, notFoundUnless, usageRange } from "./service.ts";
 
 /** What the internal JSON API reads and changes. */
 export interface InternalDeps {
@@ -26,6 +27,7 @@ export interface InternalDeps {
   signIn: StaffSignIn;
   audit: AuditLog;
   revocation: KeyRevocation;
+  usage: UsageQueries;
   clientIp: (request: Request) => string;
   config: Config;
   now: () => number;
@@ -60,6 +62,23 @@ export function internalRoutes(d: InternalDeps) {
       const events = await d.audit.list(auditFilter(query, d.now()));
       return { events, next_before: events.length === (query.limit ?? 100) ? events.at(-1)!.id : null };
     }, { ...api(), query: AuditQuery })
+    .get("/api/overview", ({ query }) => d.usage.overview({ ...usageRange(query, d.now()), keyId: query.key_id }), { ...api(), query: OverviewQuery })
+    .get(
+      "/api/usage/series",
+      ({ query }) =>
+        d.usage.series({ ...usageRange(query, d.now()), keyId: query.key_id, step: query.step ?? "hour", utcOffsetMinutes: query.utc_offset_minutes }),
+      { ...api(), query: SeriesQueryParams },
+    )
+    .get(
+      "/api/keys",
+      ({ query }) => d.usage.keys({ search: query.search, sort: query.sort, order: query.order, status: query.status, page: query.page ?? 1, pageSize: query.page_size ?? 50 }),
+      { ...api(), query: KeysQueryParams },
+    )
+    .get("/api/keys/:id", async ({ params, query }) => {
+      const detail = await d.usage.key(params.id, query.from === undefined && query.to === undefined ? undefined : usageRange(query, d.now()));
+      notFoundUnless(detail !== null, "KEY_NOT_FOUND", `No key with id ${params.id}.`);
+      return detail!;
+    }, { ...api(), query: KeyQuery })
     .post("/api/keys/:id/revoke", async ({ params, staff, request }) => {
       notFoundUnless(await d.revocation.revoke(params.id, staff.email, d.clientIp(request)), "KEY_NOT_FOUND", `No active key with id ${params.id}.`);
       return { revoked: params.id };
