@@ -8,5 +8,11 @@ export const migrations: Migration[] = [
     "when": 1795305786866,
     "hash": "35325a5414ac54a8233303a1e93c9faab5f7d63594ecdc1e4c87899f33b32768",
     "sql": "CREATE TABLE `api_keys` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`email` text NOT NULL,\n\t`site_url` text DEFAULT '' NOT NULL,\n\t`key_hash` text NOT NULL,\n\t`key_prefix` text NOT NULL,\n\t`secret_sealed` text NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`last_used_at` integer,\n\t`revoked_at` integer,\n\t`conversions` integer DEFAULT 0 NOT NULL,\n\t`bytes_in` integer DEFAULT 0 NOT NULL,\n\t`bytes_out` integer DEFAULT 0 NOT NULL\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `api_keys_key_hash_unique` ON `api_keys` (`key_hash`);--> statement-breakpoint\nCREATE INDEX `api_keys_owner` ON `api_keys` (`email`,`site_url`);--> statement-breakpoint\nCREATE TABLE `otp_codes` (\n\t`email` text PRIMARY KEY NOT NULL,\n\t`code_hash` text NOT NULL,\n\t`site_url` text,\n\t`attempts` integer DEFAULT 0 NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`expires_at` integer NOT NULL\n);\n--> statement-breakpoint\nCREATE TABLE `rate_events` (\n\t`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,\n\t`bucket` text NOT NULL,\n\t`at` integer NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `rate_events_bucket_at` ON `rate_events` (`bucket`,`at`);--> statement-breakpoint\nCREATE TABLE `seen_signatures` (\n\t`key_id` text NOT NULL,\n\t`signature` text NOT NULL,\n\t`expires_at` integer NOT NULL,\n\tPRIMARY KEY(`key_id`, `signature`)\n);\n--> statement-breakpoint\nCREATE INDEX `seen_signatures_expires` ON `seen_signatures` (`expires_at`);"
+  },
+  {
+    "tag": "0001_foamy_colonel_america",
+    "when": 1795398098147,
+    "hash": "5a55c36b28bca8ff64a52a3e0a23ed22f0a562a0a1fe40517f6dd2cae531311a",
+    "sql": "CREATE TABLE `heartbeat` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`at` integer NOT NULL\n);\n"
   }
 ];

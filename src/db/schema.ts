@@ -59,3 +59,9 @@ export const seenSignatures = sqliteTable(
   (table) => [primaryKey({ columns: [table.keyId, table.signature] }), index("seen_signatures_expires").on(table.expiresAt)],
 );
 
+
+/** One row rewritten by the readiness probe: a real committed write proves the database file still accepts them. */
+export const heartbeat = sqliteTable("heartbeat", {
+  id: integer("id").primaryKey(),
+  at: integer("at").notNull(),
+});
