@@ -1,4 +1,4 @@
-import { Elysia, t } from "elysia";
+import { Elysia } from "elysia";
 import { RequestAuthenticator } from "./requestauth/service.ts";
 import { authRoutes } from "./issuance/index.ts";
 import { OtpService } from "./issuance/service.ts";
@@ -9,7 +9,6 @@ import { ConversionGate } from "./convert/gate.ts";
 import { convertRoutes } from "./convert/index.ts";
 import { ConvertService } from "./convert/service.ts";
 import { docsRoutes } from "./docs/index.ts";
-import { AppError } from "./errors.ts";
 import { errorHandler } from "./http/errors.ts";
 import { httpsGuard, internalGuard } from "./http/guards.ts";
 import { clientAddress } from "./http/meta.ts";
@@ -18,6 +17,12 @@ import type { Logger } from "./log.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { RateLimiter } from "./ratelimit/service.ts";
 import { internalRoutes } from "./internal/index.ts";
+import { healthRoutes } from "./health/index.ts";
+import { Readiness } from "./health/service.ts";
+import { metricsRoutes, routeRecorder } from "./metrics/index.ts";
+import { Metrics } from "./metrics/service.ts";
+import { observedMailer } from "./mail/mailer.ts";
+import { databaseFolder } from "./db/index.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -39,6 +44,10 @@ export interface Services {
   limiter: RateLimiter;
   authenticator: RequestAuthenticator;
   convert: ConvertService;
+  /** Prometheus metrics; observes conversions, mail and (through the runtime wrapper) HTTP answers. */
+  metrics: Metrics;
+  /** /health/ready; the shutdown path calls `readiness.startDraining()`. */
+  readiness: Readiness;
 }
 
 /** Builds the services from their dependencies. */
@@ -46,10 +55,16 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
   const keys = new KeyService(deps.store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
   const limiter = new RateLimiter(deps.store.db, now);
+  const gate = new ConversionGate({
+    concurrency: deps.config.concurrency,
+    queueSize: deps.config.queueSize,
+    queueTimeoutMs: deps.config.queueTimeoutS * 1000,
+  });
+  const metrics = new Metrics(gate, deps.config.concurrency);
   const otp = new OtpService({
     db: deps.store.db,
     keys,
-    mailer: deps.mailer,
+    mailer: observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome)),
     limiter,
     logger: deps.logger,
     pepper: await deriveKey(deps.masterKey, "otp-pepper"),
@@ -67,35 +82,25 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     },
     now,
   );
-  const gate = new ConversionGate({
-    concurrency: deps.config.concurrency,
-    queueSize: deps.config.queueSize,
-    queueTimeoutMs: deps.config.queueTimeoutS * 1000,
-  });
   const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS });
-  return { keys, otp, limiter, authenticator, convert };
+  convert.observe((event) => metrics.observeConversion(event));
+  const readiness = new Readiness(deps.store.db, databaseFolder(deps.config.databaseUrl));
+  return { keys, otp, limiter, authenticator, convert, metrics, readiness };
 }
 
 /** The whole HTTP surface on one page. */
 export function createApp(deps: AppDeps, services: Services) {
-  const { config, store, logger } = deps;
+  const { config, logger } = deps;
   const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
   return new Elysia()
     .use(errorHandler(logger))
     .use(httpsGuard(config.behindProxy))
     .use(internalGuard(config.internalAllow, clientIp))
-    .get(
-      "/health",
-      async () => {
-        await store.client.execute("SELECT 1").catch(() => {
-          throw new AppError(503, "UNHEALTHY", "The database is not reachable.");
-        });
-        return { status: "ok" as const };
-      },
-      { response: t.Object({ status: t.Literal("ok") }), detail: { summary: "Liveness and database check", tags: ["operations"] } },
-    )
+    .use(routeRecorder())
+    .use(healthRoutes(deps.store.client, services.readiness))
     .use(docsRoutes(deps.loadDocsAsset))
     .use(internalRoutes(services.convert.gate))
+    .use(metricsRoutes(services.metrics, config.metricsToken))
     .group("/v1", (v1) =>
       v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, services.keys, config.uploadTimeoutS * 1000)),
     );

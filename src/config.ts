@@ -29,6 +29,7 @@ export const ConfigSchema = t.Object({
   signatureToleranceS: t.Integer({ minimum: 1 }),
   internalAllow: t.Array(t.String()),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
+  metricsToken: t.Optional(t.String()),
 });
 
 /** The frozen, validated settings. */
@@ -197,6 +198,16 @@ export const settings: readonly Setting[] = [
     fallback: () => ["127.0.0.1", "::1"],
   },
   { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: oneOf("debug", "info", "warn", "error"), fallback: () => "info" },
+  // Metrics and readiness (issue 13)
+  {
+    key: "metricsToken",
+    env: "IMGPRESS_METRICS_TOKEN",
+    help: "bearer token GET /internal/metrics also requires (default: the /internal/ allowlist alone)",
+    parse: (raw) => {
+      if (raw.trim().length < 16) throw "a token of at least 16 characters";
+      return raw.trim();
+    },
+  },
 ];
 
 /** Raised when a setting is invalid; main prints it and exits with status 2. */

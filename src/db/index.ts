@@ -17,12 +17,16 @@ export interface Store {
   close(): void;
 }
 
+/** The folder holding a local database file, or null for a remote libSQL URL. */
+export function databaseFolder(url: string): string | null {
+  if (!url.startsWith("file:")) return null;
+  return dirname(url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length));
+}
+
 /** Opens (creating the folder of a local file if needed) and migrates the database. */
 export async function openStore(url: string, authToken?: string): Promise<Store> {
-  if (url.startsWith("file:")) {
-    const path = url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
-    await mkdir(dirname(path), { recursive: true });
-  }
+  const folder = databaseFolder(url);
+  if (folder !== null) await mkdir(folder, { recursive: true });
   const client = createClient({ url, authToken });
   if (url.startsWith("file:")) {
     // busy_timeout first, so even switching to WAL waits for a concurrently starting process;
