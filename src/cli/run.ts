@@ -3,6 +3,7 @@ import { ConfigError } from "../config.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
 import { parseArgs } from "./args.ts";
+import { runHealthCommand } from "./health.ts";
 import { helpText, runKeysCommand } from "./index.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
@@ -15,6 +16,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     if (flags.version) return out(`imgpress ${version} (${runtime.name})`), 0;
     const [command = "serve", ...rest] = words;
     if (command === "serve") return await serve(flags, runtime);
+    if (command === "health") return await runHealthCommand(flags, runtime.env, out);
     if (command !== "keys" && command !== "migrate") return err(`unknown command "${command}"; see imgpress --help`), 2;
     const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
     try {

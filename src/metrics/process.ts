@@ -1,3 +1,4 @@
+import { readdirSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { Counter, Gauge, type Registry } from "prom-client";
 
@@ -6,7 +7,8 @@ import { Counter, Gauge, type Registry } from "prom-client";
  * was measured under both runtimes and not used: under Bun its event-loop collector reports a
  * minimum lag of 9.2e9 s and NaN means (Bun's monitorEventLoopDelay is a stub), and under Deno it
  * reports 0 bytes of resident memory (it parses /proc/self/status, which the sandbox hides).
- * `process.memoryUsage()` and `process.cpuUsage()` work in both; only the fd counts need /proc.
+ * `process.memoryUsage()` and `process.cpuUsage()` work in both; only the fd counts need /proc,
+ * which Deno opens only to --allow-all: there they are left out rather than reported as 0.
  */
 export function registerProcessMetrics(registry: Registry): void {
   const startSeconds = Math.round((Date.now() - performance.now()) / 1000);
@@ -48,6 +50,7 @@ export function registerProcessMetrics(registry: Registry): void {
       this.set(process.memoryUsage().heapUsed);
     },
   });
+  if (!canRead("/proc/self/fd")) return;
   new Gauge({
     name: "process_open_fds",
     help: "Number of open file descriptors.",
@@ -67,4 +70,13 @@ export function registerProcessMetrics(registry: Registry): void {
       if (soft) this.set(Number(soft));
     },
   });
+}
+
+function canRead(folder: string): boolean {
+  try {
+    readdirSync(folder);
+    return true;
+  } catch {
+    return false;
+  }
 }
