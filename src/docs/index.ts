@@ -20,7 +20,7 @@ export const OFFLINE_SCALAR = {
   hideClientButton: true,
   telemetry: false,
   withDefaultFonts: false,
-  customCss: 'a[href^="https://www.scalar.com"] { display: none; }',
+  customCss: 'a[href*="scalar.com"] { display: none; }',
 } as const;
 
 /**
