@@ -36,12 +36,12 @@ describe("GET /internal/metrics", () => {
   });
 
   test.each([
-    ["no header", {}, 401],
-    ["a wrong token", { authorization: "Bearer metrics-token-0123456788" }, 401],
-    ["a prefix of the token", { authorization: `Bearer ${TOKEN.slice(0, -1)}` }, 401],
-    ["another scheme", { authorization: `Basic ${TOKEN}` }, 401],
-    ["the token", { authorization: `Bearer ${TOKEN}` }, 200],
-  ] as const)("with IMGPRESS_METRICS_TOKEN set, %s → %d", async (_name, headers, status) => {
+    ["no header → 401", {}, 401],
+    ["a wrong token → 401", { authorization: "Bearer metrics-token-0123456788" }, 401],
+    ["a prefix of the token → 401", { authorization: `Bearer ${TOKEN.slice(0, -1)}` }, 401],
+    ["another scheme → 401", { authorization: `Basic ${TOKEN}` }, 401],
+    ["the token → 200", { authorization: `Bearer ${TOKEN}` }, 200],
+  ] as const)("with IMGPRESS_METRICS_TOKEN set, %s", async (_name, headers, status) => {
     h = await createHarness({ env: { IMGPRESS_METRICS_TOKEN: TOKEN } });
     const res = await h.request("GET", "/internal/metrics", { ip: "127.0.0.1", headers });
     if (status === 401) expectError(res, 401, "INVALID_METRICS_TOKEN");
