@@ -163,10 +163,18 @@ describe("offline docs page", () => {
   });
 });
 
-test("the alert rules of docs/operations.md pass promtool check rules", async () => {
-  const result = await promtool(["rules", join(ROOT, "docs/prometheus/imgpress-rules.yml")]);
-  expect(result.output).toContain("SUCCESS: 3 rules found");
-  expect(result.code).toBe(0);
+describe("alert rules of docs/operations.md", () => {
+  test("pass promtool check rules", async () => {
+    const result = await promtool(["rules", join(ROOT, "docs/prometheus/imgpress-rules.yml")]);
+    expect(result.output).toContain("SUCCESS: 3 rules found");
+    expect(result.code).toBe(0);
+  });
+
+  test("fire on the series they are meant for and not on healthy ones (promtool test rules)", async () => {
+    const proc = Bun.spawn(["promtool", "test", "rules", "imgpress-rules.test.yml"], { cwd: join(ROOT, "docs/prometheus"), stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect({ code, output: out + err }).toMatchObject({ code: 0, output: expect.stringContaining("SUCCESS") });
+  });
 });
 
 describe("withRoutableUrl", () => {
