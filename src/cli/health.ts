@@ -40,7 +40,7 @@ function isLoopback(hostname: string): boolean {
 function probe(url: URL): Promise<{ status: number; body: string }> {
   const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return new Promise((resolve, reject) => {
-    const req = send(url, { method: "GET", timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopback(url.hostname) }, (res) => {
+    const req = send(url.href, { method: "GET", timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopback(url.hostname) }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (body += chunk.slice(0, 4096 - body.length)));
