@@ -4,6 +4,10 @@
  * the alert rules (promtool) and the Host-length fix. The real server is in test/e2e/ops.e2e.test.ts.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { appendFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { Readiness } from "../src/health/service.ts";
@@ -140,6 +144,45 @@ describe("/health/ready", () => {
     const report = await new Readiness(h.store.db, join(h.dir, "missing")).check();
     expect(report.ready).toBe(false);
     expect(report.checks.storage).toStartWith("cannot inspect the data folder");
+  });
+});
+
+/** A fresh 8 MiB tmpfs, when this process may mount one (root in CI); null otherwise. */
+function smallTmpfs(): { path: string; unmount: () => void } | null {
+  if (process.getuid?.() !== 0) return null;
+  const path = mkdtempSync(join(tmpdir(), "imgpress-tmpfs-"));
+  if (spawnSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", path]).status !== 0) {
+    rmSync(path, { recursive: true, force: true });
+    return null;
+  }
+  // Lazy: libSQL may release its file handles a moment after close().
+  return { path, unmount: () => (spawnSync("umount", ["-l", path]), rmSync(path, { recursive: true, force: true })) };
+}
+
+describe("/health/ready on a full disk", () => {
+  const disk = smallTmpfs();
+  test.skipIf(disk === null)("turns 503 naming storage when the data folder's disk fills, and 200 once space returns", async () => {
+    try {
+      h = await createHarness({ env: { IMGPRESS_DATA_DIR: disk!.path } });
+      expect((await h.request("GET", "/health/ready")).status).toBe(200);
+      const filler = join(disk!.path, "filler");
+      const chunk = new Uint8Array(256 * 1024);
+      for (let i = 0; i < 64; i++) {
+        const full = await appendFile(filler, chunk).then(() => false, (err: NodeJS.ErrnoException) => err.code === "ENOSPC");
+        if (full) break;
+      }
+      const full = await h.request("GET", "/health/ready");
+      expect(full.status).toBe(503);
+      expect(full.body.code).toBe("NOT_READY");
+      expect(full.body.checks.storage).toMatch(/^only \d+ bytes free in the data folder$/);
+      expect((await h.request("GET", "/health")).status).toBe(200);
+      await rm(filler);
+      expect((await h.request("GET", "/health/ready")).status).toBe(200);
+    } finally {
+      await h?.close();
+      h = undefined as never;
+      disk!.unmount();
+    }
   });
 });
 
