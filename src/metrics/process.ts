@@ -1,6 +1,6 @@
-import { readdirSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
-import { Counter, Gauge, type Registry } from "prom-client";
+import { readdirSync, readFileSync } from "node:fs";
+import { Counter, type Registry } from "prom-client";
+import { liveGauge } from "./gauges.ts";
 
 /**
  * The standard `process_*` metrics, read at scrape time. prom-client's `collectDefaultMetrics`
@@ -11,7 +11,6 @@ import { Counter, Gauge, type Registry } from "prom-client";
  * which Deno opens only to --allow-all: there they are left out rather than reported as 0.
  */
 export function registerProcessMetrics(registry: Registry): void {
-  const startSeconds = Math.round((Date.now() - performance.now()) / 1000);
   const cpu = (name: string, help: string, microseconds: (usage: NodeJS.CpuUsage) => number) =>
     new Counter({
       name,
@@ -26,57 +25,28 @@ export function registerProcessMetrics(registry: Registry): void {
   cpu("process_cpu_user_seconds_total", "Total user CPU time spent in seconds.", (u) => u.user);
   cpu("process_cpu_system_seconds_total", "Total system CPU time spent in seconds.", (u) => u.system);
   cpu("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", (u) => u.user + u.system);
-  new Gauge({
-    name: "process_start_time_seconds",
-    help: "Start time of the process since unix epoch in seconds.",
-    registers: [registry],
-    collect() {
-      this.set(startSeconds);
-    },
-  });
-  new Gauge({
-    name: "process_resident_memory_bytes",
-    help: "Resident memory size in bytes.",
-    registers: [registry],
-    collect() {
-      this.set(process.memoryUsage().rss);
-    },
-  });
-  new Gauge({
-    name: "process_heap_bytes",
-    help: "JavaScript heap in use, in bytes.",
-    registers: [registry],
-    collect() {
-      this.set(process.memoryUsage().heapUsed);
-    },
-  });
-  if (!canRead("/proc/self/fd")) return;
-  new Gauge({
-    name: "process_open_fds",
-    help: "Number of open file descriptors.",
-    registers: [registry],
-    async collect() {
-      const fds = await readdir("/proc/self/fd").catch(() => null);
-      if (fds) this.set(fds.length);
-    },
-  });
-  new Gauge({
-    name: "process_max_fds",
-    help: "Maximum number of open file descriptors.",
-    registers: [registry],
-    async collect() {
-      const limits = await readFile("/proc/self/limits", "utf8").catch(() => "");
-      const soft = /^Max open files\s+(\d+)/m.exec(limits)?.[1];
-      if (soft) this.set(Number(soft));
-    },
-  });
+  const startSeconds = Math.round((Date.now() - performance.now()) / 1000);
+  liveGauge(registry, "process_start_time_seconds", "Start time of the process since unix epoch in seconds.", () => startSeconds);
+  liveGauge(registry, "process_resident_memory_bytes", "Resident memory size in bytes.", () => process.memoryUsage().rss);
+  liveGauge(registry, "process_heap_bytes", "JavaScript heap in use, in bytes.", () => process.memoryUsage().heapUsed);
+  if (openFds() === null) return;
+  liveGauge(registry, "process_open_fds", "Number of open file descriptors.", () => openFds() ?? 0);
+  const limit = /^Max open files\s+(\d+)/m.exec(readOrEmpty("/proc/self/limits"))?.[1];
+  if (limit) liveGauge(registry, "process_max_fds", "Maximum number of open file descriptors.", () => Number(limit));
 }
 
-function canRead(folder: string): boolean {
+function openFds(): number | null {
   try {
-    readdirSync(folder);
-    return true;
+    return readdirSync("/proc/self/fd").length;
   } catch {
-    return false;
+    return null;
+  }
+}
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
   }
 }

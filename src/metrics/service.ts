@@ -1,9 +1,8 @@
-import sharp from "sharp";
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Histogram, Registry } from "prom-client";
 import type { ConversionGate } from "../convert/gate.ts";
 import type { ConversionEvent } from "../convert/service.ts";
 import type { ResponseObserver } from "../http/serve.ts";
-import { version } from "../version.ts";
+import { registerServiceGauges } from "./gauges.ts";
 import { registerProcessMetrics } from "./process.ts";
 
 /** One answered HTTP request, as the runtime's fetch wrapper saw it. */
@@ -31,7 +30,7 @@ const OTP_VERIFY_ROUTE = "/v1/plugin/auth/verify-otp";
 export class Metrics {
   /** The registry rendered by GET /internal/metrics. */
   readonly registry = new Registry();
-  private readonly httpRequests = new Counter({ name: "imgpress_http_requests_total", help: "HTTP requests answered, by method, route template and status.", labelNames: ["method", "route", "status"], registers: [this.registry] });
+  private readonly httpRequests = this.counter("imgpress_http_requests_total", "HTTP requests answered, by method, route template and status.", ["method", "route", "status"]);
   private readonly httpDuration = new Histogram({
     name: "imgpress_http_request_duration_seconds",
     help: "Time from receiving a request to its response headers, by route template (upload time included).",
@@ -39,7 +38,7 @@ export class Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
-  private readonly conversions = new Counter({ name: "imgpress_conversions_total", help: "Authenticated conversion attempts, by format, quality and outcome (ok or the error code).", labelNames: ["format", "quality", "outcome"], registers: [this.registry] });
+  private readonly conversions = this.counter("imgpress_conversions_total", "Authenticated conversion attempts, by format, quality and outcome (ok or the error code).", ["format", "quality", "outcome"]);
   private readonly conversionDuration = new Histogram({
     name: "imgpress_conversion_duration_seconds",
     help: "Time inside the conversion pipeline (decode, resize, encode) of successful conversions; upload and queue wait excluded.",
@@ -53,36 +52,20 @@ export class Metrics {
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
-  private readonly bytesIn = new Counter({ name: "imgpress_conversion_bytes_in_total", help: "Bytes of images received by conversion attempts.", registers: [this.registry] });
-  private readonly bytesOut = new Counter({ name: "imgpress_conversion_bytes_out_total", help: "Bytes of converted images sent.", registers: [this.registry] });
-  private readonly authFailures = new Counter({ name: "imgpress_auth_failures_total", help: "401 answers (bad key, signature or one-time code), by error code.", labelNames: ["reason"], registers: [this.registry] });
-  private readonly otpRequests = new Counter({ name: "imgpress_otp_requests_total", help: "Answers of request-otp: sent, or the error code.", labelNames: ["outcome"], registers: [this.registry] });
-  private readonly otpVerifications = new Counter({ name: "imgpress_otp_verifications_total", help: "Answers of verify-otp: issued, or the error code.", labelNames: ["outcome"], registers: [this.registry] });
-  private readonly mail = new Counter({ name: "imgpress_mail_total", help: "E-mails handed to the mail transport: sent or failed.", labelNames: ["outcome"], registers: [this.registry] });
+  private readonly bytesIn = this.counter("imgpress_conversion_bytes_in_total", "Bytes of images received by conversion attempts.");
+  private readonly bytesOut = this.counter("imgpress_conversion_bytes_out_total", "Bytes of converted images sent.");
+  private readonly authFailures = this.counter("imgpress_auth_failures_total", "401 answers (bad key, signature or one-time code), by error code.", ["reason"]);
+  private readonly otpRequests = this.counter("imgpress_otp_requests_total", "Answers of request-otp: sent, or the error code.", ["outcome"]);
+  private readonly otpVerifications = this.counter("imgpress_otp_verifications_total", "Answers of verify-otp: issued, or the error code.", ["outcome"]);
+  private readonly mail = this.counter("imgpress_mail_total", "E-mails handed to the mail transport: sent or failed.", ["outcome"]);
 
   constructor(gate: ConversionGate, slots: number, runtime: string = runtimeName()) {
     registerProcessMetrics(this.registry);
-    new Gauge({ name: "imgpress_build_info", help: "Always 1; the labels name the build.", labelNames: ["version", "runtime", "sharp", "libvips"], registers: [this.registry] })
-      .set({ version, runtime, sharp: sharp.versions.sharp ?? "unknown", libvips: sharp.versions.vips }, 1);
-    new Gauge({ name: "imgpress_conversion_slots", help: "Conversions that may run at once (IMGPRESS_CONCURRENCY).", registers: [this.registry] }).set(slots);
-    new Gauge({ name: "imgpress_conversions_in_progress", help: "Conversions running in a slot now.", registers: [this.registry], collect() {
-      this.set(gate.stats().running);
-    } });
-    new Gauge({ name: "imgpress_queue_length", help: "Requests admitted and not yet converting (uploading or waiting for a slot).", registers: [this.registry], collect() {
-      const { admitted, running } = gate.stats();
-      this.set(Math.max(0, admitted - running));
-    } });
-    new Gauge({ name: "imgpress_libvips_memory_bytes", help: "Memory libvips has allocated now: pixel buffers and caches (sharp.cache().memory.current).", registers: [this.registry], collect() {
-      this.set(sharp.cache().memory.current);
-    } });
-    new Gauge({ name: "imgpress_libvips_memory_high_bytes", help: "Highest libvips memory use since start.", registers: [this.registry], collect() {
-      this.set(sharp.cache().memory.high);
-    } });
-    new Gauge({ name: "imgpress_libvips_tasks", help: "libvips tasks (sharp.counters()): queued waiting for a libuv thread, or processing.", labelNames: ["state"], registers: [this.registry], collect() {
-      const { queue, process } = sharp.counters();
-      this.set({ state: "queued" }, queue);
-      this.set({ state: "processing" }, process);
-    } });
+    registerServiceGauges(this.registry, gate, slots, runtime);
+  }
+
+  private counter(name: string, help: string, labelNames: string[] = []): Counter {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
 
   /** Conversion observer: one call per attempt, registered with `ConvertService.observe`. */
