@@ -679,6 +679,25 @@ async function smokeBinary(t: Target, root: string, photo: Photo, sink: SmtpSink
       return "401 REPLAYED_REQUEST";
     });
 
+    await check(tag, "GET /internal/metrics: prom-client output, counts the conversions, passes promtool", async () => {
+      const res = await get(`${base}/internal/metrics`, ca, lim.request);
+      const text = await res.text();
+      assert(res.status === 200, `HTTP ${res.status}`);
+      const ok = [...text.matchAll(/^imgpress_conversions_total\{[^}]*outcome="ok"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+      assert(ok === 2, `imgpress_conversions_total{outcome="ok"} sums to ${ok}, not 2`);
+      assert(/^process_resident_memory_bytes [1-9]/m.test(text), "no process_resident_memory_bytes");
+      if (!Bun.which("promtool")) return `${ok} conversions counted; promtool not installed (scripts/ci-setup.sh installs it), not checked`;
+      const promtool = Bun.spawn(["promtool", "check", "metrics"], { stdin: new TextEncoder().encode(text), stdout: "pipe", stderr: "pipe" });
+      const [out, err, code] = await Promise.all([new Response(promtool.stdout).text(), new Response(promtool.stderr).text(), promtool.exited]);
+      assert(code === 0, `promtool check metrics: ${out}${err}`);
+      return `${ok} conversions counted; promtool check metrics clean`;
+    });
+    await check(tag, "imgpress health → exit 0 against the running server", async () => {
+      const { code, stdout } = await runCli(t, exe, ["health", "--url", `${base}/health/ready`], run, serveEnv);
+      assert(code === 0, `exit ${code}: ${stdout}`);
+      return stdout.trim().slice(0, 60);
+    });
+
     await must(tag, "SIGTERM", () => stopServer(t, first.proc));
 
     // ---- restart on the same data folder
