@@ -109,6 +109,22 @@ describe("exact counts", () => {
   });
 });
 
+describe("HTTP labels", () => {
+  test("unusual methods are one label value, unmatched paths one route value; /health/ready is in the OpenAPI document", async () => {
+    h = await createHarness();
+    const fetch = createFetchHandler((r) => h.app.handle(r), createLogger("error", () => {}), { hsts: false, observe: h.services.metrics.observeResponse });
+    await fetch(new Request("http://localhost/health", { method: "PROPFIND" }), "127.0.0.1");
+    await fetch(new Request("http://localhost/v1/users/alice@example.com"), "127.0.0.1");
+    const text = (await h.request("GET", "/internal/metrics", { ip: "127.0.0.1" })).text;
+    expect(text).toMatch(/^imgpress_http_requests_total\{method="other",route="unmatched",status="404"\} 1$/m);
+    expect(text).toMatch(/^imgpress_http_requests_total\{method="GET",route="unmatched",status="404"\} 1$/m);
+    expect(text).not.toContain("alice");
+    const spec = (await h.request("GET", "/v1/docs/json")).body;
+    expect(spec.paths["/health/ready"].get.tags).toEqual(["operations"]);
+    expect(Object.keys(spec.paths["/health/ready"].get.responses).sort()).toEqual(["200", "503"]);
+  });
+});
+
 describe("/health/ready", () => {
   test("200 with every check ok; 503 NOT_READY naming the cause once draining; /health stays 200", async () => {
     h = await createHarness();

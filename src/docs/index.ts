@@ -57,7 +57,7 @@ export function docsRoutes(loadScalar: () => Promise<Blob>) {
           tags: [
             { name: "credentials", description: "Passwordless key issuance" },
             { name: "conversion", description: "Image conversion" },
-            { name: "operations", description: "Health" },
+            { name: "operations", description: "Liveness and readiness" },
           ],
         },
       }),
