@@ -60,11 +60,13 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     queueSize: deps.config.queueSize,
     queueTimeoutMs: deps.config.queueTimeoutS * 1000,
   });
-  const metrics = new Metrics(gate, deps.config.concurrency);
+  const metrics = new Metrics(gate, { slots: deps.config.concurrency, queueSize: deps.config.queueSize });
+  // Every service that sends mail gets this one, so imgpress_mail_total sees every message.
+  const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));
   const otp = new OtpService({
     db: deps.store.db,
     keys,
-    mailer: observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome)),
+    mailer,
     limiter,
     logger: deps.logger,
     pepper: await deriveKey(deps.masterKey, "otp-pepper"),

@@ -15,13 +15,22 @@ export function liveGauge(registry: Registry, name: string, help: string, read: 
   });
 }
 
+/** The configured sizes of the conversion gate. */
+export interface GateSizes {
+  /** IMGPRESS_CONCURRENCY. */
+  slots: number;
+  /** IMGPRESS_QUEUE_SIZE. */
+  queueSize: number;
+}
+
 /** What the service is, and how full its conversion slots and libvips are, at scrape time. */
-export function registerServiceGauges(registry: Registry, gate: ConversionGate, slots: number, runtime: string): void {
+export function registerServiceGauges(registry: Registry, gate: ConversionGate, sizes: GateSizes, runtime: string): void {
   new Gauge({ name: "imgpress_build_info", help: "Always 1; the labels name the build.", labelNames: ["version", "runtime", "sharp", "libvips"], registers: [registry] }).set(
     { version, runtime, sharp: sharp.versions.sharp ?? "unknown", libvips: sharp.versions.vips },
     1,
   );
-  liveGauge(registry, "imgpress_conversion_slots", "Conversions that may run at once (IMGPRESS_CONCURRENCY).", () => slots);
+  liveGauge(registry, "imgpress_conversion_slots", "Conversions that may run at once (IMGPRESS_CONCURRENCY).", () => sizes.slots);
+  liveGauge(registry, "imgpress_queue_capacity", "Requests admitted beyond the running ones before 503 SERVER_BUSY (IMGPRESS_QUEUE_SIZE).", () => sizes.queueSize);
   liveGauge(registry, "imgpress_conversions_in_progress", "Conversions running in a slot now.", () => gate.stats().running);
   liveGauge(registry, "imgpress_queue_length", "Requests admitted and not yet converting (uploading or waiting for a slot).", () => {
     const { admitted, running } = gate.stats();

@@ -2,7 +2,7 @@ import { Counter, Histogram, Registry } from "prom-client";
 import type { ConversionGate } from "../convert/gate.ts";
 import type { ConversionEvent } from "../convert/service.ts";
 import type { ResponseObserver } from "../http/serve.ts";
-import { registerServiceGauges } from "./gauges.ts";
+import { registerServiceGauges, type GateSizes } from "./gauges.ts";
 import { registerProcessMetrics } from "./process.ts";
 
 /** One answered HTTP request, as the runtime's fetch wrapper saw it. */
@@ -59,9 +59,9 @@ export class Metrics {
   private readonly otpVerifications = this.counter("imgpress_otp_verifications_total", "Answers of verify-otp: issued, or the error code.", ["outcome"]);
   private readonly mail = this.counter("imgpress_mail_total", "E-mails handed to the mail transport: sent or failed.", ["outcome"]);
 
-  constructor(gate: ConversionGate, slots: number, runtime: string = runtimeName()) {
+  constructor(gate: ConversionGate, sizes: GateSizes, runtime: string = runtimeName()) {
     registerProcessMetrics(this.registry);
-    registerServiceGauges(this.registry, gate, slots, runtime);
+    registerServiceGauges(this.registry, gate, sizes, runtime);
   }
 
   private counter(name: string, help: string, labelNames: string[] = []): Counter {
