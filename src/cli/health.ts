@@ -11,7 +11,8 @@ const PROBE_TIMEOUT_MS = 5000;
  * answers 200, 1 otherwise, for container health checks. Without --url it probes this host on the
  * configured port. Certificate verification is skipped for loopback addresses only: the probe sends
  * nothing secret and reads only a status, and a self-signed or public certificate never names
- * 127.0.0.1 reliably; any other address is verified as usual.
+ * 127.0.0.1 reliably; any other address is verified as usual. A plain-HTTP URL (an instance behind
+ * a TLS proxy) is sent `X-Forwarded-Proto: https`, as the proxy would, or the HTTPS guard answers 403.
  */
 export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, out: (line: string) => void): Promise<number> {
   const url = new URL(flags.url ?? defaultUrl(env, flags));
@@ -40,7 +41,8 @@ function isLoopback(hostname: string): boolean {
 function probe(url: URL): Promise<{ status: number; body: string }> {
   const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return new Promise((resolve, reject) => {
-    const req = send(url.href, { method: "GET", timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopback(url.hostname) }, (res) => {
+    const headers = url.protocol === "http:" ? { "x-forwarded-proto": "https" } : {};
+    const req = send(url.href, { method: "GET", headers, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopback(url.hostname) }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (body += chunk.slice(0, 4096 - body.length)));

@@ -103,6 +103,19 @@ describe("health", () => {
     expect(closed.code).toBe(1);
     expect(closed.stdout).toContain("unreachable");
   }, 60_000);
+
+  test("imgpress health works behind a TLS proxy (plain HTTP) and exits 1 once the instance is gone", async () => {
+    const proxied = await startServer({ env: { IMGPRESS_BEHIND_PROXY: "true" } });
+    try {
+      // Behind a proxy the service answers plain HTTP only to requests marked as forwarded HTTPS.
+      expect((await proxied.fetch("/health/ready")).status).toBe(403);
+      expect((await runCli(["health"], { ...proxied.env, IMGPRESS_PORT: String(proxied.port) })).code).toBe(0);
+    } finally {
+      await proxied.stop();
+    }
+    // Nothing listens there any more: the command must say 1, not hang.
+    expect((await runCli(["health", "--url", `http://127.0.0.1:${proxied.port}/health/ready`])).code).toBe(1);
+  }, 60_000);
 });
 
 /** Sends one raw HTTP/1.1 request over TLS with exactly the given Host header; returns the status line. */
