@@ -11,6 +11,7 @@
 /** Sample name with labels → value. */
 export type Samples = Map<string, number>;
 
+/** Parses the text exposition into samples (comment lines skipped). */
 export function parseMetrics(text: string): Samples {
   const samples: Samples = new Map();
   for (const line of text.split("\n")) {
