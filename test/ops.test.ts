@@ -163,25 +163,34 @@ describe("/health/ready", () => {
   });
 });
 
-/** A fresh 8 MiB tmpfs, when this process may mount one (root in CI); null otherwise. */
-function smallTmpfs(): { path: string; unmount: () => void } | null {
+/** Mounts a fresh 8 MiB tmpfs, when this process may (root with mount rights, as in CI); null otherwise. */
+function mountTmpfs(): { path: string; unmount: () => void } | null {
   if (process.getuid?.() !== 0) return null;
-  const path = mkdtempSync(join(tmpdir(), "imgpress-tmpfs-"));
+  const path = mkdtempSync(join(tmpdir(), "imgpress-ready-tmpfs-"));
+  // Lazy: libSQL may release its file handles a moment after close().
+  const unmount = () => (spawnSync("umount", ["-l", path]), rmSync(path, { recursive: true, force: true }));
   if (spawnSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", path]).status !== 0) {
     rmSync(path, { recursive: true, force: true });
     return null;
   }
-  // Lazy: libSQL may release its file handles a moment after close().
-  return { path, unmount: () => (spawnSync("umount", ["-l", path]), rmSync(path, { recursive: true, force: true })) };
+  return { path, unmount };
 }
 
+/** Whether a tmpfs can be mounted here: probed once at load, and unmounted at once. */
+const canMount = (() => {
+  const probe = mountTmpfs();
+  probe?.unmount();
+  return probe !== null;
+})();
+
 describe("/health/ready on a full disk", () => {
-  const disk = smallTmpfs();
-  test.skipIf(disk === null)("turns 503 naming storage when the data folder's disk fills, and 200 once space returns", async () => {
+  test.skipIf(!canMount)("turns 503 naming storage when the data folder's disk fills, and 200 once space returns", async () => {
+    const disk = mountTmpfs();
+    if (!disk) throw new Error("the tmpfs could be mounted at load time but not now");
     try {
-      h = await createHarness({ env: { IMGPRESS_DATA_DIR: disk!.path } });
+      h = await createHarness({ env: { IMGPRESS_DATA_DIR: disk.path } });
       expect((await h.request("GET", "/health/ready")).status).toBe(200);
-      const filler = join(disk!.path, "filler");
+      const filler = join(disk.path, "filler");
       const chunk = new Uint8Array(256 * 1024);
       for (let i = 0; i < 64; i++) {
         const full = await appendFile(filler, chunk).then(() => false, (err: NodeJS.ErrnoException) => err.code === "ENOSPC");
@@ -197,7 +206,7 @@ describe("/health/ready on a full disk", () => {
     } finally {
       await h?.close();
       h = undefined as never;
-      disk!.unmount();
+      disk.unmount();
     }
   });
 });
