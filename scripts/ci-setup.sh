@@ -14,8 +14,9 @@ set -eu
 
 # qemu and the arm64 libraries run dist/imgpress-linux-arm64 on an x86-64 machine; PHP runs the
 # WordPress-style client test (test/clients/convert.php); curl and openssl run the docs' recipes
-# (test/docs-recipes.test.ts).
-REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl curl openssl"
+# (test/docs-recipes.test.ts); prometheus brings promtool, which checks the scraped metrics and
+# docs/prometheus/imgpress-rules.yml.
+REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl curl openssl prometheus"
 # Real photos in /usr/share/backgrounds; optional, scripts/smoke.ts generates one without it.
 OPTIONAL="mate-backgrounds"
 
@@ -45,7 +46,7 @@ fi
 case "$(uname -m)" in
   aarch64 | arm64)
     say "host is arm64: qemu and the arm64 cross libraries are not needed, skipped"
-    REQUIRED="php-cli php-curl curl openssl"
+    REQUIRED="php-cli php-curl curl openssl prometheus"
     ;;
 esac
 
