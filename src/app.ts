@@ -17,6 +17,15 @@ import type { Logger } from "./log.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { RateLimiter } from "./ratelimit/service.ts";
 import { internalRoutes } from "./internal/index.ts";
+import { AuditLog } from "./audit/service.ts";
+import { RequestCounter } from "./http/counter.ts";
+import { IpAllowlist } from "./http/ipallow.ts";
+import { KeyRevocation } from "./keys/revoke.ts";
+import { internalResponseHeaders, staffAuth } from "./staff/auth.ts";
+import { StaffDirectory } from "./staff/directory.ts";
+import { staffRoutes } from "./staff/index.ts";
+import { SessionService } from "./staff/sessions.ts";
+import { StaffSignIn } from "./staff/signin.ts";
 import { UsageRecorder } from "./usage/recorder.ts";
 import { UsageQueries } from "./usage/service.ts";
 import { Lifecycle } from "./lifecycle.ts";
@@ -57,6 +66,13 @@ export interface Services {
   metrics: Metrics;
   /** /health/ready; the shutdown path calls `readiness.startDraining()`. */
   readiness: Readiness;
+  audit: AuditLog;
+  staff: StaffDirectory;
+  sessions: SessionService;
+  staffSignIn: StaffSignIn;
+  revocation: KeyRevocation;
+  /** Requests per second for the live panel; ticked by the runtime's fetch handler. */
+  requests: RequestCounter;
 }
 
 /** Builds the services from their dependencies. */
@@ -72,12 +88,14 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const metrics = new Metrics(gate, { slots: deps.config.concurrency, queueSize: deps.config.queueSize });
   // Every service that sends mail gets this one, so imgpress_mail_total sees every message.
   const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));
+  const audit = new AuditLog(deps.store.db, now);
   const otp = new OtpService({
     db: deps.store.db,
     keys,
     mailer,
     limiter,
     logger: deps.logger,
+    audit,
     pepper: await deriveKey(deps.masterKey, "otp-pepper"),
     allowedEmails: deps.config.allowedEmails,
     now,
@@ -109,21 +127,69 @@ export async function createServices(deps: AppDeps): Promise<Services> {
       await usage.flush();
     }),
   );
-  return { keys, otp, limiter, authenticator, convert, usage, usageQueries: new UsageQueries(deps.store.db, now), lifecycle, metrics, readiness };
+  const staff = new StaffDirectory(deps.store.db, deps.config.staffEmails, audit, now);
+  const sessionLimits = { idleS: deps.config.staffSessionIdleS, maxS: deps.config.staffSessionMaxS };
+  const sessions = new SessionService(deps.store.db, staff, await deriveKey(deps.masterKey, "staff-csrf"), sessionLimits, now);
+  const staffSignIn = new StaffSignIn({
+    db: deps.store.db,
+    staff,
+    sessions,
+    mailer,
+    limiter,
+    audit,
+    logger: deps.logger,
+    // Not the issuance pepper: a code of one door hashes to nothing the other door stores.
+    pepper: await deriveKey(deps.masterKey, "staff-otp-pepper"),
+    now,
+  });
+  const revocation = new KeyRevocation(keys, audit);
+  return {
+    keys,
+    otp,
+    limiter,
+    authenticator,
+    convert,
+    usage,
+    usageQueries: new UsageQueries(deps.store.db, now),
+    lifecycle,
+    metrics,
+    readiness,
+    audit,
+    staff,
+    sessions,
+    staffSignIn,
+    revocation,
+    requests: new RequestCounter(),
+  };
 }
 
 /** The whole HTTP surface on one page. */
 export function createApp(deps: AppDeps, services: Services) {
   const { config, logger } = deps;
   const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
+  const auth = staffAuth(services.sessions, config.behindProxy);
+  const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
   return new Elysia()
     .use(errorHandler(logger))
     .use(httpsGuard(config.behindProxy))
-    .use(internalGuard(config.internalAllow, clientIp))
+    .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
+    .use(internalResponseHeaders())
     .use(routeRecorder())
     .use(healthRoutes(deps.store.client, services.readiness))
     .use(docsRoutes(deps.loadDocsAsset))
-    .use(internalRoutes(services.convert.gate))
+    .use(staffRoutes({ ...staffDeps, behindProxy: config.behindProxy, sessionMaxS: config.staffSessionMaxS }))
+    .use(
+      internalRoutes({
+        ...staffDeps,
+        gate: services.convert.gate,
+        requests: services.requests,
+        audit: services.audit,
+        revocation: services.revocation,
+        usage: services.usageQueries,
+        config,
+        now: deps.now ?? Date.now,
+      }),
+    )
     .use(metricsRoutes(services.metrics, config.metricsToken))
     .group("/v1", (v1) =>
       v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000)),

@@ -17,6 +17,9 @@ const OWN: Options = {
   json: { type: "boolean" },
   "without-key": { type: "boolean" },
   email: { type: "string" },
+  since: { type: "string" },
+  type: { type: "string" },
+  secrets: { type: "boolean" },
 };
 const OPTIONS: Options = {
   ...Object.fromEntries(settings.map((s) => [flagName(s.env), { type: ConfigSchema.properties[s.key].type === "boolean" ? "boolean" : "string" }])),

@@ -5,7 +5,7 @@ import { version } from "../version.ts";
 import { parseArgs } from "./args.ts";
 import { runBackup, runRestore } from "./backup.ts";
 import { runHealthCommand } from "./health.ts";
-import { helpText, runKeysCommand } from "./index.ts";
+import { helpText, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
 export async function runMain(argv: readonly string[], runtime: Runtime): Promise<number> {
@@ -20,10 +20,13 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     if (command === "backup") return await runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
     if (command === "restore") return await runRestore(loadConfig(runtime.env, flags), rest[0], { out, err });
     if (command === "health") return await runHealthCommand(flags, runtime.env, out);
-    if (command !== "keys" && command !== "migrate") return err(`unknown command "${command}"; see imgpress --help`), 2;
+    if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) return err(`unknown command "${command}"; see imgpress --help`), 2;
     const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
     try {
       if (command === "migrate") return out("database is up to date"), 0;
+      if (command === "staff") return await runStaffCommand(rest, booted.services, out);
+      if (command === "settings") return await runSettingsCommand(flags, booted.config, booted.services, out);
+      if (command === "audit") return await runAuditCommand(flags, booted.services, Date.now(), out);
       return await runKeysCommand(rest, flags, booted.services, out);
     } finally {
       booted.store.close();

@@ -1,5 +1,6 @@
 import { AppError, errorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { RequestCounter } from "./counter.ts";
 import { attachMeta, type RequestMeta } from "./meta.ts";
 
 /** What every response carries, whatever produced it. */
@@ -33,17 +34,19 @@ function headerBytes(request: Request): number {
 export function createFetchHandler(
   handle: (request: Request) => Promise<Response>,
   logger: Logger,
-  options: { hsts: boolean; observe?: ResponseObserver },
+  options: { hsts: boolean; counter?: RequestCounter; observe?: ResponseObserver },
 ): (request: Request, peer: string | undefined) => Promise<Response> {
   return async (received, peer) => {
     const request = withRoutableUrl(received);
     const meta = attachMeta(request, peer);
+    options.counter?.tick();
     const response =
       headerBytes(request) > MAX_HEADER_BYTES
         ? errorResponse(new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" })
         : await handle(request);
     response.headers.set("x-request-id", meta.id);
-    for (const [name, value] of Object.entries(securityHeaders)) response.headers.set(name, value);
+    // A route may choose a stricter value (the staff pages send Referrer-Policy: same-origin).
+    for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
     const path = new URL(request.url).pathname;
     logger.info("request", {
