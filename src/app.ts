@@ -72,7 +72,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     queueSize: deps.config.queueSize,
     queueTimeoutMs: deps.config.queueTimeoutS * 1000,
   });
-  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS });
+  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS, qualityGuard: deps.config.qualityGuard });
   return { keys, otp, limiter, authenticator, convert };
 }
 

@@ -29,6 +29,7 @@ export const ConfigSchema = t.Object({
   signatureToleranceS: t.Integer({ minimum: 1 }),
   internalAllow: t.Array(t.String()),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
+  qualityGuard: t.Union([t.Literal("off"), t.Literal("avif"), t.Literal("all")]),
 });
 
 /** The frozen, validated settings. */
@@ -197,6 +198,14 @@ export const settings: readonly Setting[] = [
     fallback: () => ["127.0.0.1", "::1"],
   },
   { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: oneOf("debug", "info", "warn", "error"), fallback: () => "info" },
+  // Quality guard (issue 16)
+  {
+    key: "qualityGuard",
+    env: "IMGPRESS_QUALITY_GUARD",
+    help: "lossy outputs whose quality is raised per image to reach WebP q80's SSIM: off | avif | all",
+    parse: oneOf("off", "avif", "all"),
+    fallback: () => "avif",
+  },
 ];
 
 /** Raised when a setting is invalid; main prints it and exits with status 2. */

@@ -42,12 +42,10 @@ export const realGuardDeps: GuardDeps = { encode: sharpEncoder, decode: sharpDec
 const BUDGET_FACTOR = 1.5;
 /** …or the preset's time plus this, whichever is more: tiny images cost milliseconds either way. */
 const BUDGET_FLOOR_MS = 100;
-/** Highest lossy quality tried. */
-const MAX_QUALITY = 90;
+/** Highest lossy quality tried; above it only lossless is left. */
+const MAX_QUALITY = 95;
 /** A sample at least this flat is a graphic: lossless is tried too. */
 const GRAPHIC_FLAT_SHARE = 0.5;
-/** At most this many raised qualities are tried. */
-const MAX_RAISES = 3;
 /** Assumed cost of a trial relative to the preset's, before it is measured. */
 const RAISE_COST = 1.15;
 const TARGET_COST = 1.6;
@@ -121,7 +119,7 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   let lo = preset;
   let hi: Trial | undefined = budgetHit || preset.score >= target ? preset : undefined;
   let tooLarge = false;
-  while (hi === undefined && mine.length <= MAX_RAISES) {
+  while (hi === undefined) {
     const q = nextQuality(preset, lo, hi, target);
     if (q === undefined) break;
     if (!fits(preset.encodeMs * RAISE_COST, RAISE_COST)) {
@@ -143,11 +141,15 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   let chosen = hi && affordable(hi) ? hi : mine.reduce((a, b) => (b.score > a.score && usable(b) ? b : a), preset);
   if (hi && !affordable(hi)) budgetHit = true;
   const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE;
+  // Lossless: for graphics, where it may be smaller than lossy; for any image the highest lossy
+  // quality left below the target (translucent images: AVIF codes alpha lossy at the colour quality).
+  const ceiling = hi === undefined && !budgetHit && !tooLarge;
   let lossless = false;
-  if (graphic && fits(preset.encodeMs * LOSSLESS_COST, LOSSLESS_COST)) {
+  if ((graphic || ceiling) && fits(preset.encodeMs * LOSSLESS_COST, LOSSLESS_COST)) {
     const t = await trial({ format, options: presets[format].lossless });
     mine.push(t);
-    if (t.bytes.length < chosen.bytes.length && affordable(t)) {
+    const better = chosen.score < target ? fullBytes(t) <= context.originalBytes : t.bytes.length < chosen.bytes.length;
+    if (better && affordable(t)) {
       chosen = t;
       lossless = true;
     }
@@ -157,10 +159,10 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   const bytes = whole ? chosen.bytes : await deps.encode(image, chosen.settings);
   if (!whole) encodes++;
   const reasons: QualityReason[] = [];
-  if (lossless) reasons.push("smaller-lossless");
+  if (lossless && hi !== undefined) reasons.push("smaller-lossless");
   else if (chosen === preset) reasons.push("preset");
   else reasons.push(hasTranslucency(sample) ? "alpha" : graphic ? "graphic" : "detail");
-  if (!lossless && chosen.score < target) reasons.push(tooLarge ? "original-smaller" : "budget");
+  if (chosen.score < target) reasons.push(tooLarge ? "original-smaller" : "budget");
   else if (budgetHit && chosen === preset) reasons.push("budget");
   return { bytes, report: { quality: lossless ? "lossless" : quality(chosen), reasons, extraEncodes: encodes - 1, candidates: mine.length, target, score: chosen.score } };
 }
