@@ -119,6 +119,15 @@ describe("the decision", () => {
     expect(report.quality).toBe(80);
   });
 
+  test("a WebP graphic: lossless when it is smaller than q80, never larger than q80", async () => {
+    const image = crafted[1]!.image;
+    const fixed = await sharpEncoder(image, { format: "webp", options: { quality: 80, effort: 4 } });
+    const { bytes, report } = await guardedEncode(image, "webp", context, recording().deps);
+    expect(bytes.length).toBeLessThanOrEqual(fixed.length);
+    expect(report.reasons[0]).toBe(report.quality === "lossless" ? "smaller-lossless" : "preset");
+    if (report.quality === "lossless") expect(Buffer.compare(Buffer.from((await sharpDecoder(bytes, 3)).data), Buffer.from(image.data))).toBe(0);
+  });
+
   test("a raised candidate larger than the upload is not chosen", async () => {
     const image = crafted[0]!.image;
     const free = await guardedEncode(image, "avif", context, recording().deps);

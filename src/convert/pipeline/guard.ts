@@ -23,9 +23,9 @@ export interface GuardReport {
   extraEncodes: number;
   /** Settings of the output format tried, the preset included. */
   candidates: number;
-  /** SSIM of WebP q80 effort 4 on the sample, and of the chosen candidate (1 for lossless). */
-  target: number;
-  score: number;
+  /** SSIM of WebP q80 effort 4 on the sample, and of the chosen candidate (1 for lossless); absent when nothing was tried. */
+  target?: number;
+  score?: number;
 }
 
 /** The encoder, decoder and clock (milliseconds); injectable for tests. */
@@ -94,6 +94,13 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   };
 
   const presetOptions = presets[format].lossy;
+  const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE;
+  const isReference = format === REFERENCE.format && JSON.stringify(presetOptions) === JSON.stringify(REFERENCE.options);
+  // The reference's own preset meets the target by definition; only a graphic may do better lossless.
+  if (isReference && !graphic) {
+    const bytes = await deps.encode(image, { format, options: presetOptions });
+    return { bytes, report: { quality: quality({ settings: { format, options: presetOptions } }), reasons: ["preset"], extraEncodes: 0, candidates: 1 } };
+  }
   const preset = await trial({ format, options: presetOptions });
   const presetMs = preset.encodeMs * scale;
   const budgetMs = context.decodeMs + presetMs;
@@ -108,7 +115,6 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
 
   let target = preset.score;
   let budgetHit = false;
-  const isReference = format === REFERENCE.format && JSON.stringify(presetOptions) === JSON.stringify(REFERENCE.options);
   if (!isReference) {
     if (fits(preset.encodeMs * TARGET_COST, 1)) target = (await trial(REFERENCE)).score;
     else budgetHit = true;
@@ -140,10 +146,9 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   const usable = (t: Trial) => affordable(t) && (t === preset || fullBytes(t) <= context.originalBytes);
   let chosen = hi && affordable(hi) ? hi : mine.reduce((a, b) => (b.score > a.score && usable(b) ? b : a), preset);
   if (hi && !affordable(hi)) budgetHit = true;
-  const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE;
   // Lossless: for graphics, where it may be smaller than lossy; for any image the highest lossy
   // quality left below the target (translucent images: AVIF codes alpha lossy at the colour quality).
-  const ceiling = hi === undefined && !budgetHit && !tooLarge;
+  const ceiling = hi === undefined && !budgetHit;
   let lossless = false;
   if ((graphic || ceiling) && fits(preset.encodeMs * LOSSLESS_COST, LOSSLESS_COST)) {
     const t = await trial({ format, options: presets[format].lossless });
@@ -185,6 +190,6 @@ function nextQuality(preset: Trial, lo: Trial, hi: Trial | undefined, target: nu
   return Math.max(qLo + (hi ? 1 : 3), Math.min(qHi - 1, q));
 }
 
-function quality(t: Trial): number {
+function quality(t: Pick<Trial, "settings">): number {
   return (t.settings.options as { quality: number }).quality;
 }
