@@ -10,13 +10,16 @@ export interface RawImage {
   channels: number;
 }
 
-/** Tile side: a multiple of AV1's 64-pixel superblock and of WebP's 16-pixel macroblock. */
-const TILE = 128;
+/**
+ * Tile side: AV1's 64-pixel superblock (a multiple of WebP's 16-pixel macroblock), so tile edges
+ * fall on block edges; small tiles cover more of the image for the same pixel count.
+ */
+const TILE = 64;
 /** The sample is about this share of the image's pixels… */
 const SAMPLE_SHARE = 1 / 64;
 /** …but at least this many tiles (a score from fewer is noise) and at most this many (~1 MP). */
-const MIN_TILES = 4;
-const MAX_TILES = 64;
+const MIN_TILES = 16;
+const MAX_TILES = 256;
 
 /** A sample of `image` for trial encodes; the image itself when it is barely larger than the minimum. */
 export function takeSample(image: RawImage): RawImage {
