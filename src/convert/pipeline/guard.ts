@@ -105,9 +105,10 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   const presetMs = preset.encodeMs * scale;
   const budgetMs = context.decodeMs + presetMs;
   const end = Math.min(context.endAt, context.startedAt + Math.max(BUDGET_FACTOR * budgetMs, budgetMs + BUDGET_FLOOR_MS));
-  // A full encode costs about the preset's time × √(its bytes ÷ the preset's) on the sample
-  // (entropy coding grows with the output; measured 1.04–1.9× for 1.3–3.4× the bytes).
-  const finalMs = (t: Trial) => (whole ? 0 : presetMs * Math.max(1, Math.sqrt(t.bytes.length / preset.bytes.length)));
+  // A full encode costs the preset's time × the larger of its time ratio on the sample and
+  // √(its bytes ÷ the preset's): entropy coding grows with the output (measured 1.04–1.9× the
+  // time for 1.3–3.4× the bytes), and tiny sample encodes hide it behind fixed costs.
+  const finalMs = (t: Trial) => (whole ? 0 : presetMs * Math.max(1, t.encodeMs / preset.encodeMs, Math.sqrt(t.bytes.length / preset.bytes.length)));
   const affordable = (t: Trial) => deps.now() + finalMs(t) <= end;
   // A trial is started only if the final encode of a candidate like it still fits afterwards.
   const fits = (trialMs: number, finalFactor: number) => deps.now() + trialMs + scoreMs + (whole ? 0 : presetMs * finalFactor) <= end;
@@ -134,12 +135,11 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
     }
     const t = await trial({ format, options: { ...presetOptions, quality: q } });
     mine.push(t);
-    if (t.score < target) lo = t;
-    else if (fullBytes(t) > context.originalBytes) tooLarge = true;
-    else hi = t;
-    // Larger than the upload already: a higher quality cannot serve the user better.
-    if (t.score < target && fullBytes(t) > context.originalBytes) tooLarge = true;
+    // Larger than the upload already: no higher quality can serve the user better.
+    tooLarge = fullBytes(t) > context.originalBytes;
     if (tooLarge) break;
+    if (t.score < target) lo = t;
+    else hi = t;
   }
 
   // Bound hit or ceiling reached: the best score so far that fits in time and in the upload's size.
