@@ -42,6 +42,8 @@ export const realGuardDeps: GuardDeps = { encode: sharpEncoder, decode: sharpDec
 const BUDGET_FACTOR = 1.5;
 /** …or the preset's time plus this, whichever is more: tiny images cost milliseconds either way. */
 const BUDGET_FLOOR_MS = 100;
+/** SSIM gained per quality step, typical for AVIF effort 0 around q55–70 on the bench corpus. */
+const SLOPE = 0.0008;
 /** Highest lossy quality tried; above it only lossless is left. */
 const MAX_QUALITY = 95;
 /** A sample at least this flat is a graphic: lossless is tried too. */
@@ -126,7 +128,7 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   let lo = preset;
   let hi: Trial | undefined = budgetHit || preset.score >= target ? preset : undefined;
   let tooLarge = false;
-  while (hi === undefined) {
+  while (hi !== preset) {
     const q = nextQuality(preset, lo, hi, target);
     if (q === undefined) break;
     if (!fits(preset.encodeMs * RAISE_COST, RAISE_COST)) {
@@ -139,7 +141,8 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
     tooLarge = fullBytes(t) > context.originalBytes;
     if (tooLarge) break;
     if (t.score < target) lo = t;
-    else hi = t;
+    else if (!hi || t.bytes.length < hi.bytes.length) hi = t;
+    else break; // a higher pass is no smaller: stop refining
   }
 
   // Bound hit or ceiling reached: the best score so far that fits in time and in the upload's size.
@@ -174,20 +177,19 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
 
 /**
  * The next quality to try: on the SSIM-vs-quality line through the two nearest known points
- * (rounded up, at least 3 above a miss while nothing passed), inside the bracket of the highest
- * miss and the lowest pass; 10 above the preset first. Undefined when the bracket is closed.
+ * (rounded up), inside the bracket of the highest miss and the lowest pass; from the preset alone,
+ * on a typical slope of AVIF/WebP SSIM near the presets (SLOPE per quality step). Undefined when
+ * the bracket is closed.
  */
 function nextQuality(preset: Trial, lo: Trial, hi: Trial | undefined, target: number): number | undefined {
   const qLo = quality(lo);
   const qHi = hi ? quality(hi) : MAX_QUALITY + 1;
   if (qHi - qLo <= 1) return undefined;
   const other = hi ?? (lo === preset ? undefined : preset);
-  let q = qLo + 10;
-  if (other && other.score !== lo.score) {
-    const slope = (other.score - lo.score) / (quality(other) - qLo);
-    q = slope > 0 ? qLo + Math.ceil((target - lo.score) / slope) : MAX_QUALITY;
-  }
-  return Math.max(qLo + (hi ? 1 : 3), Math.min(qHi - 1, q));
+  let slope = SLOPE;
+  if (other && other.score !== lo.score) slope = Math.max(SLOPE / 4, (other.score - lo.score) / (quality(other) - qLo));
+  const q = qLo + Math.ceil((target - lo.score) / slope);
+  return Math.max(qLo + (hi ? 1 : 2), Math.min(qHi - 1, q));
 }
 
 function quality(t: Pick<Trial, "settings">): number {
