@@ -131,6 +131,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_LOG_LEVEL", "verbose"],
     ["IMGPRESS_INTERNAL_ALLOW", "localhost"],
     ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/8"],
+    ["IMGPRESS_QUALITY_GUARD", "webp"],
   ])("%s=%p", (variable, value) => {
     const err = configError(() => loadConfig({ [variable]: value }));
     expect(err.message).toContain(variable);
@@ -153,7 +154,7 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_ALLOWED_EMAILS", "IMGPRESS_MASTER_KEY", "IMGPRESS_MAX_PIXELS", "IMGPRESS_CONVERT_TIMEOUT_S",
       "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S",
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
-      "IMGPRESS_INTERNAL_ALLOW",
+      "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_QUALITY_GUARD",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });

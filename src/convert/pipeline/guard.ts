@@ -131,7 +131,9 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   while (hi !== preset) {
     const q = nextQuality(preset, lo, hi, target);
     if (q === undefined) break;
-    if (!fits(preset.encodeMs * RAISE_COST, RAISE_COST)) {
+    // Reserve the final encode of the costliest candidate so far: one of them may be returned.
+    const reserve = Math.max(RAISE_COST, ...mine.map((t) => (presetMs > 0 ? finalMs(t) / presetMs : 1)));
+    if (!fits(preset.encodeMs * RAISE_COST, reserve)) {
       budgetHit = true;
       break;
     }
