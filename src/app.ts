@@ -111,7 +111,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     },
     now,
   );
-  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS }, now);
+  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS, qualityGuard: deps.config.qualityGuard }, now);
   const usage = new UsageRecorder(deps.store.db, deps.logger, {}, now);
   convert.observe(usage.observer);
   convert.observe((event) => metrics.observeConversion(event));

@@ -36,6 +36,7 @@ export const ConfigSchema = t.Object({
   staffEmails: t.Array(t.String()),
   staffSessionIdleS: t.Integer({ minimum: 60, maximum: 86_400 }),
   staffSessionMaxS: t.Integer({ minimum: 60, maximum: 30 * 86_400 }),
+  qualityGuard: t.Union([t.Literal("off"), t.Literal("avif"), t.Literal("all")]),
 });
 
 /** The frozen, validated settings. */
@@ -225,6 +226,14 @@ export const settings: readonly Setting[] = [
   },
   { key: "staffSessionIdleS", env: "IMGPRESS_STAFF_SESSION_IDLE_S", help: "staff session ends after this many seconds without a request", parse: integer, fallback: () => 1800 },
   { key: "staffSessionMaxS", env: "IMGPRESS_STAFF_SESSION_MAX_S", help: "staff session ends this many seconds after sign-in, however active", parse: integer, fallback: () => 43_200 },
+  // Quality guard (issue 16)
+  {
+    key: "qualityGuard",
+    env: "IMGPRESS_QUALITY_GUARD",
+    help: "lossy outputs whose quality is raised per image to reach WebP q80's SSIM: off | avif | all",
+    parse: word,
+    fallback: () => "avif",
+  },
 ];
 
 /** Raised when a setting is invalid; main prints it and exits with status 2. */

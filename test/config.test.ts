@@ -136,6 +136,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_STAFF_EMAILS", "*"],
     ["IMGPRESS_STAFF_SESSION_IDLE_S", "30"],
     ["IMGPRESS_STAFF_SESSION_MAX_S", "0"],
+    ["IMGPRESS_QUALITY_GUARD", "webp"],
   ])("%s=%p", (variable, value) => {
     const err = configError(() => loadConfig({ [variable]: value }));
     expect(err.message).toContain(variable);
@@ -160,6 +161,7 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
       "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_USAGE_FLUSH_S", "IMGPRESS_SHUTDOWN_TIMEOUT_S",
       "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S",
+      "IMGPRESS_QUALITY_GUARD",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });

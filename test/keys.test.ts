@@ -165,7 +165,7 @@ describe("list", () => {
 
 /** One successful conversion of `keyId` as the conversion path reports it, ending now. */
 function used(keyId: string, bytesIn: number, bytesOut: number) {
-  return { keyId, format: "webp" as const, quality: "lossy" as const, outcome: "ok", bytesIn, bytesOut, queueWaitMs: 0, convertMs: 12, at: h.clock.now() };
+  return { keyId, format: "webp" as const, quality: "lossy" as const, outcome: "ok", bytesIn, bytesOut, queueWaitMs: 0, convertMs: 12, guardEncodes: 0, at: h.clock.now() };
 }
 
 describe("usage counters (written by the usage recorder's flush)", () => {

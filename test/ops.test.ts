@@ -88,6 +88,18 @@ describe("exact counts", () => {
     expect(grew("imgpress_conversion_bytes_out_total")).toBe(out);
   });
 
+  test("quality-guard encodes add up by format; an attempt without extra encodes adds nothing", async () => {
+    h = await createHarness();
+    const before = await scrape(h);
+    const attempt = { keyId: "key_x", quality: "lossy" as const, outcome: "ok", bytesIn: 10, bytesOut: 5, queueWaitMs: 0, convertMs: 3, at: 0 };
+    h.services.metrics.observeConversion({ ...attempt, format: "avif", guardEncodes: 3 });
+    h.services.metrics.observeConversion({ ...attempt, format: "avif", guardEncodes: 2 });
+    h.services.metrics.observeConversion({ ...attempt, format: "webp", guardEncodes: 0 });
+    const after = await scrape(h);
+    expect(delta(before, after, 'imgpress_quality_guard_encodes_total{format="avif"}')).toBe(5);
+    expect(after.get('imgpress_quality_guard_encodes_total{format="webp"}')).toBeUndefined();
+  });
+
   test("a refused mail counts as failed and request-otp's answer code is the OTP outcome", async () => {
     const sink = await startSmtpSink({ reject: "rcpt" });
     try {

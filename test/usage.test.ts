@@ -60,7 +60,7 @@ async function expectConsistent(): Promise<void> {
 
 /** A conversion attempt as the conversion path reports it. */
 function attempt(keyId: string, over: Partial<ConversionEvent> = {}): ConversionEvent {
-  return { keyId, format: "webp", quality: "lossy", outcome: "ok", bytesIn: 1_000, bytesOut: 300, queueWaitMs: 0, convertMs: 20, at: h.clock.now(), ...over };
+  return { keyId, format: "webp", quality: "lossy", outcome: "ok", bytesIn: 1_000, bytesOut: 300, queueWaitMs: 0, convertMs: 20, guardEncodes: 0, at: h.clock.now(), ...over };
 }
 
 function logger(lines: string[]) {

@@ -27,6 +27,8 @@ export const convertDocs = {
         "X-Original-Size": { description: "Bytes of the uploaded image", schema: { type: "integer" } },
         "X-Optimized-Size": { description: "Bytes of the returned image", schema: { type: "integer" } },
         "X-Savings-Percent": { description: "(1 - optimized/original) × 100, two decimals; negative when the result is larger", schema: { type: "string" } },
+        "X-Quality": { description: "Encoder quality used (a number), or lossless", schema: { type: "string" } },
+        "X-Quality-Reason": { description: "Why: preset, alpha, graphic, detail, smaller-lossless or requested, then budget and/or original-smaller when they apply", schema: { type: "string" } },
       },
       content: { "image/webp": { schema: { type: "string", format: "binary" } }, "image/avif": { schema: { type: "string", format: "binary" } } },
     },

@@ -42,7 +42,9 @@ function imageResponse(result: Converted): Response {
       "x-original-size": String(result.originalSize),
       "x-optimized-size": String(result.bytes.length),
       "x-savings-percent": savingsPercent(result.originalSize, result.bytes.length),
-      "access-control-expose-headers": "X-Original-Size, X-Optimized-Size, X-Savings-Percent",
+      "x-quality": String(result.quality),
+      "x-quality-reason": result.qualityReasons.join(", "),
+      "access-control-expose-headers": "X-Original-Size, X-Optimized-Size, X-Savings-Percent, X-Quality, X-Quality-Reason",
       "cache-control": "no-store",
     },
   });

@@ -2,6 +2,7 @@ import { AppError } from "../errors.ts";
 import type { ConversionGate } from "./gate.ts";
 import type { Upload } from "./form.ts";
 import { convertImage, type ConvertLimits } from "./pipeline/index.ts";
+import type { QualityReason } from "./pipeline/guard.ts";
 import type { OutputFormat, QualityMode } from "./pipeline/presets.ts";
 
 /** A finished conversion with what the response reports. */
@@ -11,6 +12,12 @@ export interface Converted {
   extension: string;
   stem: string;
   originalSize: number;
+  /** Encoder quality used, or `lossless` (X-Quality). */
+  quality: number | "lossless";
+  /** Why that quality (X-Quality-Reason); see QualityReason. */
+  qualityReasons: QualityReason[];
+  /** Extra encoder runs the quality guard made (trials, reference, final). */
+  guardEncodes: number;
 }
 
 /**
@@ -30,6 +37,8 @@ export interface ConversionEvent {
   queueWaitMs: number;
   /** Time inside the pipeline (decode, resize, encode). */
   convertMs: number;
+  /** Encoder runs the quality guard added beyond the one encode of the preset (0: guard off or not needed). */
+  guardEncodes: number;
   /** Unix milliseconds when the attempt ended. */
   at: number;
 }
@@ -57,7 +66,7 @@ export class ConvertService {
    * reports the attempt (success or error code) to the observers.
    */
   async handle(keyId: string, receive: () => Promise<Upload>): Promise<Converted> {
-    const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: 0, convertMs: 0, at: 0 };
+    const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: 0, convertMs: 0, guardEncodes: 0, at: 0 };
     try {
       const leave = this.gate.admit();
       try {
@@ -65,6 +74,7 @@ export class ConvertService {
         Object.assign(event, { format: upload.options.format, quality: upload.options.quality, bytesIn: upload.image.length });
         const result = await this.convert(upload, event);
         event.bytesOut = result.bytes.length;
+        event.guardEncodes = result.guardEncodes;
         return result;
       } finally {
         leave();
@@ -88,7 +98,8 @@ export class ConvertService {
         startedAt = performance.now();
         return convertImage(upload.image, upload.options, this.limits);
       });
-      return { bytes: result.bytes, mime: result.mime, extension: upload.options.format, stem: upload.stem, originalSize: upload.image.length };
+      const { bytes, mime, quality, qualityReasons, guardEncodes } = result;
+      return { bytes, mime, extension: upload.options.format, stem: upload.stem, originalSize: upload.image.length, quality, qualityReasons, guardEncodes };
     } finally {
       if (timing) {
         const endedAt = performance.now();

@@ -54,6 +54,7 @@ export class Metrics {
   });
   private readonly bytesIn = this.counter("imgpress_conversion_bytes_in_total", "Bytes of images received by conversion attempts.");
   private readonly bytesOut = this.counter("imgpress_conversion_bytes_out_total", "Bytes of converted images sent.");
+  private readonly guardEncodes = this.counter("imgpress_quality_guard_encodes_total", "Encoder runs the quality guard added beyond each preset encode, by format.", ["format"]);
   private readonly authFailures = this.counter("imgpress_auth_failures_total", "401 answers (bad key, signature or one-time code), by error code.", ["reason"]);
   private readonly otpRequests = this.counter("imgpress_otp_requests_total", "Answers of request-otp: sent, or the error code.", ["outcome"]);
   private readonly otpVerifications = this.counter("imgpress_otp_verifications_total", "Answers of verify-otp: issued, or the error code.", ["outcome"]);
@@ -75,6 +76,7 @@ export class Metrics {
     this.conversions.inc({ format, quality, outcome: event.outcome });
     this.bytesIn.inc(event.bytesIn);
     this.bytesOut.inc(event.bytesOut);
+    if (event.guardEncodes > 0) this.guardEncodes.inc({ format }, event.guardEncodes);
     // A form that was never read never queued: only attempts that reached the gate have a wait.
     if (event.format !== null) this.queueWait.observe(event.queueWaitMs / 1000);
     if (event.outcome === "ok") this.conversionDuration.observe({ format, quality }, event.convertMs / 1000);

@@ -1,6 +1,8 @@
-import sharp from "sharp";
+import sharp, { type Sharp } from "sharp";
 import { withDeadline } from "./deadline.ts";
+import { decodeRaw } from "./encode.ts";
 import { translateSharpError } from "./errors.ts";
+import { guardedEncode, realGuardDeps, type GuardDeps, type GuardMode, type QualityReason } from "./guard.ts";
 import { inspect, outputSize } from "./inspect.ts";
 import { mimeTypes, presets, type OutputFormat, type QualityMode } from "./presets.ts";
 import { sniffFormat, type InputFormat } from "./sniff.ts";
@@ -13,10 +15,12 @@ export interface ConvertOptions {
   maxWidth?: number;
 }
 
-/** Safety limits of one conversion. */
+/** Safety limits and server-wide choices of one conversion. */
 export interface ConvertLimits {
   maxPixels: number;
   timeoutS: number;
+  /** Which lossy outputs the quality guard checks; `off` when absent. */
+  qualityGuard?: GuardMode;
 }
 
 /** A converted image and the facts the response reports. */
@@ -26,6 +30,14 @@ export interface ConvertResult {
   inputFormat: InputFormat;
   width: number;
   height: number;
+  /** The encoder quality used, or `lossless`. */
+  quality: number | "lossless";
+  /** Why (see QualityReason); `original-smaller` when the body is larger than the upload. */
+  qualityReasons: QualityReason[];
+  /** Encoder runs the quality guard added (0 without it). */
+  guardEncodes: number;
+  /** Output-format settings the guard tried (1 without it). */
+  candidates: number;
 }
 
 // libvips' operation cache trades memory for speed on repeated identical work, which a
@@ -34,10 +46,11 @@ sharp.cache(false);
 
 /**
  * Converts JPEG/PNG bytes to WebP/AVIF: sniff → check the header → orient → to sRGB (honouring
- * an embedded ICC profile) → scale down → encode, dropping all other metadata. A pure function
- * of its arguments; errors are AppErrors with the codes of docs/api.md.
+ * an embedded ICC profile) → scale down → encode (through the quality guard for the lossy
+ * formats it covers), dropping all other metadata. A pure function of its arguments; errors are
+ * AppErrors with the codes of docs/api.md. `guardDeps` replaces the guard's encoder and clock.
  */
-export async function convertImage(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits): Promise<ConvertResult> {
+export async function convertImage(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits, guardDeps: GuardDeps = realGuardDeps): Promise<ConvertResult> {
   const inputFormat = sniffFormat(input);
   const upright = await inspect(input, inputFormat, limits.maxPixels);
   const size = outputSize(upright, options.maxWidth, options.format);
@@ -49,11 +62,35 @@ export async function convertImage(input: Uint8Array, options: ConvertOptions, l
   });
   if (size.width < upright.width) pipeline = pipeline.resize({ width: size.width });
   pipeline = pipeline.toColourspace("srgb");
-  pipeline = options.format === "webp" ? pipeline.webp(presets.webp[options.quality]) : pipeline.avif(presets.avif[options.quality]);
+  const guarded = options.quality === "lossy" && (limits.qualityGuard === "all" || limits.qualityGuard === options.format);
   try {
-    const { data, info } = await withDeadline(pipeline.toBuffer({ resolveWithObject: true }), limits.timeoutS);
-    return { bytes: data, mime: mimeTypes[options.format], inputFormat, width: info.width, height: info.height };
+    const work = guarded ? guardedWork(pipeline, options.format, limits.timeoutS, input.length, guardDeps) : presetWork(pipeline, options);
+    const done = await withDeadline(work, limits.timeoutS);
+    const reasons = done.reasons;
+    if (done.bytes.length > input.length && !reasons.includes("original-smaller")) reasons.push("original-smaller");
+    return { ...done, mime: mimeTypes[options.format], inputFormat, qualityReasons: reasons };
   } catch (err) {
     throw translateSharpError(err as Error);
   }
+}
+
+type Work = Omit<ConvertResult, "mime" | "inputFormat" | "qualityReasons"> & { reasons: QualityReason[] };
+
+/** The preset alone, streamed from the decoder into the encoder. */
+async function presetWork(pipeline: Sharp, options: ConvertOptions): Promise<Work> {
+  const preset = presets[options.format][options.quality];
+  const encoder = options.format === "webp" ? pipeline.webp(preset) : pipeline.avif(preset);
+  const { data, info } = await encoder.toBuffer({ resolveWithObject: true });
+  const quality = options.quality === "lossless" ? "lossless" : (preset.quality ?? 0);
+  const reasons: QualityReason[] = [options.quality === "lossless" ? "requested" : "preset"];
+  return { bytes: data, width: info.width, height: info.height, quality, reasons, guardEncodes: 0, candidates: 1 };
+}
+
+/** Decodes once to raw pixels, then lets the guard choose the encoder settings. */
+async function guardedWork(pipeline: Sharp, format: OutputFormat, timeoutS: number, originalBytes: number, deps: GuardDeps): Promise<Work> {
+  const startedAt = deps.now();
+  const image = await decodeRaw(pipeline);
+  const context = { startedAt, decodeMs: deps.now() - startedAt, endAt: startedAt + timeoutS * 1000, originalBytes };
+  const { bytes, report } = await guardedEncode(image, format, context, deps);
+  return { bytes, width: image.width, height: image.height, quality: report.quality, reasons: report.reasons, guardEncodes: report.extraEncodes, candidates: report.candidates };
 }

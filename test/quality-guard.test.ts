@@ -1,0 +1,246 @@
+/**
+ * The quality guard (src/convert/pipeline/guard.ts) on small crafted images: the output reaches
+ * WebP q80's SSIM and is the smallest candidate that does; an injected slow encoder and clock
+ * show the time bound; bad inputs keep their codes; lossless is untouched; the headers reach the
+ * client through the real app.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import sharp from "sharp";
+import { sharpDecoder, sharpEncoder, type EncodeSettings } from "../src/convert/pipeline/encode.ts";
+import { guardedEncode, realGuardDeps, type GuardDeps } from "../src/convert/pipeline/guard.ts";
+import { convertImage } from "../src/convert/pipeline/index.ts";
+import type { RawImage } from "../src/convert/pipeline/sample.ts";
+import { lumaOnWhite, meanSsim } from "../src/convert/pipeline/ssim.ts";
+import { createHarness, expectError, type Harness } from "./support/harness.ts";
+import { convertForm, postBearer, rgba, type Keys } from "./support/convert-helpers.ts";
+import * as img from "./support/images.ts";
+
+/** mulberry32, so every run crafts the same pixels. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function craft(width: number, height: number, channels: 3 | 4, pixel: (x: number, y: number) => number[]): RawImage {
+  const data = new Uint8Array(width * height * channels);
+  for (let y = 0, p = 0; y < height; y++) for (let x = 0; x < width; x++, p += channels) data.set(pixel(x, y).slice(0, channels), p);
+  return { data, width, height, channels };
+}
+
+/** Colour ramps under an alpha ramp with fine stripes: AVIF codes that alpha lossy. */
+const translucentGradient = (w: number, h: number) =>
+  craft(w, h, 4, (x, y) => [(255 * x) / w, (255 * y) / h, 128 + 60 * Math.sin(x / 3), 40 + ((200 * y) / h) * (x % 8 < 4 ? 1 : 0.6)]);
+/** A few flat colours with hard edges and one-pixel lines, like a logo or a chart. */
+const flatGraphic = (w: number, h: number) =>
+  craft(w, h, 3, (x, y) => (x % 32 === 0 || y % 24 === 0 ? [20, 20, 20] : ((x >> 5) + (y >> 4)) % 3 === 0 ? [230, 60, 40] : ((x >> 6) ^ (y >> 5)) & 1 ? [250, 250, 250] : [40, 90, 200]));
+/** Gradient plus strong grain, like a high-ISO photo. */
+function noisyPhoto(w: number, h: number): RawImage {
+  const r = rng(5);
+  return craft(w, h, 3, (x, y) => {
+    const g = 60 * (r() - 0.5);
+    return [120 + (100 * x) / w + g, 80 + (120 * y) / h + g, 140 + 50 * Math.sin((x + y) / 20) + g];
+  });
+}
+
+const crafted = [
+  { name: "translucent gradient", image: translucentGradient(256, 192) },
+  { name: "flat graphic", image: flatGraphic(256, 192) },
+  { name: "noisy photo", image: noisyPhoto(256, 192) },
+];
+
+const score = async (source: RawImage, bytes: Uint8Array) =>
+  meanSsim(lumaOnWhite(source), lumaOnWhite(await sharpDecoder(bytes, source.channels)), source.width, source.height);
+
+/** The real encoder, recording what it was asked; a clock that only moves when told. */
+function recording(costMs: (image: RawImage, settings: EncodeSettings) => number = () => 0, decodeMs = 0) {
+  let now = 0;
+  const calls: { image: RawImage; settings: EncodeSettings; bytes: Uint8Array }[] = [];
+  const deps: GuardDeps = {
+    now: () => now,
+    encode: async (image, settings) => {
+      now += costMs(image, settings);
+      const bytes = await sharpEncoder(image, settings);
+      calls.push({ image, settings, bytes });
+      return bytes;
+    },
+    decode: async (bytes, channels) => {
+      now += decodeMs;
+      return realGuardDeps.decode(bytes, channels);
+    },
+  };
+  return { deps, calls, advance: (ms: number) => (now += ms), elapsed: () => now };
+}
+
+const context = { startedAt: 0, decodeMs: 0, endAt: Number.POSITIVE_INFINITY, originalBytes: Number.POSITIVE_INFINITY };
+
+describe("the decision", () => {
+  // Time frozen: the budget never binds, so the search runs to its end.
+  test.each(crafted)("$name: meets WebP q80's SSIM with the smallest candidate tried", async ({ image }) => {
+    const { deps, calls } = recording();
+    const { bytes, report } = await guardedEncode(image, "avif", context, deps);
+    const reference = calls.find((c) => c.settings.format === "webp");
+    expect(reference).toBeDefined();
+    const target = await score(image, reference!.bytes);
+    expect(report.target).toBeCloseTo(target, 6);
+    const chosen = await score(image, bytes);
+    if (report.quality === "lossless") expect(chosen).toBe(1);
+    else expect(chosen).toBeGreaterThanOrEqual(target);
+    const candidates = calls.filter((c) => c.settings.format === "avif");
+    expect(candidates.length).toBe(report.candidates);
+    const passing = [];
+    for (const c of candidates) if (c.settings.options.lossless || (await score(image, c.bytes)) >= target) passing.push(c.bytes.length);
+    expect(bytes.length).toBe(Math.min(...passing));
+    expect(report.reasons).not.toContain("budget");
+  });
+
+  test("the preset is kept when it already reaches the target, and a miss is raised", async () => {
+    const outcomes = [];
+    for (const { image } of crafted) outcomes.push((await guardedEncode(image, "avif", context, recording().deps)).report);
+    // The crafted set covers both branches: at least one raise above the preset's 55.
+    expect(outcomes.some((r) => r.quality === "lossless" || r.quality > 55)).toBe(true);
+    for (const r of outcomes) expect(r.reasons[0]).toMatch(r.quality === 55 ? /^preset$/ : /^(alpha|graphic|detail|smaller-lossless)$/);
+  });
+
+  test("a translucent image whose quality is raised says alpha", async () => {
+    const { report } = await guardedEncode(crafted[0]!.image, "avif", context, recording().deps);
+    if (report.quality !== 55) expect(report.reasons[0]).toBe("alpha");
+    expect(report.extraEncodes).toBe(report.candidates); // the WebP reference plus every trial above the preset
+  });
+
+  test("WebP's own preset is the target: no reference encode, the preset is kept", async () => {
+    const { deps, calls } = recording();
+    const { report } = await guardedEncode(crafted[2]!.image, "webp", context, deps);
+    expect(calls.filter((c) => JSON.stringify(c.settings.options) === JSON.stringify({ quality: 80, effort: 4 }))).toHaveLength(1);
+    expect(report.quality).toBe(80);
+  });
+
+  test("a WebP graphic: lossless when it is smaller than q80, never larger than q80", async () => {
+    const image = crafted[1]!.image;
+    const fixed = await sharpEncoder(image, { format: "webp", options: { quality: 80, effort: 4 } });
+    const { bytes, report } = await guardedEncode(image, "webp", context, recording().deps);
+    expect(bytes.length).toBeLessThanOrEqual(fixed.length);
+    expect(report.reasons[0]).toBe(report.quality === "lossless" ? "smaller-lossless" : "preset");
+    if (report.quality === "lossless") expect(Buffer.compare(Buffer.from((await sharpDecoder(bytes, 3)).data), Buffer.from(image.data))).toBe(0);
+  });
+
+  test("a raised candidate larger than the upload is not chosen", async () => {
+    const image = crafted[0]!.image;
+    const free = await guardedEncode(image, "avif", context, recording().deps);
+    if (free.report.quality === 55) return;
+    const { deps, calls } = recording();
+    const presetBytes = (await sharpEncoder(image, { format: "avif", options: { quality: 55, effort: 0 } })).length;
+    const { bytes, report } = await guardedEncode(image, "avif", { ...context, originalBytes: presetBytes }, deps);
+    expect(bytes.length).toBe(presetBytes);
+    expect(report.reasons).toEqual(["preset", "original-smaller"]);
+    expect(calls.length).toBeGreaterThan(1);
+  });
+});
+
+describe("the time bound", () => {
+  // A large image is judged on a sample; the injected encoder costs 1 ms per 1000 pixels.
+  const large = noisyPhoto(1536, 1024);
+  const slow = (image: RawImage) => (image.width * image.height) / 1000;
+  const presetMs = (1536 * 1024) / 1000;
+
+  test("with a slow encoder the whole guard stays within 1.5× the preset's encode time", async () => {
+    const { deps, calls, elapsed } = recording(slow);
+    const { report } = await guardedEncode(large, "avif", context, deps);
+    expect(calls.some((c) => c.image !== large)).toBe(true); // trials ran on the sample
+    expect(calls.filter((c) => c.image === large)).toHaveLength(1); // one full encode
+    expect(elapsed()).toBeLessThanOrEqual(1.5 * presetMs);
+    expect(report.extraEncodes).toBe(calls.length - 1);
+  });
+
+  test("when even the trials do not fit, the preset is returned and the reason says budget", async () => {
+    // Decoding a trial to score it costs a third of the preset's encode: after the preset's own
+    // trial, the WebP reference no longer fits.
+    const { deps, calls, elapsed } = recording(slow, presetMs / 3);
+    const { bytes, report } = await guardedEncode(large, "avif", context, deps);
+    expect(report.quality).toBe(55);
+    expect(report.reasons).toContain("budget");
+    expect(calls.at(-1)!.image).toBe(large);
+    expect(bytes.length).toBeGreaterThan(0);
+    expect(calls).toHaveLength(2); // the preset's trial and the final encode
+    expect(elapsed()).toBeLessThanOrEqual(1.5 * presetMs);
+  });
+
+  test("the conversion time limit caps the budget", async () => {
+    const { deps, calls } = recording(slow);
+    const { report } = await guardedEncode(large, "avif", { ...context, endAt: presetMs * 1.05 }, deps);
+    expect(calls.filter((c) => c.image !== large)).toHaveLength(1); // only the preset trial
+    expect(report.quality).toBe(55);
+  });
+});
+
+describe("through convertImage", () => {
+  const limits = { maxPixels: 100_000_000, timeoutS: 60, qualityGuard: "all" as const };
+
+  test("bad inputs keep their error codes with the guard on", async () => {
+    const png = await img.pngWithAlpha(64, 48);
+    const cases: [Uint8Array, number, string][] = [
+      [img.truncated(png, 0.5), 422, "INVALID_IMAGE"],
+      [await img.gifBytes(), 415, "UNSUPPORTED_MEDIA_TYPE"],
+      [img.pngBomb(), 422, "IMAGE_TOO_LARGE"],
+      [img.pngSignatureGarbage(), 422, "INVALID_IMAGE"],
+    ];
+    for (const [input, status, code] of cases) {
+      const err = await convertImage(input, { format: "avif", quality: "lossy" }, limits).catch((e) => e);
+      expect({ status: err.status, code: err.code }).toEqual({ status, code });
+    }
+  });
+
+  test.each(["webp", "avif"] as const)("%s lossless is untouched: exact pixels, no guard encode", async (format) => {
+    const input = await img.pngWithAlpha(96, 64);
+    const result = await convertImage(input, { format, quality: "lossless" }, limits);
+    expect(result.quality).toBe("lossless");
+    expect(result.guardEncodes).toBe(0);
+    expect(result.qualityReasons[0]).toBe("requested");
+    const out = await rgba(result.bytes);
+    const want = await sharp(input).ensureAlpha().raw().toBuffer();
+    // `exact` keeps colour under alpha 0 in WebP; AVIF lossless compares on visible pixels too.
+    if (format === "webp") expect(Buffer.compare(out.data, want)).toBe(0);
+    else for (let p = 0; p < want.length; p += 4) if (want[p + 3]! > 0) expect(out.data.subarray(p, p + 4)).toEqual(want.subarray(p, p + 4));
+  });
+
+  test("guard off: the preset, no extra encode", async () => {
+    const result = await convertImage(await img.photo(128, 96), { format: "avif", quality: "lossy" }, { ...limits, qualityGuard: "off" });
+    expect({ quality: result.quality, reasons: result.qualityReasons, encodes: result.guardEncodes }).toEqual({ quality: 55, reasons: ["preset"], encodes: 0 });
+  });
+});
+
+describe("response headers", () => {
+  let h: Harness;
+  let keys: Keys;
+  beforeAll(async () => {
+    h = await createHarness();
+    keys = await h.issueKey("guard@example.com");
+  });
+  afterAll(() => h.close());
+
+  test("X-Quality and X-Quality-Reason are sent, exposed, and counted in the conversion event", async () => {
+    const events: { guardEncodes: number }[] = [];
+    h.services.convert.observe((e) => events.push(e));
+    const res = await postBearer(h, keys, await convertForm(await img.pngWithAlpha(160, 120), { format: "avif" }, "logo.png", "image/png"));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-quality")).toMatch(/^(\d+|lossless)$/);
+    expect(res.headers.get("x-quality-reason")).toMatch(/^(preset|alpha|graphic|detail|smaller-lossless)(, (budget|original-smaller))*$/);
+    const exposed = (res.headers.get("access-control-expose-headers") ?? "").split(",").map((s) => s.trim().toLowerCase());
+    expect(exposed).toEqual(expect.arrayContaining(["x-quality", "x-quality-reason"]));
+    expect(events.at(-1)!.guardEncodes).toBeGreaterThanOrEqual(1); // at least the WebP reference
+
+    const lossless = await postBearer(h, keys, await convertForm(await img.photo(64, 48), { format: "webp", quality: "lossless" }));
+    expect(lossless.headers.get("x-quality")).toBe("lossless");
+    expect(lossless.headers.get("x-quality-reason")).toStartWith("requested");
+    expect(events.at(-1)!.guardEncodes).toBe(0);
+  });
+
+  test("a bad upload keeps its code with the guard on", async () => {
+    const res = await postBearer(h, keys, await convertForm(img.truncated(await img.pngWithAlpha(64, 48), 0.5), { format: "avif" }, "x.png", "image/png"));
+    expectError({ status: res.status, headers: res.headers, body: res.body, text: "" }, 422, "INVALID_IMAGE");
+  });
+});
