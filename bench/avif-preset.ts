@@ -6,10 +6,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadCorpus, type Image } from "./lib/corpus.ts";
-import { convert, presets } from "./lib/pipeline.ts";
+import { convert, encodeWith, presets } from "./lib/pipeline.ts";
 import { decodeOnWhite, meanSsim } from "./lib/ssim.ts";
 import { fmt, progress, sum, table } from "./lib/util.ts";
 
+/** One AVIF setting of the sweep. */
 export interface Point {
   quality: number;
   effort: number;
@@ -21,6 +22,7 @@ interface Measure {
   ssim: number;
 }
 
+/** WebP and every AVIF point measured on one image. */
 export interface ImageResult {
   image: Image;
   webp: Measure;
@@ -28,6 +30,7 @@ export interface ImageResult {
   avif: Record<string, Measure>;
 }
 
+/** The key of a sweep point, e.g. `q50e0`. */
 export const pointKey = (p: Point) => `q${p.quality}e${p.effort}`;
 
 /** Encodes `image` as WebP (preset) and as AVIF at every point; returns time, bytes and SSIM of each. */
@@ -36,7 +39,7 @@ async function measureImage(image: Image, points: Point[]): Promise<ImageResult>
   const reference = await decodeOnWhite(input);
   const one = async (format: "webp" | "avif", options?: object): Promise<Measure> => {
     const t0 = performance.now();
-    const out = await convert(input, format, options);
+    const out = options ? await encodeWith(input, format, options) : await convert(input, format);
     const ms = performance.now() - t0;
     return { ms, bytes: out.length, ssim: meanSsim(reference, await decodeOnWhite(out)) };
   };
@@ -48,6 +51,7 @@ async function measureImage(image: Image, points: Point[]): Promise<ImageResult>
   return { image, webp, avif };
 }
 
+/** A sweep point over the whole corpus, against WebP. */
 export interface PointSummary {
   point: Point;
   /** Σ AVIF time / Σ WebP time over the images (= ratio of time per megapixel). */
@@ -62,6 +66,7 @@ export interface PointSummary {
   meanSsimDelta: number;
 }
 
+/** Sums one sweep point over the images. */
 export function summarize(results: ImageResult[], point: Point): PointSummary {
   const key = pointKey(point);
   const deltas = results.map((r) => r.avif[key]!.ssim - r.webp.ssim);
@@ -96,6 +101,7 @@ export function choose(summaries: PointSummary[]): (PointSummary & { rule: strin
   return best && { ...best, rule: "no point meets the time and bytes targets together; time target met, then fewest images below WebP's SSIM" };
 }
 
+/** The whole AVIF study: the preset against WebP and the sweep. */
 export interface AvifStudy {
   webpPreset: object;
   avifPreset: Point;
@@ -107,6 +113,7 @@ export interface AvifStudy {
   corpusSummary: PointSummary;
 }
 
+/** Runs the preset comparison and the sweep over `images`. */
 export async function runAvifStudy(images: Image[], quick: boolean): Promise<AvifStudy> {
   // Effort 0 is the only level whose time stays at or below WebP's on this corpus, so it gets the
   // finest quality steps; efforts 1 and 2 show what more effort buys.

@@ -13,8 +13,9 @@
 set -eu
 
 # qemu and the arm64 libraries run dist/imgpress-linux-arm64 on an x86-64 machine; PHP runs the
-# WordPress-style client test (test/clients/convert.php).
-REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl"
+# WordPress-style client test (test/clients/convert.php); curl and openssl run the docs' recipes
+# (test/docs-recipes.test.ts).
+REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl curl openssl"
 # Debian's chromium runs the dashboard's browser tests (test/e2e/dashboard.browser.test.ts) and
 # `npm run screenshots` through playwright-core, which downloads no browser of its own. (On
 # Ubuntu the package is a snap stub: install a real chromium and set CHROMIUM_PATH.)
@@ -48,7 +49,7 @@ fi
 case "$(uname -m)" in
   aarch64 | arm64)
     say "host is arm64: qemu and the arm64 cross libraries are not needed, skipped"
-    REQUIRED="php-cli php-curl"
+    REQUIRED="php-cli php-curl curl openssl"
     ;;
 esac
 

@@ -18,6 +18,8 @@ import type { Logger } from "./log.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { RateLimiter } from "./ratelimit/service.ts";
 import { internalRoutes } from "./internal/index.ts";
+import { UsageRecorder } from "./usage/recorder.ts";
+import { UsageQueries } from "./usage/service.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -39,6 +41,10 @@ export interface Services {
   limiter: RateLimiter;
   authenticator: RequestAuthenticator;
   convert: ConvertService;
+  /** Counts every conversion attempt into hourly buckets; `flush()` writes them. */
+  usage: UsageRecorder;
+  /** Reads the buckets and key counters for the dashboard and /internal/api. */
+  usageQueries: UsageQueries;
 }
 
 /** Builds the services from their dependencies. */
@@ -72,8 +78,10 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     queueSize: deps.config.queueSize,
     queueTimeoutMs: deps.config.queueTimeoutS * 1000,
   });
-  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS });
-  return { keys, otp, limiter, authenticator, convert };
+  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS }, now);
+  const usage = new UsageRecorder(deps.store.db, deps.logger, {}, now);
+  convert.observe(usage.observer);
+  return { keys, otp, limiter, authenticator, convert, usage, usageQueries: new UsageQueries(deps.store.db, now) };
 }
 
 /** The whole HTTP surface on one page. */
@@ -97,7 +105,7 @@ export function createApp(deps: AppDeps, services: Services) {
     .use(docsRoutes(deps.loadDocsAsset))
     .use(internalRoutes(services.convert.gate))
     .group("/v1", (v1) =>
-      v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, services.keys, config.uploadTimeoutS * 1000)),
+      v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000)),
     );
 }
 

@@ -31,12 +31,19 @@ export async function boot(options: {
   return { config, logger, store, services, app: createApp(deps, services) };
 }
 
-/** Deletes expired codes, old rate events and stale replay records every minute; returns a stopper. */
-export function startMaintenance(services: Services, logger: Logger): () => void {
+/**
+ * Deletes expired codes, old rate events, stale replay records and usage buckets past their
+ * retention every minute, and flushes the usage counters every `usageFlushS`; returns a stopper.
+ */
+export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.otp.prune(), services.limiter.prune(60 * 60 * 1000), services.authenticator.prune()]).catch((err: Error) =>
+    Promise.all([services.otp.prune(), services.limiter.prune(60 * 60 * 1000), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);
-  return () => clearInterval(timer);
+  const stopFlushing = services.usage.start(config.usageFlushS);
+  return () => {
+    clearInterval(timer);
+    stopFlushing();
+  };
 }

@@ -1,10 +1,11 @@
-import { t, type Static } from "elysia";
+import { Type as t, type Static, type TSchema } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
 import { isIP } from "node:net";
 import { availableParallelism, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { domainToASCII } from "node:url";
 
-/** Every setting of the service, typed; built once by `loadConfig` and frozen. */
+/** Every setting of the service with its bounds (the only place they are written); checked by `loadConfig`. */
 export const ConfigSchema = t.Object({
   host: t.String(),
   port: t.Integer({ minimum: 0, maximum: 65535 }),
@@ -16,19 +17,20 @@ export const ConfigSchema = t.Object({
   behindProxy: t.Boolean(),
   smtpUrl: t.Optional(t.String()),
   mailFrom: t.String(),
-  allowedEmails: t.Array(t.String()),
+  allowedEmails: t.Array(t.String(), { minItems: 1 }),
   masterKey: t.Optional(t.String()),
   maxPixels: t.Integer({ minimum: 1 }),
   convertTimeoutS: t.Number({ exclusiveMinimum: 0 }),
   uploadTimeoutS: t.Number({ exclusiveMinimum: 0 }),
-  concurrency: t.Integer({ minimum: 1 }),
-  queueSize: t.Integer({ minimum: 0 }),
+  concurrency: t.Integer({ minimum: 1, maximum: 256 }),
+  queueSize: t.Integer({ minimum: 0, maximum: 10_000 }),
   queueTimeoutS: t.Number({ exclusiveMinimum: 0 }),
-  authSchemes: t.Array(t.Union([t.Literal("bearer"), t.Literal("signed")])),
+  authSchemes: t.Array(t.Union([t.Literal("bearer"), t.Literal("signed")]), { minItems: 1 }),
   signatureBody: t.Union([t.Literal("lenient"), t.Literal("strict")]),
-  signatureToleranceS: t.Integer({ minimum: 1 }),
+  signatureToleranceS: t.Integer({ minimum: 1, maximum: 86_400 }),
   internalAllow: t.Array(t.String()),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
+  usageFlushS: t.Number({ exclusiveMinimum: 0 }),
 });
 
 /** The frozen, validated settings. */
@@ -41,7 +43,7 @@ interface Setting {
   key: Key;
   env: string;
   help: string;
-  /** Returns the value, or throws a string saying what is allowed. */
+  /** Turns the raw string into a value of the field's type, or throws a string saying what is allowed; bounds are ConfigSchema's. */
   parse: (raw: string) => unknown;
   /** Default when the variable is unset; may depend on settings parsed before it. */
   fallback?: (c: Partial<Record<Key, unknown>>) => unknown;
@@ -51,15 +53,14 @@ const text = (raw: string) => {
   if (raw.trim() === "") throw "a non-empty string";
   return raw.trim();
 };
-const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => (raw: string) => {
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || n < min || n > max) throw `a whole number from ${min} to ${max}`;
-  return n;
+// Numbers are read as plain decimals ("1e3", "0x10" and signs are refused); their range is ConfigSchema's.
+const integer = (raw: string) => {
+  if (!/^\d+$/.test(raw.trim())) throw "a whole number";
+  return Number(raw);
 };
 const seconds = (raw: string) => {
-  const n = Number(raw);
-  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || n <= 0) throw "a positive number of seconds";
-  return n;
+  if (!/^\d+(\.\d+)?$/.test(raw.trim())) throw "a number of seconds";
+  return Number(raw);
 };
 const bool = (raw: string) => {
   const v = raw.trim().toLowerCase();
@@ -72,13 +73,7 @@ const list = (raw: string) =>
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-const oneOf =
-  <T extends string>(...allowed: T[]) =>
-  (raw: string): T => {
-    const v = raw.trim() as T;
-    if (!allowed.includes(v)) throw `one of ${allowed.join(", ")}`;
-    return v;
-  };
+const word = (raw: string) => raw.trim();
 const urlWith = (schemes: string[]) => (raw: string) => {
   let url: URL;
   try {
@@ -105,7 +100,7 @@ function allowlistEntry(entry: string): string {
 /** The settings table: the single source for parsing, `--help` and the docs. */
 export const settings: readonly Setting[] = [
   { key: "host", env: "IMGPRESS_HOST", help: "listen address", parse: text, fallback: () => "0.0.0.0" },
-  { key: "port", env: "IMGPRESS_PORT", help: "listen port (0 = any free port)", parse: integer(0, 65535), fallback: () => 8443 },
+  { key: "port", env: "IMGPRESS_PORT", help: "listen port (0 = any free port)", parse: integer, fallback: () => 8443 },
   {
     key: "dataDir",
     env: "IMGPRESS_DATA_DIR",
@@ -145,23 +140,19 @@ export const settings: readonly Setting[] = [
     key: "allowedEmails",
     env: "IMGPRESS_ALLOWED_EMAILS",
     help: "comma list of addresses and @domain entries allowed to obtain keys; * = anyone",
-    parse: (raw) => {
-      const entries = list(raw).map(allowlistEntry);
-      if (entries.length === 0) throw "at least one entry (* allows anyone)";
-      return entries;
-    },
+    parse: (raw) => list(raw).map(allowlistEntry),
     fallback: () => ["*"],
   },
   { key: "masterKey", env: "IMGPRESS_MASTER_KEY", help: "32-byte key (64 hex or base64) that encrypts stored secrets (default: generated file in the data dir)", parse: text },
-  { key: "maxPixels", env: "IMGPRESS_MAX_PIXELS", help: "largest decoded image (width × height) accepted", parse: integer(1), fallback: () => 100_000_000 },
+  { key: "maxPixels", env: "IMGPRESS_MAX_PIXELS", help: "largest decoded image (width × height) accepted", parse: integer, fallback: () => 100_000_000 },
   { key: "convertTimeoutS", env: "IMGPRESS_CONVERT_TIMEOUT_S", help: "time limit of one conversion", parse: seconds, fallback: () => 60 },
   { key: "uploadTimeoutS", env: "IMGPRESS_UPLOAD_TIMEOUT_S", help: "time limit for receiving one request body", parse: seconds, fallback: () => 60 },
-  { key: "concurrency", env: "IMGPRESS_CONCURRENCY", help: "conversions running at once (default: CPU count)", parse: integer(1, 256), fallback: () => availableParallelism() },
+  { key: "concurrency", env: "IMGPRESS_CONCURRENCY", help: "conversions running at once (default: CPU count)", parse: integer, fallback: () => Math.min(availableParallelism(), 256) },
   {
     key: "queueSize",
     env: "IMGPRESS_QUEUE_SIZE",
     help: "uploads admitted beyond the running ones; more get 503 SERVER_BUSY (default: 4 × concurrency)",
-    parse: integer(0, 10_000),
+    parse: integer,
     fallback: (c) => 4 * (c.concurrency as number),
   },
   { key: "queueTimeoutS", env: "IMGPRESS_QUEUE_TIMEOUT_S", help: "longest wait for a conversion slot before 503 SERVER_BUSY", parse: seconds, fallback: () => 30 },
@@ -169,21 +160,17 @@ export const settings: readonly Setting[] = [
     key: "authSchemes",
     env: "IMGPRESS_AUTH_SCHEMES",
     help: "accepted credentials on /plugin/convert: bearer,signed | signed | bearer",
-    parse: (raw) => {
-      const schemes = [...new Set(list(raw))];
-      if (schemes.length === 0 || schemes.some((s) => s !== "bearer" && s !== "signed")) throw "bearer,signed | signed | bearer";
-      return schemes;
-    },
+    parse: (raw) => [...new Set(list(raw))],
     fallback: () => ["bearer", "signed"],
   },
   {
     key: "signatureBody",
     env: "IMGPRESS_SIGNATURE_BODY",
     help: "lenient: also accept the empty-body hash on multipart requests; strict: raw body hash only",
-    parse: oneOf("lenient", "strict"),
+    parse: word,
     fallback: () => "lenient",
   },
-  { key: "signatureToleranceS", env: "IMGPRESS_SIGNATURE_TOLERANCE_S", help: "allowed clock difference of x-timestamp", parse: integer(1, 86_400), fallback: () => 300 },
+  { key: "signatureToleranceS", env: "IMGPRESS_SIGNATURE_TOLERANCE_S", help: "allowed clock difference of x-timestamp", parse: integer, fallback: () => 300 },
   {
     key: "internalAllow",
     env: "IMGPRESS_INTERNAL_ALLOW",
@@ -196,7 +183,15 @@ export const settings: readonly Setting[] = [
     },
     fallback: () => ["127.0.0.1", "::1"],
   },
-  { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: oneOf("debug", "info", "warn", "error"), fallback: () => "info" },
+  { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: word, fallback: () => "info" },
+  // usage over time (buckets for the dashboard)
+  {
+    key: "usageFlushS",
+    env: "IMGPRESS_USAGE_FLUSH_S",
+    help: "seconds between writes of the usage counters (a crash loses at most this much counting)",
+    parse: seconds,
+    fallback: () => 5,
+  },
 ];
 
 /** Raised when a setting is invalid; main prints it and exits with status 2. */
@@ -208,9 +203,11 @@ export class ConfigError extends Error {}
  */
 export function loadConfig(env: Record<string, string | undefined>, flags: Record<string, string> = {}): Config {
   const out: Partial<Record<Key, unknown>> = {};
+  const origins: Partial<Record<Key, string>> = {};
   for (const s of settings) {
     const flag = flagName(s.env);
     const raw = flags[flag] ?? env[s.env];
+    origins[s.key] = flags[flag] !== undefined ? `--${flag}` : s.env;
     if (raw === undefined || raw === "") {
       if (s.fallback) out[s.key] = s.fallback(out);
       continue;
@@ -218,14 +215,28 @@ export function loadConfig(env: Record<string, string | undefined>, flags: Recor
     try {
       out[s.key] = s.parse(raw);
     } catch (allowed) {
-      const origin = flags[flag] !== undefined ? `--${flag}` : s.env;
-      throw new ConfigError(`${origin} is invalid: expected ${allowed}.`);
+      throw new ConfigError(`${origins[s.key]} is invalid: expected ${allowed}.`);
     }
+  }
+  const error = Value.Errors(ConfigSchema, out).First();
+  if (error) {
+    const key = error.path.split("/")[1] as Key;
+    throw new ConfigError(`${origins[key] ?? key} is invalid: expected ${allowedBy(ConfigSchema.properties[key])}.`);
   }
   if (Boolean(out.tlsCert) !== Boolean(out.tlsKey)) {
     throw new ConfigError("IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY must be set together.");
   }
   return Object.freeze(out as Static<typeof ConfigSchema>);
+}
+
+/** What a field of ConfigSchema accepts, in words, for the error message. */
+function allowedBy(schema: TSchema): string {
+  if (schema.anyOf) return `one of ${(schema.anyOf as TSchema[]).map((s) => s.const).join(", ")}`;
+  if (schema.type === "array") return `a comma list${schema.minItems ? ` of at least ${schema.minItems} entry` : ""}, each ${allowedBy(schema.items)}`;
+  if (schema.type === "integer") return schema.maximum === undefined ? `a whole number of at least ${schema.minimum}` : `a whole number from ${schema.minimum} to ${schema.maximum}`;
+  if (schema.type === "number") return schema.exclusiveMinimum === 0 ? "a positive number" : `a number from ${schema.minimum ?? 0}`;
+  if (schema.type === "boolean") return "true or false";
+  return "a string";
 }
 
 /** `IMGPRESS_DATA_DIR` → `data-dir`. */

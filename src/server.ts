@@ -41,7 +41,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     maxBodyBytes: 1024 * 1024 * 1024,
     fetch: createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy }),
   });
-  const stopMaintenance = startMaintenance(services, logger);
+  const stopMaintenance = startMaintenance(services, config, logger);
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
   logger.info("imgpress listening", {
     version,
@@ -59,6 +59,13 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
       logger.info("shutting down: finishing in-flight requests");
       stopMaintenance();
       await server.stop();
+      // In-flight conversions have reported by now: write their counts before the store closes.
+      await services.usage.flush().catch(async () => {
+        // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
+        // nothing else in flight, fresh connections are safe: one more try.
+        await store.client.reconnect();
+        await services.usage.flush().catch((err: Error) => logger.error("usage counts lost at shutdown", { error: err.message, buckets: services.usage.pendingBuckets }));
+      });
       store.close();
       logger.info("stopped");
       resolve(0);

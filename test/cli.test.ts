@@ -12,8 +12,6 @@ import { settings } from "../src/config.ts";
 import type { IssuedKey } from "../src/keys/service.ts";
 import { runCli, type CliResult } from "./support/server.ts";
 
-// ---------------------------------------------------------------- helpers
-
 let dir: string;
 let env: Record<string, string>;
 beforeEach(async () => {
@@ -47,8 +45,6 @@ function expectNoSecrets(result: CliResult, keys: IssuedKey[]) {
   }
 }
 
-// ---------------------------------------------------------------- help and version
-
 describe("--help and --version", () => {
   test.each(["--help", "-h"])("%s prints usage, every command and every variable", async (flag) => {
     const r = await runCli([flag]);
@@ -69,8 +65,6 @@ describe("--help and --version", () => {
     expect(r.stderr).toContain("frobnicate");
   });
 });
-
-// ---------------------------------------------------------------- keys
 
 describe("keys list", () => {
   test("on an empty database says so", async () => {
@@ -161,8 +155,6 @@ describe("keys revoke", () => {
     expect(active.stdout).toContain(b!.id);
   });
 });
-
-// ---------------------------------------------------------------- migrate and configuration errors
 
 describe("migrate and configuration errors", () => {
   test("migrate prepares the database and exits 0", async () => {

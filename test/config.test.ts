@@ -9,8 +9,6 @@ import { join, resolve } from "node:path";
 import { ConfigError, flagName, loadConfig, settings } from "../src/config.ts";
 import { loadMasterKey } from "../src/masterkey.ts";
 
-// ---------------------------------------------------------------- helpers
-
 /** The ConfigError `fn` throws (fails the test when it throws nothing or something else). */
 function configError(fn: () => unknown): ConfigError {
   try {
@@ -21,8 +19,6 @@ function configError(fn: () => unknown): ConfigError {
   }
   throw new Error("expected a ConfigError, but nothing was thrown");
 }
-
-// ---------------------------------------------------------------- defaults
 
 describe("defaults (no variables set)", () => {
   const config = loadConfig({});
@@ -46,6 +42,7 @@ describe("defaults (no variables set)", () => {
     ["signatureToleranceS", 300],
     ["internalAllow", ["127.0.0.1", "::1"]],
     ["logLevel", "info"],
+    ["usageFlushS", 5],
   ] as const)("%s = %p", (key, value) => {
     expect(config[key as keyof typeof config]).toEqual(value as never);
   });
@@ -68,8 +65,6 @@ describe("defaults (no variables set)", () => {
   });
 });
 
-// ---------------------------------------------------------------- accepted values
-
 describe("accepted values", () => {
   test.each([
     ["IMGPRESS_PORT", "0", "port", 0],
@@ -88,8 +83,6 @@ describe("accepted values", () => {
     expect(loadConfig({ [variable]: value })[key as keyof ReturnType<typeof loadConfig>]).toEqual(expected as never);
   });
 });
-
-// ---------------------------------------------------------------- invalid values
 
 describe("an invalid value stops with a message naming the variable and what is allowed", () => {
   test.each([
@@ -131,6 +124,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_LOG_LEVEL", "verbose"],
     ["IMGPRESS_INTERNAL_ALLOW", "localhost"],
     ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/8"],
+    ["IMGPRESS_USAGE_FLUSH_S", "0"],
   ])("%s=%p", (variable, value) => {
     const err = configError(() => loadConfig({ [variable]: value }));
     expect(err.message).toContain(variable);
@@ -154,12 +148,11 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S",
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
       "IMGPRESS_INTERNAL_ALLOW",
+      "IMGPRESS_USAGE_FLUSH_S",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });
 });
-
-// ---------------------------------------------------------------- flags
 
 describe("command-line flags", () => {
   test("mirror the variables by name", () => {
@@ -185,8 +178,6 @@ describe("command-line flags", () => {
   });
 });
 
-// ---------------------------------------------------------------- TLS pair
-
 describe("TLS certificate and key", () => {
   test.each([
     { name: "certificate without key", env: { IMGPRESS_TLS_CERT: "/etc/ssl/cert.pem" } },
@@ -201,8 +192,6 @@ describe("TLS certificate and key", () => {
     expect(loadConfig({ IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem" })).toMatchObject({ tlsCert: "/c.pem", tlsKey: "/k.pem" });
   });
 });
-
-// ---------------------------------------------------------------- master key
 
 describe("master key", () => {
   let dir: string;

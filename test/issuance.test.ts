@@ -10,8 +10,6 @@ import { otpCodes } from "../src/db/schema.ts";
 import { createHarness, expectError, wrongCode, type Harness, type TestResponse } from "./support/harness.ts";
 import { closedPort, extractOtp } from "./support/smtp.ts";
 
-// ---------------------------------------------------------------- helpers
-
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
@@ -46,8 +44,6 @@ async function verifyMany(count: number, email: string, ip?: string): Promise<Te
   for (let i = 0; i < count; i++) out.push(await h.verifyOtp({ email, otp: "000000" }, { ip }));
   return out;
 }
-
-// ---------------------------------------------------------------- happy path
 
 describe("request-otp → e-mail → verify-otp", () => {
   test("answers 200 with the spec's bodies and e-mails a 6-digit code", async () => {
@@ -102,8 +98,6 @@ describe("request-otp → e-mail → verify-otp", () => {
     expect(log).not.toContain(res.body.secret_key);
   });
 });
-
-// ---------------------------------------------------------------- code lifetime and use
 
 describe("code lifetime", () => {
   test.each([
@@ -176,8 +170,6 @@ describe("code lifetime", () => {
   });
 });
 
-// ---------------------------------------------------------------- rate limits
-
 describe("rate limits", () => {
   test("one request per address per 60 s, with Retry-After", async () => {
     expect((await h.requestOtp({ email: "owner@example.com" })).status).toBe(200);
@@ -240,8 +232,6 @@ describe("rate limits", () => {
   });
 });
 
-// ---------------------------------------------------------------- allowlist
-
 describe("allowlist (IMGPRESS_ALLOWED_EMAILS)", () => {
   test.each([
     { email: "boss@corp.example", allowed: true },
@@ -279,8 +269,6 @@ describe("allowlist with an internationalised domain", () => {
   });
 });
 
-// ---------------------------------------------------------------- mail delivery
-
 describe("mail delivery failures → 502 MAIL_DELIVERY_FAILED, and no usable code", () => {
   test.each(["rcpt", "data"] as const)("the SMTP server refuses at %s", async (mode) => {
     h.smtp.setReject(mode);
@@ -306,8 +294,6 @@ describe("mail delivery failures → 502 MAIL_DELIVERY_FAILED, and no usable cod
     expect((await h.verifyOtp({ email: "owner@example.com", otp: code })).status).toBe(200);
   });
 });
-
-// ---------------------------------------------------------------- request bodies
 
 describe("request bodies", () => {
   const endpoints = [REQUEST, VERIFY];
@@ -399,8 +385,6 @@ describe("request bodies", () => {
   });
 });
 
-// ---------------------------------------------------------------- e-mail addresses
-
 describe("e-mail addresses", () => {
   test.each([
     { input: "owner@bücher.de", normalised: "owner@xn--bcher-kva.de", note: "IDN domain → punycode" },
@@ -456,8 +440,6 @@ describe("e-mail addresses", () => {
   });
 });
 
-// ---------------------------------------------------------------- site_url
-
 describe("site_url", () => {
   test.each([
     { site_url: "ftp://example.com/", note: "ftp scheme" },
@@ -481,8 +463,6 @@ describe("site_url", () => {
     expect(h.smtp.messages).toHaveLength(0);
   });
 });
-
-// ---------------------------------------------------------------- keys
 
 describe("issued keys", () => {
   test("verifying again rotates the pair: the old api_key stops working", async () => {
@@ -525,8 +505,6 @@ describe("issued keys", () => {
     expect(row!.siteUrl).toBe("https://blog.example.com");
   });
 });
-
-// ---------------------------------------------------------------- error shape
 
 describe("every error body is exactly {error, message, code}", () => {
   test.each([

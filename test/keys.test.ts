@@ -1,14 +1,12 @@
 /**
  * KeyService on a real libSQL file with the harness clock: issue, findActive, revoke, revokeAllOf,
- * list and recordUse.
+ * list, and the usage counters the usage recorder writes.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { apiKeys } from "../src/db/schema.ts";
 import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyService } from "../src/keys/service.ts";
 import { createHarness, T0, type Harness } from "./support/harness.ts";
-
-// ---------------------------------------------------------------- helpers
 
 let h: Harness;
 let keys: KeyService;
@@ -25,8 +23,6 @@ async function rawRow(id: string) {
   const [row] = await h.store.db.select().from(apiKeys).where(eq(apiKeys.id, id));
   return row!;
 }
-
-// ---------------------------------------------------------------- issue
 
 describe("issue", () => {
   test("returns a fresh pair with recognisable prefixes and at least 256 bits each", async () => {
@@ -80,8 +76,6 @@ describe("issue", () => {
   });
 });
 
-// ---------------------------------------------------------------- findActive
-
 describe("findActive", () => {
   test("finds the key by its api_key and opens its secret", async () => {
     const k = await keys.issue("owner@example.com", "");
@@ -121,8 +115,6 @@ describe("findActive", () => {
   });
 });
 
-// ---------------------------------------------------------------- revoke
-
 describe("revoke and revokeAllOf", () => {
   test("revoke(id) ends the key once; a second revoke or an unknown id answers false", async () => {
     const k = await keys.issue("owner@example.com", "");
@@ -145,8 +137,6 @@ describe("revoke and revokeAllOf", () => {
     expect(await keys.revokeAllOf("owner@example.com")).toBe(0);
   });
 });
-
-// ---------------------------------------------------------------- list
 
 describe("list", () => {
   test("newest first, filtered by activity and owner, never with hash or sealed secret", async () => {
@@ -173,16 +163,20 @@ describe("list", () => {
   });
 });
 
-// ---------------------------------------------------------------- recordUse
+/** One successful conversion of `keyId` as the conversion path reports it, ending now. */
+function used(keyId: string, bytesIn: number, bytesOut: number) {
+  return { keyId, format: "webp" as const, quality: "lossy" as const, outcome: "ok", bytesIn, bytesOut, queueWaitMs: 0, convertMs: 12, at: h.clock.now() };
+}
 
-describe("recordUse", () => {
+describe("usage counters (written by the usage recorder's flush)", () => {
   test("counts conversions and bytes and stamps the last use", async () => {
     const k = await keys.issue("owner@example.com", "");
     const other = await keys.issue("other@example.com", "");
     h.clock.advance(10_000);
-    await keys.recordUse(k.id, 1_000, 400);
+    h.services.usage.record(used(k.id, 1_000, 400));
     h.clock.advance(10_000);
-    await keys.recordUse(k.id, 2_000, 900);
+    h.services.usage.record(used(k.id, 2_000, 900));
+    await h.services.usage.flush();
     const [row] = await keys.list({ email: "owner@example.com" });
     expect(row).toMatchObject({ conversions: 2, bytesIn: 3_000, bytesOut: 1_300, lastUsedAt: T0 + 20_000 });
     const [untouched] = await keys.list({ email: "other@example.com" });
@@ -191,7 +185,12 @@ describe("recordUse", () => {
 
   test("concurrent uses are all counted", async () => {
     const k = await keys.issue("owner@example.com", "");
-    await Promise.all(Array.from({ length: 10 }, () => keys.recordUse(k.id, 10, 5)));
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        h.services.usage.record(used(k.id, 10, 5));
+        await h.services.usage.flush();
+      }),
+    );
     const [row] = await keys.list();
     expect(row).toMatchObject({ conversions: 10, bytesIn: 100, bytesOut: 50 });
   });

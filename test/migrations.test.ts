@@ -16,8 +16,6 @@ import { migrate, type Migration } from "../src/db/migrate.ts";
 import { migrations } from "../src/db/migrations.gen.ts";
 import { runCli } from "./support/server.ts";
 
-// ---------------------------------------------------------------- helpers
-
 const DRIZZLE_FOLDER = new URL("../drizzle/", import.meta.url);
 const APP_TABLES = ["api_keys", "otp_codes", "rate_events", "seen_signatures"];
 
@@ -43,8 +41,6 @@ async function bookkeeping(c: Client = client): Promise<{ hash: string; created_
 }
 
 const sha256 = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex");
-
-// ---------------------------------------------------------------- tests
 
 describe("embedded migrations", () => {
   test("src/db/migrations.gen.ts is in sync with drizzle/ (run `bun run db:generate` if not)", async () => {

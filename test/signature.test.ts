@@ -425,6 +425,7 @@ describe("usage metering", () => {
     expect((await postBearer(h, k, await convertForm(img.truncated(image, 0.5)))).status).toBe(422);
     expect((await postBearer(h, k, await convertForm(image, { format: "gif" }))).status).toBe(400);
 
+    await h.services.usage.flush();
     const [after] = await h.services.keys.list({ email: "meter@example.com", activeOnly: true });
     expect(after).toMatchObject({
       conversions: 2,

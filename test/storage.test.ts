@@ -11,8 +11,6 @@ import { openStore } from "../src/db/index.ts";
 import { createLogger } from "../src/log.ts";
 import { createHarness, TEST_MASTER_KEY, type Harness } from "./support/harness.ts";
 
-// ---------------------------------------------------------------- helpers
-
 let h: Harness;
 beforeEach(async () => {
   h = await createHarness();
@@ -48,8 +46,6 @@ async function populate() {
   const codes = h.smtp.messages.filter((m) => /code/i.test(m.subject)).map((m) => /(?<!\d)\d{6}(?!\d)/.exec(m.text)![0]);
   return { issued, pending, codes };
 }
-
-// ---------------------------------------------------------------- tests
 
 describe("the database file at rest", () => {
   test("holds no api_key, secret_key or code — only hashes and sealed secrets", async () => {

@@ -14,6 +14,7 @@ import { logMailer } from "../../src/mail/mailer.ts";
 import { signedConvert } from "./service.ts";
 import { median } from "./util.ts";
 
+/** Medians of the verification steps of a signed request. */
 export interface AuthCost {
   bodyBytes: number;
   samples: number;
@@ -25,6 +26,7 @@ export interface AuthCost {
   sha256Ms: number;
 }
 
+/** Verifies `samples` fresh signed requests with the body of `imagePath` on the service's own classes. */
 export async function measureAuthCost(imagePath: string, dataDir: string, samples: number): Promise<AuthCost> {
   const config = loadConfig({ IMGPRESS_DATA_DIR: dataDir, IMGPRESS_MASTER_KEY: randomBytes(32).toString("hex"), IMGPRESS_LOG_LEVEL: "error" });
   const store = await openStore(config.databaseUrl);

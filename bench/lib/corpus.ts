@@ -7,9 +7,12 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { progress } from "./util.ts";
 
+/** Where Debian installs the wallpapers. */
 export const BACKGROUNDS = "/usr/share/backgrounds";
+/** The Debian packages of the corpus. */
 export const PACKAGES = ["mate-backgrounds", "lomiri-wallpapers"];
 
+/** Size class of a corpus file. */
 export type SizeClass = "small" | "medium" | "large" | "worst";
 
 /** One fixed corpus entry: a path under /usr/share/backgrounds, its package and why it is in. */
@@ -46,6 +49,7 @@ const ENTRIES: Entry[] = [
 /** The subset of `--quick`: one of each kind, ~13 MP in all. */
 const QUICK = new Set(["mate/nature/Dune.jpg", "mate/abstract/Gulp.png", "mate/desktop/Ubuntu-Mate-Cold-no-logo.png", "aitzgorri_by_Aitzol_Berasategi.jpg"]);
 
+/** One corpus file, described. */
 export interface Image {
   /** Short name for tables. */
   name: string;
@@ -63,6 +67,7 @@ export interface Image {
   alpha: "none" | "real" | "opaque";
 }
 
+/** The corpus of a run. */
 export interface Corpus {
   images: Image[];
   worst: Image[];

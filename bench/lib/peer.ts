@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { childEnv } from "./util.ts";
 
+/** A running ipx peer. */
 export interface Peer {
   pid: number;
   base: string;

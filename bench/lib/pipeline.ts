@@ -1,17 +1,28 @@
-// The service's conversion, called directly: the in-process reference every ratio is measured against.
+// The service's conversion called directly: the in-process reference every ratio is measured against.
 import sharp from "sharp";
+import { loadConfig } from "../../src/config.ts";
+import { convertImage } from "../../src/convert/pipeline/index.ts";
 import { presets } from "../../src/convert/pipeline/presets.ts";
 
-// The service's settings (src/convert/pipeline/index.ts): no libvips operation cache; the thread
-// count is left as sharp chooses it from the environment (1 on glibc unless MALLOC_ARENA_MAX is set).
-sharp.cache(false);
-
+/** An output format of the service. */
 export type Format = "webp" | "avif";
 
-/** Orient → sRGB → encode, as src/convert/pipeline/index.ts does (minus its header pre-check and time limit). */
-export function convert(input: Buffer, format: Format, options?: object): Promise<Buffer> {
-  const p = sharp(input, { limitInputPixels: 100_000_000, failOn: "error", autoOrient: true }).toColourspace("srgb");
-  return format === "webp" ? p.webp(options ?? presets.webp.lossy).toBuffer() : p.avif(options ?? presets.avif.lossy).toBuffer();
+// A default server's limits, so the reference does exactly the work `imgpress serve` does.
+const { maxPixels, convertTimeoutS } = loadConfig({});
+
+/** Lossy conversion by the project's own `convertImage` (sniff, header check, orient, sRGB, encode). */
+export async function convert(input: Uint8Array, format: Format): Promise<Buffer> {
+  const { bytes } = await convertImage(input, { format, quality: "lossy" }, { maxPixels, timeoutS: convertTimeoutS });
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * The same chain with other encoder options, for the AVIF preset sweep only (convertImage takes
+ * presets, not options). test/bench-pipeline.test.ts fails when it stops matching convertImage.
+ */
+export function encodeWith(input: Uint8Array, format: Format, options: object): Promise<Buffer> {
+  const p = sharp(input, { limitInputPixels: maxPixels, failOn: "error", autoOrient: true }).toColourspace("srgb");
+  return format === "webp" ? p.webp(options).toBuffer() : p.avif(options).toBuffer();
 }
 
 export { presets, sharp };

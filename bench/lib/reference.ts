@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { childEnv } from "./util.ts";
 
+/** A running reference worker. */
 export interface Reference {
   pid: number;
   call<T>(msg: Record<string, unknown>): Promise<T>;

@@ -1,9 +1,9 @@
-// The in-process reference: the same sharp conversion as the service's pipeline, called directly,
+// The in-process reference: the service's own convertImage, called directly,
 // in its own Bun process (so its memory is measured alone and its allocator/thread settings come
 // from the same environment as the server's). Driven by the bench over Bun's IPC channel.
 import { afterConversion } from "./mallopt.ts"; // first: glibc settings must precede sharp's threads
 import { readFileSync } from "node:fs";
-import { convert, sharp, type Format } from "./pipeline.ts";
+import { convert, encodeWith, sharp, type Format } from "./pipeline.ts";
 
 const files = new Map<string, Buffer>();
 const input = (path: string) => {
@@ -24,7 +24,7 @@ async function handle(m: Msg): Promise<unknown> {
     case "convert": {
       const buf = input(m.path);
       const t0 = performance.now();
-      const out = await convert(buf, m.format, m.options);
+      const out = m.options ? await encodeWith(buf, m.format, m.options) : await convert(buf, m.format);
       const ms = performance.now() - t0;
       afterConversion();
       return { ms, bytes: out.length };

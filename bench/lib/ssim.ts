@@ -4,6 +4,7 @@
 import sharp from "sharp";
 import { ssim } from "ssim.js";
 
+/** Decoded RGBA pixels. */
 export interface Pixels {
   data: Uint8ClampedArray;
   width: number;

@@ -10,6 +10,7 @@ export function progress(msg: string): void {
   console.log(`[bench ${stamp}] ${msg}`);
 }
 
+/** The median (NaN for none). */
 export function median(xs: number[]): number {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -17,16 +18,21 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** The sum. */
 export function sum(xs: number[]): number {
   return xs.reduce((a, b) => a + b, 0);
 }
 
+/** The geometric mean. */
 export function geomean(xs: number[]): number {
   return Math.exp(sum(xs.map(Math.log)) / xs.length);
 }
 
+/** KiB → MiB. */
 export const mib = (kib: number) => kib / 1024;
+/** A number with `digits` decimals, or "n/a". */
 export const fmt = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "n/a");
+/** `12.3 ms`, `456 ms` or `12.3 s`. */
 export const fmtMs = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`);
 
 /** Fields of /proc/<pid>/status in KiB (VmRSS, VmHWM, RssAnon, RssFile…), or null once the process is gone. */
@@ -91,6 +97,7 @@ export function table(head: string[], rows: (string | number)[][]): string {
   return [line(head), line(head.map(() => "---")), ...rows.map(line)].join("\n");
 }
 
+/** Resolves after `ms`. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

@@ -2,7 +2,6 @@ import { Elysia } from "elysia";
 import { apiAuth } from "../requestauth/index.ts";
 import type { RequestAuthenticator } from "../requestauth/service.ts";
 import { readBody } from "../http/body.ts";
-import type { KeyService } from "../keys/service.ts";
 import { convertDocs } from "./docs.ts";
 import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
 import { parseMultipart } from "./multipart.ts";
@@ -12,7 +11,7 @@ import { savingsPercent, type Converted, type ConvertService } from "./service.t
 const FORM_OVERHEAD_BYTES = 64 * 1024;
 
 /** POST /plugin/convert (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
-export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, keys: KeyService, uploadTimeoutMs: number) {
+export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, uploadTimeoutMs: number) {
   const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: fileTooLarge };
   return new Elysia({ name: "convert", prefix: "/plugin" }).use(apiAuth(authenticator)).post(
     "/convert",
@@ -22,7 +21,6 @@ export function convertRoutes(convert: ConvertService, authenticator: RequestAut
         await credential.verifyBody(body);
         return readUpload(parseMultipart(body, request.headers.get("content-type")));
       });
-      await keys.recordUse(credential.key.id, result.originalSize, result.bytes.length);
       return imageResponse(result);
     },
     // parse "none": the body is read once, by the route, so the signature covers the exact bytes.

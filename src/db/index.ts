@@ -23,11 +23,11 @@ export async function openStore(url: string, authToken?: string): Promise<Store>
     const path = url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
     await mkdir(dirname(path), { recursive: true });
   }
-  const client = createClient({ url, authToken });
+  // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
+  // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
+  const client = createClient({ url, authToken, timeout: 5000 });
   if (url.startsWith("file:")) {
-    // busy_timeout first, so even switching to WAL waits for a concurrently starting process;
-    // WAL lets the CLI read while the server writes.
-    await client.execute("PRAGMA busy_timeout = 5000");
+    // WAL lets the CLI read while the server writes; switching waits for a concurrently starting process.
     await client.execute("PRAGMA journal_mode = WAL");
   }
   await migrate(client, migrations);

@@ -59,3 +59,73 @@ export const seenSignatures = sqliteTable(
   (table) => [primaryKey({ columns: [table.keyId, table.signature] }), index("seen_signatures_expires").on(table.expiresAt)],
 );
 
+
+/**
+ * Upper bounds (ms, exclusive) of the conversion-latency histogram bins; the last bin is open.
+ * Powers of two from 2 ms to 32 s: sixteen integer columns are cheap to add up in SQL, and a
+ * factor-two bin with interpolation places p50/p95 within about ±20 % (docs/usage.md).
+ */
+export const LATENCY_BOUNDS_MS = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768] as const;
+
+// lat_0 … lat_15: conversions whose pipeline time fell in bin i (see LATENCY_BOUNDS_MS).
+const latencyColumns = () => ({
+  lat0: integer("lat_0").notNull().default(0),
+  lat1: integer("lat_1").notNull().default(0),
+  lat2: integer("lat_2").notNull().default(0),
+  lat3: integer("lat_3").notNull().default(0),
+  lat4: integer("lat_4").notNull().default(0),
+  lat5: integer("lat_5").notNull().default(0),
+  lat6: integer("lat_6").notNull().default(0),
+  lat7: integer("lat_7").notNull().default(0),
+  lat8: integer("lat_8").notNull().default(0),
+  lat9: integer("lat_9").notNull().default(0),
+  lat10: integer("lat_10").notNull().default(0),
+  lat11: integer("lat_11").notNull().default(0),
+  lat12: integer("lat_12").notNull().default(0),
+  lat13: integer("lat_13").notNull().default(0),
+  lat14: integer("lat_14").notNull().default(0),
+  lat15: integer("lat_15").notNull().default(0),
+});
+
+// What every usage bucket adds up; '' stands for "unknown" in format/quality (request failed before its form was read).
+const usageColumns = () => ({
+  format: text("format").notNull(),
+  quality: text("quality").notNull(),
+  // 'ok' or the error code the client received.
+  outcome: text("outcome").notNull(),
+  count: integer("count").notNull(),
+  bytesIn: integer("bytes_in").notNull(),
+  bytesOut: integer("bytes_out").notNull(),
+  // Sum of pipeline milliseconds (rounded per flush), for averages.
+  convertMs: integer("convert_ms").notNull(),
+  ...latencyColumns(),
+});
+
+/**
+ * Conversion attempts per hour (Unix ms of the hour's start) and key, written by the usage
+ * recorder's flush. The primary key leads with the hour so pruning and range scans use it.
+ */
+export const usageHourly = sqliteTable(
+  "usage_hourly",
+  { hour: integer("hour").notNull(), keyId: text("key_id").notNull(), ...usageColumns() },
+  (table) => [
+    primaryKey({ columns: [table.hour, table.keyId, table.format, table.quality, table.outcome] }),
+    index("usage_hourly_key_hour").on(table.keyId, table.hour),
+  ],
+);
+
+/**
+ * The same buckets summed over keys, written in the same transaction: charts of all keys read
+ * ~10 rows per hour here instead of one per key in usage_hourly.
+ */
+export const usageHourlyTotal = sqliteTable("usage_hourly_total", { hour: integer("hour").notNull(), ...usageColumns() }, (table) => [
+  primaryKey({ columns: [table.hour, table.format, table.quality, table.outcome] }),
+]);
+
+/**
+ * The totals again per UTC day (Unix ms of 00:00 UTC), same transaction: a year's overview or
+ * daily series reads ~400 days × a few outcomes instead of ~9,600 hours × a few outcomes.
+ */
+export const usageDailyTotal = sqliteTable("usage_daily_total", { day: integer("day").notNull(), ...usageColumns() }, (table) => [
+  primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] }),
+]);

@@ -1,5 +1,5 @@
 import { Buffer } from "node:buffer";
-import { and, desc, eq, getTableColumns, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, isNull } from "drizzle-orm";
 import { randomBytes, sha256Hex, toBase64Url, type SecretBox } from "../crypto.ts";
 import type { Database } from "../db/index.ts";
 import { apiKeys } from "../db/schema.ts";
@@ -27,7 +27,7 @@ export type KeyRow = Omit<typeof apiKeys.$inferSelect, "keyHash" | "secretSealed
 export const API_KEY_PREFIX = "imp_";
 export const SECRET_KEY_PREFIX = "imps_";
 
-/** Issues, finds, revokes and meters API key pairs. */
+/** Issues, finds and revokes API key pairs (their usage counters are written by the usage recorder). */
 export class KeyService {
   constructor(
     private readonly db: Database,
@@ -70,19 +70,6 @@ export class KeyService {
       .limit(1);
     if (!row) return null;
     return { id: row.id, email: row.email, secret: () => this.box.open(row.secretSealed, row.id) };
-  }
-
-  /** Counts one conversion against a key. */
-  async recordUse(id: string, bytesIn: number, bytesOut: number): Promise<void> {
-    await this.db
-      .update(apiKeys)
-      .set({
-        lastUsedAt: this.now(),
-        conversions: sql`${apiKeys.conversions} + 1`,
-        bytesIn: sql`${apiKeys.bytesIn} + ${bytesIn}`,
-        bytesOut: sql`${apiKeys.bytesOut} + ${bytesOut}`,
-      })
-      .where(eq(apiKeys.id, id));
   }
 
   /** All keys, newest first, optionally only active ones or one owner's. */

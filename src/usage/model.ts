@@ -36,7 +36,7 @@ export const KeysQuery = t.Object({
   order: t.Optional(t.Union([t.Literal("asc"), t.Literal("desc")])),
   status: t.Optional(t.Union([t.Literal("active"), t.Literal("revoked"), t.Literal("all")])),
   /** 1-based. */
-  page: t.Integer({ minimum: 1 }),
+  page: t.Integer({ minimum: 1, maximum: 1_000_000 }),
   pageSize: t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
 });
 export type KeysQuery = typeof KeysQuery.static;
@@ -47,6 +47,7 @@ const Latency = {
   p95Ms: t.Union([t.Number(), t.Null()]),
 };
 
+// Volumes count successful conversions only; failed attempts are counted by `errors`.
 const Volume = {
   /** Successful conversions. */
   conversions: t.Integer(),
@@ -70,6 +71,8 @@ export const Overview = t.Object({
   }),
   byFormat: t.Array(t.Object({ format: t.String(), ...Volume })),
   byQuality: t.Array(t.Object({ quality: t.String(), ...Volume })),
+  /** Each (format, quality) pair used, e.g. webp lossy, avif lossless. */
+  byFormatQuality: t.Array(t.Object({ format: t.String(), quality: t.String(), ...Volume })),
   errorsByCode: t.Array(t.Object({ code: t.String(), count: t.Integer() })),
 });
 export type Overview = typeof Overview.static;

@@ -9,8 +9,6 @@ import { join } from "node:path";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
 import { extractOtp, sixDigitRuns, startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp.ts";
 
-// ---------------------------------------------------------------- helpers
-
 let sink: SmtpSink;
 let server: RunningServer;
 /** Every code and key the tests saw, for the "nothing secret in the logs" check. */
@@ -60,8 +58,6 @@ function expectErrorBody(body: unknown, code: string) {
   expect((body as { code: string }).code).toBe(code);
 }
 
-// ---------------------------------------------------------------- HTTPS
-
 describe("HTTPS", () => {
   test("GET /health → 200 {status: ok} over verified TLS", async () => {
     expect(server.url).toStartWith("https://127.0.0.1:");
@@ -92,8 +88,6 @@ describe("HTTPS", () => {
     expectErrorBody(res.body, "NOT_FOUND");
   });
 });
-
-// ---------------------------------------------------------------- the credential flow
 
 describe("request-otp → mail → verify-otp", () => {
   const siteUrl = "https://blog.example.com/landing";
@@ -161,8 +155,6 @@ describe("request-otp → mail → verify-otp", () => {
   });
 });
 
-// ---------------------------------------------------------------- docs
-
 describe("API docs", () => {
   test("/v1/docs is an HTML page whose scripts are served by the service itself", async () => {
     const res = await server.fetch("/v1/docs");
@@ -210,8 +202,6 @@ describe("API docs", () => {
   });
 });
 
-// ---------------------------------------------------------------- restart and CLI
-
 describe("restart on the same data folder", () => {
   test("keeps the database, the certificate and the issued keys", async () => {
     const { verified } = await obtainKeys("restart@example.com");
@@ -228,8 +218,6 @@ describe("restart on the same data folder", () => {
     expect(listed.stdout + listed.stderr).not.toContain(verified.body.secret_key);
   });
 });
-
-// ---------------------------------------------------------------- behind a TLS-terminating proxy
 
 describe("IMGPRESS_BEHIND_PROXY=true", () => {
   let proxied: RunningServer;

@@ -7,6 +7,7 @@ import sharp from "sharp";
 import type { Harness } from "./harness.ts";
 import { signedHeaders, type SignInput } from "./sign.ts";
 
+/** The conversion route. */
 export const CONVERT_PATH = "/v1/plugin/convert";
 /** The server's image limit (20 MiB). */
 export const MAX_IMAGE = 20 * 1024 * 1024;
@@ -17,6 +18,7 @@ export interface FilePart {
   filename?: string;
   type?: string;
 }
+/** A multipart field: text or a file part. */
 export type FieldValue = string | FilePart;
 
 /** A multipart body exactly as the runtime's fetch would send it. */
@@ -57,6 +59,7 @@ export interface RawResponse {
   body: any;
 }
 
+/** Reads a response whole: status, headers, body bytes and the JSON body when there is one. */
 export async function readResponse(res: Response): Promise<RawResponse> {
   const bytes = new Uint8Array(await res.arrayBuffer());
   let body: unknown = null;
@@ -104,8 +107,6 @@ export function postSigned(h: Harness, keys: Keys, body: Body, sign: Partial<Sig
   });
   return postConvert(h, { body: body.bytes, contentType: body.contentType, headers });
 }
-
-// ---------------------------------------------------------------- decoding
 
 /** "webp" or "avif" from the decoded container (sharp reports AVIF as heif + av1). */
 export async function outputFormat(bytes: Uint8Array): Promise<string> {

@@ -38,6 +38,7 @@ export interface Clock {
   set(ms: number): void;
 }
 
+/** A clock that moves only when the test says so. */
 export function createClock(start = T0): Clock {
   let t = start;
   return { now: () => t, advance: (ms) => void (t += ms), set: (ms) => void (t = ms) };
@@ -51,6 +52,7 @@ export interface TestResponse {
   text: string;
 }
 
+/** Extras of one request: body, headers, client IP. */
 export interface RequestOptions {
   /** Serialised as JSON with Content-Type: application/json (unless `headers` sets another type). */
   json?: unknown;
@@ -61,6 +63,7 @@ export interface RequestOptions {
   ip?: string;
 }
 
+/** The in-process app with its parts, for unit-level tests. */
 export interface Harness {
   app: App;
   services: Services;
@@ -87,6 +90,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** How a harness is built. */
 export interface HarnessOptions {
   /** Environment overrides on top of the harness defaults (data dir, SMTP URL, master key). */
   env?: Record<string, string>;
@@ -95,8 +99,7 @@ export interface HarnessOptions {
   clockStart?: number;
 }
 
-// ---------------------------------------------------------------- harness
-
+/** Builds the real app in process on a fresh database, with an SMTP sink and a hand-moved clock. */
 export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
   const dir = await mkdtemp(join(tmpdir(), "imgpress-test-"));
   const ownSink = !options.smtp;
@@ -199,8 +202,6 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     },
   };
 }
-
-// ---------------------------------------------------------------- assertions
 
 /** The error body of spec 2.3: exactly {error, message, code}, all non-empty strings, as JSON. */
 export function expectError(res: TestResponse, status: number, code: string): void {

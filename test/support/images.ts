@@ -16,8 +16,6 @@ export interface Decoded {
   data: Buffer;
 }
 
-// ---------------------------------------------------------------- internals
-
 const cache = new Map<string, Promise<Buffer>>();
 
 /** Memoised per key and copied on the way out so one test mutating a buffer can't poison another. */
@@ -81,8 +79,6 @@ function pngChunk(type: string, data: Buffer): Buffer {
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-
-// ---------------------------------------------------------------- realistic inputs
 
 /** Photo-like JPEG so WebP/AVIF encoders do real work and sizes/quality are meaningful. */
 export function photo(width: number, height: number): Promise<Buffer> {
@@ -255,8 +251,6 @@ export function jpegWithMetadata(width = 32, height = 32): Promise<Buffer> {
   return memo(`metajpeg:${width}x${height}`, () => withPrivateMetadata(width, height).withIccProfile("srgb").jpeg().toBuffer());
 }
 
-// ---------------------------------------------------------------- hostile inputs
-
 /** First `fraction` of the bytes: a cut-off upload whose header still parses. */
 export function truncated(bytes: Buffer, fraction: number): Buffer {
   return Buffer.from(bytes.subarray(0, Math.floor(bytes.length * fraction)));
@@ -414,8 +408,6 @@ function comSegments(gap: number): Buffer[] {
   }
   return segs;
 }
-
-// ---------------------------------------------------------------- decoding helpers
 
 /** Stored pixels as 8-bit sRGB RGBA (ICC applied, EXIF orientation NOT applied) so tests assert on what a viewer would get. */
 export async function decode(bytes: Buffer | Uint8Array): Promise<Decoded> {

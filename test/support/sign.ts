@@ -14,14 +14,17 @@ export const FULL_ENDPOINT = "/v1/plugin/convert";
 /** SHA-256 of the empty byte string: what WordPress-style clients sign for a multipart body. */
 export const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
+/** Lowercase hex SHA-256 of `data`. */
 export function sha256Hex(data: Uint8Array | string): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
+/** Lowercase hex HMAC-SHA256 of `message`, keyed with the secret string as UTF-8. */
 export function hmacHex(secret: string, message: string): string {
   return createHmac("sha256", Buffer.from(secret, "utf8")).update(message, "utf8").digest("hex");
 }
 
+/** What a client signs with. */
 export interface SignInput {
   apiKey: string;
   secretKey: string;

@@ -10,8 +10,6 @@
 import { createServer as createNetServer } from "node:net";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 
-// ---------------------------------------------------------------- types
-
 /** How the sink answers: accept everything, or refuse at RCPT TO or after DATA with a 5xx. */
 export type RejectMode = false | "rcpt" | "data";
 
@@ -37,6 +35,7 @@ export interface SinkMessage {
   raw: string;
 }
 
+/** A running sink: its address, what it received, and control of its refusals. */
 export interface SmtpSink {
   /** `smtp://127.0.0.1:<port>`, ready for IMGPRESS_SMTP_URL. */
   url: string;
@@ -51,8 +50,6 @@ export interface SmtpSink {
   setReject(mode: RejectMode | boolean): void;
   close(): Promise<void>;
 }
-
-// ---------------------------------------------------------------- sink
 
 /** Starts a sink on 127.0.0.1 with a free port. */
 export async function startSmtpSink(options: { reject?: RejectMode | boolean } = {}): Promise<SmtpSink> {
@@ -154,8 +151,6 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
-// ---------------------------------------------------------------- codes
-
 /** Every run of exactly six digits (not part of a longer number) in `s`. */
 export function sixDigitRuns(s: string): string[] {
   return s.match(/(?<!\d)\d{6}(?!\d)/g) ?? [];
@@ -167,8 +162,6 @@ export function extractOtp(message: SinkMessage): string {
   if (runs.length !== 1) throw new Error(`expected exactly one 6-digit code in the mail text, found ${runs.length}: ${message.text}`);
   return runs[0]!;
 }
-
-// ---------------------------------------------------------------- a small MIME reader
 
 interface Part {
   headers: Map<string, string>;

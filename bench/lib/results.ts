@@ -1,0 +1,90 @@
+// RESULTS.md: the summary of every figure, the machine, the corpus, then each section's markdown.
+import { existsSync, readFileSync } from "node:fs";
+import { cpus, loadavg, release, totalmem } from "node:os";
+import { join } from "node:path";
+import type { Image } from "./corpus.ts";
+import type { Figure } from "./figures.ts";
+import type { Reference } from "./reference.ts";
+import { ROOT } from "./service.ts";
+import { fmt, sum, table } from "./util.ts";
+
+/** The machine table (CPU, OS, versions, load) and its raw values. */
+export async function machineInfo(ref: Reference, quick: boolean): Promise<{ markdown: string; raw: Record<string, unknown> }> {
+  const info = await ref.call<{ concurrency: number; versions: Record<string, string>; bun: string }>({ op: "info" });
+  const ipxVersion = JSON.parse(readFileSync(join(ROOT, "node_modules", "ipx", "package.json"), "utf8")).version;
+  const node = Bun.spawnSync(["node", "--version"]).stdout.toString().trim();
+  const distro = /PRETTY_NAME="([^"]+)"/.exec(existsSync("/etc/os-release") ? readFileSync("/etc/os-release", "utf8") : "")?.[1] ?? "unknown";
+  const raw = { cpu: cpus()[0]?.model, cores: cpus().length, memory: totalmem(), kernel: release(), distro, bun: Bun.version, sharp: info.versions.sharp, vips: info.versions.vips, concurrency: info.concurrency };
+  const markdown = table(
+    ["", ""],
+    [
+      ["CPU", `${cpus()[0]?.model ?? "unknown"} × ${cpus().length} cores`],
+      ["memory", `${fmt(totalmem() / 2 ** 30, 1)} GiB`],
+      ["OS", `${distro}, Linux ${release()}`],
+      ["Bun", `${Bun.version} (${Bun.revision.slice(0, 9)})`],
+      ["sharp / libvips", `${info.versions.sharp} / ${info.versions.vips} (aom ${info.versions.aom}, libwebp ${info.versions.webp})`],
+      ["libvips threads per conversion", `${info.concurrency} (sharp's default for this environment; MALLOC_ARENA_MAX ${process.env.MALLOC_ARENA_MAX ? "set" : "unset"})`],
+      ["peer", `ipx ${ipxVersion} under Node ${node}, same sharp package`],
+      ["load average at start", loadavg().map((x) => fmt(x)).join(" / ")],
+      ["date", new Date().toISOString()],
+      ["mode", quick ? "--quick (smoke run: too short for conclusions)" : "full"],
+    ],
+  );
+  return { markdown, raw };
+}
+
+/** The corpus paragraph and table. */
+export function corpusMarkdown(images: Image[], worst: Image[]): string {
+  const all = [...images, ...worst];
+  return [
+    `Fixed subset of Debian's \`mate-backgrounds\` and \`lomiri-wallpapers\` (${images.length} files, ${fmt(sum(images.map((i) => i.mp)), 1)} MP, mean ${fmt(
+      sum(images.map((i) => i.mp)) / images.length,
+      1,
+    )} MP; ${images.filter((i) => i.format === "png").length} PNGs, ${images.filter((i) => i.alpha === "real").length} with real transparency) plus two generated 20 MB worst cases. ` +
+      "The wallpapers do include real alpha (mate/abstract PNGs reach alpha 0), so no RGBA file had to be derived for that; the PNG worst case is RGBA anyway. " +
+      "Paths are under /usr/share/backgrounds; the worst cases are generated deterministically into bench/.work/corpus/worst.",
+    "",
+    table(
+      ["file", "package", "class", "format", "size", "MP", "bytes", "alpha", "note"],
+      all.map((i) => [i.rel, i.pkg, i.size, i.format, `${i.width}×${i.height}`, fmt(i.mp, 1), i.bytes, i.alpha, i.note]),
+    ),
+  ].join("\n");
+}
+
+/** The whole of RESULTS.md. */
+export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine: string; corpus: string; sections: string[]; history: string }): string {
+  const summary = summaryTable(o.figures);
+  const missed = o.figures.filter((f) => !f.met);
+  return [
+    "# imgpress benchmark results",
+    "",
+    `Written by \`npm run bench\`${o.quick ? " --quick" : ""} (bench/run.ts). Every figure is a ratio against a reference measured in the same run, side by side; ` +
+      "absolute times on this shared machine drift between runs, the ratios hold better. How each figure is measured: bench/README.md.",
+    "",
+    "## Summary",
+    "",
+    summary,
+    "",
+    missed.length ? "### Missed targets: what was found and tried\n\n" + missed.map((f) => `- **${f.figure}**: ${f.tried ?? "see the section below."}`).join("\n") : "All targets met.",
+    "",
+    "## Machine",
+    "",
+    o.machine,
+    `| load average at end | ${loadavg().map((x) => fmt(x)).join(" / ")} |`,
+    "",
+    "## Corpus",
+    "",
+    o.corpus,
+    "",
+    ...o.sections.flatMap((s) => [s, ""]),
+    ...(o.history ? [o.history, ""] : []),
+  ].join("\n");
+}
+
+/** The summary table of every figure. */
+export function summaryTable(figures: Figure[]): string {
+  return table(
+    ["figure", "measured", "ratio", "against", "target", "result"],
+    figures.map((f) => [f.figure, f.measured, fmt(f.ratio, f.figure === "auth cost" ? 4 : 3), f.against, f.target, f.met ? "met" : "**missed**"]),
+  );
+}

@@ -1,0 +1,29 @@
+// Stage "cli": --version and --help, and the native libraries unpacked once into the cache.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { cli, type Smoke } from "./context.ts";
+import { assertOneExtraction, cacheEntries } from "./folders.ts";
+import { assert } from "./report.ts";
+
+/** Checks `--version`, `--help` and the extraction cache they filled; returns the cache's entries for later comparison. */
+export async function cliStage(s: Smoke): Promise<{ summary: string; names: string[] }> {
+  await s.report.check(s.tag, "--version", async () => {
+    const r = await cli(s, ["--version"]);
+    assert(r.code === 0, `exit ${r.code}: ${r.stderr.trim()}`);
+    assert(r.stdout.trim().startsWith(`imgpress ${s.version} `), `prints ${JSON.stringify(r.stdout.trim())}, expected "imgpress ${s.version} (…)"`);
+    return r.stdout.trim();
+  });
+  await s.report.check(s.tag, "--help", async () => {
+    const r = await cli(s, ["--help"]);
+    assert(r.code === 0, `exit ${r.code}: ${r.stderr.trim()}`);
+    for (const word of ["Usage:", "keys list", "IMGPRESS_PORT", "IMGPRESS_DATA_DIR", "IMGPRESS_SMTP_URL"]) {
+      assert(r.stdout.includes(word), `help text lacks ${JSON.stringify(word)}`);
+    }
+    return `${r.stdout.split("\n").length} lines`;
+  });
+  return s.report.must(s.tag, "cache: one extraction per library under $XDG_CACHE_HOME/imgpress", () => {
+    const summary = assertOneExtraction(s.cacheDir, s.t.arch);
+    assert(!existsSync(join(s.tmp, "home", ".cache")), "also wrote to $HOME/.cache although XDG_CACHE_HOME is set");
+    return { summary, names: cacheEntries(s.cacheDir).names };
+  }, (v) => v.summary);
+}

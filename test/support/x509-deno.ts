@@ -1,0 +1,8 @@
+/** Run by test/tls.test.ts under Deno: writes a self-signed certificate with src/tls and prints its summary as JSON. */
+import process from "node:process";
+import { selfSignedCertificate } from "../../src/tls/selfsigned.ts";
+import { summarize } from "./x509.ts";
+
+const [now, ...names] = process.argv.slice(2);
+const pair = await selfSignedCertificate(names, 3650, new Date(now!));
+console.log(JSON.stringify(summarize(pair.cert, names.filter((n) => !/^[\d.:]+$/.test(n)), names.filter((n) => /^[\d.:]+$/.test(n)))));

@@ -1,0 +1,71 @@
+/**
+ * The self-signed certificate writer (src/tls/der.ts, selfsigned.ts) read back by a real X.509 parser:
+ * `node:crypto` X509Certificate under Bun (the file the server writes) and under Deno (a script
+ * that writes and parses one there).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../src/config.ts";
+import { loadTls } from "../src/tls/index.ts";
+import { selfSignedCertificate } from "../src/tls/selfsigned.ts";
+import { denoExecutable, ROOT } from "./support/server.ts";
+import { summarize, type CertificateSummary } from "./support/x509.ts";
+
+const NOW = new Date("2026-03-01T12:00:00Z");
+const NAMES = ["localhost", "127.0.0.1", "::1", "imgpress.test"];
+const EXPECTED = {
+  subject: "CN=localhost\nO=imgpress self-signed",
+  issuer: "CN=localhost\nO=imgpress self-signed",
+  subjectAltName: ["DNS:localhost", "IP Address:127.0.0.1", "IP Address:::1", "DNS:imgpress.test"],
+  validFrom: "2026-03-01T11:00:00.000Z",
+  validTo: new Date(NOW.getTime() + 3650 * 86_400_000).toISOString(),
+  keyType: "ec",
+  curve: "prime256v1",
+  ca: false,
+  signedBySelf: true,
+  checksHost: { localhost: true, "imgpress.test": true },
+  checksIp: { "127.0.0.1": true, "::1": true },
+} satisfies CertificateSummary;
+
+describe("self-signed certificate parsed by node:crypto X509Certificate", () => {
+  test("under Bun: subject, SAN entries, validity, P-256 key, own signature", async () => {
+    const pair = await selfSignedCertificate(NAMES, 3650, NOW);
+    expect(summarize(pair.cert, ["localhost", "imgpress.test"], ["127.0.0.1", "::1"])).toEqual(EXPECTED);
+  });
+
+  test("under Deno: the same certificate fields", () => {
+    const run = Bun.spawnSync([denoExecutable(), "run", "--no-prompt", join(ROOT, "test/support/x509-deno.ts"), NOW.toISOString(), ...NAMES], { cwd: ROOT });
+    expect(run.stderr.toString()).toBe("");
+    expect(run.exitCode).toBe(0);
+    expect(JSON.parse(run.stdout.toString())).toEqual(EXPECTED);
+  });
+
+  test("another host name is not covered", async () => {
+    const pair = await selfSignedCertificate(NAMES, 3650, NOW);
+    expect(summarize(pair.cert, ["example.com"], ["10.0.0.1"])).toMatchObject({ checksHost: { "example.com": false }, checksIp: { "10.0.0.1": false } });
+  });
+});
+
+describe("the certificate the server writes into the data folder", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "imgpress-tls-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("cert.pem names localhost, the loopback addresses and this host, and is valid now for ten years", async () => {
+    const tls = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir }));
+    const pem = await readFile(tls.certPath, "utf8");
+    const s = summarize(pem, ["localhost", hostname()], ["127.0.0.1", "::1"]);
+    expect(s).toMatchObject({ keyType: "ec", curve: "prime256v1", ca: false, signedBySelf: true });
+    expect(Object.values(s.checksHost).every(Boolean) && Object.values(s.checksIp).every(Boolean)).toBe(true);
+    const from = Date.parse(s.validFrom);
+    const to = Date.parse(s.validTo);
+    expect(from).toBeLessThan(Date.now());
+    expect(to - Date.now()).toBeGreaterThan(3649 * 86_400_000);
+  });
+});
