@@ -38,6 +38,7 @@ function overview(conversions: number): Overview {
     totals: { conversions, bytesIn: conversions * 1000, bytesOut: conversions * 400, bytesSaved: conversions * 600, errors: 2, savingsPercent: conversions ? 60 : null, p50Ms: 50, p95Ms: 90 },
     byFormat: conversions ? [{ format: "<i>webp</i>", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0 }] : [],
     byQuality: conversions ? [{ quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0 }] : [],
+    byFormatQuality: conversions ? [{ format: "<i>webp</i>", quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0 }] : [],
     errorsByCode: [{ code: "<b>X</b>", count: 2 }],
   };
 }

@@ -101,6 +101,7 @@ export function splitCharts(prefix: string, o: Overview): SafeHtml {
     parts: [
       { title: "Format", items: items(o.byFormat, (r) => r.format) },
       { title: "Quality", items: items(o.byQuality, (r) => r.quality) },
+      { title: "Format and quality", items: items(o.byFormatQuality, (r) => `${r.format} ${r.quality}`) },
     ],
   });
 }
