@@ -20,6 +20,15 @@ import { RateLimiter } from "./ratelimit/service.ts";
 import { internalRoutes } from "./internal/index.ts";
 import { UsageRecorder } from "./usage/recorder.ts";
 import { UsageQueries } from "./usage/service.ts";
+import { AuditLog } from "./audit/service.ts";
+import { RequestCounter } from "./http/counter.ts";
+import { IpAllowlist } from "./http/ipallow.ts";
+import { KeyRevocation } from "./keys/revoke.ts";
+import { internalResponseHeaders, staffAuth } from "./staff/auth.ts";
+import { StaffDirectory } from "./staff/directory.ts";
+import { staffRoutes } from "./staff/index.ts";
+import { SessionService } from "./staff/sessions.ts";
+import { StaffSignIn } from "./staff/signin.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -45,6 +54,13 @@ export interface Services {
   usage: UsageRecorder;
   /** Reads the buckets and key counters for the dashboard and /internal/api. */
   usageQueries: UsageQueries;
+  audit: AuditLog;
+  staff: StaffDirectory;
+  sessions: SessionService;
+  staffSignIn: StaffSignIn;
+  revocation: KeyRevocation;
+  /** Requests per second for the live panel; ticked by the runtime's fetch handler. */
+  requests: RequestCounter;
 }
 
 /** Builds the services from their dependencies. */
@@ -52,12 +68,14 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
   const keys = new KeyService(deps.store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
   const limiter = new RateLimiter(deps.store.db, now);
+  const audit = new AuditLog(deps.store.db, now);
   const otp = new OtpService({
     db: deps.store.db,
     keys,
     mailer: deps.mailer,
     limiter,
     logger: deps.logger,
+    audit,
     pepper: await deriveKey(deps.masterKey, "otp-pepper"),
     allowedEmails: deps.config.allowedEmails,
     now,
@@ -81,17 +99,36 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS }, now);
   const usage = new UsageRecorder(deps.store.db, deps.logger, {}, now);
   convert.observe(usage.observer);
-  return { keys, otp, limiter, authenticator, convert, usage, usageQueries: new UsageQueries(deps.store.db, now) };
+  const staff = new StaffDirectory(deps.store.db, deps.config.staffEmails, audit, now);
+  const sessionLimits = { idleS: deps.config.staffSessionIdleS, maxS: deps.config.staffSessionMaxS };
+  const sessions = new SessionService(deps.store.db, staff, await deriveKey(deps.masterKey, "staff-csrf"), sessionLimits, now);
+  const staffSignIn = new StaffSignIn({
+    db: deps.store.db,
+    staff,
+    sessions,
+    mailer: deps.mailer,
+    limiter,
+    audit,
+    logger: deps.logger,
+    // Not the issuance pepper: a code of one door hashes to nothing the other door stores.
+    pepper: await deriveKey(deps.masterKey, "staff-otp-pepper"),
+    now,
+  });
+  const revocation = new KeyRevocation(keys, audit);
+  return { keys, otp, limiter, authenticator, convert, usage, usageQueries: new UsageQueries(deps.store.db, now), audit, staff, sessions, staffSignIn, revocation, requests: new RequestCounter() };
 }
 
 /** The whole HTTP surface on one page. */
 export function createApp(deps: AppDeps, services: Services) {
   const { config, store, logger } = deps;
   const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
+  const auth = staffAuth(services.sessions, config.behindProxy);
+  const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
   return new Elysia()
     .use(errorHandler(logger))
     .use(httpsGuard(config.behindProxy))
-    .use(internalGuard(config.internalAllow, clientIp))
+    .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
+    .use(internalResponseHeaders())
     .get(
       "/health",
       async () => {
@@ -103,7 +140,17 @@ export function createApp(deps: AppDeps, services: Services) {
       { response: t.Object({ status: t.Literal("ok") }), detail: { summary: "Liveness and database check", tags: ["operations"] } },
     )
     .use(docsRoutes(deps.loadDocsAsset))
-    .use(internalRoutes(services.convert.gate))
+    .use(staffRoutes({ ...staffDeps, behindProxy: config.behindProxy, sessionMaxS: config.staffSessionMaxS }))
+    .use(
+      internalRoutes({
+        ...staffDeps,
+        gate: services.convert.gate,
+        requests: services.requests,
+        audit: services.audit,
+        revocation: services.revocation,
+        now: deps.now ?? Date.now,
+      }),
+    )
     .group("/v1", (v1) =>
       v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000)),
     );

@@ -37,7 +37,7 @@ export async function boot(options: {
  */
 export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.otp.prune(), services.limiter.prune(60 * 60 * 1000), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
+    Promise.all([services.otp.prune(), services.staffSignIn.prune(), services.limiter.prune(60 * 60 * 1000), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);

@@ -1,9 +1,9 @@
 import { Type as t, type Static, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { isIP } from "node:net";
 import { availableParallelism, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { domainToASCII } from "node:url";
+import { parseAllowEntry } from "./http/ipallow.ts";
 
 /** Every setting of the service with its bounds (the only place they are written); checked by `loadConfig`. */
 export const ConfigSchema = t.Object({
@@ -31,6 +31,9 @@ export const ConfigSchema = t.Object({
   internalAllow: t.Array(t.String()),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
   usageFlushS: t.Number({ exclusiveMinimum: 0 }),
+  staffEmails: t.Array(t.String()),
+  staffSessionIdleS: t.Integer({ minimum: 60, maximum: 86_400 }),
+  staffSessionMaxS: t.Integer({ minimum: 60, maximum: 30 * 86_400 }),
 });
 
 /** The frozen, validated settings. */
@@ -174,13 +177,8 @@ export const settings: readonly Setting[] = [
   {
     key: "internalAllow",
     env: "IMGPRESS_INTERNAL_ALLOW",
-    help: "client addresses allowed on /internal/ routes (comma list)",
-    parse: (raw) => {
-      const entries = list(raw);
-      const bad = entries.find((e) => !isIP(e));
-      if (bad !== undefined) throw `a comma list of IP addresses (bad entry: ${bad})`;
-      return entries;
-    },
+    help: "client addresses and CIDR ranges allowed on /internal/ (comma list, IPv4 and IPv6)",
+    parse: (raw) => list(raw).map(parseAllowEntry),
     fallback: () => ["127.0.0.1", "::1"],
   },
   { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: word, fallback: () => "info" },
@@ -192,6 +190,21 @@ export const settings: readonly Setting[] = [
     parse: seconds,
     fallback: () => 5,
   },
+  // Staff access under /internal/ (src/staff/).
+  {
+    key: "staffEmails",
+    env: "IMGPRESS_STAFF_EMAILS",
+    help: "comma list of staff addresses (exact); `imgpress staff add` adds more in the database",
+    parse: (raw) =>
+      list(raw).map((entry) => {
+        const email = allowlistEntry(entry);
+        if (email.startsWith("@") || email === "*") throw `exact e-mail addresses (bad entry: ${entry})`;
+        return email;
+      }),
+    fallback: () => [],
+  },
+  { key: "staffSessionIdleS", env: "IMGPRESS_STAFF_SESSION_IDLE_S", help: "staff session ends after this many seconds without a request", parse: integer, fallback: () => 1800 },
+  { key: "staffSessionMaxS", env: "IMGPRESS_STAFF_SESSION_MAX_S", help: "staff session ends this many seconds after sign-in, however active", parse: integer, fallback: () => 43_200 },
 ];
 
 /** Raised when a setting is invalid; main prints it and exits with status 2. */

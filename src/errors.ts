@@ -16,7 +16,9 @@ export class AppError extends Error {
 
 /** Short human titles for the statuses the service uses (the `error` field of the body). */
 export const statusTitles: Record<number, string> = {
+  303: "See Other",
   400: "Bad Request",
+  409: "Conflict",
   401: "Unauthorized",
   403: "Forbidden",
   404: "Not Found",
@@ -58,4 +60,9 @@ export function errorResponse(err: AppError, extraHeaders: Record<string, string
 export function rateLimited(code: string, message: string, retryAfterMs: number): AppError {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   return new AppError(429, code, `${message} Retry in ${seconds} s.`, { "retry-after": String(seconds) });
+}
+
+/** The answer to an unknown route (also to any /internal/ path from outside its allowlist). */
+export function notFound(): AppError {
+  return new AppError(404, "NOT_FOUND", "No such route. See /v1/docs for the API.");
 }

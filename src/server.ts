@@ -39,7 +39,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     tls,
     idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
     maxBodyBytes: 1024 * 1024 * 1024,
-    fetch: createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy }),
+    fetch: createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests }),
   });
   const stopMaintenance = startMaintenance(services, config, logger);
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";

@@ -1,5 +1,6 @@
 import { flagName, settings } from "../config.ts";
 import type { Services } from "../app.ts";
+import { parseDuration } from "../audit/service.ts";
 import type { KeyRow } from "../keys/service.ts";
 import { version } from "../version.ts";
 
@@ -16,6 +17,10 @@ Usage:
   imgpress keys revoke ID          revoke one key pair
   imgpress keys revoke-email ADDRESS
                                    revoke every active key of an address
+  imgpress staff list | staff add EMAIL | staff remove EMAIL
+                                   staff who may sign in at /internal/login
+  imgpress audit [--since 24h] [--type TYPE] [--json]
+                                   the audit trail, newest first (default: last 24 h)
   imgpress --version | --help
 
 Options (each flag mirrors an environment variable; flags win):
@@ -37,7 +42,7 @@ export async function runKeysCommand(words: string[], flags: Record<string, stri
     return 0;
   }
   if (action === "revoke" && target) {
-    const done = await services.keys.revoke(target);
+    const done = await services.revocation.revoke(target, "cli");
     out(done ? `revoked ${target}` : `no active key with id ${target}`);
     return done ? 0 : 1;
   }
@@ -50,9 +55,48 @@ export async function runKeysCommand(words: string[], flags: Record<string, stri
   return 2;
 }
 
+/** Runs `imgpress staff …`; returns the process exit status. */
+export async function runStaffCommand(words: string[], services: Services, out: (line: string) => void): Promise<number> {
+  const [action, target] = words;
+  if (action === "list") {
+    const rows = await services.staff.list();
+    out(rows.length === 0 ? "no staff (add one: imgpress staff add you@example.com)" : table(["EMAIL", "SOURCE", "ADDED", "BY"], rows.map((r) => [r.email, r.source, date(r.addedAt), r.addedBy ?? "-"])));
+    return 0;
+  }
+  if (action === "add" && target) {
+    const { email, added } = await services.staff.add(target, "cli");
+    out(added ? `added ${email}: they can sign in at /internal/login` : `${email} is already staff`);
+    return 0;
+  }
+  if (action === "remove" && target) {
+    const { email, removed } = await services.staff.remove(target, "cli");
+    out(removed ? `removed ${email} and ended their sessions` : `${email} is not staff`);
+    return removed ? 0 : 1;
+  }
+  out("usage: imgpress staff list | staff add EMAIL | staff remove EMAIL");
+  return 2;
+}
+
+/** Runs `imgpress audit [--since 24h] [--type TYPE] [--json]`; returns the process exit status. */
+export async function runAuditCommand(flags: Record<string, string>, services: Services, now: number, out: (line: string) => void): Promise<number> {
+  const back = parseDuration(flags.since ?? "24h");
+  if (back === null) return out("usage: imgpress audit [--since 24h|90m|7d] [--type TYPE] [--json]"), 2;
+  const events = await services.audit.list({ since: now - back, type: flags.type, limit: 500 });
+  if (flags.json === "true") return out(JSON.stringify(events, null, 2)), 0;
+  const rows = events.map((e) => [date(e.at), e.type, e.actor, e.subject || "-", e.clientAddress || "-", JSON.stringify(e.detail)]);
+  out(events.length === 0 ? "no events" : table(["AT", "TYPE", "ACTOR", "SUBJECT", "ADDRESS", "DETAIL"], rows));
+  return 0;
+}
+
+const date = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString().slice(0, 19).replace("T", " "));
+
+function table(header: string[], lines: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  return [header, ...lines].map((cols) => cols.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+}
+
 function formatTable(rows: KeyRow[]): string {
   if (rows.length === 0) return "no keys";
-  const date = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString().slice(0, 19).replace("T", " "));
   const header = ["ID", "PREFIX", "EMAIL", "SITE", "CREATED", "LAST USED", "REVOKED", "CONVERSIONS", "SAVED"];
   const lines = rows.map((r) => [
     r.id,
@@ -65,8 +109,7 @@ function formatTable(rows: KeyRow[]): string {
     String(r.conversions),
     formatBytes(r.bytesIn - r.bytesOut),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  return [header, ...lines].map((cols) => cols.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+  return table(header, lines);
 }
 
 function formatBytes(n: number): string {

@@ -3,7 +3,7 @@ import { ConfigError } from "../config.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
 import { parseArgs } from "./args.ts";
-import { helpText, runKeysCommand } from "./index.ts";
+import { helpText, runAuditCommand, runKeysCommand, runStaffCommand } from "./index.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
 export async function runMain(argv: readonly string[], runtime: Runtime): Promise<number> {
@@ -15,10 +15,12 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     if (flags.version) return out(`imgpress ${version} (${runtime.name})`), 0;
     const [command = "serve", ...rest] = words;
     if (command === "serve") return await serve(flags, runtime);
-    if (command !== "keys" && command !== "migrate") return err(`unknown command "${command}"; see imgpress --help`), 2;
+    if (!["keys", "migrate", "staff", "audit"].includes(command)) return err(`unknown command "${command}"; see imgpress --help`), 2;
     const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
     try {
       if (command === "migrate") return out("database is up to date"), 0;
+      if (command === "staff") return await runStaffCommand(rest, booted.services, out);
+      if (command === "audit") return await runAuditCommand(flags, booted.services, Date.now(), out);
       return await runKeysCommand(rest, flags, booted.services, out);
     } finally {
       booted.store.close();

@@ -2,16 +2,24 @@ import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlit
 
 /** Times are Unix milliseconds in integer columns: one clock everywhere, easy to compare in SQL. */
 
-/** The pending one-time code of an address; a new request replaces it, so the address is the key. */
-export const otpCodes = sqliteTable("otp_codes", {
+// The columns every one-time-code table shares (src/otp/service.ts works on any of them).
+const codeColumns = () => ({
   email: text("email").primaryKey(),
   // HMAC-SHA256(pepper, email ‖ code): the pepper lives outside the database, so a copied file cannot brute-force codes offline.
   codeHash: text("code_hash").notNull(),
-  siteUrl: text("site_url"),
   attempts: integer("attempts").notNull().default(0),
   createdAt: integer("created_at").notNull(),
   expiresAt: integer("expires_at").notNull(),
 });
+
+/** The pending key-issuance code of an address; a new request replaces it, so the address is the key. */
+export const otpCodes = sqliteTable("otp_codes", { ...codeColumns(), siteUrl: text("site_url") });
+
+/**
+ * The pending staff sign-in code of an address. A table of its own (and a pepper of its own) so a
+ * staff code can never be exchanged for API keys, nor an issuance code open a staff session.
+ */
+export const staffCodes = sqliteTable("staff_codes", codeColumns());
 
 /** Issued credential pairs; revoked rows stay for the audit trail. */
 export const apiKeys = sqliteTable(
@@ -129,3 +137,46 @@ export const usageHourlyTotal = sqliteTable("usage_hourly_total", { hour: intege
 export const usageDailyTotal = sqliteTable("usage_daily_total", { day: integer("day").notNull(), ...usageColumns() }, (table) => [
   primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] }),
 ]);
+
+/** Staff added with `imgpress staff add` (IMGPRESS_STAFF_EMAILS adds more without touching this table). */
+export const staffMembers = sqliteTable("staff_members", {
+  email: text("email").primaryKey(),
+  addedAt: integer("added_at").notNull(),
+  // "cli" or the staff address that added this one.
+  addedBy: text("added_by").notNull(),
+});
+
+/** Signed-in staff browsers; only the SHA-256 of the cookie token is kept, so a copied file opens no session. */
+export const staffSessions = sqliteTable(
+  "staff_sessions",
+  {
+    // A public handle for listing sessions; unrelated to the token.
+    id: text("id").primaryKey(),
+    tokenHash: text("token_hash").notNull().unique(),
+    email: text("email").notNull(),
+    clientAddress: text("client_address").notNull(),
+    userAgent: text("user_agent").notNull(),
+    createdAt: integer("created_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (table) => [index("staff_sessions_email").on(table.email)],
+);
+
+/** What staff and the public flow did; the application only ever inserts into it. */
+export const auditEvents = sqliteTable(
+  "audit_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    at: integer("at").notNull(),
+    // e.g. staff.sign_in, key.revoked (the list is in src/audit/service.ts).
+    type: text("type").notNull(),
+    // Who acted: a staff address, "cli", or the key owner's address for key.issued.
+    actor: text("actor").notNull(),
+    // What it was done to: a key id, a staff address; '' when nothing.
+    subject: text("subject").notNull().default(""),
+    clientAddress: text("client_address").notNull().default(""),
+    // Small JSON object of non-secret facts (never a code, token or key).
+    detail: text("detail").notNull().default("{}"),
+  },
+  (table) => [index("audit_events_at").on(table.at), index("audit_events_type_at").on(table.type, table.at)],
+);

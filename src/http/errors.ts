@@ -1,5 +1,5 @@
 import { Elysia, ValidationError } from "elysia";
-import { AppError, errorResponse } from "../errors.ts";
+import { AppError, errorResponse, notFound } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { requestMeta } from "./meta.ts";
 
@@ -24,7 +24,7 @@ function toAppError(code: string | number, error: unknown): AppError | null {
   if (error instanceof ValidationError) return validationError(error);
   switch (code) {
     case "NOT_FOUND":
-      return new AppError(404, "NOT_FOUND", "No such route. See /v1/docs for the API.");
+      return notFound();
     case "PARSE":
       return new AppError(400, "VALIDATION_ERROR", "The request body could not be parsed.");
     case "INVALID_COOKIE_SIGNATURE":

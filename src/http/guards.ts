@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
-import { AppError, errorResponse } from "../errors.ts";
+import { AppError, errorResponse, notFound } from "../errors.ts";
+import type { IpAllowlist } from "./ipallow.ts";
 import { requestMeta } from "./meta.ts";
 
 /**
@@ -16,14 +17,39 @@ export function httpsGuard(behindProxy: boolean) {
   });
 }
 
-/** Hides every `/internal/` route from clients outside the allowlist: they get the ordinary 404. */
-export function internalGuard(allowed: readonly string[], clientIp: (request: Request) => string) {
+/**
+ * Hides every `/internal/` route from clients outside the allowlist: they get exactly the answer of
+ * an unknown route, whatever the case, %-encoding, dot segments or doubled slashes of the path.
+ */
+export function internalGuard(allowlist: IpAllowlist, clientIp: (request: Request) => string) {
   return new Elysia({ name: "internal-guard" }).onRequest(({ request }) => {
-    const path = new URL(request.url).pathname;
-    if (!path.startsWith("/internal/") && path !== "/internal") return;
-    if (allowed.includes(clientIp(request))) return;
-    return errorResponse(new AppError(404, "NOT_FOUND", "No such route. See /v1/docs for the API."), {
-      "x-request-id": requestMeta(request).id,
-    });
+    if (!isInternalPath(request.url)) return;
+    if (allowlist.has(clientIp(request))) return;
+    return errorResponse(notFound(), { "x-request-id": requestMeta(request).id });
   });
+}
+
+/**
+ * True when a URL could reach an /internal/ route under any reading of its path: decoded (up to
+ * three times), case-folded, backslashes as slashes, empty and dot segments resolved.
+ */
+export function isInternalPath(url: string): boolean {
+  let path = new URL(url).pathname;
+  for (let i = 0; i < 3; i++) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(path);
+    } catch {
+      break;
+    }
+    if (decoded === path) break;
+    path = decoded;
+  }
+  const segments: string[] = [];
+  for (const segment of path.toLowerCase().replaceAll("\\", "/").split("/")) {
+    if (segment === "" || segment === ".") continue;
+    if (segment === "..") segments.pop();
+    else segments.push(segment);
+  }
+  return segments[0]?.trim().startsWith("internal") ?? false;
 }

@@ -1,4 +1,5 @@
 import type { Logger } from "../log.ts";
+import type { RequestCounter } from "./counter.ts";
 import { attachMeta } from "./meta.ts";
 
 /** What every response carries, whatever produced it. */
@@ -14,13 +15,15 @@ const securityHeaders: Record<string, string> = {
 export function createFetchHandler(
   handle: (request: Request) => Promise<Response>,
   logger: Logger,
-  options: { hsts: boolean },
+  options: { hsts: boolean; counter?: RequestCounter },
 ): (request: Request, peer: string | undefined) => Promise<Response> {
   return async (request, peer) => {
     const meta = attachMeta(request, peer);
+    options.counter?.tick();
     const response = await handle(request);
     response.headers.set("x-request-id", meta.id);
-    for (const [name, value] of Object.entries(securityHeaders)) response.headers.set(name, value);
+    // A route may choose a stricter value (the staff pages send Referrer-Policy: same-origin).
+    for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
     const path = new URL(request.url).pathname;
     logger.info("request", {

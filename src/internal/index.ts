@@ -1,15 +1,62 @@
 import { memoryUsage } from "node:process";
 import { Elysia } from "elysia";
+import type { AuditLog } from "../audit/service.ts";
 import type { ConversionGate } from "../convert/gate.ts";
+import type { RequestCounter } from "../http/counter.ts";
+import { parseJsonBody } from "../http/json.ts";
+import type { KeyRevocation } from "../keys/revoke.ts";
+import type { staffAuth } from "../staff/auth.ts";
+import type { StaffDirectory } from "../staff/directory.ts";
+import type { SessionService } from "../staff/sessions.ts";
+import type { StaffSignIn } from "../staff/signin.ts";
 import { version } from "../version.ts";
+import { AddStaffBody, AuditQuery } from "./model.ts";
+import { auditFilter, notFoundUnless } from "./service.ts";
+
+/** What the internal JSON API reads and changes. */
+export interface InternalDeps {
+  /** The shared `staffAuth` plugin (one instance for the whole app). */
+  auth: ReturnType<typeof staffAuth>;
+  gate: ConversionGate;
+  requests: RequestCounter;
+  staff: StaffDirectory;
+  sessions: SessionService;
+  signIn: StaffSignIn;
+  audit: AuditLog;
+  revocation: KeyRevocation;
+  clientIp: (request: Request) => string;
+  now: () => number;
+}
 
 const startedAt = Date.now();
+const hidden = { detail: { hide: true } } as const;
+const api = { staffApi: true, ...hidden } as const;
 
-/** Operator routes under /internal/ (reachable only from IMGPRESS_INTERNAL_ALLOW; never in the docs). */
-export function internalRoutes(gate: ConversionGate) {
-  return new Elysia({ name: "internal", prefix: "/internal" }).get(
-    "/status",
-    () => ({ version, uptime_s: Math.round((Date.now() - startedAt) / 1000), conversions: gate.stats(), memory: memoryUsage() }),
-    { detail: { hide: true } },
-  );
+/** The JSON API under /internal/ (allowlisted; /internal/api/… also needs a staff session, see docs/internal.md). */
+export function internalRoutes(d: InternalDeps) {
+  const live = () => ({
+    version,
+    uptime_s: Math.round((Date.now() - startedAt) / 1000),
+    conversions: d.gate.stats(),
+    memory: memoryUsage(),
+    requests_per_second: { last_10s: d.requests.perSecond(10), last_60s: d.requests.perSecond(60) },
+  });
+  return new Elysia({ name: "internal", prefix: "/internal" })
+    .use(d.auth)
+    .get("/status", live, hidden)
+    .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api)
+    .get("/api/live", live, api)
+    .get("/api/staff", async () => ({ staff: await d.staff.list() }), api)
+    .post("/api/staff", async ({ body, staff, request }) => d.staff.add(body.email, staff.email, d.clientIp(request)), { ...api, parse: parseJsonBody, body: AddStaffBody })
+    .delete("/api/staff/:email", async ({ params, staff, request }) => d.staff.remove(decodeURIComponent(params.email), staff.email, d.clientIp(request)), api)
+    .get("/api/sessions", async ({ staff }) => ({ current: staff.id, sessions: await d.sessions.list(staff.email) }), api)
+    .post("/api/sessions/sign-out-everywhere", async ({ staff, request }) => ({ ended: await d.signIn.signOutEverywhere(staff.email, d.clientIp(request)) }), api)
+    .get("/api/audit", async ({ query }) => {
+      const events = await d.audit.list(auditFilter(query, d.now()));
+      return { events, next_before: events.length === (query.limit ?? 100) ? events.at(-1)!.id : null };
+    }, { ...api, query: AuditQuery })
+    .post("/api/keys/:id/revoke", async ({ params, staff, request }) => {
+      notFoundUnless(await d.revocation.revoke(params.id, staff.email, d.clientIp(request)), "KEY_NOT_FOUND", `No active key with id ${params.id}.`);
+      return { revoked: params.id };
+    }, api);
 }

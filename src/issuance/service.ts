@@ -1,5 +1,4 @@
-import { and, eq, gt, lt, sql } from "drizzle-orm";
-import { hmacSha256Hex, randomDigits, timingSafeEqual } from "../crypto.ts";
+import type { AuditLog } from "../audit/service.ts";
 import type { Database } from "../db/index.ts";
 import { otpCodes } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
@@ -7,13 +6,13 @@ import type { KeyService } from "../keys/service.ts";
 import type { Logger } from "../log.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { keyIssuedMail, otpMail } from "../mail/templates.ts";
+import { OTP_MAX_ATTEMPTS, OtpEngine } from "../otp/service.ts";
 import type { RateLimiter } from "../ratelimit/service.ts";
 import { isAllowed, normalizeEmail, normalizeSiteUrl } from "./email.ts";
 
 /** Lifetime of a one-time code, in seconds (spec 4.2). */
 export const OTP_TTL_S = 900;
-/** Wrong guesses after which a code is burnt. */
-export const OTP_MAX_ATTEMPTS = 5;
+export { OTP_MAX_ATTEMPTS };
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -35,6 +34,7 @@ export interface OtpDeps {
   mailer: Mailer;
   limiter: RateLimiter;
   logger: Logger;
+  audit: AuditLog;
   /** Keyed-hash pepper for codes; derived from the master key, never stored in the database. */
   pepper: Uint8Array;
   allowedEmails: readonly string[];
@@ -43,7 +43,11 @@ export interface OtpDeps {
 
 /** Passwordless credential issuance: e-mail a 6-digit code, exchange it once for a key pair. */
 export class OtpService {
-  constructor(private readonly d: OtpDeps) {}
+  private readonly codes: OtpEngine<typeof otpCodes>;
+
+  constructor(private readonly d: OtpDeps) {
+    this.codes = new OtpEngine(d.db, otpCodes, d.pepper, OTP_TTL_S, d.now);
+  }
 
   /** Sends a fresh code to `email`, replacing any pending one. */
   async request(input: { email: string; siteUrl?: string; ip: string }): Promise<void> {
@@ -55,16 +59,12 @@ export class OtpService {
     await this.d.limiter.hit(`otp-ip:${input.ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many code requests from this address.");
     await this.d.limiter.hit(`otp-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", "A code was requested for this e-mail address recently.");
 
-    const code = randomDigits(6);
-    const codeHash = await this.hash(email, code);
-    const now = this.d.now();
-    const row = { email, codeHash, siteUrl, attempts: 0, createdAt: now, expiresAt: now + OTP_TTL_S * 1000 };
-    await this.d.db.insert(otpCodes).values(row).onConflictDoUpdate({ target: otpCodes.email, set: row });
+    const { code, codeHash } = await this.codes.create(email, { siteUrl });
     try {
       await this.d.mailer.send(otpMail(email, code, siteUrl, OTP_TTL_S / 60));
     } catch (err) {
       // An undelivered code must not stay usable; delete it unless a newer request already replaced it.
-      await this.d.db.delete(otpCodes).where(and(eq(otpCodes.email, email), eq(otpCodes.codeHash, codeHash)));
+      await this.codes.discard(email, codeHash);
       this.d.logger.warn("otp mail delivery failed", { error: (err as Error).message });
       throw new AppError(502, "MAIL_DELIVERY_FAILED", "The e-mail could not be delivered; no code was issued. Try again later.");
     }
@@ -79,26 +79,13 @@ export class OtpService {
     const email = normalizeEmail(input.email);
     const siteUrlGiven = input.siteUrl === undefined ? undefined : normalizeSiteUrl(input.siteUrl);
     const invalid = new AppError(401, "INVALID_OTP", "The code is wrong, expired or already used. Request a new one.");
-    // Hash before the lookup so an unknown address and a wrong code take the same time.
-    const guess = await this.hash(email, input.otp);
-    const now = this.d.now();
-    const usable = and(eq(otpCodes.email, email), gt(otpCodes.expiresAt, now), lt(otpCodes.attempts, OTP_MAX_ATTEMPTS));
-    const [pending] = await this.d.db.select().from(otpCodes).where(usable);
-    if (!pending) throw invalid;
-
-    if (!timingSafeEqual(guess, pending.codeHash)) {
-      await this.countWrongGuess(email, pending.codeHash);
-      if (pending.attempts + 1 >= OTP_MAX_ATTEMPTS) {
-        throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Request a new one.");
-      }
-      throw invalid;
+    const result = await this.codes.consume(email, input.otp);
+    if (!result.ok && result.burnt) {
+      throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Request a new one.");
     }
-    // Consuming is one DELETE … RETURNING: of two concurrent verifications of one code, exactly one gets the row.
-    const [consumed] = await this.d.db
-      .delete(otpCodes)
-      .where(and(usable, eq(otpCodes.codeHash, pending.codeHash)))
-      .returning({ siteUrl: otpCodes.siteUrl });
-    if (!consumed) throw invalid;
+    if (!result.ok) throw invalid;
+    const consumed = result.row;
+    const now = this.d.now();
 
     const siteUrl = siteUrlGiven ?? consumed.siteUrl ?? "";
     const issued = await this.d.keys.issue(email, siteUrl);
@@ -106,22 +93,12 @@ export class OtpService {
       .send(keyIssuedMail(email, issued.keyPrefix, siteUrl, new Date(now)))
       .catch((err: Error) => this.d.logger.warn("key notice mail failed", { keyId: issued.id, error: err.message }));
     this.d.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix });
+    await this.d.audit.record({ type: "key.issued", actor: email, subject: issued.id, clientAddress: input.ip, detail: { keyPrefix: issued.keyPrefix, siteUrl } });
     return issued;
   }
 
   /** Deletes expired and burnt codes. */
-  async prune(): Promise<void> {
-    await this.d.db.delete(otpCodes).where(sql`${otpCodes.expiresAt} <= ${this.d.now()} OR ${otpCodes.attempts} >= ${OTP_MAX_ATTEMPTS}`);
-  }
-
-  private async countWrongGuess(email: string, codeHash: string): Promise<void> {
-    await this.d.db
-      .update(otpCodes)
-      .set({ attempts: sql`${otpCodes.attempts} + 1` })
-      .where(and(eq(otpCodes.email, email), eq(otpCodes.codeHash, codeHash)));
-  }
-
-  private hash(email: string, code: string): Promise<string> {
-    return hmacSha256Hex(this.d.pepper, `${email}\n${code}`);
+  prune(): Promise<void> {
+    return this.codes.prune();
   }
 }

@@ -1,0 +1,95 @@
+import { and, desc, eq, gte, lt, lte } from "drizzle-orm";
+import type { Database } from "../db/index.ts";
+import { auditEvents } from "../db/schema.ts";
+
+/** Every kind of audit event (docs/internal.md describes each). */
+export const AUDIT_TYPES = [
+  "staff.sign_in",
+  "staff.sign_in_failed",
+  "staff.sign_out",
+  "staff.sign_out_everywhere",
+  "staff.added",
+  "staff.removed",
+  "key.issued",
+  "key.revoked",
+  "settings.secrets_read",
+] as const;
+
+/** One kind of audit event. */
+export type AuditType = (typeof AUDIT_TYPES)[number];
+
+/** What a caller records; `detail` holds non-secret facts only (never a code, token or key). */
+export interface AuditInput {
+  type: AuditType;
+  actor: string;
+  subject?: string;
+  clientAddress?: string;
+  detail?: Record<string, unknown>;
+}
+
+/** A stored event as the CLI and the API show it. */
+export interface AuditEvent {
+  id: number;
+  at: number;
+  type: string;
+  actor: string;
+  subject: string;
+  clientAddress: string;
+  detail: Record<string, unknown>;
+}
+
+/** Filters and paging of `list`: newest first, `before` is the id of the last event of the previous page. */
+export interface AuditFilter {
+  type?: string;
+  actor?: string;
+  since?: number;
+  until?: number;
+  before?: number;
+  limit?: number;
+}
+
+/** The append-only audit trail: the application inserts and reads, never updates or deletes. */
+export class AuditLog {
+  constructor(
+    private readonly db: Database,
+    private readonly now: () => number,
+  ) {}
+
+  /** Appends one event. */
+  async record(input: AuditInput): Promise<void> {
+    await this.db.insert(auditEvents).values({
+      at: this.now(),
+      type: input.type,
+      actor: input.actor,
+      subject: input.subject ?? "",
+      clientAddress: input.clientAddress ?? "",
+      detail: JSON.stringify(input.detail ?? {}),
+    });
+  }
+
+  /** Events matching `filter`, newest first (at most 500 per page). */
+  async list(filter: AuditFilter = {}): Promise<AuditEvent[]> {
+    const rows = await this.db
+      .select()
+      .from(auditEvents)
+      .where(
+        and(
+          filter.type ? eq(auditEvents.type, filter.type) : undefined,
+          filter.actor ? eq(auditEvents.actor, filter.actor) : undefined,
+          filter.since === undefined ? undefined : gte(auditEvents.at, filter.since),
+          filter.until === undefined ? undefined : lte(auditEvents.at, filter.until),
+          filter.before === undefined ? undefined : lt(auditEvents.id, filter.before),
+        ),
+      )
+      .orderBy(desc(auditEvents.id))
+      .limit(Math.min(Math.max(filter.limit ?? 100, 1), 500));
+    return rows.map((r) => ({ ...r, detail: JSON.parse(r.detail) as Record<string, unknown> }));
+  }
+}
+
+/** Parses a `--since` / `since` duration such as `90m`, `24h`, `7d` into milliseconds; null when malformed. */
+export function parseDuration(text: string): number | null {
+  const match = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());
+  if (!match) return null;
+  return Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as "s" | "m" | "h" | "d"];
+}

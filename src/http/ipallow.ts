@@ -1,0 +1,86 @@
+import { isIP } from "node:net";
+
+/** One allowlist entry: an address and how many leading bits must match. */
+interface Range {
+  bytes: number[];
+  bits: number;
+}
+
+/**
+ * Parses one IMGPRESS_INTERNAL_ALLOW entry (`127.0.0.1`, `::1`, `192.168.1.0/24`, `fd00::/8`) into
+ * its canonical text; throws a string naming the entry when it is not an address or CIDR range.
+ */
+export function parseAllowEntry(entry: string): string {
+  const range = toRange(entry);
+  if (!range) throw `IP addresses or CIDR ranges such as 192.168.1.0/24 or fd00::/8 (bad entry: ${entry})`;
+  return entry.trim().toLowerCase();
+}
+
+/** Matches client addresses against address and CIDR entries; IPv4-mapped IPv6 clients match IPv4 entries. */
+export class IpAllowlist {
+  private readonly ranges: Range[];
+
+  constructor(entries: readonly string[]) {
+    this.ranges = entries.map((e) => {
+      const range = toRange(e);
+      if (!range) throw new Error(`not an address or CIDR range: ${e}`);
+      return range;
+    });
+  }
+
+  /** True when `address` (as the runtime or the proxy reports it) lies in one of the ranges. */
+  has(address: string): boolean {
+    const bytes = addressBytes(address);
+    if (!bytes) return false;
+    return this.ranges.some((r) => r.bytes.length === bytes.length && prefixEqual(r.bytes, bytes, r.bits));
+  }
+}
+
+function toRange(entry: string): Range | null {
+  const [address = "", bits, extra] = entry.trim().split("/");
+  if (extra !== undefined) return null;
+  const bytes = addressBytes(address);
+  if (!bytes) return null;
+  // An entry written as a mapped address (::ffff:10.0.0.0/104) becomes the IPv4 range it means.
+  const mappedShift = bytes.length === 4 && isIP(address) === 6 ? 96 : 0;
+  const max = bytes.length * 8 + mappedShift;
+  if (bits === undefined) return { bytes, bits: bytes.length * 8 };
+  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max || Number(bits) < mappedShift) return null;
+  return { bytes, bits: Number(bits) - mappedShift };
+}
+
+// 4 bytes for IPv4 (and IPv4-mapped IPv6), 16 for IPv6; null when not an address.
+function addressBytes(text: string): number[] | null {
+  const address = text.trim().replace(/^\[|\]$/g, "").split("%")[0]!;
+  const version = isIP(address);
+  if (version === 4) return address.split(".").map(Number);
+  if (version !== 6) return null;
+  const bytes = v6Bytes(address.toLowerCase());
+  const mapped = bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff;
+  return mapped ? bytes.slice(12) : bytes;
+}
+
+function v6Bytes(address: string): number[] {
+  let text = address;
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = "", tail] = text.split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
+  return groups.flatMap((g) => {
+    const n = parseInt(g, 16);
+    return [n >> 8, n & 0xff];
+  });
+}
+
+function prefixEqual(a: number[], b: number[], bits: number): boolean {
+  for (let i = 0; i < a.length && bits > 0; i++, bits -= 8) {
+    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
+    if ((a[i]! & mask) !== (b[i]! & mask)) return false;
+  }
+  return true;
+}

@@ -1,0 +1,31 @@
+import { AUDIT_TYPES, parseDuration, type AuditFilter } from "../audit/service.ts";
+import { AppError } from "../errors.ts";
+
+/** Turns the audit query of the API into a filter; a malformed value is a 400 naming it. */
+export function auditFilter(query: { type?: string; staff?: string; since?: string; until?: string; before?: number; limit?: number }, now: number): AuditFilter {
+  if (query.type !== undefined && !(AUDIT_TYPES as readonly string[]).includes(query.type)) {
+    throw new AppError(400, "VALIDATION_ERROR", `type: one of ${AUDIT_TYPES.join(", ")}.`);
+  }
+  return {
+    type: query.type,
+    actor: query.staff?.trim().toLowerCase(),
+    since: query.since === undefined ? undefined : instant("since", query.since, now),
+    until: query.until === undefined ? undefined : instant("until", query.until, now),
+    before: query.before,
+    limit: query.limit ?? 100,
+  };
+}
+
+/** Throws 404 `code` unless `found`. */
+export function notFoundUnless(found: boolean, code: string, message: string): void {
+  if (!found) throw new AppError(404, code, message);
+}
+
+// A duration counts back from now (24h); anything else must be an ISO date.
+function instant(field: string, text: string, now: number): number {
+  const back = parseDuration(text);
+  if (back !== null) return now - back;
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) throw new AppError(400, "VALIDATION_ERROR", `${field}: an ISO date (2030-01-31T00:00:00Z) or a duration such as 24h or 7d.`);
+  return at;
+}

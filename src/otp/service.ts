@@ -1,0 +1,81 @@
+import { and, eq, gt, lt, sql } from "drizzle-orm";
+import { hmacSha256Hex, randomDigits, timingSafeEqual } from "../crypto.ts";
+import type { Database } from "../db/index.ts";
+import type { otpCodes, staffCodes } from "../db/schema.ts";
+
+/** Wrong guesses after which a code is burnt. */
+export const OTP_MAX_ATTEMPTS = 5;
+
+/** A table with the shared code columns (see `codeColumns` in src/db/schema.ts). */
+export type CodeTable = typeof otpCodes | typeof staffCodes;
+
+/** What a guess came to: the consumed row, or why not. */
+export type Consumed<T extends CodeTable> = { ok: true; row: T["$inferSelect"] } | { ok: false; burnt: boolean };
+
+/**
+ * The one-time-code engine shared by key issuance and staff sign-in: 6-digit codes, stored as a
+ * keyed hash, single use, a lifetime and a wrong-guess budget. Each use has its own table and its
+ * own pepper, so a code of one use matches nothing in the other.
+ */
+export class OtpEngine<T extends CodeTable> {
+  // Drizzle cannot type one query over two tables; every shared column has the same name and type.
+  private readonly t: typeof staffCodes;
+
+  constructor(
+    private readonly db: Database,
+    table: T,
+    private readonly pepper: Uint8Array,
+    readonly ttlS: number,
+    private readonly now: () => number,
+  ) {
+    this.t = table as unknown as typeof staffCodes;
+  }
+
+  /** Creates a fresh code for `email` (replacing a pending one); returns the clear code to mail and its hash. */
+  async create(email: string, extra: Omit<T["$inferInsert"], keyof typeof staffCodes.$inferInsert> = {} as never) {
+    const code = randomDigits(6);
+    const codeHash = await this.hash(email, code);
+    const now = this.now();
+    const row = { ...extra, email, codeHash, attempts: 0, createdAt: now, expiresAt: now + this.ttlS * 1000 };
+    await this.db.insert(this.t).values(row).onConflictDoUpdate({ target: this.t.email, set: row });
+    return { code, codeHash };
+  }
+
+  /** Deletes the code `create` returned unless a newer one already replaced it (e.g. its mail failed). */
+  async discard(email: string, codeHash: string): Promise<void> {
+    await this.db.delete(this.t).where(and(eq(this.t.email, email), eq(this.t.codeHash, codeHash)));
+  }
+
+  /**
+   * Checks a guess. A right one deletes the code and returns its row (of two concurrent right
+   * guesses exactly one wins: the DELETE … RETURNING decides); a wrong one counts an attempt.
+   */
+  async consume(email: string, guess: string): Promise<Consumed<T>> {
+    // Hash before the lookup so an unknown address and a wrong code take the same time.
+    const guessHash = await this.hash(email, guess);
+    const usable = and(eq(this.t.email, email), gt(this.t.expiresAt, this.now()), lt(this.t.attempts, OTP_MAX_ATTEMPTS));
+    const [pending] = await this.db.select({ codeHash: this.t.codeHash, attempts: this.t.attempts }).from(this.t).where(usable);
+    if (!pending) return { ok: false, burnt: false };
+    if (!timingSafeEqual(guessHash, pending.codeHash)) {
+      await this.db
+        .update(this.t)
+        .set({ attempts: sql`${this.t.attempts} + 1` })
+        .where(and(eq(this.t.email, email), eq(this.t.codeHash, pending.codeHash)));
+      return { ok: false, burnt: pending.attempts + 1 >= OTP_MAX_ATTEMPTS };
+    }
+    const [row] = await this.db
+      .delete(this.t)
+      .where(and(usable, eq(this.t.codeHash, pending.codeHash)))
+      .returning();
+    return row ? { ok: true, row: row as T["$inferSelect"] } : { ok: false, burnt: false };
+  }
+
+  /** Deletes expired and burnt codes. */
+  async prune(): Promise<void> {
+    await this.db.delete(this.t).where(sql`${this.t.expiresAt} <= ${this.now()} OR ${this.t.attempts} >= ${OTP_MAX_ATTEMPTS}`);
+  }
+
+  private hash(email: string, code: string): Promise<string> {
+    return hmacSha256Hex(this.pepper, `${email}\n${code}`);
+  }
+}

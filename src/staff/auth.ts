@@ -1,0 +1,116 @@
+import { Elysia } from "elysia";
+import { AppError } from "../errors.ts";
+import { isInternalPath } from "../http/guards.ts";
+import type { SessionService, StaffSession } from "./sessions.ts";
+
+/** The session cookie; the `__Host-` prefix makes browsers insist on Secure, Path=/ and no Domain. */
+export const SESSION_COOKIE = "__Host-imgpress_session";
+
+/** Headers of every /internal/ answer to an allowlisted client (pages and JSON alike). */
+export const internalHeaders: Record<string, string> = {
+  "cache-control": "no-store",
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "referrer-policy": "same-origin",
+};
+
+/** Adds `internalHeaders` to every /internal/ response, errors and redirects included. */
+export function internalResponseHeaders() {
+  return new Elysia({ name: "internal-headers" }).onRequest(({ request, set }) => {
+    if (isInternalPath(request.url)) Object.assign(set.headers, internalHeaders);
+  });
+}
+
+/** The Set-Cookie value that stores `token` for `maxAgeS` seconds (an empty token clears it). */
+export function sessionCookie(token: string, maxAgeS: number): string {
+  return `${SESSION_COOKIE}=${token}; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=${token ? maxAgeS : 0}`;
+}
+
+/** The value of cookie `name` in a Cookie header, or null. */
+export function readCookie(header: string | null, name: string): string | null {
+  for (const part of header?.split(";") ?? []) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+/**
+ * Refuses a state-changing request that does not come from the service's own pages: its Origin
+ * must be this service's origin (or, without Origin, Sec-Fetch-Site must say same-origin).
+ */
+export function assertSameOrigin(request: Request, behindProxy: boolean): void {
+  const url = new URL(request.url);
+  const own = `${behindProxy ? "https:" : url.protocol}//${url.host}`;
+  const origin = request.headers.get("origin");
+  const ok = origin !== null ? origin === own : request.headers.get("sec-fetch-site") === "same-origin";
+  if (!ok) throw new AppError(403, "FOREIGN_ORIGIN", "Refused: this request did not come from this service's own pages (Origin check).");
+}
+
+/** True for the methods that may change state. */
+export function isStateChanging(method: string): boolean {
+  return !["GET", "HEAD", "OPTIONS"].includes(method.toUpperCase());
+}
+
+/**
+ * Route options `staffPage: true` (no session → 303 to /internal/login) and `staffApi: true`
+ * (no session → 401 JSON). Both resolve `staff`; on POST/PUT/PATCH/DELETE they also check the
+ * Origin and the session's CSRF token (`X-CSRF-Token` header or `csrf` form field) → 403.
+ */
+export function staffAuth(sessions: SessionService, behindProxy: boolean) {
+  const check = async (request: Request, body: unknown, api: boolean): Promise<StaffSession & { token: string }> => {
+    if (isStateChanging(request.method)) assertSameOrigin(request, behindProxy);
+    const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE) ?? "";
+    const session = token ? await sessions.authenticate(token) : null;
+    if (!session) throw api ? new AppError(401, "SIGN_IN_REQUIRED", "No valid staff session: sign in at /internal/login.") : signInRedirect(request);
+    if (isStateChanging(request.method)) {
+      const given = request.headers.get("x-csrf-token") ?? formField(body, "csrf") ?? "";
+      if (!(await sessions.checkCsrf(token, given))) throw new AppError(403, "CSRF_TOKEN_INVALID", "Refused: the CSRF token is missing or does not belong to this session.");
+    }
+    return { ...session, token };
+  };
+  return new Elysia({ name: "staff-auth" }).macro({
+    staffPage: {
+      async resolve({ request, body }) {
+        return { staff: await check(request, body, false) };
+      },
+    },
+    staffApi: {
+      async resolve({ request, body }) {
+        return { staff: await check(request, body, true) };
+      },
+    },
+  });
+}
+
+/** Where a signed-out visitor goes: the login page, remembering the page asked for. */
+function signInRedirect(request: Request): AppError {
+  const url = new URL(request.url);
+  return new AppError(303, "SIGN_IN_REQUIRED", "Sign in first.", { location: `/internal/login?next=${encodeURIComponent(url.pathname + url.search)}` });
+}
+
+function formField(body: unknown, name: string): string | undefined {
+  const value = typeof body === "object" && body !== null ? (body as Record<string, unknown>)[name] : undefined;
+  return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * The page to land on after sign-in: a same-origin path under /internal/, else 400 INVALID_REDIRECT
+ * (never a scheme, host, `//` or backslash that a browser could read as another site).
+ */
+export function safeNext(next: string | undefined): string {
+  if (next === undefined || next === "") return "/internal/";
+  const base = "https://imgpress.invalid";
+  let url: URL | null = null;
+  try {
+    url = new URL(next, base);
+  } catch {
+    url = null;
+  }
+  const plain = next.startsWith("/") && !next.startsWith("//") && !/[\\\s\p{Cc}]/u.test(next);
+  if (!plain || url?.origin !== base || !(url.pathname === "/internal" || url.pathname.startsWith("/internal/"))) {
+    throw new AppError(400, "INVALID_REDIRECT", "The page to return to must be a path on this service under /internal/.");
+  }
+  return url.pathname + url.search;
+}

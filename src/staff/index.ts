@@ -1,0 +1,92 @@
+import { Elysia } from "elysia";
+import { AppError } from "../errors.ts";
+import { parseFormBody } from "../http/form.ts";
+import type { SafeHtml } from "../html/index.ts";
+import { assertSameOrigin, safeNext, sessionCookie, type staffAuth } from "./auth.ts";
+import type { StaffDirectory } from "./directory.ts";
+import { CodeForm, CsrfForm, LoginForm, LoginQuery } from "./model.ts";
+import { codeForm, homePage, loginForm, pageResponse, setupPage } from "./pages.ts";
+import type { SessionService } from "./sessions.ts";
+import { STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
+
+/** What the staff pages need. */
+export interface StaffRouteDeps {
+  /** The shared `staffAuth` plugin (one instance for the whole app). */
+  auth: ReturnType<typeof staffAuth>;
+  staff: StaffDirectory;
+  sessions: SessionService;
+  signIn: StaffSignIn;
+  clientIp: (request: Request) => string;
+  behindProxy: boolean;
+  sessionMaxS: number;
+}
+
+const hidden = { detail: { hide: true } } as const;
+const minutes = STAFF_CODE_TTL_S / 60;
+
+/** The staff door: login form, code form, landing page and sign-out (HTML, never in the public docs). */
+export function staffRoutes(d: StaffRouteDeps) {
+  const leave = (token: string, location: string) => new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, d.sessionMaxS) } });
+  return new Elysia({ name: "staff", prefix: "/internal" })
+    .use(d.auth)
+    .get("/", ({ staff }) => pageResponse("imgpress staff", homePage(staff.email, staff.csrf)), { staffPage: true, ...hidden })
+    .get(
+      "/login",
+      async ({ query }) => {
+        const next = safeNext(query.next);
+        if (!(await d.staff.any())) return pageResponse("Set up staff access", setupPage());
+        return pageResponse("Staff sign-in", loginForm(next));
+      },
+      { query: LoginQuery, ...hidden },
+    )
+    .post(
+      "/login",
+      async ({ body, request }) => {
+        assertSameOrigin(request, d.behindProxy);
+        const next = safeNext(body.next);
+        return asPage("Staff sign-in", (m) => loginForm(next, m), async () => {
+          const email = await d.signIn.requestCode(body.email, d.clientIp(request));
+          return pageResponse("Enter your code", codeForm(email, next, minutes));
+        });
+      },
+      { parse: parseFormBody, body: LoginForm, ...hidden },
+    )
+    .post(
+      "/login/code",
+      async ({ body, request }) => {
+        assertSameOrigin(request, d.behindProxy);
+        const next = safeNext(body.next);
+        return asPage("Enter your code", (m) => codeForm(body.email, next, minutes, m), async () => {
+          const input = { email: body.email, code: body.code.trim(), ip: d.clientIp(request), userAgent: request.headers.get("user-agent") ?? "" };
+          return leave((await d.signIn.verify(input)).token, next);
+        });
+      },
+      { parse: parseFormBody, body: CodeForm, ...hidden },
+    )
+    .post(
+      "/logout",
+      async ({ staff, request }) => {
+        await d.signIn.signOut(staff, d.clientIp(request));
+        return leave("", "/internal/login");
+      },
+      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden },
+    )
+    .post(
+      "/logout/everywhere",
+      async ({ staff, request }) => {
+        await d.signIn.signOutEverywhere(staff.email, d.clientIp(request));
+        return leave("", "/internal/login");
+      },
+      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden },
+    );
+}
+
+// A refused form answers with the same page and the reason, at the error's status.
+async function asPage(title: string, form: (message: string) => SafeHtml, run: () => Promise<Response>): Promise<Response> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status >= 500) throw err;
+    return pageResponse(title, form(err.message), err.status, err.headers);
+  }
+}

@@ -1,0 +1,15 @@
+import { t } from "elysia";
+
+const next = t.Optional(t.String({ maxLength: 2048 }));
+
+/** Query of GET /internal/login. */
+export const LoginQuery = t.Object({ next });
+
+/** Form of POST /internal/login. */
+export const LoginForm = t.Object({ email: t.String({ maxLength: 320 }), next });
+
+/** Form of POST /internal/login/code. */
+export const CodeForm = t.Object({ email: t.String({ maxLength: 320 }), code: t.String({ maxLength: 32 }), next });
+
+/** Form of the sign-out buttons (the CSRF token is checked by `staffAuth`, so a missing one is a 403, not a 400). */
+export const CsrfForm = t.Object({ csrf: t.Optional(t.String({ maxLength: 200 })) });

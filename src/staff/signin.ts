@@ -1,0 +1,90 @@
+import type { AuditLog } from "../audit/service.ts";
+import type { Database } from "../db/index.ts";
+import { staffCodes } from "../db/schema.ts";
+import { AppError } from "../errors.ts";
+import { otpLimits } from "../issuance/service.ts";
+import { normalizeEmail } from "../issuance/email.ts";
+import type { Logger } from "../log.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import { otpMail } from "../mail/templates.ts";
+import { OtpEngine } from "../otp/service.ts";
+import type { RateLimiter } from "../ratelimit/service.ts";
+import type { StaffDirectory } from "./directory.ts";
+import type { SessionService } from "./sessions.ts";
+
+/** Lifetime of a staff sign-in code, in seconds. */
+export const STAFF_CODE_TTL_S = 600;
+
+/** What staff sign-in needs from the rest of the service. */
+export interface StaffSignInDeps {
+  db: Database;
+  staff: StaffDirectory;
+  sessions: SessionService;
+  mailer: Mailer;
+  limiter: RateLimiter;
+  audit: AuditLog;
+  logger: Logger;
+  /** Pepper of staff codes, derived for this purpose only (key issuance has another). */
+  pepper: Uint8Array;
+  now: () => number;
+}
+
+/** Staff sign-in by e-mailed code; every answer is the same whether or not the address is staff. */
+export class StaffSignIn {
+  private readonly codes: OtpEngine<typeof staffCodes>;
+
+  constructor(private readonly d: StaffSignInDeps) {
+    this.codes = new OtpEngine(d.db, staffCodes, d.pepper, STAFF_CODE_TTL_S, d.now);
+  }
+
+  /**
+   * Mails a code if `raw` is staff and returns the normalised address. The mail is sent after the
+   * answer so that neither the answer nor its timing tells staff from other addresses.
+   */
+  async requestCode(raw: string, ip: string): Promise<string> {
+    const email = normalizeEmail(raw);
+    await this.d.limiter.hit(`staff-ip:${ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many sign-in requests from this address.");
+    await this.d.limiter.hit(`staff-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", "A code was requested for this e-mail address recently.");
+    if (!(await this.d.staff.isStaff(email))) return email;
+    const { code, codeHash } = await this.codes.create(email);
+    this.d.mailer.send(otpMail(email, code, null, STAFF_CODE_TTL_S / 60)).catch(async (err: Error) => {
+      this.d.logger.warn("staff code mail delivery failed", { error: err.message });
+      await this.codes.discard(email, codeHash).catch(() => {});
+    });
+    return email;
+  }
+
+  /** Exchanges a code for a new session token; wrong, expired, used and burnt codes are refused (and audited). */
+  async verify(input: { email: string; code: string; ip: string; userAgent: string }): Promise<{ email: string; token: string }> {
+    await this.d.limiter.hit(`staff-verify-ip:${input.ip}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this address.");
+    const email = normalizeEmail(input.email);
+    const result = /^\d{6}$/.test(input.code) ? await this.codes.consume(email, input.code) : ({ ok: false, burnt: false } as const);
+    if (!result.ok || !(await this.d.staff.isStaff(email))) {
+      const burnt = !result.ok && result.burnt;
+      await this.d.audit.record({ type: "staff.sign_in_failed", actor: email, clientAddress: input.ip, detail: { reason: burnt ? "too_many_attempts" : "invalid_code" } });
+      if (burnt) throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Request a new one.");
+      throw new AppError(401, "INVALID_CODE", "The code is wrong, expired or already used. Request a new one.");
+    }
+    const session = await this.d.sessions.create(email, input.ip, input.userAgent);
+    await this.d.audit.record({ type: "staff.sign_in", actor: email, subject: session.id, clientAddress: input.ip });
+    return { email, token: session.token };
+  }
+
+  /** Ends one session (its cookie is cleared by the route). */
+  async signOut(session: { id: string; email: string }, ip: string): Promise<void> {
+    await this.d.sessions.end(session.email, session.id);
+    await this.d.audit.record({ type: "staff.sign_out", actor: session.email, subject: session.id, clientAddress: ip });
+  }
+
+  /** Ends every session of `email`, in every browser. */
+  async signOutEverywhere(email: string, ip: string): Promise<number> {
+    const count = await this.d.sessions.endAll(email);
+    await this.d.audit.record({ type: "staff.sign_out_everywhere", actor: email, clientAddress: ip, detail: { sessions: count } });
+    return count;
+  }
+
+  /** Deletes expired and burnt codes. */
+  prune(): Promise<void> {
+    return this.codes.prune();
+  }
+}
