@@ -1,43 +1,32 @@
 import { versions as processVersions } from "node:process";
 import sharp from "sharp";
 import type { Config } from "../config.ts";
-import type { KeyDetail, KeysPage, KeysQuery, Overview, Series, SeriesQuery, UsageRange } from "../usage/model.ts";
+import type { AuditLog } from "../audit/service.ts";
+import type { liveState } from "../internal/service.ts";
+import type { StaffDirectory } from "../staff/directory.ts";
+import type { SessionService } from "../staff/sessions.ts";
+import type { KeysQuery } from "../usage/model.ts";
+import type { UsageQueries } from "../usage/service.ts";
 import { version } from "../version.ts";
 import { count, duration } from "./format.ts";
 import type { Notice, Viewer } from "./layout.ts";
-import type { ActivityFilter, ActivityRow, ActivityView } from "./pages/activity.ts";
+import type { ActivityFilter, ActivityView } from "./pages/activity.ts";
 import type { KeysFilter, KeysView, KeyView } from "./pages/keys.ts";
 import type { LiveView } from "./pages/live.ts";
 import type { OverviewView } from "./pages/overview.ts";
-import type { SessionRow, SettingsView, StaffRow } from "./pages/settings.ts";
+import type { SettingsView } from "./pages/settings.ts";
 import { rangeBounds, rangeName } from "./ranges.ts";
 import { effectiveSettings, redactUrl } from "./redact.ts";
 
-/** The reads of the usage feature the pages need. */
-export interface UsageReader {
-  overview(range: UsageRange): Promise<Overview>;
-  series(query: SeriesQuery): Promise<Series>;
-  keys(query: KeysQuery): Promise<KeysPage>;
-  key(id: string, range?: { from: number; to: number }): Promise<KeyDetail | null>;
-}
-
-/** What the /internal/api/live snapshot holds (the live panel polls the same JSON). */
-export interface LiveSnapshot {
-  version: string;
-  uptime_s: number;
-  conversions: { running: number; waiting: number };
-  memory: { rss: number };
-  requests_per_second: { last_10s: number };
-}
-
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
-  usage: UsageReader;
-  audit: { list(filter: { type?: string; actor?: string; since?: number; until?: number; before?: number; limit?: number }): Promise<(ActivityRow & { id: number })[]> };
+  usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
+  audit: Pick<AuditLog, "list">;
   auditTypes: readonly string[];
-  staff: { list(): Promise<StaffRow[]> };
-  sessions: { list(email: string): Promise<SessionRow[]> };
-  live: () => LiveSnapshot;
+  staff: Pick<StaffDirectory, "list">;
+  sessions: Pick<SessionService, "list">;
+  /** The same snapshot /internal/api/live answers (the live panel then polls it). */
+  live: () => ReturnType<typeof liveState>;
   config: Config;
   now: () => number;
 }

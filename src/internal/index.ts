@@ -1,4 +1,3 @@
-import { memoryUsage } from "node:process";
 import { Elysia } from "elysia";
 import type { AuditLog } from "../audit/service.ts";
 import type { ConversionGate } from "../convert/gate.ts";
@@ -9,9 +8,8 @@ import type { staffAuth } from "../staff/auth.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
 import type { StaffSignIn } from "../staff/signin.ts";
-import { version } from "../version.ts";
 import { AddStaffBody, AuditQuery } from "./model.ts";
-import { auditFilter, notFoundUnless } from "./service.ts";
+import { auditFilter, liveState, notFoundUnless } from "./service.ts";
 
 /** What the internal JSON API reads and changes. */
 export interface InternalDeps {
@@ -28,19 +26,12 @@ export interface InternalDeps {
   now: () => number;
 }
 
-const startedAt = Date.now();
 const hidden = { detail: { hide: true } } as const;
 const api = { staffApi: true, ...hidden } as const;
 
 /** The JSON API under /internal/ (allowlisted; /internal/api/… also needs a staff session, see docs/internal.md). */
 export function internalRoutes(d: InternalDeps) {
-  const live = () => ({
-    version,
-    uptime_s: Math.round((Date.now() - startedAt) / 1000),
-    conversions: d.gate.stats(),
-    memory: memoryUsage(),
-    requests_per_second: { last_10s: d.requests.perSecond(10), last_60s: d.requests.perSecond(60) },
-  });
+  const live = () => liveState(d.gate, d.requests);
   return new Elysia({ name: "internal", prefix: "/internal" })
     .use(d.auth)
     .get("/status", live, hidden)
