@@ -39,7 +39,7 @@ export interface SplitChart {
 
 const W = 400;
 const H = 180;
-const PAD = { left: 48, right: 8, top: 10, bottom: 24 };
+const PAD = { left: 56, right: 8, top: 10, bottom: 24 };
 const TONES = 6;
 const DAY_MS = 86_400_000;
 
@@ -63,8 +63,10 @@ export function timeChart(chart: TimeChart): SafeHtml {
   const grid = ticks.map(
     (v) => html`<line class="grid" x1="${PAD.left}" x2="${W - PAD.right}" y1="${r(y(v))}" y2="${r(y(v))}"/><text class="tick" x="${PAD.left - 6}" y="${r(y(v) + 4)}" text-anchor="end">${tick(fmt(v))}</text>`,
   );
-  const labels = timeLabels(chart.times, chart.stepMs).map(
-    (i) => html`<text class="tick" x="${r(x(i) + plotW / Math.max(n, 1) / 2)}" y="${H - 6}" text-anchor="middle" data-t="${chart.times[i]}" data-f="${chart.stepMs >= DAY_MS ? "day" : "hour"}">${axisText(chart.times[i]!, chart.stepMs)}</text>`,
+  // Labels name days once the chart spans more than two of them (a week of hours reads by day).
+  const byDay = chart.stepMs >= DAY_MS || (n > 0 && chart.times[n - 1]! - chart.times[0]! > 2 * DAY_MS);
+  const labels = timeLabels(chart.times, byDay && chart.stepMs < DAY_MS).map(
+    (i) => html`<text class="tick" x="${r(x(i) + (byDay && chart.stepMs < DAY_MS ? 0 : plotW / Math.max(n, 1) / 2))}" y="${H - 6}" text-anchor="middle" data-t="${chart.times[i]}" data-f="${byDay ? "day" : "hour"}">${axisText(chart.times[i]!, byDay)}</text>`,
   );
   const body = chart.kind === "bars" ? bars(chart, x, y, plotW / Math.max(n, 1), fmt) : lines(chart, x, y, plotW / Math.max(n, 1), fmt);
   const peak = totals.length ? Math.max(...totals) : 0;
@@ -90,7 +92,7 @@ export function splitChart(chart: SplitChart): SafeHtml {
     const total = part.items.reduce((s, i) => s + i.value, 0);
     const max = Math.max(0, ...part.items.map((i) => i.value));
     const rowH = 26;
-    const labelW = 90;
+    const labelW = 125;
     const barW = W - labelW - 110;
     const rows = part.items.map((item, i) => {
       const w = max > 0 ? Math.max(item.value > 0 ? 2 : 0, (item.value / max) * barW) : 0;
@@ -174,19 +176,24 @@ export function niceTicks(lo: number, hi: number): number[] {
   return ticks;
 }
 
-/** Indices of about five evenly spaced steps to label. */
-function timeLabels(times: readonly number[], _stepMs: number): number[] {
+/** Indices of the steps to label: about five evenly spaced, or for hours over days the midnights (UTC). */
+function timeLabels(times: readonly number[], midnights: boolean): number[] {
   const n = times.length;
   if (n === 0) return [];
+  if (midnights) {
+    const days = times.flatMap((t, i) => (t % DAY_MS === 0 ? [i] : []));
+    const every = Math.max(1, Math.ceil(days.length / 7));
+    return days.filter((_, k) => k % every === 0);
+  }
   const every = Math.max(1, Math.ceil(n / 5));
   const out: number[] = [];
   for (let i = 0; i < n; i += every) out.push(i);
   return out;
 }
 
-function axisText(t: number, stepMs: number): string {
+function axisText(t: number, byDay: boolean): string {
   const s = new Date(t).toISOString();
-  return stepMs >= DAY_MS ? s.slice(5, 10) : s.slice(11, 16);
+  return byDay ? s.slice(5, 10) : s.slice(11, 16);
 }
 
 // Round tick values need no ".0": "80 %", "25 MB".

@@ -57,8 +57,8 @@ export function activityPage(v: ActivityView): SafeHtml {
   const filtered = f.type !== "" || f.staff !== "" || f.from !== "" || f.to !== "";
   const dash = html`<span class="muted">–</span>`;
   const rows = v.rows.map(
-    (r) => html`<tr><td class="num">${time(r.at)}</td><td><span class="mono">${r.type}</span></td><td class="email">${r.actor || dash}</td>
-<td class="wrap-anywhere">${r.subject || dash}${Object.keys(r.detail).length ? html`<br><span class="muted">${detailText(r.detail)}</span>` : null}</td><td class="mono">${r.clientAddress}</td></tr>`,
+    (r) => html`<tr><td class="nowrap">${time(r.at)}</td><td class="nowrap"><span class="mono">${r.type}</span></td><td class="email">${r.actor || dash}</td>
+<td class="about wrap-anywhere">${r.subject || dash}${Object.keys(r.detail).length ? html`<br><span class="muted">${detailText(r.detail)}</span>` : null}</td><td class="mono nowrap">${r.clientAddress}</td></tr>`,
   );
   const first = f.before === null;
   const list =

@@ -43,7 +43,7 @@ function keyHref(row: KeyListRow): string {
 }
 
 function row(k: KeyListRow): SafeHtml {
-  return html`<tr><td><a class="mono" href="${keyHref(k)}">${k.prefix}…</a></td><td class="email">${k.email}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
+  return html`<tr><td class="nowrap"><a class="mono" href="${keyHref(k)}">${k.prefix}…</a></td><td class="email">${k.email}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
 <td class="num">${time(k.createdAt, "date")}</td><td class="num">${time(k.lastUsedAt)}</td><td class="num">${count(k.conversions)}</td><td class="num">${bytes(k.bytesSaved)}</td>
 <td>${badge(k.status, k.status)}</td></tr>`;
 }
