@@ -5,7 +5,7 @@ import type { AuditLog } from "../audit/service.ts";
 import type { liveState } from "../internal/service.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
-import type { KeysQuery } from "../usage/model.ts";
+import { KEY_SORTS, type KeysQuery } from "../usage/model.ts";
 import type { UsageQueries } from "../usage/service.ts";
 import { version } from "../version.ts";
 import { count, duration } from "./format.ts";
@@ -34,10 +34,6 @@ export interface DashboardSources {
 /** Rows per page of the keys table and of the activity list. */
 export const PAGE_SIZE = 50;
 const LIVE_EVERY_S = 5;
-/** Polling pauses after 25 min without input: the 30-min idle timeout of a session can then end it. */
-const LIVE_PAUSE_S = 25 * 60;
-
-const KEY_SORTS = ["created", "lastUsed", "conversions", "bytesSaved", "email", "site"] as const;
 
 /** Builds each page's view data from the sources; pages never fail on odd query values, they fall back. */
 export class DashboardService {
@@ -149,7 +145,8 @@ export class DashboardService {
     return {
       src: "/internal/api/live",
       everyS: LIVE_EVERY_S,
-      pauseS: LIVE_PAUSE_S,
+      // Five minutes before the session's idle timeout: an unattended tab must let it end.
+      pauseS: Math.max(60, this.s.config.staffSessionIdleS - 300),
       fields: [
         { label: "Conversion slots busy", path: "conversions.running", format: "int", initial: count(l.conversions.running), suffix: `/ ${this.s.config.concurrency}` },
         { label: "Waiting for a slot", path: "conversions.waiting", format: "int", initial: count(l.conversions.waiting) },
