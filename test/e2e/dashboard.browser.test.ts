@@ -122,6 +122,20 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(await page.locator("[data-live='version']").innerText()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
+  test("the live panel pauses when nobody is there, so the session can time out, and resumes on input", async () => {
+    const idle = await browser.newPage();
+    await idle.clock.install();
+    await idle.goto(`${server.url}/internal/`);
+    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    // 30-minute idle timeout by default: the panel stops polling 5 minutes before it (the next
+    // poll after the jump sees 26 minutes without input).
+    await idle.clock.runFor(26 * 60_000);
+    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("paused while you are away"), null, { timeout: 15_000 });
+    await idle.mouse.click(5, 5);
+    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    await idle.close();
+  });
+
   test("the keys page finds a key; its markup-laden site is text", async () => {
     await page.goto(`${server.url}/internal/keys`);
     await page.getByLabel(/search/i).fill("o'neil&co");
