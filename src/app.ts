@@ -21,8 +21,6 @@ import { internalRoutes } from "./internal/index.ts";
 import { liveState } from "./internal/service.ts";
 import { dashboardRoutes } from "./dashboard/index.ts";
 import { DashboardService } from "./dashboard/service.ts";
-import { UsageRecorder } from "./usage/recorder.ts";
-import { UsageQueries } from "./usage/service.ts";
 import { AUDIT_TYPES, AuditLog } from "./audit/service.ts";
 import { RequestCounter } from "./http/counter.ts";
 import { IpAllowlist } from "./http/ipallow.ts";
@@ -32,6 +30,9 @@ import { StaffDirectory } from "./staff/directory.ts";
 import { staffRoutes } from "./staff/index.ts";
 import { SessionService } from "./staff/sessions.ts";
 import { StaffSignIn } from "./staff/signin.ts";
+import { UsageRecorder } from "./usage/recorder.ts";
+import { UsageQueries } from "./usage/service.ts";
+import { Lifecycle } from "./lifecycle.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -57,6 +58,8 @@ export interface Services {
   usage: UsageRecorder;
   /** Reads the buckets and key counters for the dashboard and /internal/api. */
   usageQueries: UsageQueries;
+  /** Draining state and shutdown hooks (a usage buffer joins with `lifecycle.onShutdown`). */
+  lifecycle: Lifecycle;
   audit: AuditLog;
   staff: StaffDirectory;
   sessions: SessionService;
@@ -102,6 +105,16 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS }, now);
   const usage = new UsageRecorder(deps.store.db, deps.logger, {}, now);
   convert.observe(usage.observer);
+  const lifecycle = new Lifecycle();
+  // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
+  lifecycle.onShutdown("usage flush", () =>
+    usage.flush().catch(async () => {
+      // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
+      // nothing else in flight, fresh connections are safe: one more try.
+      await deps.store.client.reconnect();
+      await usage.flush();
+    }),
+  );
   const staff = new StaffDirectory(deps.store.db, deps.config.staffEmails, audit, now);
   const sessionLimits = { idleS: deps.config.staffSessionIdleS, maxS: deps.config.staffSessionMaxS };
   const sessions = new SessionService(deps.store.db, staff, await deriveKey(deps.masterKey, "staff-csrf"), sessionLimits, now);
@@ -118,7 +131,22 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     now,
   });
   const revocation = new KeyRevocation(keys, audit);
-  return { keys, otp, limiter, authenticator, convert, usage, usageQueries: new UsageQueries(deps.store.db, now), audit, staff, sessions, staffSignIn, revocation, requests: new RequestCounter() };
+  return {
+    keys,
+    otp,
+    limiter,
+    authenticator,
+    convert,
+    usage,
+    usageQueries: new UsageQueries(deps.store.db, now),
+    lifecycle,
+    audit,
+    staff,
+    sessions,
+    staffSignIn,
+    revocation,
+    requests: new RequestCounter(),
+  };
 }
 
 /** The whole HTTP surface on one page. */
@@ -151,6 +179,8 @@ export function createApp(deps: AppDeps, services: Services) {
         requests: services.requests,
         audit: services.audit,
         revocation: services.revocation,
+        usage: services.usageQueries,
+        config,
         now: deps.now ?? Date.now,
       }),
     )

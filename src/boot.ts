@@ -32,12 +32,12 @@ export async function boot(options: {
 }
 
 /**
- * Deletes expired codes, old rate events, stale replay records and usage buckets past their
+ * Deletes expired codes and staff sessions, old rate events, stale replay records and usage buckets past their
  * retention every minute, and flushes the usage counters every `usageFlushS`; returns a stopper.
  */
 export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.otp.prune(), services.staffSignIn.prune(), services.limiter.prune(60 * 60 * 1000), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
+    Promise.all([services.otp.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(60 * 60 * 1000), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);

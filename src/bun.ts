@@ -20,7 +20,7 @@ export const bunRuntime: Runtime = {
     return { port: server.port ?? options.port, stop: () => server.stop(false) };
   },
   onShutdownSignal(handler) {
-    process.on("SIGTERM", handler);
-    process.on("SIGINT", handler);
+    process.on("SIGTERM", () => handler("SIGTERM"));
+    process.on("SIGINT", () => handler("SIGINT"));
   },
 };

@@ -31,6 +31,7 @@ export const ConfigSchema = t.Object({
   internalAllow: t.Array(t.String()),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
   usageFlushS: t.Number({ exclusiveMinimum: 0 }),
+  shutdownTimeoutS: t.Number({ exclusiveMinimum: 0 }),
   staffEmails: t.Array(t.String()),
   staffSessionIdleS: t.Integer({ minimum: 60, maximum: 86_400 }),
   staffSessionMaxS: t.Integer({ minimum: 60, maximum: 30 * 86_400 }),
@@ -189,6 +190,14 @@ export const settings: readonly Setting[] = [
     help: "seconds between writes of the usage counters (a crash loses at most this much counting)",
     parse: seconds,
     fallback: () => 5,
+  },
+  // operations: draining
+  {
+    key: "shutdownTimeoutS",
+    env: "IMGPRESS_SHUTDOWN_TIMEOUT_S",
+    help: "on SIGTERM/SIGINT, longest wait for accepted requests to finish before they are cut",
+    parse: seconds,
+    fallback: () => 30,
   },
   // Staff access under /internal/ (src/staff/).
   {

@@ -38,8 +38,8 @@ const denoRuntime: Runtime = {
     });
   },
   onShutdownSignal(handler) {
-    Deno.addSignalListener("SIGTERM", handler);
-    Deno.addSignalListener("SIGINT", handler);
+    Deno.addSignalListener("SIGTERM", () => handler("SIGTERM"));
+    Deno.addSignalListener("SIGINT", () => handler("SIGINT"));
   },
 };
 

@@ -1,4 +1,5 @@
 import { Buffer } from "node:buffer";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ConfigError, type Config } from "./config.ts";
 import { randomBytes } from "./crypto.ts";
@@ -11,9 +12,22 @@ import { readOrCreate } from "./files.ts";
  */
 export async function loadMasterKey(config: Config): Promise<Uint8Array> {
   if (config.masterKey) return decodeKey(config.masterKey, "IMGPRESS_MASTER_KEY");
-  const path = join(config.dataDir, "master.key");
+  const path = masterKeyPath(config);
   const text = await readOrCreate(path, async () => `${Buffer.from(randomBytes(32)).toString("hex")}\n`);
   return decodeKey(text.trim(), path);
+}
+
+/** The master key the service would use, without creating one: null when neither the variable nor the file exists. */
+export async function existingMasterKey(config: Config): Promise<Uint8Array | null> {
+  if (config.masterKey) return decodeKey(config.masterKey, "IMGPRESS_MASTER_KEY");
+  const path = masterKeyPath(config);
+  const text = await readFile(path, "utf8").catch(() => null);
+  return text === null ? null : decodeKey(text.trim(), path);
+}
+
+/** Where the generated master key lives. */
+export function masterKeyPath(config: Config): string {
+  return join(config.dataDir, "master.key");
 }
 
 function decodeKey(text: string, origin: string): Uint8Array {

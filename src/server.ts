@@ -1,7 +1,9 @@
 import { Buffer } from "node:buffer";
-import { boot, startMaintenance } from "./boot.ts";
+import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { sha256Hex } from "./crypto.ts";
+import { localPath } from "./db/index.ts";
 import { createFetchHandler } from "./http/serve.ts";
+import { claimPidFile } from "./pidfile.ts";
 import { loadTls } from "./tls/index.ts";
 import { version } from "./version.ts";
 
@@ -11,6 +13,14 @@ export interface Listening {
   /** Stops accepting, lets in-flight requests finish, then resolves. */
   stop(): Promise<void>;
 }
+
+/** The signals that stop the service. */
+export type ShutdownSignal = "SIGTERM" | "SIGINT";
+
+const signalNumbers: Record<ShutdownSignal, number> = { SIGINT: 2, SIGTERM: 15 };
+
+/** How often the log says what a drain is still waiting for. */
+const DRAIN_STATUS_EVERY_MS = 2000;
 
 /** What differs between Bun and Deno; everything else is shared. */
 export interface Runtime {
@@ -26,22 +36,26 @@ export interface Runtime {
     maxBodyBytes: number;
     fetch: (request: Request, peer: string | undefined) => Promise<Response>;
   }): Promise<Listening>;
-  onShutdownSignal(handler: () => void): void;
+  /** Calls `handler` on every SIGTERM and SIGINT (the process must not exit by itself). */
+  onShutdownSignal(handler: (signal: ShutdownSignal) => void): void;
 }
 
 /** Boots the service, listens, and runs until a shutdown signal has let in-flight requests finish; resolves to the exit status. */
 export async function serve(flags: Record<string, string>, runtime: Runtime): Promise<number> {
   const { config, logger, store, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset });
   const tls = config.behindProxy ? undefined : await loadTls(config);
+  const inFlight: InFlight = { count: 0 };
   const server = await runtime.listen({
     host: config.host,
     port: config.port,
     tls,
     idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
     maxBodyBytes: 1024 * 1024 * 1024,
-    fetch: createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests }),
+    fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests }), inFlight),
   });
   const stopMaintenance = startMaintenance(services, config, logger);
+  const dbPath = localPath(config.databaseUrl);
+  const releasePid = dbPath ? claimPidFile(dbPath) : () => {};
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
   logger.info("imgpress listening", {
     version,
@@ -53,24 +67,73 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
   });
   return new Promise((resolve) => {
     let stopping = false;
-    runtime.onShutdownSignal(async () => {
-      if (stopping) return;
+    runtime.onShutdownSignal((signal) => {
+      if (stopping) {
+        // The operator asked twice: they want out now, whatever is still running.
+        logger.warn(`second ${signal}: exiting at once`, { requestsCut: inFlight.count });
+        releasePid();
+        resolve(128 + signalNumbers[signal]);
+        return;
+      }
       stopping = true;
-      logger.info("shutting down: finishing in-flight requests");
       stopMaintenance();
-      await server.stop();
-      // In-flight conversions have reported by now: write their counts before the store closes.
-      await services.usage.flush().catch(async () => {
-        // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
-        // nothing else in flight, fresh connections are safe: one more try.
-        await store.client.reconnect();
-        await services.usage.flush().catch((err: Error) => logger.error("usage counts lost at shutdown", { error: err.message, buckets: services.usage.pendingBuckets }));
+      drain({ config, logger, store, services }, server, inFlight, signal).then((code) => {
+        releasePid();
+        resolve(code);
       });
-      store.close();
-      logger.info("stopped");
-      resolve(0);
     });
   });
+}
+
+/** Counts requests between arrival and answer, so a drain can say what it waits for. */
+interface InFlight {
+  count: number;
+}
+
+function counting(fetch: (request: Request, peer: string | undefined) => Promise<Response>, inFlight: InFlight) {
+  return async (request: Request, peer: string | undefined) => {
+    inFlight.count++;
+    try {
+      return await fetch(request, peer);
+    } finally {
+      inFlight.count--;
+    }
+  };
+}
+
+/**
+ * The orderly stop: readiness fails at once, the listener closes (no new connections), accepted
+ * requests (uploading, queued or converting) finish within IMGPRESS_SHUTDOWN_TIMEOUT_S, the
+ * shutdown hooks run (usage flush), the WAL is checkpointed and the database closed. Resolves to
+ * the exit status: 0, or 1 when the timeout cut requests or a hook failed.
+ */
+async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "services">, server: Listening, inFlight: InFlight, signal: ShutdownSignal): Promise<number> {
+  const { config, logger, store, services } = booted;
+  services.lifecycle.beginDrain();
+  const status = () => {
+    const gate = services.convert.gate.stats();
+    const receiving = Math.max(0, gate.admitted - gate.running - gate.waiting);
+    return { conversions: gate.running, queued: gate.waiting, uploading: receiving, requests: inFlight.count };
+  };
+  const describe = (s: ReturnType<typeof status>) =>
+    `draining: ${s.conversions} conversions in flight, ${s.queued} queued, ${s.uploading} uploading, ${s.requests} requests open`;
+  logger.info(`${signal} received: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
+  const ticker = setInterval(() => logger.info(describe(status()), status()), DRAIN_STATUS_EVERY_MS);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), config.shutdownTimeoutS * 1000)));
+  const stopped = server.stop().then(
+    () => false,
+    (err: Error) => (logger.error("closing the listener failed", { error: err }), false),
+  );
+  const cut = await Promise.race([stopped, timedOut]);
+  clearInterval(ticker);
+  clearTimeout(timer);
+  if (cut) logger.warn(`shutdown timeout (${config.shutdownTimeoutS} s) reached: cutting what is left`, status());
+  else logger.info("all requests answered");
+  const failedHooks = await services.lifecycle.runHooks(logger);
+  await store.shutdown().catch((err: Error) => logger.error("closing the database failed", { error: err }));
+  logger.info("stopped", { exitCode: cut || failedHooks ? 1 : 0 });
+  return cut || failedHooks ? 1 : 0;
 }
 
 async function fingerprint(pem: string): Promise<string> {

@@ -43,6 +43,9 @@ describe("defaults (no variables set)", () => {
     ["internalAllow", ["127.0.0.1", "::1"]],
     ["logLevel", "info"],
     ["usageFlushS", 5],
+    ["staffEmails", []],
+    ["staffSessionIdleS", 1800],
+    ["staffSessionMaxS", 43_200],
   ] as const)("%s = %p", (key, value) => {
     expect(config[key as keyof typeof config]).toEqual(value as never);
   });
@@ -123,8 +126,16 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_SIGNATURE_TOLERANCE_S", "86401"],
     ["IMGPRESS_LOG_LEVEL", "verbose"],
     ["IMGPRESS_INTERNAL_ALLOW", "localhost"],
-    ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/8"],
     ["IMGPRESS_USAGE_FLUSH_S", "0"],
+    ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "0"],
+    ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "never"],
+    ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/33"],
+    ["IMGPRESS_INTERNAL_ALLOW", "fd00::/129"],
+    ["IMGPRESS_INTERNAL_ALLOW", "10.0.0.0/8/8"],
+    ["IMGPRESS_STAFF_EMAILS", "@example.com"],
+    ["IMGPRESS_STAFF_EMAILS", "*"],
+    ["IMGPRESS_STAFF_SESSION_IDLE_S", "30"],
+    ["IMGPRESS_STAFF_SESSION_MAX_S", "0"],
   ])("%s=%p", (variable, value) => {
     const err = configError(() => loadConfig({ [variable]: value }));
     expect(err.message).toContain(variable);
@@ -147,8 +158,8 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_ALLOWED_EMAILS", "IMGPRESS_MASTER_KEY", "IMGPRESS_MAX_PIXELS", "IMGPRESS_CONVERT_TIMEOUT_S",
       "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S",
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
-      "IMGPRESS_INTERNAL_ALLOW",
-      "IMGPRESS_USAGE_FLUSH_S",
+      "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_USAGE_FLUSH_S", "IMGPRESS_SHUTDOWN_TIMEOUT_S",
+      "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });

@@ -13,7 +13,7 @@ import { activityPage } from "../src/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../src/dashboard/pages/keys.ts";
 import { overviewPage } from "../src/dashboard/pages/overview.ts";
 import { settingsPage } from "../src/dashboard/pages/settings.ts";
-import { effectiveSettings, redactUrl } from "../src/dashboard/redact.ts";
+import { describeSettings, redactUrl } from "../src/internal/settings.ts";
 import type { KeyListRow, Overview, Series } from "../src/usage/model.ts";
 
 const HOUR = 3_600_000;
@@ -179,15 +179,16 @@ describe("settings show no secret", () => {
   };
 
   test("every secret is redacted, the rest stays readable", () => {
-    const rows = effectiveSettings(loadConfig({ ...secrets, IMGPRESS_DATA_DIR: "/srv/imgpress" }));
+    const rows = describeSettings(loadConfig({ ...secrets, IMGPRESS_DATA_DIR: "/srv/imgpress" }), false);
     const text = JSON.stringify(rows);
     for (const needle of ["ab".repeat(32), "Sup3r-s3cret", "tok-in-url-123", "db-token-456"]) expect(text).not.toContain(needle);
     const value = (env: string) => rows.find((r) => r.env === env)?.value;
     expect(value("IMGPRESS_SMTP_URL")).toBe("smtps://mailer:******@smtp.example.com:465");
     expect(value("IMGPRESS_DATABASE_URL")).toBe("libsql://db.example.com?authToken=******");
-    expect(value("IMGPRESS_MASTER_KEY")).toContain("set, hidden");
+    expect(value("IMGPRESS_MASTER_KEY")).toBe("(set)");
+    expect(value("IMGPRESS_DATABASE_AUTH_TOKEN")).toBe("(set)");
     expect(value("IMGPRESS_DATA_DIR")).toBe("/srv/imgpress");
-    expect(value("IMGPRESS_TLS_CERT")).toBe("(not set)");
+    expect(value("IMGPRESS_TLS_CERT")).toBeUndefined();
   });
 
   test.each([

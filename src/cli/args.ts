@@ -15,7 +15,11 @@ const OWN: Options = {
   version: { type: "boolean", short: "v" },
   all: { type: "boolean" },
   json: { type: "boolean" },
+  "without-key": { type: "boolean" },
   email: { type: "string" },
+  since: { type: "string" },
+  type: { type: "string" },
+  secrets: { type: "boolean" },
 };
 const OPTIONS: Options = {
   ...Object.fromEntries(settings.map((s) => [flagName(s.env), { type: ConfigSchema.properties[s.key].type === "boolean" ? "boolean" : "string" }])),

@@ -1,6 +1,7 @@
-import { flagName, settings } from "../config.ts";
+import { flagName, settings, type Config } from "../config.ts";
 import type { Services } from "../app.ts";
 import { parseDuration } from "../audit/service.ts";
+import { describeSettings } from "../internal/settings.ts";
 import type { KeyRow } from "../keys/service.ts";
 import { version } from "../version.ts";
 
@@ -17,10 +18,16 @@ Usage:
   imgpress keys revoke ID          revoke one key pair
   imgpress keys revoke-email ADDRESS
                                    revoke every active key of an address
+  imgpress backup [FILE] [--without-key]
+                                   online snapshot of the database, with the master key
+                                   unless --without-key (keep the file like a password)
+  imgpress restore FILE            replace the database with a verified snapshot (server
+                                   stopped); the old one is kept aside
   imgpress staff list | staff add EMAIL | staff remove EMAIL
                                    staff who may sign in at /internal/login
   imgpress audit [--since 24h] [--type TYPE] [--json]
                                    the audit trail, newest first (default: last 24 h)
+  imgpress settings [--secrets]    the effective settings (--secrets: unmasked, audited)
   imgpress --version | --help
 
 Options (each flag mirrors an environment variable; flags win):
@@ -85,6 +92,14 @@ export async function runAuditCommand(flags: Record<string, string>, services: S
   if (flags.json === "true") return out(JSON.stringify(events, null, 2)), 0;
   const rows = events.map((e) => [date(e.at), e.type, e.actor, e.subject || "-", e.clientAddress || "-", JSON.stringify(e.detail)]);
   out(events.length === 0 ? "no events" : table(["AT", "TYPE", "ACTOR", "SUBJECT", "ADDRESS", "DETAIL"], rows));
+  return 0;
+}
+
+/** Runs `imgpress settings [--secrets]`: the effective settings; revealing secrets is audited. */
+export async function runSettingsCommand(flags: Record<string, string>, config: Config, services: Services, out: (line: string) => void): Promise<number> {
+  const reveal = flags.secrets === "true";
+  if (reveal) await services.audit.record({ type: "settings.secrets_read", actor: "cli" });
+  for (const s of describeSettings(config, reveal)) out(`${s.env}=${s.value === undefined ? "" : Array.isArray(s.value) ? s.value.join(",") : String(s.value)}`);
   return 0;
 }
 

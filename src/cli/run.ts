@@ -1,9 +1,10 @@
 import { boot } from "../boot.ts";
-import { ConfigError } from "../config.ts";
+import { ConfigError, loadConfig } from "../config.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
 import { parseArgs } from "./args.ts";
-import { helpText, runAuditCommand, runKeysCommand, runStaffCommand } from "./index.ts";
+import { runBackup, runRestore } from "./backup.ts";
+import { helpText, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
 export async function runMain(argv: readonly string[], runtime: Runtime): Promise<number> {
@@ -15,11 +16,14 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     if (flags.version) return out(`imgpress ${version} (${runtime.name})`), 0;
     const [command = "serve", ...rest] = words;
     if (command === "serve") return await serve(flags, runtime);
-    if (!["keys", "migrate", "staff", "audit"].includes(command)) return err(`unknown command "${command}"; see imgpress --help`), 2;
+    if (command === "backup") return await runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
+    if (command === "restore") return await runRestore(loadConfig(runtime.env, flags), rest[0], { out, err });
+    if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) return err(`unknown command "${command}"; see imgpress --help`), 2;
     const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
     try {
       if (command === "migrate") return out("database is up to date"), 0;
       if (command === "staff") return await runStaffCommand(rest, booted.services, out);
+      if (command === "settings") return await runSettingsCommand(flags, booted.config, booted.services, out);
       if (command === "audit") return await runAuditCommand(flags, booted.services, Date.now(), out);
       return await runKeysCommand(rest, flags, booted.services, out);
     } finally {

@@ -24,8 +24,9 @@ export interface DashboardRouteDeps {
   clientIp: (request: Request) => string;
 }
 
-const hidden = { detail: { hide: true } } as const;
-const page = { staffPage: true, ...hidden } as const;
+// Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
+const hidden = () => ({ detail: { hide: true } }) as const;
+const page = () => ({ staffPage: true, detail: { hide: true } }) as const;
 const text = (max = 320) => t.Optional(t.String({ maxLength: max }));
 // Every query value is optional text: the service falls back on anything it does not know, so a
 // mistyped bookmark still opens a page; only absurd lengths are refused.
@@ -47,26 +48,26 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
   const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
   return new Elysia({ name: "dashboard", prefix: "/internal" })
     .use(d.auth)
-    .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden)
-    .get("/", async ({ staff, query }) => htmlPage(overviewPage(await d.dashboard.overview(viewer(staff), query.range))), { ...page, query: PageQuery })
-    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await d.dashboard.keys(viewer(staff), query))), { ...page, query: PageQuery })
+    .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
+    .get("/", async ({ staff, query }) => htmlPage(overviewPage(await d.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })
+    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await d.dashboard.keys(viewer(staff), query))), { ...page(), query: PageQuery })
     .get("/keys/:id", async ({ staff, params, query }) => {
       const view = await d.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
       return view ? htmlPage(keyPage(view)) : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
-    }, { ...page, query: PageQuery })
+    }, { ...page(), query: PageQuery })
     .post("/keys/:id/revoke", async ({ staff, params, request }) => {
       await d.revocation.revoke(params.id, staff.email, d.clientIp(request));
       // Revoking a key that is already revoked changes nothing: the page shows it as revoked.
       return seeOther(`/internal/keys/${encodeURIComponent(params.id)}?done=revoked`);
-    }, { ...page, parse: parseFormBody, body: CsrfForm })
-    .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page, query: PageQuery })
-    .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page, query: PageQuery })
+    }, { ...page(), parse: parseFormBody, body: CsrfForm })
+    .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
+    .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
     .post("/settings/staff/add", async ({ staff, body, request }) =>
       settingsAction(d, staff, async () => ((await d.staff.add(body.email, staff.email, d.clientIp(request))).added ? "staff-added" : "staff-exists")),
-      { ...page, parse: parseFormBody, body: EmailForm })
+      { ...page(), parse: parseFormBody, body: EmailForm })
     .post("/settings/staff/remove", async ({ staff, body, request }) =>
       settingsAction(d, staff, async () => (await d.staff.remove(body.email, staff.email, d.clientIp(request)), "staff-removed")),
-      { ...page, parse: parseFormBody, body: EmailForm });
+      { ...page(), parse: parseFormBody, body: EmailForm });
 }
 
 /** Runs a staff change; success redirects (so reloading does not repeat it), a refusal shows the page with the reason. */

@@ -16,7 +16,7 @@ import type { LiveView } from "./pages/live.ts";
 import type { OverviewView } from "./pages/overview.ts";
 import type { SettingsView } from "./pages/settings.ts";
 import { rangeBounds, rangeName } from "./ranges.ts";
-import { effectiveSettings, redactUrl } from "./redact.ts";
+import { describeSettings, redactUrl } from "../internal/settings.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
@@ -131,7 +131,7 @@ export class DashboardService {
       staff,
       sessions,
       currentSession: sessionId,
-      settings: effectiveSettings(c),
+      settings: describeSettings(c, false).map((x) => ({ env: x.env, help: x.help, value: settingText(x.value) })),
       dataDir: c.dataDir,
       database: c.databaseUrl.startsWith("file:") ? c.databaseUrl.slice("file:".length) : redactUrl(c.databaseUrl),
       versions: componentVersions(),
@@ -168,6 +168,12 @@ export function componentVersions(): { name: string; version: string }[] {
     { name: "libvips", version: sharp.versions.vips },
     { name: "Runtime", version: runtime },
   ];
+}
+
+/** A setting's value as text: lists joined, "(not set)" for nothing. */
+function settingText(value: unknown): string {
+  if (value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0)) return "(not set)";
+  return Array.isArray(value) ? value.join(", ") : String(value);
 }
 
 function pageNumber(raw: string | undefined): number {

@@ -15,14 +15,20 @@ export interface Store {
   db: Database;
   client: Client;
   close(): void;
+  /** Checkpoints the write-ahead log into the main file (local files), then closes. */
+  shutdown(): Promise<void>;
+}
+
+/** The file behind a `file:` database URL, or null for a remote libSQL server. */
+export function localPath(url: string): string | null {
+  if (!url.startsWith("file:")) return null;
+  return url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
 }
 
 /** Opens (creating the folder of a local file if needed) and migrates the database. */
 export async function openStore(url: string, authToken?: string): Promise<Store> {
-  if (url.startsWith("file:")) {
-    const path = url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
-    await mkdir(dirname(path), { recursive: true });
-  }
+  const path = localPath(url);
+  if (path) await mkdir(dirname(path), { recursive: true });
   // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
   // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
   const client = createClient({ url, authToken, timeout: 5000 });
@@ -31,5 +37,17 @@ export async function openStore(url: string, authToken?: string): Promise<Store>
     await client.execute("PRAGMA journal_mode = WAL");
   }
   await migrate(client, migrations);
-  return { db: drizzle(client, { schema }), client, close: () => client.close() };
+  return {
+    db: drizzle(client, { schema }),
+    client,
+    close: () => client.close(),
+    async shutdown() {
+      try {
+        // TRUNCATE: the main file alone is then complete, and the -wal file is left empty.
+        if (url.startsWith("file:")) await client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
+      } finally {
+        client.close();
+      }
+    },
+  };
 }

@@ -137,7 +137,6 @@ export const usageHourlyTotal = sqliteTable("usage_hourly_total", { hour: intege
 export const usageDailyTotal = sqliteTable("usage_daily_total", { day: integer("day").notNull(), ...usageColumns() }, (table) => [
   primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] }),
 ]);
-
 /** Staff added with `imgpress staff add` (IMGPRESS_STAFF_EMAILS adds more without touching this table). */
 export const staffMembers = sqliteTable("staff_members", {
   email: text("email").primaryKey(),

@@ -1,17 +1,24 @@
 import { Elysia, ValidationError } from "elysia";
+import { storageFaultCode, storageUnavailable } from "../db/faults.ts";
 import { AppError, errorResponse, notFound } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { requestMeta } from "./meta.ts";
 
 /**
  * The single error mapper: AppError as is, Elysia's validation/parse/not-found errors in the same
- * `{ error, message, code }` shape, anything else as 500 INTERNAL_ERROR logged with the request id.
+ * `{ error, message, code }` shape, a database storage fault (disk full, read-only…) as 503
+ * STORAGE_UNAVAILABLE logged for the operator, anything else as 500 INTERNAL_ERROR logged with the request id.
  */
 export function errorHandler(logger: Logger) {
   return new Elysia({ name: "error-handler" }).error({ AppError }).onError({ as: "global" }, ({ code, error, request }) => {
     const id = requestMeta(request).id;
     const known = toAppError(code, error);
     if (known) return errorResponse(known, { "x-request-id": id });
+    const fault = storageFaultCode(error);
+    if (fault) {
+      logger.error("storage unavailable", { requestId: id, path: new URL(request.url).pathname, sqlite: fault, error: (error as Error).message });
+      return errorResponse(storageUnavailable(), { "x-request-id": id });
+    }
     logger.error("unhandled error", { requestId: id, method: request.method, path: new URL(request.url).pathname, error: error as Error });
     return errorResponse(new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${id}).`), { "x-request-id": id });
   });

@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import { KEY_SORTS, MAX_PAGE_SIZE } from "../usage/model.ts";
 
 /** Body of POST /internal/api/staff. */
 export const AddStaffBody = t.Object({ email: t.String({ maxLength: 320 }) });
@@ -12,3 +13,32 @@ export const AuditQuery = t.Object({
   before: t.Optional(t.Numeric({ minimum: 1, description: "id of the last event of the previous page" })),
   limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500 })),
 });
+
+const range = {
+  from: t.Optional(t.String({ description: "ISO date, Unix ms, or a duration back from now (7d); default 7 days ago" })),
+  to: t.Optional(t.String({ description: "ISO date or Unix ms; default now" })),
+};
+
+/** Query of GET /internal/api/overview. */
+export const OverviewQuery = t.Object({ ...range, key_id: t.Optional(t.String({ maxLength: 100 })) });
+
+/** Query of GET /internal/api/usage/series. */
+export const SeriesQueryParams = t.Object({
+  ...range,
+  key_id: t.Optional(t.String({ maxLength: 100 })),
+  step: t.Optional(t.Union([t.Literal("hour"), t.Literal("day")])),
+  utc_offset_minutes: t.Optional(t.Numeric({ minimum: -840, maximum: 840 })),
+});
+
+/** Query of GET /internal/api/keys. */
+export const KeysQueryParams = t.Object({
+  search: t.Optional(t.String({ maxLength: 200 })),
+  sort: t.Optional(t.Union(KEY_SORTS.map((s) => t.Literal(s)))),
+  order: t.Optional(t.Union([t.Literal("asc"), t.Literal("desc")])),
+  status: t.Optional(t.Union([t.Literal("active"), t.Literal("revoked"), t.Literal("all")])),
+  page: t.Optional(t.Numeric({ minimum: 1, maximum: 1_000_000 })),
+  page_size: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_PAGE_SIZE })),
+});
+
+/** Query of GET /internal/api/keys/:id. */
+export const KeyQuery = t.Object(range);

@@ -38,10 +38,19 @@ export function notFoundUnless(found: boolean, code: string, message: string): v
   if (!found) throw new AppError(404, code, message);
 }
 
+/** The range of a usage query: `from`/`to` as ISO dates, Unix ms or (for `from`) a duration; default the last 7 days. */
+export function usageRange(query: { from?: string; to?: string }, now: number): { from: number; to: number } {
+  // `to` is exclusive: by default it lies just past now, so this very moment counts.
+  const to = query.to === undefined ? now + 1 : instant("to", query.to, now);
+  const from = query.from === undefined ? to - 7 * 86_400_000 : instant("from", query.from, now);
+  return { from, to };
+}
+
 // A duration counts back from now (24h); anything else must be an ISO date.
 function instant(field: string, text: string, now: number): number {
   const back = parseDuration(text);
   if (back !== null) return now - back;
+  if (/^\d{10,}$/.test(text)) return Number(text);
   const at = Date.parse(text);
   if (Number.isNaN(at)) throw new AppError(400, "VALIDATION_ERROR", `${field}: an ISO date (2030-01-31T00:00:00Z) or a duration such as 24h or 7d.`);
   return at;

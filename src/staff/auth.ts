@@ -70,7 +70,8 @@ export function staffAuth(sessions: SessionService, behindProxy: boolean) {
     }
     return { ...session, token };
   };
-  return new Elysia({ name: "staff-auth" }).macro({
+  // No plugin name: Elysia would share a named plugin between apps, and its closure with them.
+  return new Elysia().macro({
     staffPage: {
       async resolve({ request, body }) {
         return { staff: await check(request, body, false) };

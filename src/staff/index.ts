@@ -21,7 +21,8 @@ export interface StaffRouteDeps {
   sessionMaxS: number;
 }
 
-const hidden = { detail: { hide: true } } as const;
+// Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
+const hidden = () => ({ detail: { hide: true } }) as const;
 const minutes = STAFF_CODE_TTL_S / 60;
 
 /** The staff door: login form, code form and sign-out (HTML, never in the public docs); the dashboard is behind it. */
@@ -36,7 +37,7 @@ export function staffRoutes(d: StaffRouteDeps) {
         if (!(await d.staff.any())) return pageResponse("Set up staff access", setupPage());
         return pageResponse("Staff sign-in", loginForm(next));
       },
-      { query: LoginQuery, ...hidden },
+      { query: LoginQuery, ...hidden() },
     )
     .post(
       "/login",
@@ -48,7 +49,7 @@ export function staffRoutes(d: StaffRouteDeps) {
           return pageResponse("Enter your code", codeForm(email, next, minutes));
         });
       },
-      { parse: parseFormBody, body: LoginForm, ...hidden },
+      { parse: parseFormBody, body: LoginForm, ...hidden() },
     )
     .post(
       "/login/code",
@@ -60,7 +61,7 @@ export function staffRoutes(d: StaffRouteDeps) {
           return leave((await d.signIn.verify(input)).token, next);
         });
       },
-      { parse: parseFormBody, body: CodeForm, ...hidden },
+      { parse: parseFormBody, body: CodeForm, ...hidden() },
     )
     .post(
       "/logout",
@@ -68,7 +69,7 @@ export function staffRoutes(d: StaffRouteDeps) {
         await d.signIn.signOut(staff, d.clientIp(request));
         return leave("", "/internal/login");
       },
-      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden },
+      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden() },
     )
     .post(
       "/logout/everywhere",
@@ -76,7 +77,7 @@ export function staffRoutes(d: StaffRouteDeps) {
         await d.signIn.signOutEverywhere(staff.email, d.clientIp(request));
         return leave("", "/internal/login");
       },
-      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden },
+      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden() },
     );
 }
 

@@ -1,5 +1,5 @@
 import { Buffer } from "node:buffer";
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, lt, or } from "drizzle-orm";
 import { hmacSha256Hex, randomBytes, sha256Hex, timingSafeEqual, toBase64Url } from "../crypto.ts";
 import type { Database } from "../db/index.ts";
 import { staffSessions } from "../db/schema.ts";
@@ -86,12 +86,20 @@ export class SessionService {
 
   /** The sessions of `email`, newest first. */
   async list(email: string): Promise<SessionRow[]> {
-    const { tokenHash: _hash, ...columns } = staffSessions;
+    const { tokenHash: _hash, ...columns } = getTableColumns(staffSessions);
     return this.db
-      .select({ id: columns.id, email: columns.email, clientAddress: columns.clientAddress, userAgent: columns.userAgent, createdAt: columns.createdAt, lastSeenAt: columns.lastSeenAt })
+      .select(columns)
       .from(staffSessions)
       .where(eq(staffSessions.email, email))
       .orderBy(desc(staffSessions.createdAt));
+  }
+
+  /** Deletes sessions past their idle timeout or absolute lifetime. */
+  async prune(): Promise<void> {
+    const now = this.now();
+    await this.db
+      .delete(staffSessions)
+      .where(or(lt(staffSessions.lastSeenAt, now - this.limits.idleS * 1000), lt(staffSessions.createdAt, now - this.limits.maxS * 1000)));
   }
 
   private csrfToken(token: string): Promise<string> {

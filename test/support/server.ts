@@ -77,6 +77,10 @@ export interface RunningServer {
   restart(): Promise<void>;
   /** SIGTERM, then waits for the exit; resolves to the exit status. Removes a temporary data folder unless `keepData`. */
   stop(options?: { keepData?: boolean }): Promise<number>;
+  /** Sends a signal to the running process (SIGTERM mid-burst, SIGKILL for a crash…). */
+  kill(signal: NodeJS.Signals): void;
+  /** Resolves to the exit status once the process has ended by itself (after `kill`); `restart` then starts afresh. */
+  exited(): Promise<number>;
 }
 
 /** Starts `imgpress serve` on 127.0.0.1 with a free port and waits until it logs "imgpress listening". */
@@ -106,5 +110,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     waitForLog: (predicate, timeoutMs = 10_000) => service.log.waitFor(predicate, timeoutMs),
     restart: () => service.restart(),
     stop: (stopOptions) => service.stop(stopOptions),
+    kill: (signal) => service.proc.kill(signal),
+    exited: () => service.proc.exited,
   };
 }

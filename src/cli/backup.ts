@@ -1,0 +1,91 @@
+import { Buffer } from "node:buffer";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import type { Config } from "../config.ts";
+import { moveAside, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { localPath, openStore } from "../db/index.ts";
+import { existingMasterKey, masterKeyPath } from "../masterkey.ts";
+import { liveServerPid, pidFilePath } from "../pidfile.ts";
+
+/** Where CLI output goes: results on `out`, progress and warnings on `err`. */
+export interface Output {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+const MiB = 1024 * 1024;
+/** From this size on, a status line says the copy has started (it runs as one blocking statement). */
+const LARGE_BYTES = 10 * MiB;
+const stamp = () => new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
+
+/**
+ * `imgpress backup [FILE] [--without-key]`: an online snapshot of the database while the server
+ * runs. By default the file also carries the master key (so it restores on its own) and the
+ * output says to keep it like a password; `--without-key` leaves the key out and says what that costs.
+ */
+export async function runBackup(config: Config, file: string | undefined, flags: Record<string, string>, io: Output): Promise<number> {
+  const source = localPath(config.databaseUrl);
+  if (!source) return io.err("imgpress backup: the database is a remote libSQL server; use that server's own backups"), 1;
+  const dest = resolve(file ?? `imgpress-backup-${stamp()}.db`);
+  const withKey = flags["without-key"] !== "true";
+  const masterKey = withKey ? await existingMasterKey(config) : null;
+  if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;
+  const started = Date.now();
+  const result = await writeSnapshot(source, dest, masterKey, (expected) => {
+    if (expected >= LARGE_BYTES) io.err(`backup: copying about ${(expected / MiB).toFixed(1)} MiB into ${dest}…`);
+  });
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${result.keys} key pairs, ${seconds} s)`);
+  io.out(
+    withKey
+      ? "It holds the database AND the master key: anyone with this file can unseal every stored secret. Keep it like a password."
+      : "It holds no master key: restored alone it cannot unseal stored secrets (signed requests fail) unless the same master key is in place.",
+  );
+  return 0;
+}
+
+/**
+ * `imgpress restore FILE`: refuses while a server uses the database, checks the snapshot before
+ * touching anything, keeps the old database (and a replaced master key file) aside, then migrates.
+ */
+export async function runRestore(config: Config, file: string | undefined, io: Output): Promise<number> {
+  if (!file) return io.err("usage: imgpress restore FILE"), 2;
+  const target = localPath(config.databaseUrl);
+  if (!target) return io.err("imgpress restore: the database is a remote libSQL server; restore it with that server's tools"), 1;
+  const holder = liveServerPid(target);
+  if (holder !== null) {
+    io.err(`imgpress restore: a server (pid ${holder}) is using ${target}; stop it first (if no server runs, delete ${pidFilePath(target)})`);
+    return 1;
+  }
+  const suffix = `.before-restore-${stamp()}`;
+  const stage = `${target}.restore-${crypto.randomUUID()}`;
+  await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+  const info = await stageSnapshot(resolve(file), stage).catch((err: Error) => {
+    throw new Error(`restore refused, nothing changed: ${err.message}`);
+  });
+  try {
+    const current = await existingMasterKey(config);
+    if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
+      throw new Error("restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key");
+    }
+    if (info.masterKey && !config.masterKey && (!current || !sameKey(current, info.masterKey))) {
+      const keyFile = masterKeyPath(config);
+      const asideKey = current ? `${keyFile}${suffix}` : null;
+      if (asideKey) await rename(keyFile, asideKey);
+      await writeFile(keyFile, `${Buffer.from(info.masterKey).toString("hex")}\n`, { mode: 0o600 });
+      if (asideKey) io.out(`previous master key kept as ${asideKey}`);
+    }
+    if (!info.masterKey) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
+  } catch (err) {
+    await rm(stage, { force: true });
+    throw err;
+  }
+  const aside = await moveAside(target, suffix);
+  await rename(stage, target);
+  const store = await openStore(`file:${target}`);
+  await store.shutdown();
+  if (aside) io.out(`previous database kept as ${aside}`);
+  const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";
+  io.out(`restored ${resolve(file)}${taken} into ${target} (${info.keys} key pairs; integrity check ok)`);
+  return 0;
+}

@@ -1,0 +1,132 @@
+import { createClient, type Client } from "@libsql/client";
+import { Buffer } from "node:buffer";
+import { copyFile, chmod, rename, rm, stat } from "node:fs/promises";
+import { timingSafeEqual } from "../crypto.ts";
+
+/**
+ * Online backup and verified restore of the local database file. A snapshot is made with
+ * `VACUUM INTO`, which reads inside one transaction: in WAL mode the server keeps writing and the
+ * copy is exactly the database at one instant. The master key travels inside the snapshot (table
+ * `imgpress_backup`, never present in the live database), because sealed secrets are useless
+ * without it; that makes the file as sensitive as the key itself.
+ */
+
+/** What a snapshot holds, as `restore` reports it. */
+export interface SnapshotInfo {
+  /** Active and revoked key pairs. */
+  keys: number;
+  /** The master key carried in the snapshot, or null for a `--without-key` backup. */
+  masterKey: Uint8Array | null;
+  /** When the backup was made (Unix ms), or null. */
+  createdAt: number | null;
+}
+
+/**
+ * Writes a consistent snapshot of `source` (a local file) to `dest`, carrying `masterKey` when
+ * given. The copy is made under a temporary name and renamed into place, so `dest` never holds a
+ * half-written backup. `starting` hears the expected size first: libSQL runs `VACUUM INTO` as one
+ * blocking call, so there is no progress to report until it ends. Returns the snapshot's size in
+ * bytes and key count.
+ */
+export async function writeSnapshot(
+  source: string,
+  dest: string,
+  masterKey: Uint8Array | null,
+  starting: (expectedBytes: number) => void,
+): Promise<{ bytes: number; keys: number }> {
+  if (await exists(dest)) throw new Error(`${dest} already exists; choose another file name`);
+  const temp = `${dest}.${crypto.randomUUID()}.partial`;
+  starting((await sizeOf(source)) + (await sizeOf(`${source}-wal`)));
+  const client = createClient({ url: `file:${source}` });
+  try {
+    await client.execute("PRAGMA busy_timeout = 5000");
+    await client.execute({ sql: "VACUUM INTO ?", args: [temp] });
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  } finally {
+    client.close();
+  }
+  try {
+    await chmod(temp, 0o600);
+    const snapshot = createClient({ url: `file:${temp}` });
+    let keys: number;
+    try {
+      await snapshot.execute("CREATE TABLE imgpress_backup (master_key TEXT, created_at INTEGER NOT NULL)");
+      await snapshot.execute({
+        sql: "INSERT INTO imgpress_backup (master_key, created_at) VALUES (?, ?)",
+        args: [masterKey ? Buffer.from(masterKey).toString("hex") : null, Date.now()],
+      });
+      keys = await countKeys(snapshot);
+    } finally {
+      snapshot.close();
+    }
+    await rename(temp, dest);
+    return { bytes: await sizeOf(dest), keys };
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * Copies `file` to `stage`, checks the copy (`PRAGMA integrity_check`, an imgpress schema) and takes
+ * the backup table out of it; the caller moves `stage` into place. The user's file is never modified.
+ */
+export async function stageSnapshot(file: string, stage: string): Promise<SnapshotInfo> {
+  await copyFile(file, stage);
+  const client = createClient({ url: `file:${stage}` });
+  try {
+    const check = await client.execute("PRAGMA integrity_check").catch((err: Error) => {
+      throw new Error(`${file} is not a readable SQLite database (${err.message})`);
+    });
+    const verdict = check.rows.map((r) => String(r[0])).join("; ");
+    if (verdict !== "ok") throw new Error(`${file} failed the integrity check: ${verdict}`);
+    const tables = new Set((await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'")).rows.map((r) => String(r[0])));
+    if (!tables.has("api_keys") || !tables.has("__drizzle_migrations")) throw new Error(`${file} is not an imgpress database`);
+    let info: SnapshotInfo = { keys: await countKeys(client), masterKey: null, createdAt: null };
+    if (tables.has("imgpress_backup")) {
+      const row = (await client.execute("SELECT master_key, created_at FROM imgpress_backup LIMIT 1")).rows[0];
+      const hex = row?.[0] ? String(row[0]) : null;
+      info = { ...info, masterKey: hex ? new Uint8Array(Buffer.from(hex, "hex")) : null, createdAt: row ? Number(row[1]) : null };
+      await client.execute("DROP TABLE imgpress_backup");
+    }
+    return info;
+  } catch (err) {
+    client.close();
+    await rm(stage, { force: true });
+    throw err;
+  } finally {
+    client.close();
+  }
+}
+
+/** Moves the database and its -wal/-shm files aside under `suffix`; returns the main file's new name, or null when there was none. */
+export async function moveAside(path: string, suffix: string): Promise<string | null> {
+  if (!(await exists(path))) return null;
+  for (const ext of ["", "-wal", "-shm"]) if (await exists(`${path}${ext}`)) await rename(`${path}${ext}`, `${path}${suffix}${ext}`);
+  return `${path}${suffix}`;
+}
+
+/** Two master keys compared in constant time. */
+export function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+  return timingSafeEqual(Buffer.from(a).toString("hex"), Buffer.from(b).toString("hex"));
+}
+
+async function countKeys(client: Client): Promise<number> {
+  return Number((await client.execute("SELECT count(*) FROM api_keys")).rows[0]![0]);
+}
+
+async function sizeOf(path: string): Promise<number> {
+  return stat(path).then(
+    (s) => s.size,
+    () => 0,
+  );
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,0 +1,55 @@
+import type { Logger } from "./log.ts";
+
+/** One step of an orderly stop, e.g. flushing buffered usage counts. */
+export interface ShutdownHook {
+  name: string;
+  run: () => Promise<void>;
+}
+
+/**
+ * The service's stopping state, shared by the server (which starts the drain), readiness (which
+ * turns 503 while draining) and whatever holds buffered state (which joins with `onShutdown`).
+ * It knows nothing of sockets or signals, so tests can drive it directly.
+ */
+export class Lifecycle {
+  private drainingSince: number | null = null;
+  private readonly hooks: ShutdownHook[] = [];
+  private readonly drainListeners: (() => void)[] = [];
+
+  /** True from the first shutdown signal on. */
+  get draining(): boolean {
+    return this.drainingSince !== null;
+  }
+
+  /** Registers a step to run after the last request has finished and before the database closes. */
+  onShutdown(name: string, run: () => Promise<void>): void {
+    this.hooks.push({ name, run });
+  }
+
+  /** Registers a callback told once, at the moment draining begins (e.g. to fail readiness). */
+  onDrain(listener: () => void): void {
+    this.drainListeners.push(listener);
+  }
+
+  /** Marks the service as draining and tells the listeners; later calls do nothing. */
+  beginDrain(now = Date.now()): void {
+    if (this.drainingSince !== null) return;
+    this.drainingSince = now;
+    for (const listener of this.drainListeners) listener();
+  }
+
+  /** Runs every hook in registration order; a failing hook is logged and does not stop the others. Returns how many failed. */
+  async runHooks(logger: Logger): Promise<number> {
+    let failed = 0;
+    for (const hook of this.hooks) {
+      try {
+        await hook.run();
+        logger.info("shutdown step done", { step: hook.name });
+      } catch (err) {
+        failed++;
+        logger.error("shutdown step failed", { step: hook.name, error: err as Error });
+      }
+    }
+    return failed;
+  }
+}

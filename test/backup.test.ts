@@ -1,0 +1,162 @@
+/**
+ * `imgpress backup` during a conversion burst on a running server, `imgpress restore` into a new
+ * folder, and a server started there: every key issued before the backup converts (bearer and
+ * signed, so the master key came along) and the usage counters match. Restore refuses while a
+ * server uses the folder and refuses a damaged snapshot without changing anything.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { copyFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { convertForm, readResponse, type Keys } from "./support/convert-helpers.ts";
+import * as img from "./support/images.ts";
+import { burstForm, convertBearer, gateStats, obtainKeys, until } from "./support/ops.ts";
+import { signedHeaders } from "./support/sign.ts";
+import { runCli, startServer, type RunningServer } from "./support/server.ts";
+import { startSmtpSink, type SmtpSink } from "./support/smtp.ts";
+
+let sink: SmtpSink;
+let server: RunningServer;
+let tmp: string;
+let quiet: Keys[];
+let busy: Keys;
+let image: Uint8Array;
+/** Key counters just before and just after the backup's burst. */
+let usage: { before: KeyListRow[]; after: KeyListRow[] };
+
+interface KeyListRow {
+  id: string;
+  keyPrefix: string;
+  conversions: number;
+  bytesIn: number;
+  bytesOut: number;
+}
+
+async function keyList(env: Record<string, string>): Promise<KeyListRow[]> {
+  const r = await runCli(["keys", "list", "--all", "--json"], env);
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout);
+}
+
+async function signedConvert(target: RunningServer, keys: Keys) {
+  const body = await convertForm(image);
+  const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: Math.floor(Date.now() / 1000), body: body.bytes });
+  return readResponse(await target.fetch("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers: { "content-type": body.contentType, ...headers } }));
+}
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), "imgpress-backup-"));
+  sink = await startSmtpSink();
+  server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8" } });
+  image = await img.photo(640, 480);
+  quiet = [await obtainKeys(server, sink, "one@example.com"), await obtainKeys(server, sink, "two@example.com")];
+  busy = await obtainKeys(server, sink, "busy@example.com");
+  for (const k of quiet) expect((await convertBearer(server, k.api_key, await convertForm(image))).status).toBe(200);
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await sink?.close();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe("backup during a burst, restore into a new folder", () => {
+  const file = () => join(tmp, "snapshot.db");
+  const fresh = () => join(tmp, "restored");
+
+  test("backup while converting: exit 0, says it holds the master key, file mode 0600", async () => {
+    const before = await keyList(server.env);
+    const big = await burstForm(await img.photo(2000, 1500));
+    const burst = Array.from({ length: 4 }, () => convertBearer(server, busy.api_key, big));
+    await until(async () => (await gateStats(server)).admitted >= 2, 20_000, "the burst to start");
+    const backup = await runCli(["backup", file()], server.env);
+    expect(backup.code).toBe(0);
+    expect(backup.stdout).toContain(`backup written: ${file()}`);
+    expect(backup.stdout).toContain("master key");
+    expect(backup.stdout).toContain("Keep it like a password");
+    for (const r of await Promise.all(burst)) expect(r.status).toBe(200);
+    expect((await Bun.file(file()).exists())).toBe(true);
+    expect(statSync(file()).mode & 0o777).toBe(0o600);
+    // A second backup never overwrites the first.
+    const again = await runCli(["backup", file()], server.env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("already exists");
+    usage = { before, after: await keyList(server.env) };
+  }, 120_000);
+
+  test("restore refuses while the server uses the folder, and changes nothing", async () => {
+    const dbBefore = await readFile(join(server.dataDir, "imgpress.db"));
+    const r = await runCli(["restore", file()], server.env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/a server \(pid \d+\) is using/);
+    expect(readdirSync(server.dataDir).filter((f) => f.includes("restore"))).toEqual([]);
+    expect((await readFile(join(server.dataDir, "imgpress.db"))).equals(dbBefore)).toBe(true);
+  });
+
+  test("restore refuses a damaged snapshot before touching anything", async () => {
+    const damaged = join(tmp, "damaged.db");
+    const bytes = await readFile(file());
+    bytes.fill(0x55, 4096, Math.min(bytes.length, 4096 * 3)); // overwrite pages 2–3
+    await writeFile(damaged, bytes);
+    const dir = join(tmp, "damaged-target");
+    const r = await runCli(["restore", damaged], { IMGPRESS_DATA_DIR: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/restore refused, nothing changed: .*(integrity check|not a readable SQLite database|malformed)/);
+    expect(existsSync(join(dir, "imgpress.db"))).toBe(false);
+    const garbage = join(tmp, "garbage.db");
+    await writeFile(garbage, "not a database at all".repeat(100));
+    const g = await runCli(["restore", garbage], { IMGPRESS_DATA_DIR: dir });
+    expect(g.code).toBe(1);
+    expect(g.stderr).toContain("restore refused, nothing changed");
+  });
+
+  test("restored into a new folder: every key converts (bearer and signed), usage counters match", async () => {
+    const r = await runCli(["restore", file()], { IMGPRESS_DATA_DIR: fresh() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("integrity check ok");
+    const { before, after } = usage;
+    const restored = await keyList({ IMGPRESS_DATA_DIR: fresh() });
+    expect(restored.map((k) => k.id).sort()).toEqual(before.map((k) => k.id).sort());
+    for (const row of restored) {
+      const was = before.find((k) => k.id === row.id)!;
+      const now = after.find((k) => k.id === row.id)!;
+      // Keys idle during the backup match exactly; the busy key lies between before and after the burst.
+      expect(row.conversions).toBeGreaterThanOrEqual(was.conversions);
+      expect(row.conversions).toBeLessThanOrEqual(now.conversions);
+      if (was.conversions === now.conversions) expect(row).toEqual(was);
+    }
+    const there = await startServer({ dataDir: fresh() });
+    try {
+      for (const k of [...quiet, busy]) {
+        expect((await convertBearer(there, k.api_key, await convertForm(image))).status).toBe(200);
+        expect((await signedConvert(there, k)).status).toBe(200);
+      }
+    } finally {
+      await there.stop();
+    }
+  }, 60_000);
+
+  test("--without-key: the output says the file cannot unseal secrets alone; restore keeps the folder's key and warns", async () => {
+    const bare = join(tmp, "bare.db");
+    const b = await runCli(["backup", bare, "--without-key"], server.env);
+    expect(b.code).toBe(0);
+    expect(b.stdout).toContain("holds no master key");
+    const dir = join(tmp, "bare-target");
+    const r = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: dir });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("holds no master key");
+    expect(existsSync(join(dir, "master.key"))).toBe(false);
+  }, 30_000);
+
+  test("restore over an existing database keeps the old one aside", async () => {
+    const dir = join(tmp, "existing");
+    await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir });
+    const r = await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir });
+    expect(r.code).toBe(0);
+    const aside = /previous database kept as (\S+)/.exec(r.stdout)?.[1];
+    expect(aside).toBeDefined();
+    expect(existsSync(aside!)).toBe(true);
+    await copyFile(aside!, join(tmp, "aside-copy.db")); // still a readable file
+  }, 30_000);
+});

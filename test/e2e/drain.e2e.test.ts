@@ -1,0 +1,113 @@
+/**
+ * Graceful drain of the real service (E2E_RUNTIME picks Bun or Deno): SIGTERM in the middle of a
+ * burst of large conversions lets every accepted request get its image, refuses new connections,
+ * logs what it waits for, checkpoints the WAL and exits 0; a second signal exits at once; the
+ * shutdown timeout cuts what is left and exits 1.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { expectImage, type Keys } from "../support/convert-helpers.ts";
+import * as img from "../support/images.ts";
+import { burstForm, convertBearer, gateStats, obtainKeys, until } from "../support/ops.ts";
+import { startServer, type RunningServer } from "../support/server.ts";
+import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+
+const BURST = 5;
+const WIDTH = 2400;
+const HEIGHT = 1800;
+
+let sink: SmtpSink;
+let photo: Buffer;
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  photo = await img.photo(WIDTH, HEIGHT);
+});
+afterAll(async () => {
+  await sink?.close();
+});
+
+/** A server with one conversion slot, so a burst forms a queue behind it. */
+async function start(email: string, env: Record<string, string> = {}): Promise<{ server: RunningServer; keys: Keys }> {
+  const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8", ...env } });
+  return { server, keys: await obtainKeys(server, sink, email) };
+}
+
+/** Starts BURST conversions and resolves once the server has admitted all of them. */
+async function burst(server: RunningServer, keys: Keys) {
+  const body = await burstForm(photo);
+  const answers = Array.from({ length: BURST }, () => convertBearer(server, keys.api_key, body));
+  await until(async () => (await gateStats(server)).admitted === BURST, 20_000, "the whole burst to be admitted");
+  return answers;
+}
+
+describe("SIGTERM during a burst", () => {
+  test("every accepted request gets its image, new connections are refused, exit 0 with a checkpointed WAL", async () => {
+    const { server, keys } = await start("drain@example.com");
+    try {
+      const answers = await burst(server, keys);
+      server.kill("SIGTERM");
+      const first = await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith("SIGTERM received: draining:"), 5_000);
+      // The signal really came mid-burst: several accepted requests were still open.
+      expect(Number(first.json!.requests)).toBeGreaterThanOrEqual(2);
+      // The listener is closed at once: a new connection fails while the burst is still converting.
+      const late = await server.fetch("/health").then(
+        (r) => `answered ${r.status}`,
+        () => "refused",
+      );
+      expect(late).toBe("refused");
+      expect((await gateStats(server).catch(() => null)) ?? "no new connections").toBe("no new connections");
+
+      const results = await Promise.all(answers);
+      for (const r of results) {
+        expect(r.status).toBe(200);
+        await expectImage(r.bytes, { format: "webp", width: WIDTH, height: HEIGHT });
+      }
+      expect(await server.exited()).toBe(0);
+      const msgs = server.logs.map((l) => String(l.json?.msg ?? ""));
+      expect(msgs.some((m) => /^SIGTERM received: draining: \d+ conversions in flight, \d+ queued/.test(m))).toBe(true);
+      expect(msgs).toContain("all requests answered");
+      expect(msgs).toContain("stopped");
+      // wal_checkpoint(TRUNCATE) at close: the main file holds everything, the WAL is empty.
+      const wal = join(server.dataDir, "imgpress.db-wal");
+      expect(statSync(wal, { throwIfNoEntry: false })?.size ?? 0).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  test("a second signal exits at once, non-zero, and says so", async () => {
+    const { server, keys } = await start("drain-twice@example.com");
+    try {
+      const answers = await burst(server, keys);
+      server.kill("SIGTERM");
+      await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith("SIGTERM received"), 5_000);
+      server.kill("SIGINT");
+      const started = Date.now();
+      expect(await server.exited()).toBe(130);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(server.logs.some((l) => l.json?.msg === "second SIGINT: exiting at once")).toBe(true);
+      const results = await Promise.all(answers);
+      // Not all of them can have finished: the burst holds several seconds of work on one slot.
+      expect(results.filter((r) => r.status === 200).length).toBeLessThan(BURST);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  test("IMGPRESS_SHUTDOWN_TIMEOUT_S cuts what is left, still closes the database, exits 1", async () => {
+    const { server, keys } = await start("drain-timeout@example.com", { IMGPRESS_SHUTDOWN_TIMEOUT_S: "0.5" });
+    try {
+      const answers = await burst(server, keys);
+      server.kill("SIGTERM");
+      expect(await server.exited()).toBe(1);
+      const msgs = server.logs.map((l) => String(l.json?.msg ?? ""));
+      expect(msgs.some((m) => m.startsWith("shutdown timeout (0.5 s) reached"))).toBe(true);
+      expect(msgs).toContain("stopped");
+      await Promise.all(answers);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+});

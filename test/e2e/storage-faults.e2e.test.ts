@@ -1,0 +1,109 @@
+/**
+ * The data folder on a small tmpfs that fills up: code and key endpoints answer
+ * 503 STORAGE_UNAVAILABLE with Retry-After (never 500) and change nothing; bearer conversions of known
+ * keys keep working; signed conversions, which need their replay record, answer 503 too; once space
+ * returns the service works again without a restart, and the code requested before the fault still
+ * verifies. (A read-only folder cannot be simulated under a running server: remounting read-only
+ * fails while the database is open for writing; test/storage-faults.test.ts maps real SQLITE_READONLY
+ * and SQLITE_BUSY errors instead.) Mounting needs root (CI runs as root); elsewhere the tests are skipped with a message.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { closeSync, openSync, unlinkSync, writeSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
+import * as img from "../support/images.ts";
+import { convertBearer, obtainKeys } from "../support/ops.ts";
+import { signedHeaders } from "../support/sign.ts";
+import { startServer, type RunningServer } from "../support/server.ts";
+import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+
+const mountPoint = await mkdtemp(join(tmpdir(), "imgpress-tmpfs-"));
+const isRoot = process.getuid?.() === 0;
+const mount = isRoot ? spawnSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint], { encoding: "utf8" }) : null;
+const mounted = mount?.status === 0;
+if (!mounted) {
+  const why = isRoot ? `mount failed: ${(mount?.stderr || String(mount?.error ?? "")).trim()}` : `not root (uid ${process.getuid?.()})`;
+  console.warn(`storage-faults: SKIPPED — mounting a 4 MB tmpfs needs root and permission to mount (${why}); CI runs these as root.`);
+}
+
+let sink: SmtpSink;
+let server: RunningServer;
+let keys: Keys;
+const filler = join(mountPoint, "filler");
+
+/** Writes zeros into the tmpfs until it is full (ENOSPC). */
+function fillDisk(): void {
+  const fd = openSync(filler, "w");
+  const chunk = Buffer.alloc(16 * 1024);
+  try {
+    for (let i = 0; i < 1024; i++) writeSync(fd, chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+beforeAll(async () => {
+  if (!mounted) return;
+  sink = await startSmtpSink();
+  server = await startServer({ dataDir: join(mountPoint, "data"), env: { IMGPRESS_SMTP_URL: sink.url } });
+  keys = await obtainKeys(server, sink, "known@example.com");
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop({ keepData: true });
+  await sink?.close();
+  if (mounted) spawnSync("umount", ["-l", mountPoint]);
+  await rm(mountPoint, { recursive: true, force: true });
+});
+
+function expectStorageUnavailable(res: { status: number; headers: Headers; body: any }) {
+  expect(res.status).toBe(503);
+  expect(res.body.code).toBe("STORAGE_UNAVAILABLE");
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+}
+
+async function signedConvert(image: Uint8Array) {
+  const body = await convertForm(image);
+  const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: Math.floor(Date.now() / 1000), body: body.bytes });
+  const res = await server.fetch("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers: { "content-type": body.contentType, ...headers } });
+  return readResponse(res);
+}
+
+describe.skipIf(!mounted)("data folder on a full disk", () => {
+  test("503 STORAGE_UNAVAILABLE on code endpoints, bearer conversions go on, all back once space returns", async () => {
+    const image = await img.photo(320, 240);
+    // A code requested while there is room; it must survive the fault unconsumed.
+    expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email: "later@example.com" })).status).toBe(200);
+    const pending = extractOtp(await sink.waitFor((m) => m.envelopeTo.includes("later@example.com")));
+
+    fillDisk();
+    try {
+      const before = sink.messages.length;
+      expectStorageUnavailable(await server.json("POST", "/v1/plugin/auth/request-otp", { email: "full@example.com" }));
+      expect(sink.messages.length).toBe(before); // no code was mailed for a row that was not stored
+      expectStorageUnavailable(await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "later@example.com", otp: pending }));
+
+      const bearer = await convertBearer(server, keys.api_key, await convertForm(image));
+      expect(bearer.status).toBe(200);
+      expect(await img.decode(bearer.bytes)).toMatchObject({ width: 320, height: 240 });
+      // A signed request cannot be accepted without storing its replay record.
+      expectStorageUnavailable(await signedConvert(image));
+      expect((await server.fetch("/health")).status).toBe(200);
+    } finally {
+      unlinkSync(filler);
+    }
+
+    // Space is back: no restart, everything works, and the pending code was never consumed.
+    expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email: "full@example.com" })).status).toBe(200);
+    const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "later@example.com", otp: pending });
+    expect(verified.status).toBe(200);
+    expect((await signedConvert(image)).status).toBe(200);
+    expect(server.logs.some((l) => l.json?.msg === "storage unavailable" && String(l.json.sqlite).startsWith("SQLITE_FULL"))).toBe(true);
+    expect(server.logs.some((l) => l.json?.msg === "unhandled error")).toBe(false);
+  }, 60_000);
+});

@@ -1,0 +1,405 @@
+/**
+ * The staff door under /internal/ against the real app (app.handle), a real libSQL file, the real
+ * SMTP mailer and an in-process SMTP sink, with a hand-driven clock: allowlist, sign-in, sessions,
+ * CSRF, the two code worlds, the JSON API and the audit trail. test/e2e/staff.e2e.test.ts runs the
+ * same door over real HTTPS.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { eq } from "drizzle-orm";
+import { auditEvents, staffSessions } from "../src/db/schema.ts";
+import { convertForm, postBearer } from "./support/convert-helpers.ts";
+import { runSettingsCommand } from "../src/cli/index.ts";
+import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
+import { photo } from "./support/images.ts";
+import { form, LOOPBACK, nextCode, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "./support/staff.ts";
+
+const STAFF = "boss@example.com";
+const MINUTE = 60_000;
+
+let h: Harness;
+beforeEach(async () => {
+  h = await createHarness({ env: { IMGPRESS_STAFF_EMAILS: STAFF } });
+});
+afterEach(async () => {
+  await h.close();
+});
+
+async function reharness(env: Record<string, string>): Promise<Harness> {
+  await h.close();
+  h = await createHarness({ env });
+  return h;
+}
+
+const page = (path: string, cookie?: string) => h.request("GET", path, { ip: LOOPBACK, headers: cookie ? { cookie } : {} });
+const auditTypes = async () => (await h.store.db.select().from(auditEvents)).map((e) => e.type);
+
+describe("the network allowlist", () => {
+  const tricks = ["/internal/login", "/INTERNAL/login", "/%69nternal/login", "/v1/../internal/login", "//internal//login", "/./internal/login", "/Internal", "/internal", "/%2569nternal/x"];
+
+  test.each(tricks)("%s from outside answers exactly what an unknown route answers", async (path) => {
+    for (const method of ["GET", "POST", "DELETE"]) {
+      const hidden = await h.request(method, path, { ip: "203.0.113.9" });
+      const unknown = await h.request(method, "/no/such/route", { ip: "203.0.113.9" });
+      expectError(hidden, 404, "NOT_FOUND");
+      expect(hidden.text).toBe(unknown.text);
+      expect([...hidden.headers.keys()].sort()).toEqual([...unknown.headers.keys()].sort());
+    }
+  });
+
+  test.each([
+    { allow: "192.168.1.0/24", ip: "192.168.1.77", open: true },
+    { allow: "192.168.1.0/24", ip: "192.168.2.1", open: false },
+    { allow: "192.168.1.0/24", ip: "::ffff:192.168.1.5", open: true },
+    { allow: "fd00::/8", ip: "fd12:3456::1", open: true },
+    { allow: "fd00::/8", ip: "fe80::1", open: false },
+    { allow: "10.0.0.1, ::1", ip: "::1", open: true },
+    { allow: "10.0.0.1, ::1", ip: "10.0.0.2", open: false },
+  ])("$allow lets $ip in: $open", async ({ allow, ip, open }) => {
+    await reharness({ IMGPRESS_INTERNAL_ALLOW: allow, IMGPRESS_STAFF_EMAILS: STAFF });
+    const res = await h.request("GET", "/internal/login", { ip });
+    expect(res.status).toBe(open ? 200 : 404);
+  });
+
+  test("behind a proxy only the right-most X-Forwarded-For address counts", async () => {
+    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF });
+    const via = (xff: string) => h.request("GET", "/internal/login", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https", "x-forwarded-for": xff } });
+    expect((await via("127.0.0.1, 203.0.113.9")).status).toBe(404);
+    expect((await via("203.0.113.9, 127.0.0.1")).status).toBe(200);
+  });
+
+  test("without proxy mode X-Forwarded-For is ignored", async () => {
+    const res = await h.request("GET", "/internal/login", { ip: "203.0.113.9", headers: { "x-forwarded-for": "127.0.0.1" } });
+    expect(res.status).toBe(404);
+  });
+
+  test("a bad entry stops start-up naming it", async () => {
+    await expect(reharness({ IMGPRESS_INTERNAL_ALLOW: "127.0.0.1, 10.0.0.0/33" })).rejects.toThrow(/IMGPRESS_INTERNAL_ALLOW.*10\.0\.0\.0\/33/);
+    h = await createHarness();
+  });
+});
+
+describe("sign-in", () => {
+  test("form fields, code by mail, cookie attributes, landing page, audit", async () => {
+    const login = await page("/internal/login");
+    expect(login.text).toContain('<input id="email" name="email" type="email" autocomplete="email"');
+    expect(login.headers.get("cache-control")).toBe("no-store");
+    expect(login.headers.get("x-frame-options")).toBe("DENY");
+    expect(login.headers.get("referrer-policy")).toBe("same-origin");
+    expect(login.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(login.headers.get("content-security-policy")).toContain("default-src 'self'");
+    const before = h.smtp.messages.length;
+    const asked = await h.request("POST", "/internal/login", form({ email: STAFF }));
+    expect(asked.text).toContain('inputmode="numeric" autocomplete="one-time-code"');
+    await nextCode(h, STAFF, before);
+    h.clock.advance(MINUTE + 1);
+    const { res } = await staffCodeFlow(h, STAFF);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/internal/");
+    const cookie = res.headers.get("set-cookie")!;
+    expect(cookie).toMatch(/^__Host-imgpress_session=[A-Za-z0-9_-]{43}; /);
+    for (const attr of ["Path=/", "Secure", "HttpOnly", "SameSite=Strict"]) expect(cookie).toContain(attr);
+    expect(cookie.toLowerCase()).not.toContain("domain");
+    const home = await page("/internal/", cookie.split(";")[0]);
+    expect(home.status).toBe(200);
+    expect(home.text).toContain(STAFF);
+    expect(await auditTypes()).toEqual(["staff.sign_in"]);
+    // Only the hash of the token is stored.
+    const [row] = await h.store.db.select().from(staffSessions).limit(1);
+    expect(row!.tokenHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(cookie).not.toContain(row!.tokenHash);
+  });
+
+  test("staff and non-staff get byte-identical answers; only staff get mail", async () => {
+    const before = h.smtp.messages.length;
+    const a = await h.request("POST", "/internal/login", form({ email: STAFF }));
+    const b = await h.request("POST", "/internal/login", form({ email: "nobody@example.com" }));
+    expect(a.status).toBe(b.status);
+    expect(a.text.replaceAll(STAFF, "X")).toBe(b.text.replaceAll("nobody@example.com", "X"));
+    expect([...a.headers].filter(([k]) => k !== "x-request-id")).toEqual([...b.headers].filter(([k]) => k !== "x-request-id"));
+    await h.smtp.waitFor((m) => m.envelopeTo.includes(STAFF));
+    await Bun.sleep(200);
+    expect(h.smtp.messages.slice(before).map((m) => m.envelopeTo[0])).toEqual([STAFF]);
+    const wrongA = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: "000000" }));
+    const wrongB = await h.request("POST", "/internal/login/code", form({ email: "nobody@example.com", code: "000000" }));
+    expect(wrongA.status).toBe(401);
+    expect(wrongA.text.replaceAll(STAFF, "X")).toBe(wrongB.text.replaceAll("nobody@example.com", "X"));
+  });
+
+  test("a code is single use, expires after 10 minutes and burns after 5 wrong guesses", async () => {
+    const { code } = await staffCodeFlow(h, STAFF);
+    expect((await h.request("POST", "/internal/login/code", form({ email: STAFF, code }))).status).toBe(401);
+
+    h.clock.advance(MINUTE + 1);
+    let before = h.smtp.messages.length;
+    await h.request("POST", "/internal/login", form({ email: STAFF }));
+    const late = await nextCode(h, STAFF, before);
+    h.clock.advance(10 * MINUTE + 1);
+    expect((await h.request("POST", "/internal/login/code", form({ email: STAFF, code: late }))).status).toBe(401);
+
+    h.clock.advance(MINUTE + 1);
+    before = h.smtp.messages.length;
+    await h.request("POST", "/internal/login", form({ email: STAFF }));
+    const burnt = await nextCode(h, STAFF, before);
+    const statuses = [];
+    for (let i = 1; i <= 5; i++) statuses.push((await h.request("POST", "/internal/login/code", form({ email: STAFF, code: wrongCode(burnt, i) }))).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 429]);
+    expect((await h.request("POST", "/internal/login/code", form({ email: STAFF, code: burnt }))).status).toBe(401);
+    const failed = (await auditTypes()).filter((t) => t === "staff.sign_in_failed");
+    expect(failed.length).toBe(8);
+  });
+
+  test("code requests are rate-limited per address like the public flow", async () => {
+    expect((await h.request("POST", "/internal/login", form({ email: STAFF }))).status).toBe(200);
+    const again = await h.request("POST", "/internal/login", form({ email: STAFF }));
+    expect(again.status).toBe(429);
+    expect(again.headers.get("retry-after")).toBeTruthy();
+  });
+
+  test("redirects to the page first asked for, never off-site", async () => {
+    const away = await page("/internal/?x=1");
+    expect(away.status).toBe(303);
+    expect(away.headers.get("location")).toBe("/internal/login?next=%2Finternal%2F%3Fx%3D1");
+    const { res } = await staffCodeFlow(h, STAFF, "/internal/keys?page=2");
+    expect(res.headers.get("location")).toBe("/internal/keys?page=2");
+    for (const next of ["https://evil.example/", "//evil.example/internal/", "/\\evil.example", "/v1/docs", "/internal/../v1/docs", "javascript:alert(1)"]) {
+      const res = await h.request("GET", `/internal/login?next=${encodeURIComponent(next)}`, { ip: LOOPBACK });
+      expect({ next, status: res.status, code: res.body?.code }).toEqual({ next, status: 400, code: "INVALID_REDIRECT" });
+      const posted = await h.request("POST", "/internal/login", form({ email: STAFF, next }));
+      expect(posted.status).toBe(400);
+    }
+    expect(h.smtp.messages.filter((m) => m.envelopeTo.includes(STAFF)).length).toBe(1);
+  });
+
+  test("with no staff configured the door explains how to add one", async () => {
+    await reharness({});
+    const res = await page("/internal/login");
+    expect(res.text).toContain("imgpress staff add you@example.com");
+    expect(res.text).toContain("IMGPRESS_STAFF_EMAILS");
+    expect((await page("/internal/")).headers.get("location")).toStartWith("/internal/login");
+  });
+});
+
+describe("two code worlds", () => {
+  test("a staff code cannot be exchanged for API keys", async () => {
+    const before = h.smtp.messages.length;
+    await h.request("POST", "/internal/login", form({ email: STAFF }));
+    const code = await nextCode(h, STAFF, before);
+    expectError(await h.verifyOtp({ email: STAFF, otp: code }), 401, "INVALID_OTP");
+    // …and it still opens the staff door it was made for.
+    expect((await h.request("POST", "/internal/login/code", form({ email: STAFF, code }))).status).toBe(303);
+  });
+
+  test("an issuance code cannot open a staff session", async () => {
+    const { code } = await h.obtainOtp(STAFF);
+    const res = await h.request("POST", "/internal/login/code", form({ email: STAFF, code }));
+    expect(res.status).toBe(401);
+    expect(res.headers.get("set-cookie")).toBeNull();
+    expect((await h.verifyOtp({ email: STAFF, otp: code })).status).toBe(200);
+  });
+});
+
+describe("sessions", () => {
+  let s: StaffLogin;
+  beforeEach(async () => {
+    s = await staffSignIn(h, STAFF);
+  });
+
+  test("idle timeout (30 min) and absolute lifetime (12 h)", async () => {
+    h.clock.advance(29 * MINUTE);
+    expect((await page("/internal/", s.cookie)).status).toBe(200);
+    h.clock.advance(31 * MINUTE);
+    const res = await page("/internal/", s.cookie);
+    expect(res.status).toBe(303);
+    expect((await h.request("GET", "/internal/api/me", { ip: LOOPBACK, headers: { cookie: s.cookie } })).status).toBe(401);
+
+    h.clock.advance(MINUTE + 1);
+    const fresh = await staffSignIn(h, STAFF);
+    for (let i = 0; i < 25; i++) {
+      h.clock.advance(29 * MINUTE);
+      expect((await page("/internal/", fresh.cookie)).status).toBe(i < 24 ? 200 : 303);
+    }
+  });
+
+  test("tampered, unknown and signed-out cookies open nothing", async () => {
+    const tampered = s.cookie.slice(0, -1) + (s.cookie.endsWith("A") ? "B" : "A");
+    for (const cookie of [tampered, "__Host-imgpress_session=", "__Host-imgpress_session=../../etc", "imgpress_session=" + s.cookie.split("=")[1]]) {
+      expectError(await h.request("GET", "/internal/api/me", { ip: LOOPBACK, headers: { cookie } }), 401, "SIGN_IN_REQUIRED");
+    }
+    const out = await h.request("POST", "/internal/logout", form({ csrf: s.csrf }, { headers: { cookie: s.cookie } }));
+    expect(out.status).toBe(303);
+    expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
+    expect((await page("/internal/", s.cookie)).status).toBe(303);
+    expect(await auditTypes()).toContain("staff.sign_out");
+  });
+
+  test("a new token at each sign-in; sign out everywhere ends them all", async () => {
+    h.clock.advance(MINUTE + 1);
+    const other = await staffSignIn(h, STAFF);
+    expect(other.cookie).not.toBe(s.cookie);
+    const list = await h.request("GET", "/internal/api/sessions", staffJson(s));
+    expect(list.body.sessions.length).toBe(2);
+    expect(JSON.stringify(list.body)).not.toContain(s.cookie.split("=")[1]);
+    const out = await h.request("POST", "/internal/api/sessions/sign-out-everywhere", staffJson(other));
+    expect(out.body).toEqual({ ended: 2 });
+    expect((await page("/internal/", s.cookie)).status).toBe(303);
+    expect((await page("/internal/", other.cookie)).status).toBe(303);
+    expect(await auditTypes()).toContain("staff.sign_out_everywhere");
+  });
+
+  test("removing a staff member ends their sessions at once", async () => {
+    const added = await h.request("POST", "/internal/api/staff", staffJson(s, { email: "colleague@example.com" }));
+    expect(added.body).toEqual({ email: "colleague@example.com", added: true });
+    const colleague = await staffSignIn(h, "colleague@example.com");
+    expect((await page("/internal/", colleague.cookie)).status).toBe(200);
+    const removed = await h.request("DELETE", "/internal/api/staff/colleague%40example.com", staffJson(s));
+    expect(removed.body).toEqual({ email: "colleague@example.com", removed: true });
+    expect((await page("/internal/", colleague.cookie)).status).toBe(303);
+    expectError(await h.request("DELETE", `/internal/api/staff/${encodeURIComponent(STAFF)}`, staffJson(s)), 409, "STAFF_IN_CONFIG");
+    const types = await auditTypes();
+    expect(types).toContain("staff.added");
+    expect(types).toContain("staff.removed");
+  });
+
+  test("unauthenticated: pages redirect, JSON gets 401", async () => {
+    expect((await page("/internal/")).headers.get("location")).toBe("/internal/login?next=%2Finternal%2F");
+    expectError(await h.request("GET", "/internal/api/live", { ip: LOOPBACK }), 401, "SIGN_IN_REQUIRED");
+  });
+});
+
+describe("CSRF", () => {
+  let s: StaffLogin;
+  beforeEach(async () => {
+    s = await staffSignIn(h, STAFF);
+  });
+
+  const cases: { name: string; headers: Record<string, string>; code: string }[] = [
+    { name: "no Origin, no Sec-Fetch-Site", headers: { origin: "" }, code: "FOREIGN_ORIGIN" },
+    { name: "foreign Origin", headers: { origin: "https://evil.example" }, code: "FOREIGN_ORIGIN" },
+    { name: "cross-site Sec-Fetch-Site", headers: { origin: "", "sec-fetch-site": "cross-site" }, code: "FOREIGN_ORIGIN" },
+    { name: "no token", headers: { "x-csrf-token": "" }, code: "CSRF_TOKEN_INVALID" },
+    { name: "another session's token", headers: { "x-csrf-token": "0".repeat(64) }, code: "CSRF_TOKEN_INVALID" },
+  ];
+  test.each(cases)("$name → 403 $code, nothing changed", async ({ headers, code }) => {
+    const { api_key } = await h.issueKey("owner@example.com");
+    const [key] = await h.services.keys.list();
+    const opts = staffJson(s);
+    const merged: Record<string, string> = { ...(opts.headers as Record<string, string>), ...headers };
+    for (const k of Object.keys(merged)) if (merged[k] === "") delete merged[k];
+    expectError(await h.request("POST", `/internal/api/keys/${key!.id}/revoke`, { ...opts, headers: merged }), 403, code);
+    expect((await h.services.keys.findActive(api_key)) !== null).toBe(true);
+    const { "x-csrf-token": _sent, ...formHeaders } = merged;
+    const token = headers["x-csrf-token"] ?? s.csrf;
+    const body = new URLSearchParams(token ? { csrf: token } : {}).toString();
+    const headersOut = { ...formHeaders, "content-type": "application/x-www-form-urlencoded" };
+    expectError(await h.request("POST", "/internal/logout", { ip: LOOPBACK, body, headers: headersOut }), 403, code);
+    expect((await page("/internal/", s.cookie)).status).toBe(200);
+  });
+
+  test("Sec-Fetch-Site: same-origin stands in for a missing Origin", async () => {
+    const opts = staffJson(s);
+    const { origin: _o, ...headers } = opts.headers as Record<string, string>;
+    const res = await h.request("POST", "/internal/api/sessions/sign-out-everywhere", { ...opts, headers: { ...headers, "sec-fetch-site": "same-origin" } });
+    expect(res.status).toBe(200);
+  });
+
+  test("the login forms refuse a foreign Origin", async () => {
+    expectError(await h.request("POST", "/internal/login", form({ email: STAFF }, { headers: { origin: "https://evil.example" } })), 403, "FOREIGN_ORIGIN");
+  });
+});
+
+describe("the JSON API", () => {
+  test("revoke → that key gets 401 on its very next conversion; audited with the staff member", async () => {
+    const s = await staffSignIn(h, STAFF);
+    const keys = await h.issueKey("owner@example.com");
+    const image = await photo(64, 48);
+    expect((await postBearer(h, keys, await convertForm(image))).status).toBe(200);
+    const [key] = await h.services.keys.list();
+    const res = await h.request("POST", `/internal/api/keys/${key!.id}/revoke`, staffJson(s));
+    expect(res.body).toEqual({ revoked: key!.id });
+    expect((await postBearer(h, keys, await convertForm(image))).status).toBe(401);
+    expectError(await h.request("POST", `/internal/api/keys/${key!.id}/revoke`, staffJson(s)), 404, "KEY_NOT_FOUND");
+    const events = await h.request("GET", "/internal/api/audit?type=key.revoked", staffJson(s));
+    expect(events.body.events.map((e: { actor: string; subject: string }) => [e.actor, e.subject])).toEqual([[STAFF, key!.id]]);
+    const issued = await h.request("GET", "/internal/api/audit?type=key.issued", staffJson(s));
+    expect(issued.body.events[0].actor).toBe("owner@example.com");
+    expect(JSON.stringify(issued.body)).not.toContain(keys.api_key);
+  });
+
+  test("usage: overview, series, keys and key detail after a flush", async () => {
+    const s = await staffSignIn(h, STAFF);
+    const keys = await h.issueKey("owner@example.com", "https://blog.example.com");
+    const image = await photo(64, 48);
+    for (let i = 0; i < 2; i++) expect((await postBearer(h, keys, await convertForm(image))).status).toBe(200);
+    await h.services.usage.flush();
+    const overview = await h.request("GET", "/internal/api/overview?from=1d", staffJson(s));
+    expect(overview.body.totals.conversions).toBe(2);
+    const series = await h.request("GET", "/internal/api/usage/series?from=6h&step=hour", staffJson(s));
+    expect(series.body.points.reduce((n: number, p: { conversions: number }) => n + p.conversions, 0)).toBe(2);
+    const list = await h.request("GET", "/internal/api/keys?search=blog&page_size=10", staffJson(s));
+    expect(list.body.total).toBe(1);
+    const id = list.body.rows[0].id;
+    expect(list.body.rows[0].conversions).toBe(2);
+    const detail = await h.request("GET", `/internal/api/keys/${id}?from=1d`, staffJson(s));
+    expect(detail.body.usage.totals.conversions).toBe(2);
+    expect(detail.text).not.toContain(keys.api_key);
+    expectError(await h.request("GET", "/internal/api/keys/key_nope", staffJson(s)), 404, "KEY_NOT_FOUND");
+    expectError(await h.request("GET", "/internal/api/overview?from=whenever", staffJson(s)), 400, "VALIDATION_ERROR");
+    expectError(await h.request("GET", "/internal/api/keys?sort=secret", staffJson(s)), 400, "VALIDATION_ERROR");
+    expectError(await h.request("GET", "/internal/api/overview", { ip: LOOPBACK }), 401, "SIGN_IN_REQUIRED");
+  });
+
+  test("audit paging and filters", async () => {
+    const s = await staffSignIn(h, STAFF);
+    for (let i = 0; i < 5; i++) await h.request("POST", "/internal/api/staff", staffJson(s, { email: `p${i}@example.com` }));
+    const first = await h.request("GET", "/internal/api/audit?type=staff.added&limit=2", staffJson(s));
+    expect(first.body.events.map((e: { subject: string }) => e.subject)).toEqual(["p4@example.com", "p3@example.com"]);
+    const second = await h.request("GET", `/internal/api/audit?type=staff.added&limit=2&before=${first.body.next_before}`, staffJson(s));
+    expect(second.body.events.map((e: { subject: string }) => e.subject)).toEqual(["p2@example.com", "p1@example.com"]);
+    const byStaff = await h.request("GET", `/internal/api/audit?staff=${STAFF}&since=1h`, staffJson(s));
+    expect(byStaff.body.events.length).toBe(6);
+    const future = await h.request("GET", "/internal/api/audit?since=2031-01-01T00:00:00Z", staffJson(s));
+    expect(future.body.events).toEqual([]);
+    expectError(await h.request("GET", "/internal/api/audit?type=nope", staffJson(s)), 400, "VALIDATION_ERROR");
+    expectError(await h.request("GET", "/internal/api/audit?since=yesterday", staffJson(s)), 400, "VALIDATION_ERROR");
+  });
+
+  test("staff list and live state", async () => {
+    const s = await staffSignIn(h, STAFF);
+    const list = await h.request("GET", "/internal/api/staff", staffJson(s));
+    expect(list.body.staff).toEqual([{ email: STAFF, source: "config", addedAt: null, addedBy: null }]);
+    const live = await h.request("GET", "/internal/api/live", staffJson(s));
+    expect(Object.keys(live.body).sort()).toEqual(["conversions", "memory", "requests_per_second", "uptime_s", "version"]);
+    expect(live.body.conversions).toEqual({ admitted: 0, running: 0, waiting: 0, rejected: 0 });
+  });
+
+  test("no code, token or key ever reaches the audit trail or the log", async () => {
+    const { res, code } = await staffCodeFlow(h, STAFF);
+    const token = res.headers.get("set-cookie")!.split(";")[0]!.split("=")[1]!;
+    const keys = await h.issueKey("owner@example.com");
+    const everything = JSON.stringify(await h.store.db.select().from(auditEvents)) + h.logs.join("\n");
+    for (const secret of [code, token, keys.api_key, keys.secret_key]) expect(everything).not.toContain(secret);
+  });
+
+  test("settings: secrets masked in the API; revealed only on the CLI with --secrets, audited", async () => {
+    const s = await staffSignIn(h, STAFF);
+    const res = await h.request("GET", "/internal/api/settings", staffJson(s));
+    const master = res.body.settings.find((x: { env: string }) => x.env === "IMGPRESS_MASTER_KEY");
+    expect(master.value).toBe("(set)");
+    expect(res.text).not.toContain(TEST_MASTER_KEY);
+    const masked: string[] = [];
+    await runSettingsCommand({}, h.config, h.services, (l) => masked.push(l));
+    expect(masked).toContain("IMGPRESS_MASTER_KEY=(set)");
+    expect(await auditTypes()).not.toContain("settings.secrets_read");
+    const shown: string[] = [];
+    await runSettingsCommand({ secrets: "true" }, h.config, h.services, (l) => shown.push(l));
+    expect(shown).toContain(`IMGPRESS_MASTER_KEY=${TEST_MASTER_KEY}`);
+    const [event] = await h.services.audit.list({ type: "settings.secrets_read" });
+    expect(event).toMatchObject({ actor: "cli", detail: {} });
+    expect(JSON.stringify(event)).not.toContain(TEST_MASTER_KEY);
+  });
+
+  test("nothing under /internal in the public OpenAPI document", async () => {
+    const doc = await h.request("GET", "/v1/docs/json");
+    expect(Object.keys(doc.body.paths).filter((p) => p.toLowerCase().includes("internal"))).toEqual([]);
+  });
+});
