@@ -18,6 +18,7 @@ import { seedDemoData } from "../src/usage/demo.ts";
 import { openBrowser } from "../test/support/browser.ts";
 import { startServer, type RunningServer } from "../test/support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../test/support/smtp.ts";
+import { DASHBOARD_BLOCK } from "./lib/results.ts";
 import { median, table } from "./lib/util.ts";
 
 const { values: opt } = parseArgs({
@@ -165,8 +166,7 @@ try {
     const file = join(import.meta.dir, "RESULTS.md");
     const text = readFileSync(file, "utf8");
     const block = `<!-- dashboard bench: start (written by bench/dashboard.ts --write) -->\n${markdown}<!-- dashboard bench: end -->`;
-    const re = /<!-- dashboard bench: start[^>]*-->[\s\S]*?<!-- dashboard bench: end -->/;
-    writeFileSync(file, re.test(text) ? text.replace(re, block) : `${text.trimEnd()}\n\n${block}\n`);
+    writeFileSync(file, DASHBOARD_BLOCK.test(text) ? text.replace(DASHBOARD_BLOCK, block) : `${text.trimEnd()}\n\n${block}\n`);
     log(`wrote the Dashboard section of ${file}`);
   }
 } finally {

@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { Bench } from "./lib/context.ts";
 import { loadCorpus } from "./lib/corpus.ts";
 import { triedNotes, withTried, type Figure, type Section } from "./lib/figures.ts";
-import { corpusMarkdown, machineInfo, resultsMarkdown, summaryTable } from "./lib/results.ts";
+import { corpusMarkdown, DASHBOARD_BLOCK, machineInfo, resultsMarkdown, summaryTable } from "./lib/results.ts";
 import { progress } from "./lib/util.ts";
 import { allocator } from "./sections/allocator.ts";
 import { auth } from "./sections/auth.ts";
@@ -70,7 +70,9 @@ async function main(): Promise<void> {
   }
   const historyFile = join(import.meta.dir, "HISTORY.md");
   const history = existsSync(historyFile) ? readFileSync(historyFile, "utf8").trim() : "";
-  writeFileSync(out, resultsMarkdown({ quick, figures, machine, corpus: corpusMarkdown(corpus.images, corpus.worst), sections, history }));
+  const dashboard = existsSync(out) ? DASHBOARD_BLOCK.exec(readFileSync(out, "utf8"))?.[0] : undefined;
+  const results = resultsMarkdown({ quick, figures, machine, corpus: corpusMarkdown(corpus.images, corpus.worst), sections, history });
+  writeFileSync(out, dashboard ? `${results.trimEnd()}\n\n${dashboard}\n` : results);
   writeFileSync(join(WORK, quick ? "results.quick.json" : "results.json"), JSON.stringify({ figures, raw }, null, 1));
   progress(`wrote ${out}`);
   console.log("\n" + summaryTable(figures));

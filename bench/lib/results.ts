@@ -51,6 +51,9 @@ export function corpusMarkdown(images: Image[], worst: Image[]): string {
   ].join("\n");
 }
 
+/** The "Dashboard" section that bench/dashboard.ts writes into RESULTS.md (it needs a browser and data of its own, so `npm run bench` keeps it as it is). */
+export const DASHBOARD_BLOCK = /<!-- dashboard bench: start[^>]*-->[\s\S]*?<!-- dashboard bench: end -->/;
+
 /** The whole of RESULTS.md. */
 export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine: string; corpus: string; sections: string[]; history: string }): string {
   const summary = summaryTable(o.figures);
