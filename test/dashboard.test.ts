@@ -129,6 +129,16 @@ describe("charts", () => {
     expect(broken.match(/<path class="line s0" d="([^"]*)"/)![1]!.match(/M/g)?.length).toBe(2);
   });
 
+  test("a year of bars is one path per series, with the figures still on the SVG", () => {
+    const times = Array.from({ length: 365 }, (_, i) => T + i * 86_400_000);
+    const svg = timeChart({ id: "y", title: "Conversions", kind: "bars", times, stepMs: 86_400_000, series: [{ name: "Conversions", values: times.map((_, i) => i % 2) }] }).text;
+    expect(svg.match(/<path class="bar s0" d="[^"]+"/g)?.length).toBe(1);
+    expect(svg).not.toContain("<rect");
+    expect(svg).toContain('data-points="365"');
+    expect(svg).toContain('data-nonzero="182"');
+    expect(svg.length).toBeLessThan(20_000);
+  });
+
   test("split bars are proportional to their values", () => {
     const svg = splitChart({ id: "s", title: "By format", parts: [{ title: "Format", items: [{ label: "webp", value: 30 }, { label: "avif", value: 10 }] }] }).text;
     const widths = [...svg.matchAll(/<rect[^>]* width="([\d.]+)"/g)].map((m) => Number(m[1]));

@@ -114,6 +114,7 @@ export function splitChart(chart: SplitChart): SafeHtml {
 
 function bars(chart: TimeChart, x: (i: number) => number, y: (v: number) => number, stepW: number, fmt: (n: number) => string): SafeHtml[] {
   const gap = stepW > 4 ? Math.min(2, stepW * 0.2) : 0;
+  if (chart.times.length > 62) return barPaths(chart, x, y, stepW, gap);
   const out: SafeHtml[] = [];
   chart.times.forEach((t, i) => {
     let base = 0;
@@ -131,6 +132,24 @@ function bars(chart: TimeChart, x: (i: number) => number, y: (v: number) => numb
   return out;
 }
 
+// Long series: one path per series (a year of steps as separate elements with tooltips weighed
+// hundreds of kilobytes); the figure's description still gives totals and peaks.
+function barPaths(chart: TimeChart, x: (i: number) => number, y: (v: number) => number, stepW: number, gap: number): SafeHtml[] {
+  const base = chart.times.map(() => 0);
+  const w = r(Math.max(stepW - gap, 0.5));
+  return chart.series.map((s, k) => {
+    let d = "";
+    s.values.forEach((raw, i) => {
+      const v = raw ?? 0;
+      if (v <= 0) return;
+      const top = r(y(base[i]! + v));
+      d += `M${r(x(i) + gap / 2)} ${top}h${w}V${r(y(base[i]!))}h-${w}Z`;
+      base[i]! += v;
+    });
+    return html`<path class="bar s${k % TONES}" d="${d}"/>`;
+  });
+}
+
 function lines(chart: TimeChart, x: (i: number) => number, y: (v: number) => number, stepW: number, fmt: (n: number) => string): SafeHtml[] {
   return chart.series.map((s, k) => {
     let d = "";
@@ -144,7 +163,11 @@ function lines(chart: TimeChart, x: (i: number) => number, y: (v: number) => num
       const cx = x(i) + stepW / 2;
       d += `${pen ? "L" : "M"}${r(cx)} ${r(y(v))}`;
       pen = true;
-      // A lone point (neighbours null) would draw nothing: a dot shows it, and carries the tooltip.
+      // Dots carry the tooltips up to two months of steps; past that they would be thousands of
+      // elements (half a megabyte for a year) and too dense to point at. A lone point (neighbours
+      // null) always gets one, or it would not show at all.
+      const lone = (s.values[i - 1] ?? null) === null && (s.values[i + 1] ?? null) === null;
+      if (chart.times.length > 62 && !lone) return;
       dots.push(html`<circle class="dot s${k % TONES}" cx="${r(cx)}" cy="${r(y(v))}" r="${chart.times.length > 60 ? 1.5 : 2.5}"><title>${utcText(chart.times[i]!, chart.stepMs < DAY_MS)} — ${s.name}: ${fmt(v)}</title></circle>`);
     });
     return html`<path class="line s${k % TONES}" d="${d}"/>${dots}`;
