@@ -14,11 +14,12 @@ set -eu
 
 # qemu and the arm64 libraries run dist/imgpress-linux-arm64 on an x86-64 machine; PHP runs the
 # WordPress-style client test (test/clients/convert.php); curl and openssl run the docs' recipes
-# (test/docs-recipes.test.ts).
-REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl curl openssl"
-# Debian's chromium runs the dashboard's browser tests (test/e2e/dashboard.browser.test.ts) and
-# `npm run screenshots` through playwright-core, which downloads no browser of its own. (On
-# Ubuntu the package is a snap stub: install a real chromium and set CHROMIUM_PATH.)
+# (test/docs-recipes.test.ts); prometheus brings promtool, which checks the scraped metrics and
+# docs/prometheus/imgpress-rules.yml.
+REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl curl openssl prometheus"
+# Debian's chromium runs the browser tests (test/e2e/*.browser.test.ts) and `npm run screenshots`
+# through playwright-core, which downloads no browser of its own. (On Ubuntu the package is a snap
+# stub: install a real chromium and set CHROMIUM_PATH.)
 BROWSER="chromium"
 # Real photos in /usr/share/backgrounds; optional, scripts/smoke.ts generates one without it.
 OPTIONAL="mate-backgrounds"
@@ -49,7 +50,7 @@ fi
 case "$(uname -m)" in
   aarch64 | arm64)
     say "host is arm64: qemu and the arm64 cross libraries are not needed, skipped"
-    REQUIRED="php-cli php-curl curl openssl"
+    REQUIRED="php-cli php-curl curl openssl prometheus"
     ;;
 esac
 
@@ -98,11 +99,11 @@ if [ -n "$REQUIRED" ]; then
   fi
   say "ok: $(qemu-aarch64-static -version | head -n 1), arm64 libraries in /usr/aarch64-linux-gnu"
 fi
-if ! /usr/bin/chromium --version >/dev/null 2>&1; then
-  say "FAILED: /usr/bin/chromium does not run"
+if ! "${CHROMIUM_PATH:-/usr/bin/chromium}" --version >/dev/null 2>&1; then
+  say "FAILED: ${CHROMIUM_PATH:-/usr/bin/chromium} does not run"
   exit 1
 fi
-say "ok: $(/usr/bin/chromium --version 2>/dev/null | head -n 1)"
+say "ok: $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null | head -n 1)"
 if [ -d /usr/share/backgrounds ]; then
   say "ok: photos in /usr/share/backgrounds"
 fi

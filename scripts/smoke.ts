@@ -33,6 +33,7 @@ import { docsStage } from "./smoke/docs.ts";
 import { firstStartStage } from "./smoke/first-start.ts";
 import { nodeModulesAbove, tempRoot } from "./smoke/folders.ts";
 import { keysListStage, keysStage } from "./smoke/keys.ts";
+import { operationsStage } from "./smoke/operations.ts";
 import { noexecStage } from "./smoke/noexec.ts";
 import { pickPhoto, type Photo } from "./smoke/photo.ts";
 import { Fatal, fmtMs, Report, assert } from "./smoke/report.ts";
@@ -82,6 +83,7 @@ async function smokeBinary(t: Target, root: string, photo: Photo, sink: SmtpSink
     await dashboardStage(s, first.svc);
     const keys = await keysStage(s, first.svc);
     await convertStage(s, first.svc, keys);
+    await operationsStage(s, first.svc, 2);
     await report.must(tag, "SIGTERM", () => stopServe(first.svc));
     await restartStage(s, first.svc.info, first.ca, keys, cache.names);
     // Two conversions before the restart, one after.

@@ -1,4 +1,4 @@
-import { Elysia, t } from "elysia";
+import { Elysia } from "elysia";
 import { RequestAuthenticator } from "./requestauth/service.ts";
 import { authRoutes } from "./issuance/index.ts";
 import { OtpService } from "./issuance/service.ts";
@@ -9,7 +9,6 @@ import { ConversionGate } from "./convert/gate.ts";
 import { convertRoutes } from "./convert/index.ts";
 import { ConvertService } from "./convert/service.ts";
 import { docsRoutes } from "./docs/index.ts";
-import { AppError } from "./errors.ts";
 import { errorHandler } from "./http/errors.ts";
 import { httpsGuard, internalGuard } from "./http/guards.ts";
 import { clientAddress } from "./http/meta.ts";
@@ -33,6 +32,12 @@ import { StaffSignIn } from "./staff/signin.ts";
 import { UsageRecorder } from "./usage/recorder.ts";
 import { UsageQueries } from "./usage/service.ts";
 import { Lifecycle } from "./lifecycle.ts";
+import { healthRoutes } from "./health/index.ts";
+import { Readiness } from "./health/service.ts";
+import { metricsRoutes, routeRecorder } from "./metrics/index.ts";
+import { Metrics } from "./metrics/service.ts";
+import { observedMailer } from "./mail/mailer.ts";
+import { databaseFolder } from "./db/index.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -60,6 +65,10 @@ export interface Services {
   usageQueries: UsageQueries;
   /** Draining state and shutdown hooks (a usage buffer joins with `lifecycle.onShutdown`). */
   lifecycle: Lifecycle;
+  /** Prometheus metrics; observes conversions, mail and (through the runtime wrapper) HTTP answers. */
+  metrics: Metrics;
+  /** /health/ready; the shutdown path calls `readiness.startDraining()`. */
+  readiness: Readiness;
   audit: AuditLog;
   staff: StaffDirectory;
   sessions: SessionService;
@@ -74,11 +83,19 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
   const keys = new KeyService(deps.store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
   const limiter = new RateLimiter(deps.store.db, now);
+  const gate = new ConversionGate({
+    concurrency: deps.config.concurrency,
+    queueSize: deps.config.queueSize,
+    queueTimeoutMs: deps.config.queueTimeoutS * 1000,
+  });
+  const metrics = new Metrics(gate, { slots: deps.config.concurrency, queueSize: deps.config.queueSize });
+  // Every service that sends mail gets this one, so imgpress_mail_total sees every message.
+  const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));
   const audit = new AuditLog(deps.store.db, now);
   const otp = new OtpService({
     db: deps.store.db,
     keys,
-    mailer: deps.mailer,
+    mailer,
     limiter,
     logger: deps.logger,
     audit,
@@ -97,15 +114,13 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     },
     now,
   );
-  const gate = new ConversionGate({
-    concurrency: deps.config.concurrency,
-    queueSize: deps.config.queueSize,
-    queueTimeoutMs: deps.config.queueTimeoutS * 1000,
-  });
   const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS }, now);
   const usage = new UsageRecorder(deps.store.db, deps.logger, {}, now);
   convert.observe(usage.observer);
+  convert.observe((event) => metrics.observeConversion(event));
+  const readiness = new Readiness(deps.store.db, databaseFolder(deps.config.databaseUrl));
   const lifecycle = new Lifecycle();
+  lifecycle.onDrain(() => readiness.startDraining());
   // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
   lifecycle.onShutdown("usage flush", () =>
     usage.flush().catch(async () => {
@@ -122,7 +137,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     db: deps.store.db,
     staff,
     sessions,
-    mailer: deps.mailer,
+    mailer,
     limiter,
     audit,
     logger: deps.logger,
@@ -140,6 +155,8 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     usage,
     usageQueries: new UsageQueries(deps.store.db, now),
     lifecycle,
+    metrics,
+    readiness,
     audit,
     staff,
     sessions,
@@ -151,7 +168,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
 
 /** The whole HTTP surface on one page. */
 export function createApp(deps: AppDeps, services: Services) {
-  const { config, store, logger } = deps;
+  const { config, logger } = deps;
   const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
   const auth = staffAuth(services.sessions, config.behindProxy);
   const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
@@ -160,16 +177,8 @@ export function createApp(deps: AppDeps, services: Services) {
     .use(httpsGuard(config.behindProxy))
     .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
     .use(internalResponseHeaders())
-    .get(
-      "/health",
-      async () => {
-        await store.client.execute("SELECT 1").catch(() => {
-          throw new AppError(503, "UNHEALTHY", "The database is not reachable.");
-        });
-        return { status: "ok" as const };
-      },
-      { response: t.Object({ status: t.Literal("ok") }), detail: { summary: "Liveness and database check", tags: ["operations"] } },
-    )
+    .use(routeRecorder())
+    .use(healthRoutes(deps.store.client, services.readiness))
     .use(docsRoutes(deps.loadDocsAsset))
     .use(staffRoutes({ ...staffDeps, behindProxy: config.behindProxy, sessionMaxS: config.staffSessionMaxS }))
     .use(
@@ -202,6 +211,7 @@ export function createApp(deps: AppDeps, services: Services) {
         }),
       }),
     )
+    .use(metricsRoutes(services.metrics, config.metricsToken))
     .group("/v1", (v1) =>
       v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000)),
     );

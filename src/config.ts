@@ -32,6 +32,7 @@ export const ConfigSchema = t.Object({
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
   usageFlushS: t.Number({ exclusiveMinimum: 0 }),
   shutdownTimeoutS: t.Number({ exclusiveMinimum: 0 }),
+  metricsToken: t.Optional(t.String()),
   staffEmails: t.Array(t.String()),
   staffSessionIdleS: t.Integer({ minimum: 60, maximum: 86_400 }),
   staffSessionMaxS: t.Integer({ minimum: 60, maximum: 30 * 86_400 }),
@@ -198,6 +199,16 @@ export const settings: readonly Setting[] = [
     help: "on SIGTERM/SIGINT, longest wait for accepted requests to finish before they are cut",
     parse: seconds,
     fallback: () => 30,
+  },
+  // Metrics and readiness (issue 13)
+  {
+    key: "metricsToken",
+    env: "IMGPRESS_METRICS_TOKEN",
+    help: "bearer token GET /internal/metrics also requires (default: the /internal/ allowlist alone)",
+    parse: (raw) => {
+      if (raw.trim().length < 16) throw "a token of at least 16 characters";
+      return raw.trim();
+    },
   },
   // Staff access under /internal/ (src/staff/).
   {

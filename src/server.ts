@@ -51,7 +51,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     tls,
     idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
     maxBodyBytes: 1024 * 1024 * 1024,
-    fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests }), inFlight),
+    fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse }), inFlight),
   });
   const stopMaintenance = startMaintenance(services, config, logger);
   const dbPath = localPath(config.databaseUrl);

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { auditEvents, staffSessions } from "../src/db/schema.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
-import { runSettingsCommand } from "../src/cli/index.ts";
+import { runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "../src/cli/index.ts";
 import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
 import { photo } from "./support/images.ts";
 import { form, LOOPBACK, nextCode, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "./support/staff.ts";
@@ -396,6 +396,22 @@ describe("the JSON API", () => {
     const [event] = await h.services.audit.list({ type: "settings.secrets_read" });
     expect(event).toMatchObject({ actor: "cli", detail: {} });
     expect(JSON.stringify(event)).not.toContain(TEST_MASTER_KEY);
+  });
+
+  test("CLI: revoking a key and changing staff are audited with actor cli", async () => {
+    await h.issueKey("owner@example.com");
+    const [key] = await h.services.keys.list();
+    const out: string[] = [];
+    expect(await runKeysCommand(["revoke", key!.id], {}, h.services, (l) => out.push(l))).toBe(0);
+    expect(await runStaffCommand(["add", "Helper@Example.com"], h.services, (l) => out.push(l))).toBe(0);
+    expect(await runStaffCommand(["remove", "helper@example.com"], h.services, (l) => out.push(l))).toBe(0);
+    await expect(runStaffCommand(["remove", STAFF], h.services, (l) => out.push(l))).rejects.toThrow("IMGPRESS_STAFF_EMAILS");
+    const events = await h.services.audit.list({ actor: "cli" });
+    expect(events.map((e) => `${e.type} ${e.subject}`).reverse()).toEqual([`key.revoked ${key!.id}`, "staff.added helper@example.com", "staff.removed helper@example.com"]);
+    const printed: string[] = [];
+    expect(await runAuditCommand({ since: "1h" }, h.services, h.clock.now(), (l) => printed.push(l))).toBe(0);
+    expect(printed.join("\n")).toContain("key.revoked");
+    expect(await runAuditCommand({ since: "soon" }, h.services, h.clock.now(), (l) => printed.push(l))).toBe(2);
   });
 
   test("nothing under /internal in the public OpenAPI document", async () => {

@@ -13,6 +13,7 @@ export function helpText(): string {
 Usage:
   imgpress [serve] [options]       start the HTTPS service (default)
   imgpress migrate [options]       apply database migrations and exit
+  imgpress health [--url URL]      exit 0 if a running instance is ready (GET /health/ready), else 1
   imgpress keys list [--all] [--email ADDRESS] [--json]
                                    list active keys (--all: revoked too)
   imgpress keys revoke ID          revoke one key pair

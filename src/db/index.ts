@@ -25,6 +25,12 @@ export function localPath(url: string): string | null {
   return url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
 }
 
+/** The folder holding a local database file, or null for a remote libSQL URL. */
+export function databaseFolder(url: string): string | null {
+  const path = localPath(url);
+  return path === null ? null : dirname(path);
+}
+
 /** Opens (creating the folder of a local file if needed) and migrates the database. */
 export async function openStore(url: string, authToken?: string): Promise<Store> {
   const path = localPath(url);

@@ -137,6 +137,11 @@ export const usageHourlyTotal = sqliteTable("usage_hourly_total", { hour: intege
 export const usageDailyTotal = sqliteTable("usage_daily_total", { day: integer("day").notNull(), ...usageColumns() }, (table) => [
   primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] }),
 ]);
+/** One row rewritten by the readiness probe: a real committed write proves the database file still accepts them. */
+export const heartbeat = sqliteTable("heartbeat", {
+  id: integer("id").primaryKey(),
+  at: integer("at").notNull(),
+});
 /** Staff added with `imgpress staff add` (IMGPRESS_STAFF_EMAILS adds more without touching this table). */
 export const staffMembers = sqliteTable("staff_members", {
   email: text("email").primaryKey(),

@@ -7,6 +7,23 @@ import { version } from "../version.ts";
 const SCALAR_ASSET = "/v1/docs/assets/scalar.js";
 
 /**
+ * Scalar options (for the pinned @scalar/api-reference 1.72) that switch off every control that
+ * needs an internet service, so the page works, and promises nothing, with no connection: the AI
+ * assistant ("Ask AI"), "Generate MCP", the toolbar ("Deploy", "Share", "Configure"), the
+ * developer tools, the hosted API client, telemetry, web fonts, and the "Powered by Scalar" link.
+ */
+export const OFFLINE_SCALAR = {
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  showToolbar: "never",
+  showDeveloperTools: "never",
+  hideClientButton: true,
+  telemetry: false,
+  withDefaultFonts: false,
+  customCss: 'a[href*="scalar.com"] { display: none; }',
+} as const;
+
+/**
  * OpenAPI document at /v1/docs/json and the Scalar UI at /v1/docs. The UI script is a pinned copy
  * served by this process (the plugin's default page would fetch it from a CDN).
  */
@@ -19,7 +36,7 @@ export function docsRoutes(loadScalar: () => Promise<Blob>) {
         specPath: "/v1/docs/json",
         scalarCDN: SCALAR_ASSET,
         // An absolute spec URL: the plugin's relative default resolves against /v1/docs to /v1/v1/docs/json.
-        scalarConfig: { spec: { url: "/v1/docs/json" }, withDefaultFonts: false, hideClientButton: true } as Record<string, unknown>,
+        scalarConfig: { spec: { url: "/v1/docs/json" }, ...OFFLINE_SCALAR } as Record<string, unknown>,
         exclude: [/^\/internal/, SCALAR_ASSET],
         documentation: {
           info: {
@@ -40,7 +57,7 @@ export function docsRoutes(loadScalar: () => Promise<Blob>) {
           tags: [
             { name: "credentials", description: "Passwordless key issuance" },
             { name: "conversion", description: "Image conversion" },
-            { name: "operations", description: "Health" },
+            { name: "operations", description: "Liveness and readiness" },
           ],
         },
       }),

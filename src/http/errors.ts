@@ -10,9 +10,13 @@ import { requestMeta } from "./meta.ts";
  * STORAGE_UNAVAILABLE logged for the operator, anything else as 500 INTERNAL_ERROR logged with the request id.
  */
 export function errorHandler(logger: Logger) {
-  return new Elysia({ name: "error-handler" }).error({ AppError }).onError({ as: "global" }, ({ code, error, request }) => {
-    const id = requestMeta(request).id;
+  return new Elysia({ name: "error-handler" }).error({ AppError }).onError({ as: "global" }, ({ code, error, request, route }) => {
+    const meta = requestMeta(request);
+    const id = meta.id;
+    // The metrics read the answer's code and route here, where every error is named, and nowhere else.
+    meta.route ??= route || undefined;
     const known = toAppError(code, error);
+    meta.errorCode = known?.code ?? "INTERNAL_ERROR";
     if (known) return errorResponse(known, { "x-request-id": id });
     const fault = storageFaultCode(error);
     if (fault) {

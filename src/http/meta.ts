@@ -7,6 +7,10 @@ export interface RequestMeta {
   /** Address of the TCP peer, as the runtime's server reports it. */
   peer: string | undefined;
   startedAt: number;
+  /** The matched route template, once routing has happened (for metrics labels). */
+  route?: string;
+  /** The `code` of the error answer, when the error mapper produced one (for metrics). */
+  errorCode?: string;
 }
 
 const metas = new WeakMap<Request, RequestMeta>();

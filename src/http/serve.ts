@@ -1,13 +1,16 @@
 import { AppError, errorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { RequestCounter } from "./counter.ts";
-import { attachMeta } from "./meta.ts";
+import { attachMeta, type RequestMeta } from "./meta.ts";
 
 /** What every response carries, whatever produced it. */
 const securityHeaders: Record<string, string> = {
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
 };
+
+/** Told of every answered request (the metrics); must not throw or block. */
+export type ResponseObserver = (request: Request, response: Response, meta: RequestMeta) => void;
 
 /**
  * Bun's HTTP parser refuses request headers over 16 KiB itself (a bare 431, before any code of ours
@@ -25,14 +28,16 @@ function headerBytes(request: Request): number {
 
 /**
  * Wraps `app.handle` for a runtime's server: attaches the request id and peer address, adds the
- * common headers and writes one structured log line per request (never headers or bodies).
+ * common headers, writes one structured log line per request (never headers or bodies) and
+ * tells the observer.
  */
 export function createFetchHandler(
   handle: (request: Request) => Promise<Response>,
   logger: Logger,
-  options: { hsts: boolean; counter?: RequestCounter },
+  options: { hsts: boolean; counter?: RequestCounter; observe?: ResponseObserver },
 ): (request: Request, peer: string | undefined) => Promise<Response> {
-  return async (request, peer) => {
+  return async (received, peer) => {
+    const request = withRoutableUrl(received);
     const meta = attachMeta(request, peer);
     options.counter?.tick();
     const response =
@@ -51,6 +56,21 @@ export function createFetchHandler(
       status: response.status,
       ms: Math.round((performance.now() - meta.startedAt) * 10) / 10,
     });
+    options.observe?.(request, response, meta);
     return response;
   };
+}
+
+/**
+ * Elysia finds the path by searching for the first "/" from index 11 of the URL (just past
+ * "https://" plus a three-character host), so with a one- or two-character Host header
+ * (`https://x/health`) it misses the path's slash and answers 404 on every route. Such a URL is
+ * rewritten with the host `localhost`; the app routes by path only, and the Host header itself
+ * is left as the client sent it.
+ */
+export function withRoutableUrl(request: Request): Request {
+  const url = request.url;
+  const pathStart = url.indexOf("/", url.indexOf("://") + 3);
+  if (pathStart === -1 || pathStart >= 11) return request;
+  return new Request(`${url.slice(0, url.indexOf("://") + 3)}localhost${url.slice(pathStart)}`, request);
 }

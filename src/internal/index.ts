@@ -46,7 +46,7 @@ export function internalRoutes(d: InternalDeps) {
     .get("/api/settings", () => ({ settings: describeSettings(d.config, false) }), api())
     .get("/api/staff", async () => ({ staff: await d.staff.list() }), api())
     .post("/api/staff", async ({ body, staff, request }) => d.staff.add(body.email, staff.email, d.clientIp(request)), { ...api(), parse: parseJsonBody, body: AddStaffBody })
-    .delete("/api/staff/:email", async ({ params, staff, request }) => d.staff.remove(decodeURIComponent(params.email), staff.email, d.clientIp(request)), api())
+    .delete("/api/staff/:email", async ({ params, staff, request }) => d.staff.remove(params.email, staff.email, d.clientIp(request)), api())
     .get("/api/sessions", async ({ staff }) => ({ current: staff.id, sessions: await d.sessions.list(staff.email) }), api())
     .post("/api/sessions/sign-out-everywhere", async ({ staff, request }) => ({ ended: await d.signIn.signOutEverywhere(staff.email, d.clientIp(request)) }), api())
     .get("/api/audit", async ({ query }) => {

@@ -46,3 +46,19 @@ export function logMailer(logger: Logger, write: (text: string) => void = (t) =>
     },
   };
 }
+
+/** Wraps a mailer so an observer (the metrics) learns whether each message was accepted. */
+export function observedMailer(inner: Mailer, observe: (outcome: "sent" | "failed") => void): Mailer {
+  return {
+    isDevelopment: inner.isDevelopment,
+    async send(message) {
+      try {
+        await inner.send(message);
+      } catch (err) {
+        observe("failed");
+        throw err;
+      }
+      observe("sent");
+    },
+  };
+}

@@ -42,7 +42,8 @@ export function readCookie(header: string | null, name: string): string | null {
  */
 export function assertSameOrigin(request: Request, behindProxy: boolean): void {
   const url = new URL(request.url);
-  const own = `${behindProxy ? "https:" : url.protocol}//${url.host}`;
+  // The Host header, not the URL: the runtime wrapper may rewrite a very short host in the URL.
+  const own = `${behindProxy ? "https:" : url.protocol}//${request.headers.get("host") ?? url.host}`;
   const origin = request.headers.get("origin");
   const ok = origin !== null ? origin === own : request.headers.get("sec-fetch-site") === "same-origin";
   if (!ok) throw new AppError(403, "FOREIGN_ORIGIN", "Refused: this request did not come from this service's own pages (Origin check).");

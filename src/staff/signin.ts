@@ -38,19 +38,16 @@ export class StaffSignIn {
   }
 
   /**
-   * Mails a code if `raw` is staff and returns the normalised address. The mail is sent after the
-   * answer so that neither the answer nor its timing tells staff from other addresses.
+   * Mails a code if `raw` is staff and returns the normalised address. The code is stored and
+   * mailed after the answer, so that neither the answer nor its timing tells staff from others.
    */
   async requestCode(raw: string, ip: string): Promise<string> {
     const email = normalizeEmail(raw);
     await this.d.limiter.hit(`staff-ip:${ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many sign-in requests from this address.");
     await this.d.limiter.hit(`staff-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", "A code was requested for this e-mail address recently.");
-    if (!(await this.d.staff.isStaff(email))) return email;
-    const { code, codeHash } = await this.codes.create(email);
-    this.d.mailer.send(otpMail(email, code, null, STAFF_CODE_TTL_S / 60)).catch(async (err: Error) => {
-      this.d.logger.warn("staff code mail delivery failed", { error: err.message });
-      await this.codes.discard(email, codeHash).catch(() => {});
-    });
+    if (await this.d.staff.isStaff(email)) {
+      this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message }));
+    }
     return email;
   }
 
@@ -68,6 +65,17 @@ export class StaffSignIn {
     const session = await this.d.sessions.create(email, input.ip, input.userAgent);
     await this.d.audit.record({ type: "staff.sign_in", actor: email, subject: session.id, clientAddress: input.ip });
     return { email, token: session.token };
+  }
+
+  private async sendCode(email: string): Promise<void> {
+    const { code, codeHash } = await this.codes.create(email);
+    try {
+      await this.d.mailer.send(otpMail(email, code, null, STAFF_CODE_TTL_S / 60));
+    } catch (err) {
+      // An undelivered code must not stay usable.
+      await this.codes.discard(email, codeHash);
+      throw err;
+    }
   }
 
   /** Ends one session (its cookie is cleared by the route). */

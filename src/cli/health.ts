@@ -1,0 +1,56 @@
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { isIP } from "node:net";
+import { loadConfig } from "../config.ts";
+
+/** How long the probe waits for an answer before reporting failure. */
+const PROBE_TIMEOUT_MS = 5000;
+
+/**
+ * `imgpress health [--url URL]`: asks a running instance's /health/ready and exits 0 when it
+ * answers 200, 1 otherwise, for container health checks. Without --url it probes this host on the
+ * configured port. Certificate verification is skipped for loopback addresses only: the probe sends
+ * nothing secret and reads only a status, and a self-signed or public certificate never names
+ * 127.0.0.1 reliably; any other address is verified as usual. A plain-HTTP URL (an instance behind
+ * a TLS proxy) is sent `X-Forwarded-Proto: https`, as the proxy would, or the HTTPS guard answers 403.
+ */
+export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, out: (line: string) => void): Promise<number> {
+  const url = new URL(flags.url ?? defaultUrl(env, flags));
+  try {
+    const { status, body } = await probe(url);
+    out(`${status} ${body.trim()}`);
+    return status === 200 ? 0 : 1;
+  } catch (err) {
+    out(`unreachable: ${url.href}: ${(err as Error).message}`);
+    return 1;
+  }
+}
+
+function defaultUrl(env: Record<string, string | undefined>, flags: Record<string, string>): string {
+  const config = loadConfig(env, flags);
+  const wildcard = config.host === "0.0.0.0" || config.host === "::" || config.host === "";
+  const host = wildcard ? "127.0.0.1" : isIP(config.host) === 6 ? `[${config.host}]` : config.host;
+  return `${config.behindProxy ? "http" : "https"}://${host}:${config.port}/health/ready`;
+}
+
+function isLoopback(hostname: string): boolean {
+  const bare = hostname.replace(/^\[|\]$/g, "");
+  return bare === "localhost" || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare);
+}
+
+function probe(url: URL): Promise<{ status: number; body: string }> {
+  const send = url.protocol === "http:" ? httpRequest : httpsRequest;
+  return new Promise((resolve, reject) => {
+    const headers = url.protocol === "http:" ? { "x-forwarded-proto": "https" } : {};
+    const req = send(url.href, { method: "GET", headers, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopback(url.hostname) }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk.slice(0, 4096 - body.length)));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)));
+    req.on("error", reject);
+    req.end();
+  });
+}

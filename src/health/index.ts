@@ -1,0 +1,35 @@
+import { Elysia, t } from "elysia";
+import type { Client } from "@libsql/client";
+import { AppError, statusTitles } from "../errors.ts";
+import { NotReadyResponse, ReadyResponse } from "./model.ts";
+import type { Readiness } from "./service.ts";
+
+/** Liveness (`/health`, cheap) and readiness (`/health/ready`, for load balancers and container checks). */
+export function healthRoutes(client: Client, readiness: Readiness) {
+  return new Elysia({ name: "health" })
+    .get(
+      "/health",
+      async () => {
+        await client.execute("SELECT 1").catch(() => {
+          throw new AppError(503, "UNHEALTHY", "The database is not reachable.");
+        });
+        return { status: "ok" as const };
+      },
+      { response: t.Object({ status: t.Literal("ok") }), detail: { summary: "Liveness and database check", tags: ["operations"] } },
+    )
+    .get(
+      "/health/ready",
+      async ({ set }) => {
+        const { ready, checks } = await readiness.check();
+        set.headers["cache-control"] = "no-store";
+        if (ready) return { status: "ready" as const, checks };
+        const failing = Object.entries(checks).filter(([, v]) => v !== "ok").map(([name, v]) => `${name}: ${v}`);
+        set.status = 503;
+        return { error: statusTitles[503]!, message: `Not ready (${failing.join("; ")}).`, code: "NOT_READY" as const, checks };
+      },
+      {
+        response: { 200: ReadyResponse, 503: NotReadyResponse },
+        detail: { summary: "Readiness: database writable, disk not full, libvips working, not draining", tags: ["operations"] },
+      },
+    );
+}

@@ -1,0 +1,102 @@
+import { statfs } from "node:fs/promises";
+import sharp from "sharp";
+import type { Database } from "../db/index.ts";
+import { heartbeat } from "../db/schema.ts";
+
+/** `ok`, or what is wrong, per check. */
+export interface ReadinessChecks {
+  database: string;
+  storage: string;
+  libvips: string;
+  draining: string;
+}
+
+/** The answer of one readiness probe. */
+export interface ReadinessReport {
+  ready: boolean;
+  checks: ReadinessChecks;
+}
+
+/** Below this much free space in the data folder's file system the instance reports not ready. */
+export const MIN_FREE_BYTES = 1024 * 1024;
+/** Probes within this window share one database write (a flood of probes is one write a second). */
+const DATABASE_CACHE_MS = 1000;
+/** A working libvips stays working; re-encoding every few seconds is enough to notice it break. */
+const LIBVIPS_CACHE_MS = 5000;
+
+/**
+ * Whether this instance should receive traffic: the database commits a write, the data folder
+ * has room, libvips encodes, and the instance is not draining. The shutdown path calls
+ * `startDraining()` so the load balancer stops sending new requests before the server stops.
+ */
+export class Readiness {
+  private drainingSince: number | null = null;
+  private database?: { at: number; result: Promise<string> };
+  private libvips?: { at: number; result: Promise<string> };
+
+  constructor(
+    private readonly db: Database,
+    /** The folder of a local database file; null for a remote libSQL server (no disk to check). */
+    private readonly dataFolder: string | null,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
+
+  /** Turns readiness to 503 for good: called once when a graceful shutdown begins. */
+  startDraining(): void {
+    this.drainingSince ??= this.clock();
+  }
+
+  /** True once `startDraining` was called. */
+  get draining(): boolean {
+    return this.drainingSince !== null;
+  }
+
+  /** Runs (or reuses recent results of) every check. */
+  async check(): Promise<ReadinessReport> {
+    const now = this.clock();
+    if (!this.database || now - this.database.at >= DATABASE_CACHE_MS) this.database = { at: now, result: this.checkDatabase() };
+    if (!this.libvips || now - this.libvips.at >= LIBVIPS_CACHE_MS) this.libvips = { at: now, result: checkLibvips() };
+    const [database, storage, libvips] = await Promise.all([this.database.result, this.checkStorage(), this.libvips.result]);
+    // A failure is not cached: the next probe tries again, so recovery shows at once.
+    if (database !== "ok") this.database = undefined;
+    if (libvips !== "ok") this.libvips = undefined;
+    const checks = { database, storage, libvips, draining: this.draining ? "shutting down" : "ok" };
+    return { ready: Object.values(checks).every((v) => v === "ok"), checks };
+  }
+
+  private async checkDatabase(): Promise<string> {
+    try {
+      const at = Date.now();
+      await this.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } });
+      return "ok";
+    } catch (err) {
+      return `write failed: ${describe(err)}`;
+    }
+  }
+
+  // A one-row write can succeed on a full disk (SQLite reuses its WAL file), so free space is checked too.
+  private async checkStorage(): Promise<string> {
+    if (this.dataFolder === null) return "ok";
+    try {
+      const fs = await statfs(this.dataFolder);
+      const free = Number(fs.bavail) * Number(fs.bsize);
+      return free >= MIN_FREE_BYTES ? "ok" : `only ${free} bytes free in the data folder`;
+    } catch (err) {
+      return `cannot inspect the data folder: ${describe(err)}`;
+    }
+  }
+}
+
+async function checkLibvips(): Promise<string> {
+  try {
+    await sharp({ create: { width: 8, height: 8, channels: 3, background: "#808080" } }).webp().toBuffer();
+    return "ok";
+  } catch (err) {
+    return `encode failed: ${describe(err)}`;
+  }
+}
+
+// The first line only: libSQL and libvips messages can run to several lines of detail.
+function describe(err: unknown): string {
+  return String((err as Error)?.message ?? err).split("\n")[0]!.slice(0, 200);
+}

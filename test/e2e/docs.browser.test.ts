@@ -1,0 +1,43 @@
+/**
+ * The offline docs page in a real browser (Debian's chromium through playwright-core): it loads
+ * and runs its API client with no request leaving the server, and shows no control that needs an
+ * internet service. Skipped where no chromium is installed (CHROMIUM_PATH overrides the path).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { chromium, type Browser } from "playwright-core";
+import { startServer, type RunningServer } from "../support/server.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+describe.skipIf(!existsSync(CHROMIUM))("/v1/docs in chromium", () => {
+  let server: RunningServer;
+  let browser: Browser;
+  beforeAll(async () => {
+    server = await startServer();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("loads, sends a test request, and never asks anything of another host", async () => {
+    const page = await browser.newPage({ ignoreHTTPSErrors: true });
+    const requested: string[] = [];
+    page.on("request", (r) => requested.push(r.url()));
+    await page.goto(`${server.url}/v1/docs#tag/operations/GET/health`, { waitUntil: "networkidle" });
+    const labels = (await page.locator("button:visible, a:visible").allInnerTexts()).map((t) => t.trim()).filter(Boolean);
+    expect(labels.some((l) => l.startsWith("Test Request"))).toBe(true);
+    for (const online of [/Ask AI/i, /MCP/, /Deploy/, /Developer Tools/, /Share/, /Configure/, /Powered by/i]) {
+      expect(labels.filter((l) => online.test(l))).toEqual([]);
+    }
+    // The built-in client sends straight to this server (never through Scalar's hosted proxy).
+    await page.getByRole("button", { name: /Test Request/ }).first().click();
+    await page.getByRole("button", { name: /^Send/ }).first().click();
+    await page.getByText("200 OK").first().waitFor({ timeout: 10_000 });
+    expect(requested.filter((url) => new URL(url).origin !== server.url)).toEqual([]);
+    expect(requested).toContain(`${server.url}/health`);
+    await page.close();
+  }, 60_000);
+});

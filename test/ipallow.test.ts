@@ -1,0 +1,53 @@
+/** The /internal/ allowlist matcher and path reading, table-driven (the HTTP side is in test/staff.test.ts). */
+import { describe, expect, test } from "bun:test";
+import { isInternalPath } from "../src/http/guards.ts";
+import { IpAllowlist, parseAllowEntry } from "../src/http/ipallow.ts";
+
+describe("IpAllowlist", () => {
+  const list = new IpAllowlist(["127.0.0.1", "::1", "192.168.1.0/24", "fd00::/8", "::ffff:10.0.0.0/104", "2001:db8::/126"]);
+  test.each([
+    ["127.0.0.1", true],
+    ["::ffff:127.0.0.1", true],
+    ["::1", true],
+    ["[::1]", true],
+    ["192.168.1.255", true],
+    ["192.168.2.0", false],
+    ["::ffff:192.168.1.5", true],
+    ["::ffff:c0a8:0105", true],
+    ["fd12:3456::1", true],
+    ["fe80::1%eth0", false],
+    ["10.255.0.1", true],
+    ["11.0.0.1", false],
+    ["2001:db8::3", true],
+    ["2001:db8::4", false],
+    ["::2", false],
+    ["unknown", false],
+    ["", false],
+  ] as const)("%s → %p", (address, allowed) => {
+    expect(list.has(address)).toBe(allowed);
+  });
+
+  test.each(["10.0.0.0/33", "fd00::/129", "10.0.0.0/8/8", "10.0.0.0/", "10.0.0.0/x", "localhost", "::ffff:10.0.0.0/95", "300.1.1.1"])("%s is refused, naming it", (entry) => {
+    expect(() => parseAllowEntry(entry)).toThrow(entry);
+  });
+});
+
+describe("isInternalPath", () => {
+  test.each([
+    ["/internal", true],
+    ["/internal/login", true],
+    ["/INTERNAL/login", true],
+    ["/%69nternal/login", true],
+    ["/%2569nternal/login", true],
+    ["/v1/../internal/login", true],
+    ["/v1/%2e%2e/internal/login", true],
+    ["//internal//login", true],
+    ["/./internal", true],
+    ["/%5cinternal", true],
+    ["/v1/internal", false],
+    ["/health", false],
+    ["/v1/docs", false],
+  ] as const)("%s → %p", (path, internal) => {
+    expect(isInternalPath(`http://localhost${path}`)).toBe(internal);
+  });
+});

@@ -1,0 +1,262 @@
+/**
+ * Operations in process: the metrics route's guards and token, exact conversion/mail/OTP counts,
+ * readiness (draining, a database that refuses writes, recovery), the offline docs configuration,
+ * the alert rules (promtool) and the Host-length fix. The real server is in test/e2e/ops.e2e.test.ts.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { appendFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, loadConfig } from "../src/config.ts";
+import { Readiness } from "../src/health/service.ts";
+import { createFetchHandler } from "../src/http/serve.ts";
+import { withRoutableUrl } from "../src/http/serve.ts";
+import { createLogger } from "../src/log.ts";
+import { convertForm, postBearer } from "./support/convert-helpers.ts";
+import { createHarness, expectError, type Harness } from "./support/harness.ts";
+import * as img from "./support/images.ts";
+import { delta, parseMetrics, promtool } from "./support/metrics.ts";
+import { ROOT } from "./support/server.ts";
+import { startSmtpSink } from "./support/smtp.ts";
+
+const TOKEN = "metrics-token-0123456789";
+let h: Harness;
+afterEach(async () => {
+  await h?.close();
+});
+
+const scrape = async (harness: Harness) => parseMetrics((await harness.request("GET", "/internal/metrics", { ip: "127.0.0.1" })).text);
+
+describe("GET /internal/metrics", () => {
+  test("without a token: the allowlist alone decides", async () => {
+    h = await createHarness();
+    const res = await h.request("GET", "/internal/metrics", { ip: "127.0.0.1" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    expect(res.text).toContain("# TYPE imgpress_http_requests_total counter");
+    expectError(await h.request("GET", "/internal/metrics", { ip: "203.0.113.9" }), 404, "NOT_FOUND");
+  });
+
+  test.each([
+    ["no header → 401", {}, 401],
+    ["a wrong token → 401", { authorization: "Bearer metrics-token-0123456788" }, 401],
+    ["a prefix of the token → 401", { authorization: `Bearer ${TOKEN.slice(0, -1)}` }, 401],
+    ["another scheme → 401", { authorization: `Basic ${TOKEN}` }, 401],
+    ["the token → 200", { authorization: `Bearer ${TOKEN}` }, 200],
+  ] as const)("with IMGPRESS_METRICS_TOKEN set, %s", async (_name, headers, status) => {
+    h = await createHarness({ env: { IMGPRESS_METRICS_TOKEN: TOKEN } });
+    const res = await h.request("GET", "/internal/metrics", { ip: "127.0.0.1", headers });
+    if (status === 401) expectError(res, 401, "INVALID_METRICS_TOKEN");
+    else expect(res.status).toBe(200);
+  });
+
+  test("the token does not open the route outside the allowlist", async () => {
+    h = await createHarness({ env: { IMGPRESS_METRICS_TOKEN: TOKEN } });
+    expectError(await h.request("GET", "/internal/metrics", { ip: "203.0.113.9", headers: { authorization: `Bearer ${TOKEN}` } }), 404, "NOT_FOUND");
+  });
+
+  test("a short token is refused at start-up", () => {
+    expect(() => loadConfig({ IMGPRESS_METRICS_TOKEN: "short" })).toThrow(ConfigError);
+    expect(() => loadConfig({ IMGPRESS_METRICS_TOKEN: "short" })).toThrow(/IMGPRESS_METRICS_TOKEN/);
+  });
+});
+
+describe("exact counts", () => {
+  test("N conversions add N, failures count under their error code, bytes add up", async () => {
+    h = await createHarness();
+    const keys = await h.issueKey("count@example.com");
+    const before = await scrape(h);
+    const image = await img.photo(200, 150);
+    let out = 0;
+    for (const quality of ["lossy", "lossy", "lossless"]) {
+      const res = await postBearer(h, keys, await convertForm(image, { format: "avif", quality }));
+      expect(res.status).toBe(200);
+      out += res.bytes.length;
+    }
+    const broken = await postBearer(h, keys, await convertForm(new Uint8Array(64).fill(7), { format: "webp" }));
+    expect(broken.status).toBeGreaterThanOrEqual(400);
+    const code = JSON.parse(new TextDecoder().decode(broken.bytes)).code as string;
+    const after = await scrape(h);
+    const grew = (key: string) => delta(before, after, key);
+    expect(grew('imgpress_conversions_total{format="avif",quality="lossy",outcome="ok"}')).toBe(2);
+    expect(grew('imgpress_conversions_total{format="avif",quality="lossless",outcome="ok"}')).toBe(1);
+    expect(grew(`imgpress_conversions_total{format="webp",quality="lossy",outcome="${code}"}`)).toBe(1);
+    expect(grew('imgpress_conversion_duration_seconds_count{format="avif",quality="lossy"}')).toBe(2);
+    expect(grew("imgpress_conversion_bytes_in_total")).toBe(3 * image.length + 64);
+    expect(grew("imgpress_conversion_bytes_out_total")).toBe(out);
+  });
+
+  test("a refused mail counts as failed and request-otp's answer code is the OTP outcome", async () => {
+    const sink = await startSmtpSink({ reject: "rcpt" });
+    try {
+      h = await createHarness({ smtp: sink });
+      const fetch = createFetchHandler((r) => h.app.handle(r), createLogger("error", () => {}), { hsts: false, observe: h.services.metrics.observeResponse });
+      const ask = (email: string) =>
+        fetch(new Request("http://localhost/v1/plugin/auth/request-otp", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email }) }), "127.0.0.1");
+      expect((await ask("refused@example.com")).status).toBe(502);
+      expect((await ask("not-an-address")).status).toBe(400);
+      const m = await scrape(h);
+      expect(m.get('imgpress_mail_total{outcome="failed"}')).toBe(1);
+      expect(m.get('imgpress_mail_total{outcome="sent"}')).toBeUndefined();
+      expect(m.get('imgpress_otp_requests_total{outcome="MAIL_DELIVERY_FAILED"}')).toBe(1);
+      expect(m.get('imgpress_otp_requests_total{outcome="INVALID_EMAIL"}')).toBe(1);
+      expect(m.get('imgpress_http_requests_total{method="POST",route="/v1/plugin/auth/request-otp",status="502"}')).toBe(1);
+    } finally {
+      await sink.close();
+    }
+  });
+});
+
+describe("HTTP labels", () => {
+  test("unusual methods are one label value, unmatched paths one route value; /health/ready is in the OpenAPI document", async () => {
+    h = await createHarness();
+    const fetch = createFetchHandler((r) => h.app.handle(r), createLogger("error", () => {}), { hsts: false, observe: h.services.metrics.observeResponse });
+    await fetch(new Request("http://localhost/health", { method: "PROPFIND" }), "127.0.0.1");
+    await fetch(new Request("http://localhost/v1/users/alice@example.com"), "127.0.0.1");
+    const text = (await h.request("GET", "/internal/metrics", { ip: "127.0.0.1" })).text;
+    expect(text).toMatch(/^imgpress_http_requests_total\{method="other",route="unmatched",status="404"\} 1$/m);
+    expect(text).toMatch(/^imgpress_http_requests_total\{method="GET",route="unmatched",status="404"\} 1$/m);
+    expect(text).not.toContain("alice");
+    const spec = (await h.request("GET", "/v1/docs/json")).body;
+    expect(spec.paths["/health/ready"].get.tags).toEqual(["operations"]);
+    expect(Object.keys(spec.paths["/health/ready"].get.responses).sort()).toEqual(["200", "503"]);
+  });
+});
+
+describe("/health/ready", () => {
+  test("200 with every check ok; 503 NOT_READY naming the cause once draining; /health stays 200", async () => {
+    h = await createHarness();
+    const ready = await h.request("GET", "/health/ready");
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: "ready", checks: { database: "ok", storage: "ok", libvips: "ok", draining: "ok" } });
+    h.services.readiness.startDraining();
+    expect(h.services.readiness.draining).toBe(true);
+    const draining = await h.request("GET", "/health/ready");
+    expect(draining.status).toBe(503);
+    expect(draining.body).toMatchObject({ error: "Service Unavailable", code: "NOT_READY", checks: { draining: "shutting down", database: "ok" } });
+    expect(draining.body.message).toContain("draining: shutting down");
+    expect((await h.request("GET", "/health")).status).toBe(200);
+  });
+
+  test("a database that refuses writes is not ready, and readiness returns with the next probe once it accepts them", async () => {
+    h = await createHarness();
+    let now = 0;
+    const readiness = new Readiness(h.store.db, h.dir, () => now);
+    expect((await readiness.check()).ready).toBe(true);
+    await h.store.client.execute("PRAGMA query_only = ON");
+    now += 1500; // past the one-second reuse of a good database result
+    const refused = await readiness.check();
+    expect(refused.ready).toBe(false);
+    expect(refused.checks.database).toStartWith("write failed:");
+    expect(refused.checks.libvips).toBe("ok");
+    await h.store.client.execute("PRAGMA query_only = OFF");
+    expect((await readiness.check()).ready).toBe(true);
+  });
+
+  test("a data folder that cannot be inspected is reported as storage", async () => {
+    h = await createHarness();
+    const report = await new Readiness(h.store.db, join(h.dir, "missing")).check();
+    expect(report.ready).toBe(false);
+    expect(report.checks.storage).toStartWith("cannot inspect the data folder");
+  });
+});
+
+/** Mounts a fresh 8 MiB tmpfs, when this process may (root with mount rights, as in CI); null otherwise. */
+function mountTmpfs(): { path: string; unmount: () => void } | null {
+  if (process.getuid?.() !== 0) return null;
+  const path = mkdtempSync(join(tmpdir(), "imgpress-ready-tmpfs-"));
+  // Lazy: libSQL may release its file handles a moment after close().
+  const unmount = () => (spawnSync("umount", ["-l", path]), rmSync(path, { recursive: true, force: true }));
+  if (spawnSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", path]).status !== 0) {
+    rmSync(path, { recursive: true, force: true });
+    return null;
+  }
+  return { path, unmount };
+}
+
+/** Whether a tmpfs can be mounted here: probed once at load, and unmounted at once. */
+const canMount = (() => {
+  const probe = mountTmpfs();
+  probe?.unmount();
+  return probe !== null;
+})();
+
+describe("/health/ready on a full disk", () => {
+  test.skipIf(!canMount)("turns 503 naming storage when the data folder's disk fills, and 200 once space returns", async () => {
+    const disk = mountTmpfs();
+    if (!disk) throw new Error("the tmpfs could be mounted at load time but not now");
+    try {
+      h = await createHarness({ env: { IMGPRESS_DATA_DIR: disk.path } });
+      expect((await h.request("GET", "/health/ready")).status).toBe(200);
+      const filler = join(disk.path, "filler");
+      const chunk = new Uint8Array(256 * 1024);
+      for (let i = 0; i < 64; i++) {
+        const full = await appendFile(filler, chunk).then(() => false, (err: NodeJS.ErrnoException) => err.code === "ENOSPC");
+        if (full) break;
+      }
+      const full = await h.request("GET", "/health/ready");
+      expect(full.status).toBe(503);
+      expect(full.body.code).toBe("NOT_READY");
+      expect(full.body.checks.storage).toMatch(/^only \d+ bytes free in the data folder$/);
+      expect((await h.request("GET", "/health")).status).toBe(200);
+      await rm(filler);
+      expect((await h.request("GET", "/health/ready")).status).toBe(200);
+    } finally {
+      await h?.close();
+      h = undefined as never;
+      disk.unmount();
+    }
+  });
+});
+
+describe("offline docs page", () => {
+  test("the served Scalar configuration switches off every online-only control", async () => {
+    h = await createHarness();
+    const html = (await h.request("GET", "/v1/docs")).text;
+    const attribute = /data-configuration='([^']+)'/.exec(html)?.[1];
+    expect(attribute).toBeDefined();
+    const config = JSON.parse(attribute!.replaceAll("&quot;", '"'));
+    expect(config).toMatchObject({
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      showToolbar: "never",
+      showDeveloperTools: "never",
+      hideClientButton: true,
+      telemetry: false,
+      withDefaultFonts: false,
+    });
+    expect(config.customCss).toContain('a[href*="scalar.com"]');
+  });
+});
+
+describe("alert rules of docs/operations.md", () => {
+  test("pass promtool check rules", async () => {
+    const result = await promtool(["rules", join(ROOT, "docs/prometheus/imgpress-rules.yml")]);
+    expect(result.output).toContain("SUCCESS: 3 rules found");
+    expect(result.code).toBe(0);
+  });
+
+  test("fire on the series they are meant for and not on healthy ones (promtool test rules)", async () => {
+    const proc = Bun.spawn(["promtool", "test", "rules", "imgpress-rules.test.yml"], { cwd: join(ROOT, "docs/prometheus"), stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect({ code, output: out + err }).toMatchObject({ code: 0, output: expect.stringContaining("SUCCESS") });
+  });
+});
+
+describe("withRoutableUrl", () => {
+  test.each([
+    ["https://x/health?a=1", "https://localhost/health?a=1"],
+    ["http://ab/v1/docs", "http://localhost/v1/docs"],
+    ["https://abc/health", "https://abc/health"],
+    ["https://x:8443/health", "https://x:8443/health"],
+  ])("%s → %s", (from, to) => {
+    expect(withRoutableUrl(new Request(from)).url).toBe(to);
+  });
+
+  test("keeps method, headers and body", async () => {
+    const moved = withRoutableUrl(new Request("https://x/echo", { method: "POST", headers: { host: "x", "x-a": "1" }, body: "payload" }));
+    expect({ method: moved.method, a: moved.headers.get("x-a"), body: await moved.text() }).toEqual({ method: "POST", a: "1", body: "payload" });
+  });
+});
