@@ -12,6 +12,7 @@ import { form, LOOPBACK, staffSignIn, type StaffLogin } from "./support/staff.ts
 
 const BOSS = "boss@example.com";
 const DB_TOKEN = "db-secret-token-5150";
+const METRICS_TOKEN = "metrics-secret-token-8086";
 let h: Harness;
 let boss: StaffLogin;
 let key: { api_key: string; secret_key: string };
@@ -22,7 +23,7 @@ const post = (path: string, fields: Record<string, string>, s: StaffLogin = boss
   h.request("POST", path, form(fields, { headers: { cookie: s.cookie, ...headers } }));
 
 beforeAll(async () => {
-  h = await createHarness({ env: { IMGPRESS_STAFF_EMAILS: BOSS, IMGPRESS_DATABASE_AUTH_TOKEN: DB_TOKEN } });
+  h = await createHarness({ env: { IMGPRESS_STAFF_EMAILS: BOSS, IMGPRESS_DATABASE_AUTH_TOKEN: DB_TOKEN, IMGPRESS_METRICS_TOKEN: METRICS_TOKEN } });
   boss = await staffSignIn(h, BOSS);
   key = await h.issueKey("o'neil&co@example.com", "https://shop.example/blog");
   keyId = (await h.services.keys.list()).find((k) => k.email === "o'neil&co@example.com")!.id;
@@ -86,6 +87,8 @@ describe("pages", () => {
     const text = (await page("/internal/settings")).text;
     expect(text).not.toContain(TEST_MASTER_KEY);
     expect(text).not.toContain(DB_TOKEN);
+    expect(text).not.toContain(METRICS_TOKEN);
+    expect(text).toContain("IMGPRESS_METRICS_TOKEN");
     expect(text).toContain("IMGPRESS_DATABASE_AUTH_TOKEN");
     expect(text).toContain(h.dir);
   });
