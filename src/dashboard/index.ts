@@ -56,9 +56,9 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
       return view ? htmlPage(keyPage(view)) : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
     }, { ...page(), query: PageQuery })
     .post("/keys/:id/revoke", async ({ staff, params, request }) => {
-      await d.revocation.revoke(params.id, staff.email, d.clientIp(request));
-      // Revoking a key that is already revoked changes nothing: the page shows it as revoked.
-      return seeOther(`/internal/keys/${encodeURIComponent(params.id)}?done=revoked`);
+      const revoked = await d.revocation.revoke(params.id, staff.email, d.clientIp(request));
+      // A key already revoked (or unknown) changes nothing: its page then says what it is.
+      return seeOther(`/internal/keys/${encodeURIComponent(params.id)}${revoked ? "?done=revoked" : ""}`);
     }, { ...page(), parse: parseFormBody, body: CsrfForm })
     .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
     .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
