@@ -69,7 +69,8 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_USAGE_FLUSH_S: "1" } });
     keys.client = await issueKey(CLIENT_EMAIL, CLIENT_SITE);
     keys.other = await issueKey("other@example.com", "https://other.example");
-    browser = await openBrowser({ origin: server.url, certPem: server.ca });
+    // A zone far from UTC, so the test sees that times are shown in the browser's zone.
+    browser = await openBrowser({ origin: server.url, certPem: server.ca, timezoneId: "Asia/Tokyo" });
     page = await browser.newPage();
   });
 
@@ -163,8 +164,12 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(await convert(keys.other!.api_key)).toBe(200);
   });
 
-  test("activity shows the sign-in and the revocation; filters narrow it", async () => {
+  test("activity shows the sign-in and the revocation; filters narrow it; times in the browser's zone", async () => {
     await page.goto(`${server.url}/internal/activity`);
+    const first = page.locator("tbody time").first();
+    const at = new Date((await first.getAttribute("datetime"))!);
+    const tokyo = new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "short", timeZone: "Asia/Tokyo" }).format(at);
+    expect(await first.innerText()).toBe(tokyo);
     const text = await page.locator("tbody").innerText();
     expect(text).toContain("key.revoked");
     expect(text).toContain("staff.sign_in");

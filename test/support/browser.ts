@@ -42,6 +42,8 @@ export interface BrowserOptions {
   colorScheme?: "light" | "dark";
   /** Device pixel ratio (screenshots use 1). */
   scale?: number;
+  /** The browser's time zone (default UTC, so runs compare). */
+  timezoneId?: string;
 }
 
 export interface TestBrowser {
@@ -82,7 +84,7 @@ export async function openBrowser(options: BrowserOptions): Promise<TestBrowser>
       colorScheme: options.colorScheme ?? "light",
       deviceScaleFactor: options.scale ?? 1,
       // Times on the pages are localised by the page script: pin the zone so runs compare.
-      timezoneId: "UTC",
+      timezoneId: options.timezoneId ?? "UTC",
       locale: "en-US",
     });
   } catch (err) {
