@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { Bench } from "./lib/context.ts";
 import { loadCorpus } from "./lib/corpus.ts";
 import { triedNotes, withTried, type Figure, type Section } from "./lib/figures.ts";
-import { corpusMarkdown, machineInfo, resultsMarkdown, summaryTable } from "./lib/results.ts";
+import { corpusMarkdown, KEPT_BLOCKS, machineInfo, resultsMarkdown, summaryTable } from "./lib/results.ts";
 import { progress } from "./lib/util.ts";
 import { allocator } from "./sections/allocator.ts";
 import { auth } from "./sections/auth.ts";
@@ -70,7 +70,10 @@ async function main(): Promise<void> {
   }
   const historyFile = join(import.meta.dir, "HISTORY.md");
   const history = existsSync(historyFile) ? readFileSync(historyFile, "utf8").trim() : "";
-  writeFileSync(out, resultsMarkdown({ quick, figures, machine, corpus: corpusMarkdown(corpus.images, corpus.worst), sections, history }));
+  const previous = existsSync(out) ? readFileSync(out, "utf8") : "";
+  const kept = KEPT_BLOCKS.map((block) => block.exec(previous)?.[0]).filter((text) => text !== undefined);
+  const results = resultsMarkdown({ quick, figures, machine, corpus: corpusMarkdown(corpus.images, corpus.worst), sections, history });
+  writeFileSync(out, [results.trimEnd(), ...kept].join("\n\n") + "\n");
   writeFileSync(join(WORK, quick ? "results.quick.json" : "results.json"), JSON.stringify({ figures, raw }, null, 1));
   progress(`wrote ${out}`);
   console.log("\n" + summaryTable(figures));

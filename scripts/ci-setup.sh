@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs, with apt-get, what CI needs on a fresh Debian/Ubuntu machine to smoke-test the
-# linux-arm64 binary under qemu-user (scripts/smoke.ts), plus a package of real JPEG photos
-# for the conversion checks. Idempotent: packages already installed are skipped without
+# linux-arm64 binary under qemu-user (scripts/smoke.ts), the browser of the dashboard tests,
+# plus a package of real JPEG photos for the conversion checks. Idempotent: packages already installed are skipped without
 # touching the network. Prints one line per step.
 #
 #   sh scripts/ci-setup.sh            # as root, or as a user with passwordless sudo
@@ -17,6 +17,10 @@ set -eu
 # (test/docs-recipes.test.ts); prometheus brings promtool, which checks the scraped metrics and
 # docs/prometheus/imgpress-rules.yml.
 REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl curl openssl prometheus"
+# Debian's chromium runs the browser tests (test/e2e/*.browser.test.ts) and `npm run screenshots`
+# through playwright-core, which downloads no browser of its own. (On Ubuntu the package is a snap
+# stub: install a real chromium and set CHROMIUM_PATH.)
+BROWSER="chromium"
 # Real photos in /usr/share/backgrounds; optional, scripts/smoke.ts generates one without it.
 OPTIONAL="mate-backgrounds"
 
@@ -50,7 +54,7 @@ case "$(uname -m)" in
     ;;
 esac
 
-want_required=$(missing $REQUIRED)
+want_required=$(missing $REQUIRED $BROWSER)
 want_optional=""
 if [ "${IMGPRESS_CI_PHOTOS:-1}" != "0" ]; then
   want_optional=$(missing $OPTIONAL)
@@ -95,6 +99,11 @@ if [ -n "$REQUIRED" ]; then
   fi
   say "ok: $(qemu-aarch64-static -version | head -n 1), arm64 libraries in /usr/aarch64-linux-gnu"
 fi
+if ! "${CHROMIUM_PATH:-/usr/bin/chromium}" --version >/dev/null 2>&1; then
+  say "FAILED: ${CHROMIUM_PATH:-/usr/bin/chromium} does not run"
+  exit 1
+fi
+say "ok: $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null | head -n 1)"
 if [ -d /usr/share/backgrounds ]; then
   say "ok: photos in /usr/share/backgrounds"
 fi

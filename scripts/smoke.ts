@@ -11,7 +11,7 @@
 // (`qemu-aarch64-static -cpu cortex-a53 -L /usr/aarch64-linux-gnu`; scripts/ci-setup.sh
 // installs it), with longer time limits. Every check prints one line; the last line is exactly
 // "N passed, N failed" and the exit status is non-zero when anything failed. The stages are in
-// scripts/smoke/ (cli, first start, docs, keys, convert, restart, concurrency, noexec); the process
+// scripts/smoke/ (cli, first start, docs, dashboard, keys, convert, restart, concurrency, noexec); the process
 // handling and the client are test/support/imgpress.ts, shared with the tests and the bench.
 //
 // Environment: SMOKE_PHOTO=/path/to.jpg chooses the photo (default: the JPEG closest to 1.5 MP
@@ -28,6 +28,7 @@ import { cliStage } from "./smoke/cli.ts";
 import { concurrencyStage } from "./smoke/concurrency.ts";
 import { baseEnv, stopServe, type Smoke } from "./smoke/context.ts";
 import { convertStage } from "./smoke/convert.ts";
+import { dashboardStage } from "./smoke/dashboard.ts";
 import { docsStage } from "./smoke/docs.ts";
 import { firstStartStage } from "./smoke/first-start.ts";
 import { nodeModulesAbove, tempRoot } from "./smoke/folders.ts";
@@ -79,6 +80,7 @@ async function smokeBinary(t: Target, root: string, photo: Photo, sink: SmtpSink
     const cache = await cliStage(s);
     const first = await firstStartStage(s);
     await docsStage(s, first.svc);
+    await dashboardStage(s, first.svc);
     const keys = await keysStage(s, first.svc);
     await convertStage(s, first.svc, keys);
     await operationsStage(s, first.svc, 2);

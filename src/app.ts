@@ -17,7 +17,10 @@ import type { Logger } from "./log.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { RateLimiter } from "./ratelimit/service.ts";
 import { internalRoutes } from "./internal/index.ts";
-import { AuditLog } from "./audit/service.ts";
+import { liveState } from "./internal/service.ts";
+import { dashboardRoutes } from "./dashboard/index.ts";
+import { DashboardService } from "./dashboard/service.ts";
+import { AUDIT_TYPES, AuditLog } from "./audit/service.ts";
 import { RequestCounter } from "./http/counter.ts";
 import { IpAllowlist } from "./http/ipallow.ts";
 import { KeyRevocation } from "./keys/revoke.ts";
@@ -188,6 +191,24 @@ export function createApp(deps: AppDeps, services: Services) {
         usage: services.usageQueries,
         config,
         now: deps.now ?? Date.now,
+      }),
+    )
+    .use(
+      dashboardRoutes({
+        auth,
+        staff: services.staff,
+        revocation: services.revocation,
+        clientIp,
+        dashboard: new DashboardService({
+          usage: services.usageQueries,
+          audit: services.audit,
+          auditTypes: AUDIT_TYPES,
+          staff: services.staff,
+          sessions: services.sessions,
+          live: () => liveState(services.convert.gate, services.requests),
+          config,
+          now: deps.now ?? Date.now,
+        }),
       }),
     )
     .use(metricsRoutes(services.metrics, config.metricsToken))

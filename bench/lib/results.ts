@@ -51,6 +51,15 @@ export function corpusMarkdown(images: Image[], worst: Image[]): string {
   ].join("\n");
 }
 
+/** The "Dashboard" section that bench/dashboard.ts writes into RESULTS.md (it needs a browser and data of its own, so `npm run bench` keeps it as it is). */
+export const DASHBOARD_BLOCK = /<!-- dashboard bench: start[^>]*-->[\s\S]*?<!-- dashboard bench: end -->/;
+
+/** The "Quality guard" section that bench/quality-guard.ts writes into RESULTS.md (kept by `npm run bench` for the same reason). */
+export const QUALITY_GUARD_BLOCK = /<!-- quality-guard:start[^>]*-->[\s\S]*?<!-- quality-guard:end -->/;
+
+/** The sections of RESULTS.md that standalone scripts write and `npm run bench` carries over unchanged, in this order. */
+export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, DASHBOARD_BLOCK];
+
 /** The whole of RESULTS.md. */
 export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine: string; corpus: string; sections: string[]; history: string }): string {
   const summary = summaryTable(o.figures);

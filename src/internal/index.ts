@@ -1,4 +1,3 @@
-import { memoryUsage } from "node:process";
 import { Elysia } from "elysia";
 import type { AuditLog } from "../audit/service.ts";
 import type { ConversionGate } from "../convert/gate.ts";
@@ -10,11 +9,10 @@ import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
 import type { StaffSignIn } from "../staff/signin.ts";
 import type { Config } from "../config.ts";
-import { version } from "../version.ts";
 import { describeSettings } from "./settings.ts";
 import type { UsageQueries } from "../usage/service.ts";
 import { AddStaffBody, AuditQuery, KeyQuery, KeysQueryParams, OverviewQuery, SeriesQueryParams } from "./model.ts";
-import { auditFilter, notFoundUnless, usageRange } from "./service.ts";
+import { auditFilter, liveState, notFoundUnless, usageRange } from "./service.ts";
 
 /** What the internal JSON API reads and changes. */
 export interface InternalDeps {
@@ -33,20 +31,13 @@ export interface InternalDeps {
   now: () => number;
 }
 
-const startedAt = Date.now();
 // Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
 const hidden = () => ({ detail: { hide: true } }) as const;
 const api = () => ({ staffApi: true, detail: { hide: true } }) as const;
 
 /** The JSON API under /internal/ (allowlisted; /internal/api/… also needs a staff session, see docs/internal.md). */
 export function internalRoutes(d: InternalDeps) {
-  const live = () => ({
-    version,
-    uptime_s: Math.round((Date.now() - startedAt) / 1000),
-    conversions: d.gate.stats(),
-    memory: memoryUsage(),
-    requests_per_second: { last_10s: d.requests.perSecond(10), last_60s: d.requests.perSecond(60) },
-  });
+  const live = () => liveState(d.gate, d.requests);
   return new Elysia({ name: "internal", prefix: "/internal" })
     .use(d.auth)
     .get("/status", live, hidden())

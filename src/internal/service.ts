@@ -1,5 +1,22 @@
+import { memoryUsage } from "node:process";
 import { AUDIT_TYPES, parseDuration, type AuditFilter } from "../audit/service.ts";
+import type { ConversionGate } from "../convert/gate.ts";
 import { AppError } from "../errors.ts";
+import type { RequestCounter } from "../http/counter.ts";
+import { version } from "../version.ts";
+
+const startedAt = Date.now();
+
+/** The live state of /internal/api/live and of the dashboard's live panel. */
+export function liveState(gate: ConversionGate, requests: RequestCounter) {
+  return {
+    version,
+    uptime_s: Math.round((Date.now() - startedAt) / 1000),
+    conversions: gate.stats(),
+    memory: memoryUsage(),
+    requests_per_second: { last_10s: requests.perSecond(10), last_60s: requests.perSecond(60) },
+  };
+}
 
 /** Turns the audit query of the API into a filter; a malformed value is a 400 naming it. */
 export function auditFilter(query: { type?: string; staff?: string; since?: string; until?: string; before?: number; limit?: number }, now: number): AuditFilter {

@@ -1,7 +1,11 @@
 import { settings, type Config } from "../config.ts";
 
-/** Settings whose values are secrets: shown as "(set)" unless revealed on purpose. */
-const SECRET_KEYS = new Set<string>(["masterKey", "databaseAuthToken"]);
+/** How a masked secret is shown: only that it is set. */
+const SET = "(set)";
+/** Settings whose whole value is secret, by variable name; also covers rows other features add later. */
+const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSPHRASE|MASTER_KEY|PEPPER|PRIVATE|API_KEY|CREDENTIAL/i;
+/** URL query parameters that carry credentials (libSQL's authToken, …). */
+const SECRET_PARAM = /token|secret|password|passwd|pass|key|auth|sig/i;
 
 /** One effective setting as operators see it. */
 export interface SettingView {
@@ -11,21 +15,32 @@ export interface SettingView {
 }
 
 /**
- * The effective settings; secrets (the master key, the database token, the SMTP password) are
- * masked unless `reveal`, which callers audit as `settings.secrets_read`.
+ * The effective settings; secrets are masked unless `reveal`, which callers audit as
+ * `settings.secrets_read`: a setting whose variable names a secret (the master key, the database
+ * token, …) shows "(set)", a URL keeps its host and user but not its password or credential-like
+ * query parameters (the SMTP password, a libSQL `authToken`).
  */
 export function describeSettings(config: Config, reveal: boolean): SettingView[] {
   return settings.map((s) => {
     const value = config[s.key];
     if (reveal || value === undefined) return { env: s.env, help: s.help, value };
-    if (SECRET_KEYS.has(s.key)) return { env: s.env, help: s.help, value: "(set)" };
-    if (s.key === "smtpUrl") return { env: s.env, help: s.help, value: maskPassword(String(value)) };
+    if (SECRET_NAME.test(s.env)) return { env: s.env, help: s.help, value: SET };
+    // file: URLs hold a path only (and URL would rewrite file:x as file:///x).
+    if (typeof value === "string" && /^[a-z][a-z0-9+.-]*:\/\//i.test(value) && !value.startsWith("file:")) return { env: s.env, help: s.help, value: redactUrl(value) };
     return { env: s.env, help: s.help, value };
   });
 }
 
-function maskPassword(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = "xxxxx";
-  return parsed.toString();
+/** A URL without its password and credential-bearing query parameters; anything else unchanged. */
+export function redactUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return raw;
+  }
+  if (url.password) url.password = "******";
+  for (const name of [...url.searchParams.keys()]) if (SECRET_PARAM.test(name)) url.searchParams.set(name, "******");
+  // URL escapes the asterisks it wrote; show them as typed.
+  return url.toString().replaceAll("%2A", "*");
 }

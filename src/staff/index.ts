@@ -5,7 +5,7 @@ import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, safeNext, sessionCookie, type staffAuth } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
 import { CodeForm, CsrfForm, LoginForm, LoginQuery } from "./model.ts";
-import { codeForm, homePage, loginForm, pageResponse, setupPage } from "./pages.ts";
+import { codeForm, loginForm, pageResponse, setupPage } from "./pages.ts";
 import type { SessionService } from "./sessions.ts";
 import { STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
 
@@ -25,12 +25,11 @@ export interface StaffRouteDeps {
 const hidden = () => ({ detail: { hide: true } }) as const;
 const minutes = STAFF_CODE_TTL_S / 60;
 
-/** The staff door: login form, code form, landing page and sign-out (HTML, never in the public docs). */
+/** The staff door: login form, code form and sign-out (HTML, never in the public docs); the dashboard is behind it. */
 export function staffRoutes(d: StaffRouteDeps) {
   const leave = (token: string, location: string) => new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, d.sessionMaxS) } });
   return new Elysia({ name: "staff", prefix: "/internal" })
     .use(d.auth)
-    .get("/", ({ staff }) => pageResponse("imgpress staff", homePage(staff.email, staff.csrf)), { staffPage: true, ...hidden() })
     .get(
       "/login",
       async ({ query }) => {

@@ -1,18 +1,10 @@
+import { doorLayout } from "../dashboard/layout.ts";
 import { html, type SafeHtml } from "../html/index.ts";
 
-/** A complete HTML response for a staff page (the security headers come from `internalResponseHeaders`). */
+/** A complete HTML response for a staff page, in the dashboard's look (the security headers come from `internalResponseHeaders`). */
 export function pageResponse(title: string, body: SafeHtml, status = 200, headers: Record<string, string> = {}): Response {
-  const doc = html`<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title} · imgpress</title></head>
-<body>
-<main>
-<h1>${title}</h1>
-${body}
-</main>
-</body>
-</html>
-`;
+  const doc = doorLayout(title, html`<h1>${title}</h1>
+${body}`);
   return new Response(doc.text, { status, headers: { "content-type": "text/html; charset=utf-8", ...headers } });
 }
 
@@ -28,9 +20,9 @@ export function setupPage(): SafeHtml {
 export function loginForm(next: string, error?: string): SafeHtml {
   return html`${errorNote(error)}<form method="post" action="/internal/login">
 <input type="hidden" name="next" value="${next}">
-<p><label for="email">E-mail address</label><br>
-<input id="email" name="email" type="email" autocomplete="email" required autofocus></p>
-<p><button type="submit">Send me a sign-in code</button></p>
+<label for="email">E-mail address</label>
+<input id="email" name="email" type="email" autocomplete="email" required autofocus>
+<button type="submit" class="primary">Send me a sign-in code</button>
 </form>`;
 }
 
@@ -40,26 +32,13 @@ export function codeForm(email: string, next: string, validMinutes: number, erro
 <form method="post" action="/internal/login/code">
 <input type="hidden" name="email" value="${email}">
 <input type="hidden" name="next" value="${next}">
-<p><label for="code">Sign-in code</label><br>
-<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus></p>
-<p><button type="submit">Sign in</button></p>
+<label for="code">Sign-in code</label>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus>
+<button type="submit" class="primary">Sign in</button>
 </form>
 <p><a href="/internal/login">Use another address</a></p>`;
 }
 
-/** The signed-in landing page: who you are and the two ways out. */
-export function homePage(email: string, csrf: string): SafeHtml {
-  return html`<p>Signed in as <strong>${email}</strong>.</p>
-<form method="post" action="/internal/logout">
-<input type="hidden" name="csrf" value="${csrf}">
-<button type="submit">Sign out</button>
-</form>
-<form method="post" action="/internal/logout/everywhere">
-<input type="hidden" name="csrf" value="${csrf}">
-<button type="submit">Sign out everywhere</button>
-</form>`;
-}
-
 function errorNote(error: string | undefined): SafeHtml {
-  return html`${error ? html`<p role="alert">${error}</p>` : ""}`;
+  return html`${error ? html`<p class="notice error" role="alert">${error}</p>` : ""}`;
 }

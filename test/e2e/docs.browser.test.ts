@@ -4,18 +4,15 @@
  * internet service. Skipped where no chromium is installed (CHROMIUM_PATH overrides the path).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { hasChromium, openBrowser, type TestBrowser } from "../support/browser.ts";
 import { startServer, type RunningServer } from "../support/server.ts";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-
-describe.skipIf(!existsSync(CHROMIUM))("/v1/docs in chromium", () => {
+describe.skipIf(!hasChromium())("/v1/docs in chromium", () => {
   let server: RunningServer;
-  let browser: Browser;
+  let browser: TestBrowser;
   beforeAll(async () => {
     server = await startServer();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"] });
+    browser = await openBrowser({ origin: server.url, certPem: server.ca });
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
@@ -23,7 +20,7 @@ describe.skipIf(!existsSync(CHROMIUM))("/v1/docs in chromium", () => {
   });
 
   test("loads, sends a test request, and never asks anything of another host", async () => {
-    const page = await browser.newPage({ ignoreHTTPSErrors: true });
+    const page = await browser.newPage();
     const requested: string[] = [];
     page.on("request", (r) => requested.push(r.url()));
     await page.goto(`${server.url}/v1/docs#tag/operations/GET/health`, { waitUntil: "networkidle" });

@@ -1,0 +1,176 @@
+// `bun bench/dashboard.ts` — the dashboard as its users feel it, against the real service over HTTPS:
+//   1. time to render the overview (every range) and the keys page (newest, sorted, searched, a far
+//      page) with 10,000 keys and 400 days of hourly buckets for 200 of them (target p95 < 200 ms);
+//   2. the service's memory while a real browser (chromium) keeps the overview open with its live
+//      panel refreshing every 5 s and switches range every 30 s (target growth ≤ 50 MiB).
+//
+//   bun bench/dashboard.ts              full data size, 60 s of live refresh (~2 min on 2 cores)
+//   bun bench/dashboard.ts --minutes=10 the 10-minute live session of the target
+//   bun bench/dashboard.ts --keys=500 --days=30 --busy=20 --reps=5 --minutes=0.5   smoke run
+//   --write                             also replace the "Dashboard" section of bench/RESULTS.md
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { openStore } from "../src/db/index.ts";
+import { seedDemoData } from "../src/usage/demo.ts";
+import { openBrowser } from "../test/support/browser.ts";
+import { startServer, type RunningServer } from "../test/support/server.ts";
+import { extractOtp, startSmtpSink, type SmtpSink } from "../test/support/smtp.ts";
+import { DASHBOARD_BLOCK } from "./lib/results.ts";
+import { median, table } from "./lib/util.ts";
+
+const { values: opt } = parseArgs({
+  options: {
+    keys: { type: "string", default: "10000" },
+    days: { type: "string", default: "400" },
+    busy: { type: "string", default: "200" },
+    reps: { type: "string", default: "20" },
+    minutes: { type: "string", default: "1" },
+    write: { type: "boolean", default: false },
+  },
+});
+const KEYS = Number(opt.keys);
+const DAYS = Number(opt.days);
+const BUSY = Number(opt.busy);
+const REPS = Number(opt.reps);
+const LIVE_MS = Number(opt.minutes) * 60_000;
+const STAFF = "bench@example.com";
+const RENDER_TARGET_MS = 200;
+const GROWTH_TARGET_MIB = 50;
+
+const log = (msg: string) => console.error(`dashboard bench: ${msg}`);
+const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(0.95 * xs.length) - 1)]!;
+
+/** Signs in through the two forms over HTTPS; returns the session cookie. */
+async function signIn(server: RunningServer, sink: SmtpSink): Promise<string> {
+  const origin = new URL(server.url).origin;
+  const post = (path: string, fields: Record<string, string>) =>
+    server.fetch(path, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin }, body: new URLSearchParams(fields).toString() });
+  const before = sink.messages.length;
+  await (await post("/internal/login", { email: STAFF })).text();
+  const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(STAFF));
+  const res = await post("/internal/login/code", { email: STAFF, code: extractOtp(mail) });
+  const cookie = res.headers.get("set-cookie")?.split(";")[0];
+  if (res.status !== 303 || !cookie) throw new Error(`sign-in answered ${res.status}`);
+  return cookie;
+}
+
+async function renderTimes(server: RunningServer, cookie: string): Promise<(string | number)[][]> {
+  const get = async (path: string) => {
+    const t = performance.now();
+    const res = await server.fetch(path, { headers: { cookie } });
+    const body = await res.text();
+    if (res.status !== 200 || !body.includes("</html>")) throw new Error(`${path} answered ${res.status}`);
+    return performance.now() - t;
+  };
+  const keysHtml = await (await server.fetch("/internal/keys?sort=conversions", { headers: { cookie } })).text();
+  const busiest = /href="(\/internal\/keys\/[^"?]+)"/.exec(keysHtml)?.[1];
+  const pages: [string, string][] = [
+    ["overview 24 h", "/internal/?range=24h"],
+    ["overview 7 d", "/internal/?range=7d"],
+    ["overview 30 d", "/internal/?range=30d"],
+    ["overview 365 d", "/internal/?range=365d"],
+    ["keys, newest first", "/internal/keys"],
+    ["keys by bytes saved", "/internal/keys?sort=bytesSaved"],
+    ["keys search 'anna'", "/internal/keys?q=anna"],
+    [`keys page ${Math.ceil(KEYS / 50)} by last use`, `/internal/keys?sort=lastUsed&order=asc&page=${Math.ceil(KEYS / 50)}`],
+    ...(busiest ? ([["busiest key, 365 d", `${busiest}?range=365d`]] as [string, string][]) : []),
+  ];
+  const rows: (string | number)[][] = [];
+  for (const [name, path] of pages) {
+    await get(path);
+    const times: number[] = [];
+    for (let i = 0; i < REPS; i++) times.push(await get(path));
+    rows.push([name, median(times).toFixed(1), p95(times).toFixed(1), p95(times) < RENDER_TARGET_MS ? "yes" : "NO"]);
+    log(`${name}: p95 ${p95(times).toFixed(1)} ms`);
+  }
+  return rows;
+}
+
+/** RSS of the service, from its own live JSON (the same numbers the live panel shows). */
+async function rss(server: RunningServer, cookie: string): Promise<number> {
+  const res = await server.fetch("/internal/api/live", { headers: { cookie, accept: "application/json" } });
+  return ((await res.json()) as { memory: { rss: number } }).memory.rss / 2 ** 20;
+}
+
+async function liveSession(server: RunningServer, cookie: string): Promise<{ start: number; end: number; max: number; samples: number; polls: number }> {
+  const browser = await openBrowser({ origin: server.url, certPem: server.ca });
+  try {
+    const [name, value] = cookie.split("=") as [string, string];
+    await browser.context.addCookies([{ name, value, url: server.url, secure: true, httpOnly: true, sameSite: "Strict" }]);
+    const page = await browser.newPage();
+    let polls = 0;
+    page.on("response", (r) => void (r.url().endsWith("/internal/api/live") && polls++));
+    const ranges = ["24h", "7d", "30d", "365d"];
+    await page.goto(`${server.url}/internal/?range=24h`);
+    const start = await rss(server, cookie);
+    let max = start;
+    let samples = 0;
+    const until = Date.now() + LIVE_MS;
+    let switched = Date.now();
+    for (let i = 1; Date.now() < until; i++) {
+      await Bun.sleep(5000);
+      // Someone looking at the page now and then: keeps the live panel from pausing, switches range.
+      await page.mouse.wheel(0, i % 2 ? 10 : -10);
+      if (Date.now() - switched >= 30_000) {
+        switched = Date.now();
+        await page.goto(`${server.url}/internal/?range=${ranges[i % ranges.length]}`);
+      }
+      max = Math.max(max, await rss(server, cookie));
+      samples++;
+    }
+    const end = await rss(server, cookie);
+    if (browser.problems().length) throw new Error(`browser problems: ${browser.problems().join("; ")}`);
+    return { start, end, max: Math.max(max, end), samples, polls };
+  } finally {
+    await browser.close();
+  }
+}
+
+const dataDir = await mkdtemp(join(tmpdir(), "imgpress-dashboard-bench-"));
+const sink = await startSmtpSink();
+let server: RunningServer | undefined;
+try {
+  log(`seeding ${KEYS} keys, ${DAYS} days of hourly buckets for ${BUSY} of them…`);
+  const t0 = performance.now();
+  const store = await openStore(`file:${join(dataDir, "imgpress.db")}`);
+  const seeded = await seedDemoData(store.db, { keys: KEYS, days: DAYS, busyKeys: BUSY, now: Date.now() });
+  store.close();
+  const dbMiB = ["imgpress.db", "imgpress.db-wal"].reduce((n, f) => n + (existsSync(join(dataDir, f)) ? statSync(join(dataDir, f)).size : 0), 0) / 2 ** 20;
+  const seedS = (performance.now() - t0) / 1000;
+  log(`seeded ${seeded.buckets} bucket rows in ${seedS.toFixed(0)} s (${dbMiB.toFixed(0)} MiB)`);
+
+  server = await startServer({ dataDir, env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_STAFF_EMAILS: STAFF } });
+  const cookie = await signIn(server, sink);
+  const renders = await renderTimes(server, cookie);
+  log(`live session of ${(LIVE_MS / 60_000).toFixed(1)} min…`);
+  const live = await liveSession(server, cookie);
+  const growth = live.end - live.start;
+
+  const markdown = [
+    "## Dashboard",
+    "",
+    `\`bun bench/dashboard.ts${opt.minutes !== "1" ? ` --minutes=${opt.minutes}` : ""}\` — the real service over HTTPS with ${KEYS.toLocaleString("en-US")} keys and ${DAYS} days of hourly buckets for ${BUSY} of them (\`seedDemoData\`, ${seeded.buckets.toLocaleString("en-US")} bucket rows, ${dbMiB.toFixed(0)} MiB database), signed in as staff. Time from request to the last byte of the page, ${REPS} requests each after one warm-up; target p95 < ${RENDER_TARGET_MS} ms.`,
+    "",
+    table(["page", "median ms", "p95 ms", `p95 < ${RENDER_TARGET_MS} ms`], renders),
+    "",
+    `Memory of the service while chromium keeps the overview open for ${(LIVE_MS / 60_000).toFixed(1)} min (live panel polling /internal/api/live every 5 s: ${live.polls} polls; range switched every 30 s): RSS ${live.start.toFixed(0)} MiB after the first page, ${live.end.toFixed(0)} MiB at the end, at most ${live.max.toFixed(0)} MiB over ${live.samples} samples — growth ${growth.toFixed(1)} MiB (target ≤ ${GROWTH_TARGET_MIB} MiB: ${growth <= GROWTH_TARGET_MIB ? "met" : "MISSED"}).`,
+    "",
+    `Run ${new Date().toISOString()}.`,
+    "",
+  ].join("\n");
+  console.log(markdown);
+  if (opt.write) {
+    const file = join(import.meta.dir, "RESULTS.md");
+    const text = readFileSync(file, "utf8");
+    const block = `<!-- dashboard bench: start (written by bench/dashboard.ts --write) -->\n${markdown}<!-- dashboard bench: end -->`;
+    writeFileSync(file, DASHBOARD_BLOCK.test(text) ? text.replace(DASHBOARD_BLOCK, block) : `${text.trimEnd()}\n\n${block}\n`);
+    log(`wrote the Dashboard section of ${file}`);
+  }
+} finally {
+  await server?.stop({ keepData: true });
+  await sink.close();
+  await rm(dataDir, { recursive: true, force: true });
+}

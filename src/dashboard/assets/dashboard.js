@@ -1,0 +1,120 @@
+// imgpress dashboard behaviour, loaded by every staff page (no inline script: the CSP forbids it).
+// 1. Times in the browser's time zone: <time datetime> and chart labels/tooltips with data-t.
+// 2. A confirmation before forms that carry data-confirm (e.g. Revoke) are submitted.
+// 3. The live panel: polls the URL in data-live-src every data-live-every seconds, and pauses after
+//    data-live-pause seconds without a key press, click or scroll, so that an unattended tab lets the
+//    staff session reach its idle timeout instead of keeping it alive for ever.
+(() => {
+  "use strict";
+  const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  const date = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
+  const hour = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+  const day = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+  const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  const formats = { datetime: dateTime, date, hour, day };
+
+  function localise(root) {
+    for (const el of root.querySelectorAll("time[datetime]")) {
+      const d = new Date(el.getAttribute("datetime"));
+      if (Number.isNaN(d.getTime())) continue;
+      el.textContent = (formats[el.dataset.f] || dateTime).format(d);
+      el.title = d.toISOString();
+    }
+    for (const el of root.querySelectorAll("[data-t]")) {
+      const d = new Date(Number(el.dataset.t));
+      if (Number.isNaN(d.getTime())) continue;
+      const f = formats[el.dataset.f] || dateTime;
+      el.textContent = f.format(d) + (el.dataset.tip || "");
+    }
+  }
+
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (form instanceof HTMLFormElement && form.dataset.confirm && !window.confirm(form.dataset.confirm)) event.preventDefault();
+  });
+
+  const number = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+  const decimal = new Intl.NumberFormat(undefined, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  const writers = {
+    int: (v) => number.format(v),
+    decimal: (v) => decimal.format(v),
+    mib: (v) => `${decimal.format(v / 1048576)} MiB`,
+    uptime: (v) => {
+      const s = Math.floor(v);
+      const d = Math.floor(s / 86400);
+      const h = Math.floor((s % 86400) / 3600);
+      const m = Math.floor((s % 3600) / 60);
+      return d > 0 ? `${d} d ${h} h` : h > 0 ? `${h} h ${m} min` : m > 0 ? `${m} min ${s % 60} s` : `${s} s`;
+    },
+    text: (v) => String(v),
+  };
+
+  function field(data, path) {
+    return path.split(".").reduce((v, k) => (v == null ? undefined : v[k]), data);
+  }
+
+  function startLive(panel) {
+    const src = panel.dataset.liveSrc;
+    const every = Math.max(2, Number(panel.dataset.liveEvery) || 5) * 1000;
+    const pauseMs = (Number(panel.dataset.livePause) || 1500) * 1000;
+    const status = panel.querySelector("[data-live-status]");
+    let timer = 0;
+    let busy = false;
+    let paused = false;
+    let lastInput = Date.now();
+
+    function resume() {
+      lastInput = Date.now();
+      if (paused) {
+        paused = false;
+        panel.classList.remove("stale");
+        if (!timer && !busy) tick();
+      }
+    }
+    for (const type of ["keydown", "pointerdown", "scroll", "wheel", "touchstart"]) window.addEventListener(type, resume, { passive: true });
+
+    async function tick() {
+      timer = 0;
+      if (Date.now() - lastInput > pauseMs) {
+        paused = true;
+        panel.classList.add("stale");
+        if (status) status.textContent = "paused while you are away: click or press a key to resume";
+        return;
+      }
+      busy = true;
+      try {
+        const response = await fetch(src, { headers: { accept: "application/json" }, credentials: "same-origin", cache: "no-store" });
+        if (response.status === 401) {
+          window.location.assign("/internal/login?next=" + encodeURIComponent(window.location.pathname + window.location.search));
+          return;
+        }
+        if (!response.ok) throw new Error(String(response.status));
+        const data = await response.json();
+        for (const el of panel.querySelectorAll("[data-live]")) {
+          const value = field(data, el.dataset.live);
+          if (value === undefined || value === null) continue;
+          el.textContent = (writers[el.dataset.format] || writers.text)(value);
+        }
+        panel.classList.remove("stale");
+        if (status) status.textContent = `updated ${clock.format(new Date())}`;
+      } catch {
+        panel.classList.add("stale");
+        if (status) status.textContent = "cannot reach the service; retrying";
+      }
+      busy = false;
+      if (!document.hidden) timer = window.setTimeout(tick, every);
+    }
+
+    // Polling stops while the tab is hidden and resumes, at once, when it is shown again.
+    document.addEventListener("visibilitychange", () => {
+      if (document.hidden) {
+        window.clearTimeout(timer);
+        timer = 0;
+      } else if (!timer && !busy && !paused) tick();
+    });
+    tick();
+  }
+
+  localise(document);
+  for (const panel of document.querySelectorAll("[data-live-src]")) startLive(panel);
+})();

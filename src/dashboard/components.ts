@@ -1,0 +1,81 @@
+import { html, type SafeHtml } from "../html/index.ts";
+import { iso, utcText } from "./format.ts";
+
+/** One big figure: a label, the value as text, an optional line under it; `id` names it for tests. */
+export interface Figure {
+  id: string;
+  label: string;
+  value: string;
+  sub?: string;
+}
+
+/** A row of big-number cards. */
+export function cards(figures: readonly Figure[]): SafeHtml {
+  return html`<dl class="cards">${figures.map(
+    (f) => html`<div class="card"><dt>${f.label}</dt><dd data-figure="${f.id}">${f.value}${f.sub ? html`<span class="sub">${f.sub}</span>` : null}</dd></div>`,
+  )}</dl>`;
+}
+
+/** A time in the browser's zone (the script rewrites the UTC fallback); a dash for none. */
+export function time(ms: number | null, format: "datetime" | "date" = "datetime"): SafeHtml {
+  if (ms === null) return html`<span class="muted">never</span>`;
+  return html`<time datetime="${iso(ms)}" data-f="${format}">${utcText(ms, format === "datetime")}</time>`;
+}
+
+/** An empty state that says why it is empty and what to do. */
+export function empty(title: string, detail: SafeHtml | string): SafeHtml {
+  return html`<div class="empty"><strong>${title}</strong>${detail}</div>`;
+}
+
+/** A column of a sortable table. */
+export interface Column {
+  label: string;
+  /** The sort key this column sorts by; absent = not sortable. */
+  sort?: string;
+  numeric?: boolean;
+}
+
+/** A table whose sortable headers are links; the current sort is marked with aria-sort. */
+export function table(opts: {
+  caption: string;
+  columns: readonly Column[];
+  rows: readonly SafeHtml[];
+  /** Few columns: never wider than the screen (no sideways scrolling). */
+  compact?: boolean;
+  sort?: { key: string; order: "asc" | "desc"; href: (key: string, order: "asc" | "desc") => string };
+}): SafeHtml {
+  const head = opts.columns.map((c) => {
+    const cls = c.numeric ? "num" : null;
+    if (!c.sort || !opts.sort) return html`<th scope="col" class="${cls}">${c.label}</th>`;
+    const current = opts.sort.key === c.sort;
+    // A first click sorts numbers and dates from the largest, text from A.
+    const next = current ? (opts.sort.order === "asc" ? "desc" : "asc") : c.numeric ? "desc" : "asc";
+    const arrow = current ? (opts.sort.order === "asc" ? " ▲" : " ▼") : "";
+    return html`<th scope="col" class="${cls}"${current ? html` aria-sort="${opts.sort.order === "asc" ? "ascending" : "descending"}"` : null}><a href="${opts.sort.href(c.sort, next)}">${c.label}${arrow}</a></th>`;
+  });
+  return html`<div class="table-wrap${opts.compact ? " compact" : ""}"><table><caption class="sr-only">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${opts.rows}</tbody></table></div>`;
+}
+
+/** "41–60 of 1,234" with previous/next links. */
+export function pager(opts: { page: number; pageSize: number; total: number; href: (page: number) => string; noun: string }): SafeHtml {
+  const pages = Math.max(1, Math.ceil(opts.total / opts.pageSize));
+  const first = opts.total === 0 ? 0 : (opts.page - 1) * opts.pageSize + 1;
+  const last = Math.min(opts.total, opts.page * opts.pageSize);
+  const link = (page: number, label: string, rel: string) =>
+    page >= 1 && page <= pages && page !== opts.page ? html`<a href="${opts.href(page)}" rel="${rel}">${label}</a>` : html`<span class="disabled" aria-disabled="true">${label}</span>`;
+  return html`<div class="pager"><span class="num">${first.toLocaleString("en-US")}–${last.toLocaleString("en-US")} of ${opts.total.toLocaleString("en-US")} ${opts.noun}</span>
+<nav aria-label="Pages">${link(opts.page - 1, "← Previous", "prev")}<span class="num">Page ${opts.page} of ${pages}</span>${link(opts.page + 1, "Next →", "next")}</nav></div>`;
+}
+
+/** A query string from parameters, leaving out empty ones: `?a=1&b=x`. */
+export function query(params: Record<string, string | number | undefined | null>): string {
+  const search = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") search.set(k, String(v));
+  const s = search.toString();
+  return s ? `?${s}` : "";
+}
+
+/** A status badge. */
+export function badge(text: string, kind: "active" | "revoked" | "neutral"): SafeHtml {
+  return html`<span class="badge ${kind}">${text}</span>`;
+}

@@ -1,0 +1,60 @@
+/**
+ * How the dashboard writes numbers: tabular figures with units. Byte sizes use decimal units
+ * (1 KB = 1000 bytes), as file managers and the `X-*-Size` headers' readers usually do.
+ */
+
+const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+const oneDecimal = new Intl.NumberFormat("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+
+/** A whole count with thousands separators: 12,345. */
+export function count(n: number): string {
+  return integer.format(n);
+}
+
+/** A byte size with a decimal unit: 950 B, 12.3 KB, 4.1 MB, 2.0 GB; a minus sign when negative. */
+export function bytes(n: number): string {
+  const sign = n < 0 ? "−" : "";
+  let value = Math.abs(n);
+  if (value < 1000) return `${sign}${integer.format(value)} B`;
+  for (const unit of ["KB", "MB", "GB", "TB"]) {
+    value /= 1000;
+    if (value < 999.95 || unit === "TB") return `${sign}${oneDecimal.format(value)} ${unit}`;
+  }
+  return `${sign}${integer.format(n)} B`;
+}
+
+/** A percentage with one decimal; an en dash when there is nothing to divide. */
+export function percent(n: number | null): string {
+  return n === null ? "–" : `${oneDecimal.format(n)} %`;
+}
+
+/** Milliseconds, whole from 10 ms up; seconds from 10 s up; an en dash for no value. */
+export function ms(n: number | null): string {
+  if (n === null) return "–";
+  if (n === 0) return "0 ms";
+  if (n >= 10_000) return `${oneDecimal.format(n / 1000)} s`;
+  return n >= 10 ? `${integer.format(n)} ms` : `${oneDecimal.format(n)} ms`;
+}
+
+/** An uptime such as "3 d 4 h", "2 h 5 min" or "42 s". */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `${d} d ${h} h`;
+  if (h > 0) return `${h} h ${m} min`;
+  if (m > 0) return `${m} min ${s % 60} s`;
+  return `${s} s`;
+}
+
+/** An ISO 8601 UTC timestamp (the `datetime` of a `<time>` and its fallback text). */
+export function iso(msSinceEpoch: number): string {
+  return new Date(msSinceEpoch).toISOString();
+}
+
+/** UTC text shown until the browser script rewrites it in local time: "2026-11-23 01:34 UTC". */
+export function utcText(msSinceEpoch: number, withTime = true): string {
+  const s = iso(msSinceEpoch);
+  return withTime ? `${s.slice(0, 10)} ${s.slice(11, 16)} UTC` : s.slice(0, 10);
+}

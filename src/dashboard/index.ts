@@ -1,0 +1,102 @@
+import { Elysia, t } from "elysia";
+import { AppError } from "../errors.ts";
+import { html, type SafeHtml } from "../html/index.ts";
+import { parseFormBody } from "../http/form.ts";
+import type { KeyRevocation } from "../keys/revoke.ts";
+import type { staffAuth } from "../staff/auth.ts";
+import type { StaffDirectory } from "../staff/directory.ts";
+import type { StaffSession } from "../staff/sessions.ts";
+import { assetAt } from "./assets.ts";
+import { doorLayout, type Notice, type Viewer } from "./layout.ts";
+import { activityPage } from "./pages/activity.ts";
+import { keyPage, keysPage } from "./pages/keys.ts";
+import { overviewPage } from "./pages/overview.ts";
+import { settingsPage } from "./pages/settings.ts";
+import type { DashboardService } from "./service.ts";
+
+/** What the dashboard's routes need besides the page data. */
+export interface DashboardRouteDeps {
+  /** The shared `staffAuth` plugin: `staffPage: true` resolves `staff` and checks Origin + CSRF on POST. */
+  auth: ReturnType<typeof staffAuth>;
+  dashboard: DashboardService;
+  staff: StaffDirectory;
+  revocation: KeyRevocation;
+  clientIp: (request: Request) => string;
+}
+
+// Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
+const hidden = () => ({ detail: { hide: true } }) as const;
+const page = () => ({ staffPage: true, detail: { hide: true } }) as const;
+const text = (max = 320) => t.Optional(t.String({ maxLength: max }));
+// Every query value is optional text: the service falls back on anything it does not know, so a
+// mistyped bookmark still opens a page; only absurd lengths are refused.
+const PageQuery = t.Object({ range: text(40), q: text(200), status: text(40), sort: text(40), order: text(40), page: text(40), type: text(64), staff: text(), from: text(40), to: text(40), before: text(40), done: text(40) });
+const EmailForm = t.Object({ email: t.String({ maxLength: 320 }), csrf: text(200) });
+const CsrfForm = t.Object({ csrf: text(200) });
+
+/** Fixed confirmations after a form (never text from the URL: a link must not be able to put words on the page). */
+const DONE: Record<string, Notice> = {
+  revoked: { kind: "info", text: "Key revoked: its next request is refused." },
+  "staff-added": { kind: "info", text: "Staff member added: they can sign in now." },
+  "staff-exists": { kind: "info", text: "That address already is a staff member." },
+  "staff-removed": { kind: "info", text: "Staff member removed and signed out everywhere." },
+};
+
+/** The dashboard pages under /internal/ (see docs/internal.md) and their embedded assets. */
+export function dashboardRoutes(d: DashboardRouteDeps) {
+  const viewer = (staff: StaffSession): Viewer => ({ email: staff.email, csrfToken: staff.csrf });
+  const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
+  return new Elysia({ name: "dashboard", prefix: "/internal" })
+    .use(d.auth)
+    .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
+    .get("/", async ({ staff, query }) => htmlPage(overviewPage(await d.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })
+    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await d.dashboard.keys(viewer(staff), query))), { ...page(), query: PageQuery })
+    .get("/keys/:id", async ({ staff, params, query }) => {
+      const view = await d.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
+      return view ? htmlPage(keyPage(view)) : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
+    }, { ...page(), query: PageQuery })
+    .post("/keys/:id/revoke", async ({ staff, params, request }) => {
+      const revoked = await d.revocation.revoke(params.id, staff.email, d.clientIp(request));
+      // A key already revoked (or unknown) changes nothing: its page then says what it is.
+      return seeOther(`/internal/keys/${encodeURIComponent(params.id)}${revoked ? "?done=revoked" : ""}`);
+    }, { ...page(), parse: parseFormBody, body: CsrfForm })
+    .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
+    .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
+    .post("/settings/staff/add", async ({ staff, body, request }) =>
+      settingsAction(d, staff, async () => ((await d.staff.add(body.email, staff.email, d.clientIp(request))).added ? "staff-added" : "staff-exists")),
+      { ...page(), parse: parseFormBody, body: EmailForm })
+    .post("/settings/staff/remove", async ({ staff, body, request }) =>
+      settingsAction(d, staff, async () => (await d.staff.remove(body.email, staff.email, d.clientIp(request)), "staff-removed")),
+      { ...page(), parse: parseFormBody, body: EmailForm });
+}
+
+/** Runs a staff change; success redirects (so reloading does not repeat it), a refusal shows the page with the reason. */
+async function settingsAction(d: DashboardRouteDeps, staff: StaffSession, run: () => Promise<string>): Promise<Response> {
+  try {
+    return seeOther(`/internal/settings?done=${await run()}#staff`);
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status >= 500) throw err;
+    const view = await d.dashboard.settings({ email: staff.email, csrfToken: staff.csrf }, staff.id, { kind: "error", text: err.message });
+    return htmlPage(settingsPage(view), err.status);
+  }
+}
+
+/** An HTML page response (the /internal/ security headers are added by `internalResponseHeaders`). */
+export function htmlPage(doc: SafeHtml, status = 200): Response {
+  return new Response(doc.text, { status, headers: { "content-type": "text/html; charset=utf-8" } });
+}
+
+function notFound(title: string, detail: string): Response {
+  return htmlPage(doorLayout(title, html`<h1>${title}</h1><p>${detail}</p><p><a href="/internal/keys">All keys</a></p>`), 404);
+}
+
+function seeOther(location: string): Response {
+  return new Response(null, { status: 303, headers: { location } });
+}
+
+/** A hashed asset, cacheable for a year: its name changes whenever its content does. */
+function assetResponse(file: string): Response {
+  const asset = assetAt(file);
+  if (!asset) throw new AppError(404, "NOT_FOUND", "No such route. See /v1/docs for the API.");
+  return new Response(asset.body, { headers: { "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" } });
+}

@@ -1,0 +1,71 @@
+import { html, type SafeHtml } from "../html/index.ts";
+import { assetUrl } from "./assets.ts";
+
+/** The signed-in staff member as every page shows them; `csrfToken` goes into each POST form. */
+export interface Viewer {
+  email: string;
+  csrfToken: string;
+}
+
+/** The dashboard's sections, in navigation order. */
+export const SECTIONS = [
+  { id: "overview", label: "Overview", href: "/internal/" },
+  { id: "keys", label: "Keys", href: "/internal/keys" },
+  { id: "activity", label: "Activity", href: "/internal/activity" },
+  { id: "settings", label: "Staff & settings", href: "/internal/settings" },
+] as const;
+
+/** One of SECTIONS' ids. */
+export type Section = (typeof SECTIONS)[number]["id"];
+
+/** Name of the form field that carries the session's CSRF token. */
+export const CSRF_FIELD = "csrf";
+/** Where the sign-out form posts. */
+export const SIGN_OUT_PATH = "/internal/logout";
+
+/** A message shown at the top of a page after an action (e.g. "Key revoked"). */
+export interface Notice {
+  kind: "info" | "error";
+  text: string;
+}
+
+/** The hidden CSRF field every state-changing form carries. */
+export function csrfField(viewer: Viewer): SafeHtml {
+  return html`<input type="hidden" name="${CSRF_FIELD}" value="${viewer.csrfToken}">`;
+}
+
+/** A whole signed-in page: header with the address and sign-out button, navigation, the body. */
+export function layout(page: { title: string; section: Section; viewer: Viewer; body: SafeHtml; notice?: Notice | null }): SafeHtml {
+  const nav = SECTIONS.map((s) => html`<a href="${s.href}"${s.id === page.section ? html` aria-current="page"` : null}>${s.label}</a>`);
+  return document(
+    page.title,
+    html`<a class="skip" href="#main">Skip to content</a>
+<header class="top"><div class="top-inner">
+<a class="brand" href="/internal/"><span class="brand-mark" aria-hidden="true"></span>imgpress</a>
+<nav class="nav" aria-label="Dashboard">${nav}</nav>
+<div class="who"><span class="email" title="${page.viewer.email}">${page.viewer.email}</span>
+<form method="post" action="${SIGN_OUT_PATH}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>
+</div></header>
+<main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="status">${page.notice.text}</p>` : null}${page.body}</main>`,
+  );
+}
+
+/** A page outside the signed-in area (sign-in forms, "no staff yet"): same look, no navigation. */
+export function doorLayout(title: string, body: SafeHtml): SafeHtml {
+  return document(
+    title,
+    html`<header class="top"><div class="top-inner"><span class="brand"><span class="brand-mark" aria-hidden="true"></span>imgpress</span></div></header>
+<main id="main"><div class="door panel">${body}</div></main>`,
+  );
+}
+
+function document(title: string, body: SafeHtml): SafeHtml {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark"><meta name="referrer" content="same-origin">
+<title>${title} · imgpress</title>
+<link rel="icon" href="${assetUrl("favicon.svg")}" type="image/svg+xml">
+<link rel="stylesheet" href="${assetUrl("dashboard.css")}">
+<script src="${assetUrl("dashboard.js")}" defer></script>
+</head><body>${body}</body></html>`;
+}

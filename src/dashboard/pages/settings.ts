@@ -1,0 +1,85 @@
+import { html, type SafeHtml } from "../../html/index.ts";
+import { badge, empty, table, time } from "../components.ts";
+import { csrfField, layout, type Notice, type Viewer } from "../layout.ts";
+
+/** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
+export interface StaffRow {
+  email: string;
+  source: "config" | "database";
+  addedAt: number | null;
+  addedBy: string | null;
+}
+
+/** An active session of the signed-in address (never its token). */
+export interface SessionRow {
+  id: string;
+  clientAddress: string;
+  userAgent: string;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
+/** One effective setting; secrets already redacted. */
+export interface SettingRow {
+  env: string;
+  value: string;
+  help: string;
+}
+
+/** Everything the staff & settings page shows. */
+export interface SettingsView {
+  viewer: Viewer;
+  staff: readonly StaffRow[];
+  sessions: readonly SessionRow[];
+  /** The id of the session this page was requested with. */
+  currentSession: string;
+  settings: readonly SettingRow[];
+  dataDir: string;
+  database: string;
+  versions: readonly { name: string; version: string }[];
+  notice?: Notice | null;
+}
+
+/** /internal/settings: staff (add/remove), sessions, configuration (redacted), storage, versions. */
+export function settingsPage(v: SettingsView): SafeHtml {
+  const staffRows = v.staff.map(
+    (s) => html`<tr><td class="email">${s.email}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
+<td>${s.source === "config" ? badge("IMGPRESS_STAFF_EMAILS", "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${s.addedBy}` : null}`}</td>
+<td>${
+      s.source === "database"
+        ? html`<form method="post" action="/internal/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove</button></form>`
+        : html`<span class="muted">set in the environment</span>`
+    }</td></tr>`,
+  );
+  const sessionRows = v.sessions.map(
+    (s) => html`<tr><td class="mono">${s.id}${s.id === v.currentSession ? html` ${badge("this browser", "active")}` : null}</td><td class="mono">${s.clientAddress}</td>
+<td class="wrap-anywhere">${s.userAgent}</td><td class="num">${time(s.createdAt)}</td><td class="num">${time(s.lastSeenAt)}</td></tr>`,
+  );
+  const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
+<h2 id="staff">Staff</h2>
+${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }, { label: "Since" }, { label: "" }], rows: staffRows })}
+<form class="inline-form panel" method="post" action="/internal/settings/staff/add">${csrfField(v.viewer)}
+<label>Add a staff member<input type="email" name="email" required autocomplete="off" maxlength="254" placeholder="colleague@example.com"></label>
+<button type="submit" class="primary">Add</button></form>
+<h2 id="sessions">Your active sessions</h2>
+${
+  v.sessions.length === 0
+    ? html`<div class="panel">${empty("No active session", "")}</div>`
+    : table({ caption: "Your active sessions", columns: [{ label: "Session" }, { label: "Address" }, { label: "Browser" }, { label: "Signed in", numeric: true }, { label: "Last seen", numeric: true }], rows: sessionRows })
+}
+<form class="inline-form" method="post" action="/internal/logout/everywhere" data-confirm="Sign out ${v.viewer.email} in every browser, this one included?">${csrfField(v.viewer)}
+<button type="submit" class="danger">Sign out everywhere</button><span class="muted">Ends every session of ${v.viewer.email}, this one included.</span></form>
+<h2 id="configuration">Configuration</h2>
+<p class="muted">The effective settings of this process. Secrets are never shown: only whether they are set.</p>
+${table({
+  caption: "Effective configuration",
+  compact: true,
+  columns: [{ label: "Variable" }, { label: "Value" }],
+  rows: v.settings.map((s) => html`<tr><td class="mono" title="${s.help}">${s.env}</td><td class="mono wrap-anywhere">${s.value}</td></tr>`),
+})}
+<div class="grid-2">
+<section class="panel" aria-labelledby="storage-title"><h2 id="storage-title">Storage</h2><dl class="facts"><dt>Data folder</dt><dd class="mono">${v.dataDir}</dd><dt>Database</dt><dd class="mono">${v.database}</dd></dl></section>
+<section class="panel" aria-labelledby="versions-title"><h2 id="versions-title">Versions</h2><dl class="facts">${v.versions.map((x) => html`<dt>${x.name}</dt><dd class="mono">${x.version}</dd>`)}</dl></section>
+</div>`;
+  return layout({ title: "Staff & settings", section: "settings", viewer: v.viewer, body, notice: v.notice });
+}

@@ -1,0 +1,182 @@
+import { versions as processVersions } from "node:process";
+import sharp from "sharp";
+import type { Config } from "../config.ts";
+import type { AuditLog } from "../audit/service.ts";
+import type { liveState } from "../internal/service.ts";
+import type { StaffDirectory } from "../staff/directory.ts";
+import type { SessionService } from "../staff/sessions.ts";
+import { KEY_SORTS, type KeysQuery } from "../usage/model.ts";
+import type { UsageQueries } from "../usage/service.ts";
+import { version } from "../version.ts";
+import { count, duration } from "./format.ts";
+import type { Notice, Viewer } from "./layout.ts";
+import type { ActivityFilter, ActivityView } from "./pages/activity.ts";
+import type { KeysFilter, KeysView, KeyView } from "./pages/keys.ts";
+import type { LiveView } from "./pages/live.ts";
+import type { OverviewView } from "./pages/overview.ts";
+import type { SettingsView } from "./pages/settings.ts";
+import { rangeBounds, rangeName } from "./ranges.ts";
+import { describeSettings, redactUrl } from "../internal/settings.ts";
+
+/** Everything the dashboard reads; each part belongs to another feature. */
+export interface DashboardSources {
+  usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
+  audit: Pick<AuditLog, "list">;
+  auditTypes: readonly string[];
+  staff: Pick<StaffDirectory, "list">;
+  sessions: Pick<SessionService, "list">;
+  /** The same snapshot /internal/api/live answers (the live panel then polls it). */
+  live: () => ReturnType<typeof liveState>;
+  config: Config;
+  now: () => number;
+}
+
+/** Rows per page of the keys table and of the activity list. */
+export const PAGE_SIZE = 50;
+const LIVE_EVERY_S = 5;
+
+/** Builds each page's view data from the sources; pages never fail on odd query values, they fall back. */
+export class DashboardService {
+  constructor(private readonly s: DashboardSources) {}
+
+  /** The overview of a range (24h, 7d, 30d, 365d) with the live panel's first values. */
+  async overview(viewer: Viewer, range: string | undefined): Promise<OverviewView> {
+    const name = rangeName(range);
+    const { from, to, step } = rangeBounds(name, this.s.now());
+    const [overview, series] = await Promise.all([this.s.usage.overview({ from, to }), this.s.usage.series({ from, to, step })]);
+    return { viewer, range: name, overview, series, live: this.live() };
+  }
+
+  /** The keys table for the query string's search, status, sort, order and page. */
+  async keys(viewer: Viewer, q: Record<string, string | undefined>): Promise<KeysView> {
+    const filter: KeysFilter = {
+      q: (q.q ?? "").trim().slice(0, 200),
+      status: q.status === "active" || q.status === "revoked" ? q.status : "all",
+      sort: (KEY_SORTS as readonly string[]).includes(q.sort ?? "") ? q.sort! : "created",
+      order: q.order === "asc" ? "asc" : "desc",
+      page: pageNumber(q.page),
+    };
+    const keys = await this.s.usage.keys({
+      search: filter.q || undefined,
+      status: filter.status,
+      sort: filter.sort as KeysQuery["sort"],
+      order: filter.order,
+      page: filter.page,
+      pageSize: PAGE_SIZE,
+    });
+    return { viewer, filter, keys };
+  }
+
+  /** One key's page over a range; null when the key does not exist. */
+  async key(viewer: Viewer, id: string, range: string | undefined, notice: Notice | null = null): Promise<KeyView | null> {
+    const name = rangeName(range);
+    const { from, to, step } = rangeBounds(name, this.s.now());
+    const detail = await this.s.usage.key(id, { from, to });
+    if (!detail) return null;
+    const series = await this.s.usage.series({ from, to, step, keyId: id });
+    return { viewer, detail, range: name, series, notice };
+  }
+
+  /** The audit trail filtered by type, actor and UTC days, newest first, one page. */
+  async activity(viewer: Viewer, q: Record<string, string | undefined>): Promise<ActivityView> {
+    const staff = (await this.s.staff.list()).map((m) => m.email);
+    const filter: ActivityFilter = {
+      type: this.s.auditTypes.includes(q.type ?? "") ? q.type! : "",
+      staff: (q.staff ?? "").trim().toLowerCase().slice(0, 320),
+      from: "",
+      to: "",
+      before: /^\d{1,15}$/.test(q.before ?? "") ? Number(q.before) : null,
+    };
+    const problems: string[] = [];
+    const day = (field: "from" | "to") => {
+      const raw = (q[field] ?? "").trim();
+      if (raw === "") return undefined;
+      const at = /^\d{4}-\d{2}-\d{2}$/.test(raw) ? Date.parse(`${raw}T00:00:00Z`) : Number.NaN;
+      if (Number.isNaN(at)) {
+        problems.push(`“${raw}” is not a date (YYYY-MM-DD); the ${field} filter is ignored.`);
+        return undefined;
+      }
+      filter[field] = raw;
+      return at;
+    };
+    const since = day("from");
+    const toDay = day("to");
+    const rows = await this.s.audit.list({
+      type: filter.type || undefined,
+      actor: filter.staff || undefined,
+      since,
+      // "To" includes the whole day.
+      until: toDay === undefined ? undefined : toDay + 86_400_000 - 1,
+      before: filter.before ?? undefined,
+      limit: PAGE_SIZE + 1,
+    });
+    const page = rows.slice(0, PAGE_SIZE);
+    return {
+      viewer,
+      filter,
+      rows: page,
+      older: rows.length > PAGE_SIZE ? page.at(-1)!.id : null,
+      types: this.s.auditTypes,
+      staff: [...new Set([...staff, "cli"])],
+      problem: problems.join(" ") || null,
+    };
+  }
+
+  /** Staff, this address's sessions, the redacted configuration, storage and versions. */
+  async settings(viewer: Viewer, sessionId: string, notice: Notice | null = null): Promise<SettingsView> {
+    const [staff, sessions] = await Promise.all([this.s.staff.list(), this.s.sessions.list(viewer.email)]);
+    const c = this.s.config;
+    return {
+      viewer,
+      staff,
+      sessions,
+      currentSession: sessionId,
+      settings: describeSettings(c, false).map((x) => ({ env: x.env, help: x.help, value: settingText(x.value) })),
+      dataDir: c.dataDir,
+      database: c.databaseUrl.startsWith("file:") ? c.databaseUrl.slice("file:".length) : redactUrl(c.databaseUrl),
+      versions: componentVersions(),
+      notice,
+    };
+  }
+
+  /** The live panel with its first values (the page script then polls /internal/api/live). */
+  live(): LiveView {
+    const l = this.s.live();
+    return {
+      src: "/internal/api/live",
+      everyS: LIVE_EVERY_S,
+      // Five minutes before the session's idle timeout: an unattended tab must let it end.
+      pauseS: Math.max(60, this.s.config.staffSessionIdleS - 300),
+      fields: [
+        { label: "Conversion slots busy", path: "conversions.running", format: "int", initial: count(l.conversions.running), suffix: `/ ${this.s.config.concurrency}` },
+        { label: "Waiting for a slot", path: "conversions.waiting", format: "int", initial: count(l.conversions.waiting) },
+        { label: "Requests per second", path: "requests_per_second.last_10s", format: "decimal", initial: l.requests_per_second.last_10s.toFixed(1) },
+        { label: "Memory (RSS)", path: "memory.rss", format: "mib", initial: `${(l.memory.rss / 1048576).toFixed(1)} MiB` },
+        { label: "Uptime", path: "uptime_s", format: "uptime", initial: duration(l.uptime_s) },
+        { label: "Version", path: "version", format: "text", initial: l.version },
+      ],
+    };
+  }
+}
+
+/** Versions of the service, sharp, libvips and the JavaScript runtime. */
+export function componentVersions(): { name: string; version: string }[] {
+  const runtime = processVersions.bun ? `Bun ${processVersions.bun}` : processVersions.deno ? `Deno ${processVersions.deno}` : `Node.js ${processVersions.node}`;
+  return [
+    { name: "imgpress", version },
+    { name: "sharp", version: sharp.versions.sharp ?? "unknown" },
+    { name: "libvips", version: sharp.versions.vips },
+    { name: "Runtime", version: runtime },
+  ];
+}
+
+/** A setting's value as text: lists joined, "(not set)" for nothing. */
+function settingText(value: unknown): string {
+  if (value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0)) return "(not set)";
+  return Array.isArray(value) ? value.join(", ") : String(value);
+}
+
+function pageNumber(raw: string | undefined): number {
+  const n = Number(raw);
+  return Number.isSafeInteger(n) && n >= 1 && n <= 1_000_000 ? n : 1;
+}

@@ -1,0 +1,209 @@
+/**
+ * The dashboard in a real browser (Debian's chromium through playwright-core) against the real
+ * service over HTTPS: sign in through the forms with the code the SMTP sink caught, see real
+ * conversions in the figures and charts, revoke a key from its page and see its next conversion
+ * refused, manage staff, and on every page: no request to another origin, no console error, no
+ * CSP violation, attacker-chosen text shown as text. Runs against Deno too (`npm run test:deno`).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Page } from "playwright-core";
+import { convertForm } from "../support/convert-helpers.ts";
+import { hasChromium, openBrowser, type TestBrowser } from "../support/browser.ts";
+import * as img from "../support/images.ts";
+import { startServer, type RunningServer } from "../support/server.ts";
+import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+
+const STAFF = "boss@example.com";
+// Quote, ampersand and other characters HTML cares about, in an address the issuance flow accepts.
+const CLIENT_EMAIL = "o'neil&co+{x}@example.com";
+const CLIENT_SITE = `https://shop.example/"><script>alert(1)</script>`;
+const XSS_LOGIN = `"><script>alert(1)</script>@x.io`;
+
+let sink: SmtpSink;
+let server: RunningServer;
+let browser: TestBrowser;
+let page: Page;
+let photo: Buffer;
+const keys: Record<string, { api_key: string }> = {};
+/** Problems a test provoked on purpose (a refused form answers 400, which chromium logs). */
+const expected: string[] = [];
+
+async function issueKey(email: string, siteUrl: string): Promise<{ api_key: string }> {
+  const asked = await server.json("POST", "/v1/plugin/auth/request-otp", { email, site_url: siteUrl });
+  expect(asked.status).toBe(200);
+  const mail = await sink.waitFor((m) => m.envelopeTo.includes(email.toLowerCase()) && /code/i.test(m.subject));
+  const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: extractOtp(mail), site_url: siteUrl });
+  expect(verified.status).toBe(200);
+  return verified.body;
+}
+
+async function convert(apiKey: string, format = "webp"): Promise<number> {
+  const body = await convertForm(photo, { format });
+  const res = await server.fetch("/v1/plugin/convert", { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": body.contentType }, body: body.bytes as Uint8Array<ArrayBuffer> });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** Signs in through the two forms, as a person would. */
+async function signIn(email: string): Promise<void> {
+  await page.goto(`${server.url}/internal/`);
+  expect(new URL(page.url()).pathname).toBe("/internal/login");
+  const before = sink.messages.length;
+  await page.getByLabel(/e-mail/i).fill(email);
+  await page.getByRole("button", { name: /code/i }).click();
+  const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(email));
+  await page.getByLabel(/code/i).fill(extractOtp(mail));
+  await page.getByRole("button", { name: /sign in/i }).click();
+  await page.waitForURL(`${server.url}/internal/`);
+}
+
+/** Waits until the service has flushed its usage buckets (every second in this test). */
+async function waitForFlush(): Promise<void> {
+  await Bun.sleep(1500);
+}
+
+describe.skipIf(!hasChromium())("dashboard in chromium", () => {
+  beforeAll(async () => {
+    photo = await img.photo(320, 240);
+    sink = await startSmtpSink();
+    server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_USAGE_FLUSH_S: "1" } });
+    keys.client = await issueKey(CLIENT_EMAIL, CLIENT_SITE);
+    keys.other = await issueKey("other@example.com", "https://other.example");
+    // A zone far from UTC, so the test sees that times are shown in the browser's zone.
+    browser = await openBrowser({ origin: server.url, certPem: server.ca, timezoneId: "Asia/Tokyo" });
+    page = await browser.newPage();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+    await sink?.close();
+  });
+
+  test("an address full of markup on the sign-in form is refused, and nothing runs", async () => {
+    await page.goto(`${server.url}/internal/login`);
+    const before = browser.problems().length;
+    await page.getByLabel(/e-mail/i).fill(XSS_LOGIN);
+    // The browser's own e-mail check would stop the form; the server must cope with whatever arrives.
+    await page.locator("form").evaluate((form) => form.setAttribute("novalidate", ""));
+    await page.getByRole("button", { name: /code/i }).click();
+    await page.waitForLoadState("load");
+    expect(await page.locator("[role=alert]").innerText()).toContain("email is not a valid address");
+    expect(browser.dialogs).toEqual([]);
+    const provoked = browser.problems().slice(before);
+    expect(provoked).toEqual([expect.stringContaining("status of 400")]);
+    expected.push(...provoked);
+  });
+
+  test("sign in, then the overview shows the conversions made", async () => {
+    await signIn(STAFF);
+    expect(await page.locator(".who .email").innerText()).toBe(STAFF);
+    expect(await page.locator("[data-figure=conversions]").innerText()).toStartWith("0");
+    expect(await page.locator("main").innerText()).toContain("No conversions yet");
+
+    for (const format of ["webp", "webp", "avif"]) expect(await convert(keys.client!.api_key, format)).toBe(200);
+    expect(await convert(keys.other!.api_key)).toBe(200);
+    await waitForFlush();
+    await page.reload();
+    expect(await page.locator("[data-figure=conversions]").innerText()).toStartWith("4");
+    const chart = page.locator("#overview-conversions svg");
+    expect(Number(await chart.getAttribute("data-nonzero"))).toBeGreaterThan(0);
+    expect(Number(await chart.getAttribute("data-peak"))).toBe(4);
+    expect(await page.locator("#overview-split").innerText()).toContain("webp");
+    for (const range of ["7d", "30d", "365d"]) {
+      await page.getByRole("link", { name: range.replace(/(\d+)/, "$1 ") }).click();
+      expect(new URL(page.url()).searchParams.get("range")).toBe(range);
+      expect(await page.locator("[data-figure=conversions]").innerText()).toStartWith("4");
+    }
+  });
+
+  test("the live panel refreshes itself", async () => {
+    await page.goto(`${server.url}/internal/`);
+    await page.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    expect(await page.locator("[data-live='version']").innerText()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  test("the live panel pauses when nobody is there, so the session can time out, and resumes on input", async () => {
+    const idle = await browser.newPage();
+    await idle.clock.install();
+    await idle.goto(`${server.url}/internal/`);
+    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    // 30-minute idle timeout by default: the panel stops polling 5 minutes before it (the next
+    // poll after the jump sees 26 minutes without input).
+    await idle.clock.runFor(26 * 60_000);
+    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("paused while you are away"), null, { timeout: 15_000 });
+    await idle.mouse.click(5, 5);
+    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    await idle.close();
+  });
+
+  test("the keys page finds a key; its markup-laden site is text", async () => {
+    await page.goto(`${server.url}/internal/keys`);
+    await page.getByLabel(/search/i).fill("o'neil&co");
+    await page.getByRole("button", { name: "Search" }).click();
+    const rows = page.locator("tbody tr");
+    expect(await rows.count()).toBe(1);
+    expect(await rows.locator("td.email").innerText()).toBe(CLIENT_EMAIL);
+    // The issuance flow percent-encodes the path; what is left of the markup shows as text.
+    expect(await rows.locator("td.site").innerText()).toBe("https://shop.example/%22%3E%3Cscript%3Ealert(1)%3C/script%3E");
+    await page.getByRole("columnheader", { name: /conversions/i }).getByRole("link").click();
+    expect(await page.locator("th[aria-sort]").innerText()).toContain("Conversions");
+    expect(browser.dialogs).toEqual([]);
+  });
+
+  test("revoke a key from its page: its next conversion is refused", async () => {
+    await page.goto(`${server.url}/internal/keys?q=${encodeURIComponent(CLIENT_EMAIL)}`);
+    await page.locator("tbody tr a").first().click();
+    expect(await page.locator("[data-figure=conversions]").innerText()).toStartWith("3");
+    expect(Number(await page.locator("#key-conversions svg").getAttribute("data-nonzero"))).toBeGreaterThan(0);
+    await page.getByRole("button", { name: "Revoke key" }).click();
+    await page.waitForURL(/done=revoked/);
+    expect(browser.dialogs.at(-1)).toStartWith("confirm: Revoke key");
+    expect(await page.locator(".notice").innerText()).toContain("Key revoked");
+    expect(await convert(keys.client!.api_key)).toBe(401);
+    expect(await convert(keys.other!.api_key)).toBe(200);
+  });
+
+  test("activity shows the sign-in and the revocation; filters narrow it; times in the browser's zone", async () => {
+    await page.goto(`${server.url}/internal/activity`);
+    const first = page.locator("tbody time").first();
+    const at = new Date((await first.getAttribute("datetime"))!);
+    const tokyo = new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "short", timeZone: "Asia/Tokyo" }).format(at);
+    expect(await first.innerText()).toBe(tokyo);
+    const text = await page.locator("tbody").innerText();
+    expect(text).toContain("key.revoked");
+    expect(text).toContain("staff.sign_in");
+    await page.getByLabel("Event").selectOption("key.revoked");
+    await page.getByRole("button", { name: "Filter" }).click();
+    const rows = page.locator("tbody tr");
+    expect(await rows.count()).toBe(1);
+    expect(await rows.innerText()).toContain(STAFF);
+  });
+
+  test("staff & settings: add and remove a colleague; no secret on the page", async () => {
+    await page.goto(`${server.url}/internal/settings`);
+    await page.getByLabel("Add a staff member").fill("colleague@example.com");
+    await page.getByRole("button", { name: "Add" }).click();
+    await page.waitForURL(/done=staff-added/);
+    const row = page.locator("tr", { hasText: "colleague@example.com" });
+    expect(await row.count()).toBe(1);
+    await row.getByRole("button", { name: "Remove" }).click();
+    await page.waitForURL(/done=staff-removed/);
+    expect(await page.locator("tr", { hasText: "colleague@example.com" }).count()).toBe(0);
+    const body = await page.locator("main").innerText();
+    expect(body).toContain("IMGPRESS_MASTER_KEY");
+    expect(body).toContain(server.dataDir);
+    expect(body).toMatch(/libvips\s+\d+\.\d+/);
+  });
+
+  test("sign out ends the session", async () => {
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await page.waitForURL(/\/internal\/login/);
+    await page.goto(`${server.url}/internal/keys`);
+    expect(new URL(page.url()).pathname).toBe("/internal/login");
+  });
+
+  test("no page requested another origin, logged an error or broke the CSP", () => {
+    expect(browser.problems().filter((p) => !expected.includes(p))).toEqual([]);
+  });
+});
