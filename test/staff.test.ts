@@ -9,6 +9,7 @@ import { eq } from "drizzle-orm";
 import { auditEvents, staffSessions } from "../src/db/schema.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "../src/cli/index.ts";
+import { describeSettings } from "../src/internal/settings.ts";
 import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
 import { photo } from "./support/images.ts";
 import { form, LOOPBACK, nextCode, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "./support/staff.ts";
@@ -378,6 +379,13 @@ describe("the JSON API", () => {
     const keys = await h.issueKey("owner@example.com");
     const everything = JSON.stringify(await h.store.db.select().from(auditEvents)) + h.logs.join("\n");
     for (const secret of [code, token, keys.api_key, keys.secret_key]) expect(everything).not.toContain(secret);
+  });
+
+  test("settings: the metrics token is a secret too (masked unless revealed)", () => {
+    const config = { ...h.config, metricsToken: "scrape-token-42" };
+    const token = (reveal: boolean) => describeSettings(config, reveal).find((x) => x.env === "IMGPRESS_METRICS_TOKEN")!.value;
+    expect(token(false)).toBe("(set)");
+    expect(token(true)).toBe("scrape-token-42");
   });
 
   test("settings: secrets masked in the API; revealed only on the CLI with --secrets, audited", async () => {

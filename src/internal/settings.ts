@@ -1,7 +1,7 @@
 import { settings, type Config } from "../config.ts";
 
 /** Settings whose values are secrets: shown as "(set)" unless revealed on purpose. */
-const SECRET_KEYS = new Set<string>(["masterKey", "databaseAuthToken"]);
+const SECRET_KEYS = new Set<string>(["masterKey", "databaseAuthToken", "metricsToken"]);
 
 /** One effective setting as operators see it. */
 export interface SettingView {
@@ -12,7 +12,7 @@ export interface SettingView {
 
 /**
  * The effective settings; secrets (the master key, the database token, the SMTP password) are
- * masked unless `reveal`, which callers audit as `settings.secrets_read`.
+ * masked (the metrics token too) unless `reveal`, which callers audit as `settings.secrets_read`.
  */
 export function describeSettings(config: Config, reveal: boolean): SettingView[] {
   return settings.map((s) => {
