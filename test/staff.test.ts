@@ -126,6 +126,23 @@ describe("sign-in", () => {
     expect(wrongA.text.replaceAll(STAFF, "X")).toBe(wrongB.text.replaceAll("nobody@example.com", "X"));
   });
 
+  test("wrong guesses burn a requested code for non-staff too: the fifth answer does not tell staff from others", async () => {
+    const burn = async (email: string) => {
+      expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
+      await h.smtp.waitFor((m) => m.envelopeTo.includes(STAFF));
+      const answers: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await h.request("POST", "/internal/login/code", form({ email, code: "00000" + i }));
+        answers.push(`${res.status} ${res.text.replaceAll(email, "X")}`);
+      }
+      return answers;
+    };
+    const staff = await burn(STAFF);
+    expect(staff.at(-1)).toStartWith("429");
+    expect(await burn("nobody@example.com")).toEqual(staff);
+    expect(h.smtp.messages.map((m) => m.envelopeTo[0])).toEqual([STAFF]);
+  });
+
   test("a code is single use, expires after 10 minutes and burns after 5 wrong guesses", async () => {
     const { code } = await staffCodeFlow(h, STAFF);
     expect((await h.request("POST", "/internal/login/code", form({ email: STAFF, code }))).status).toBe(401);
