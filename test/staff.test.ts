@@ -68,6 +68,12 @@ describe("the network allowlist", () => {
     expect((await via("203.0.113.9, 127.0.0.1")).status).toBe(200);
   });
 
+  test("behind a proxy a request without X-Forwarded-For is outside, though the proxy itself is loopback", async () => {
+    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF });
+    const res = await h.request("GET", "/internal/login", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https" } });
+    expect(res.status).toBe(404);
+  });
+
   test("without proxy mode X-Forwarded-For is ignored", async () => {
     const res = await h.request("GET", "/internal/login", { ip: "203.0.113.9", headers: { "x-forwarded-for": "127.0.0.1" } });
     expect(res.status).toBe(404);
