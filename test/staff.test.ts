@@ -9,6 +9,7 @@ import { eq } from "drizzle-orm";
 import { auditEvents, staffSessions } from "../src/db/schema.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "../src/cli/index.ts";
+import { describeSettings } from "../src/internal/settings.ts";
 import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
 import { photo } from "./support/images.ts";
 import { form, LOOPBACK, nextCode, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "./support/staff.ts";
@@ -67,6 +68,12 @@ describe("the network allowlist", () => {
     expect((await via("203.0.113.9, 127.0.0.1")).status).toBe(200);
   });
 
+  test("behind a proxy a request without X-Forwarded-For is outside, though the proxy itself is loopback", async () => {
+    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF });
+    const res = await h.request("GET", "/internal/login", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https" } });
+    expect(res.status).toBe(404);
+  });
+
   test("without proxy mode X-Forwarded-For is ignored", async () => {
     const res = await h.request("GET", "/internal/login", { ip: "203.0.113.9", headers: { "x-forwarded-for": "127.0.0.1" } });
     expect(res.status).toBe(404);
@@ -123,6 +130,23 @@ describe("sign-in", () => {
     const wrongB = await h.request("POST", "/internal/login/code", form({ email: "nobody@example.com", code: "000000" }));
     expect(wrongA.status).toBe(401);
     expect(wrongA.text.replaceAll(STAFF, "X")).toBe(wrongB.text.replaceAll("nobody@example.com", "X"));
+  });
+
+  test("wrong guesses burn a requested code for non-staff too: the fifth answer does not tell staff from others", async () => {
+    const burn = async (email: string) => {
+      expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
+      await h.smtp.waitFor((m) => m.envelopeTo.includes(STAFF));
+      const answers: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await h.request("POST", "/internal/login/code", form({ email, code: "00000" + i }));
+        answers.push(`${res.status} ${res.text.replaceAll(email, "X")}`);
+      }
+      return answers;
+    };
+    const staff = await burn(STAFF);
+    expect(staff.at(-1)).toStartWith("429");
+    expect(await burn("nobody@example.com")).toEqual(staff);
+    expect(h.smtp.messages.map((m) => m.envelopeTo[0])).toEqual([STAFF]);
   });
 
   test("a code is single use, expires after 10 minutes and burns after 5 wrong guesses", async () => {
@@ -378,6 +402,13 @@ describe("the JSON API", () => {
     const keys = await h.issueKey("owner@example.com");
     const everything = JSON.stringify(await h.store.db.select().from(auditEvents)) + h.logs.join("\n");
     for (const secret of [code, token, keys.api_key, keys.secret_key]) expect(everything).not.toContain(secret);
+  });
+
+  test("settings: the metrics token is a secret too (masked unless revealed)", () => {
+    const config = { ...h.config, metricsToken: "scrape-token-42" };
+    const token = (reveal: boolean) => describeSettings(config, reveal).find((x) => x.env === "IMGPRESS_METRICS_TOKEN")!.value;
+    expect(token(false)).toBe("(set)");
+    expect(token(true)).toBe("scrape-token-42");
   });
 
   test("settings: secrets masked in the API; revealed only on the CLI with --secrets, audited", async () => {

@@ -30,11 +30,13 @@ export function requestMeta(request: Request): RequestMeta {
 /**
  * The client's address: the TCP peer, or behind a proxy the right-most X-Forwarded-For entry,
  * the one the operator's own proxy appended (entries further left are client-controlled).
+ * Behind a proxy without that header the client is "unknown", never the proxy's own (often
+ * loopback, hence allowlisted) address.
  */
 export function clientAddress(request: Request, behindProxy: boolean): string {
   if (behindProxy) {
     const forwarded = request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim();
-    if (forwarded) return normalizeIp(forwarded);
+    return forwarded ? normalizeIp(forwarded) : "unknown";
   }
   return normalizeIp(requestMeta(request).peer ?? "unknown");
 }

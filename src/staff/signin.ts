@@ -45,9 +45,7 @@ export class StaffSignIn {
     const email = normalizeEmail(raw);
     await this.d.limiter.hit(`staff-ip:${ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many sign-in requests from this address.");
     await this.d.limiter.hit(`staff-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", "A code was requested for this e-mail address recently.");
-    if (await this.d.staff.isStaff(email)) {
-      this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message }));
-    }
+    this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message }));
     return email;
   }
 
@@ -67,8 +65,11 @@ export class StaffSignIn {
     return { email, token: session.token };
   }
 
+  // Every address gets a stored code, only staff a mail: wrong guesses then count and burn alike,
+  // so the fifth answer (429) does not tell staff from others. `verify` still requires staff.
   private async sendCode(email: string): Promise<void> {
     const { code, codeHash } = await this.codes.create(email);
+    if (!(await this.d.staff.isStaff(email))) return;
     try {
       await this.d.mailer.send(otpMail(email, code, null, STAFF_CODE_TTL_S / 60));
     } catch (err) {
