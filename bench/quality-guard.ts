@@ -13,6 +13,7 @@ import sharp from "sharp";
 import { convertImage } from "../src/convert/pipeline/index.ts";
 import type { GuardMode } from "../src/convert/pipeline/guard.ts";
 import { loadCorpus } from "./lib/corpus.ts";
+import { rng } from "../test/support/images.ts";
 import { decodeOnWhite, meanSsim, type Pixels } from "./lib/ssim.ts";
 import { fmt, median, progress, sum, table } from "./lib/util.ts";
 
@@ -51,17 +52,6 @@ interface Outcome {
   reasons: string;
   candidates: number;
   extra: number;
-}
-
-/** mulberry32, so the generated set is identical on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Translucent images and graphics: what the corpus has few of and the guard is for. */

@@ -15,17 +15,6 @@ import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import { convertForm, postBearer, rgba, type Keys } from "./support/convert-helpers.ts";
 import * as img from "./support/images.ts";
 
-/** mulberry32, so every run crafts the same pixels. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function craft(width: number, height: number, channels: 3 | 4, pixel: (x: number, y: number) => number[]): RawImage {
   const data = new Uint8Array(width * height * channels);
   for (let y = 0, p = 0; y < height; y++) for (let x = 0; x < width; x++, p += channels) data.set(pixel(x, y).slice(0, channels), p);
@@ -40,7 +29,7 @@ const flatGraphic = (w: number, h: number) =>
   craft(w, h, 3, (x, y) => (x % 32 === 0 || y % 24 === 0 ? [20, 20, 20] : ((x >> 5) + (y >> 4)) % 3 === 0 ? [230, 60, 40] : ((x >> 6) ^ (y >> 5)) & 1 ? [250, 250, 250] : [40, 90, 200]));
 /** Gradient plus strong grain, like a high-ISO photo. */
 function noisyPhoto(w: number, h: number): RawImage {
-  const r = rng(5);
+  const r = img.rng(5);
   return craft(w, h, 3, (x, y) => {
     const g = 60 * (r() - 0.5);
     return [120 + (100 * x) / w + g, 80 + (120 * y) / h + g, 140 + 50 * Math.sin((x + y) / 20) + g];

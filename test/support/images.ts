@@ -26,7 +26,7 @@ async function memo(key: string, make: () => Promise<Buffer>): Promise<Buffer> {
 }
 
 /** mulberry32: a seeded PRNG so every run produces byte-identical images. */
-function rng(seed: number): () => number {
+export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
