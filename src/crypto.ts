@@ -1,6 +1,6 @@
 /** Small crypto helpers shared by OTP, keys and signatures (Bun and Deno alike). */
 import { Buffer } from "node:buffer";
-import { createHash, createHmac } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, createHmac } from "node:crypto";
 
 const encoder = new TextEncoder();
 
@@ -56,37 +56,36 @@ export function timingSafeEqual(a: string, b: string): boolean {
   return diff === 0;
 }
 
-/** AES-256-GCM sealing of small secrets; the output is base64 of `iv ‖ ciphertext ‖ tag`. */
+/**
+ * AES-256-GCM sealing of small secrets; the output is base64 of `iv ‖ ciphertext ‖ tag` (WebCrypto's
+ * layout, so secrets sealed before still open). node:crypto, synchronous: `open` runs on every
+ * signed request, and a WebCrypto call waits for a worker thread that a busy machine may not
+ * schedule at once.
+ */
 export class SecretBox {
-  private constructor(private readonly key: CryptoKey) {}
+  private constructor(private readonly key: Uint8Array) {}
 
   /** Wraps a 32-byte key. */
   static async create(keyBytes: Uint8Array): Promise<SecretBox> {
     if (keyBytes.length !== 32) throw new Error("the master key must be 32 bytes");
-    const key = await crypto.subtle.importKey("raw", keyBytes as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["encrypt", "decrypt"]);
-    return new SecretBox(key);
+    return new SecretBox(Uint8Array.from(keyBytes));
   }
 
   /** Encrypts `plain`, binding it to `context` (e.g. the row id) so a ciphertext cannot be moved to another row. */
   async seal(plain: string, context: string): Promise<string> {
     const iv = randomBytes(12);
-    const sealed = await crypto.subtle.encrypt(
-      { name: "AES-GCM", iv: iv as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(context) },
-      this.key,
-      encoder.encode(plain),
-    );
-    return Buffer.concat([iv, new Uint8Array(sealed)]).toString("base64");
+    const cipher = createCipheriv("aes-256-gcm", this.key, iv).setAAD(encoder.encode(context));
+    const sealed = [iv, cipher.update(plain, "utf8"), cipher.final(), cipher.getAuthTag()];
+    return Buffer.concat(sealed).toString("base64");
   }
 
   /** Decrypts what `seal` produced under the same context; throws if anything was altered. */
   async open(sealed: string, context: string): Promise<string> {
     const bytes = Buffer.from(sealed, "base64");
-    const plain = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv: bytes.subarray(0, 12), additionalData: encoder.encode(context) },
-      this.key,
-      bytes.subarray(12),
-    );
-    return new TextDecoder().decode(plain);
+    if (bytes.length < 12 + 16) throw new Error("the sealed secret is truncated");
+    const decipher = createDecipheriv("aes-256-gcm", this.key, bytes.subarray(0, 12)).setAAD(encoder.encode(context));
+    decipher.setAuthTag(bytes.subarray(bytes.length - 16));
+    return Buffer.concat([decipher.update(bytes.subarray(12, bytes.length - 16)), decipher.final()]).toString("utf8");
   }
 }
 
