@@ -44,12 +44,10 @@ type Rates = Record<string, number[]>;
 
 /** Rounds of: the in-process pool, then every target × client kind, on the same jobs. */
 async function throughput(b: Parameters<Section["run"]>[0], all: Thumb[], targets: (Target & { label: string })[]) {
-  const jobs = Array.from({ length: b.quick ? 1 : 2 }, () => all)
-    .flat()
-    .sort((x, y) => y.width * y.height - x.width * x.height);
+  const jobs = [...all].sort((x, y) => y.width * y.height - x.width * x.height);
   const bytes = new Map(jobs.map((j) => [j.path, b.bytesOf(j)]));
   const rates: Rates = {};
-  const rounds = b.quick ? 1 : 3;
+  const rounds = b.quick ? 1 : 2;
   for (let r = 0; r < rounds; r++) {
     (rates.pool ??= []).push(await poolRate(b.ref, jobs, CONCURRENCY));
     progress(`thumbs round ${r + 1}: in-process pool of ${CONCURRENCY} ${fmt(rates.pool.at(-1)!)} img/s`);
