@@ -1,4 +1,5 @@
 // Section "thumbs": the WordPress thumbnail workload, where the fixed cost per request decides throughput.
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { measureFixedCost } from "../lib/fixed-cost.ts";
 import { figure, type Figure, type Section } from "../lib/figures.ts";
@@ -17,24 +18,29 @@ export const thumbs: Section = {
   async run(b) {
     progress("thumbs: WordPress sizes of the corpus (made once, kept in bench/.work/corpus/thumbs)…");
     const all = await loadThumbs(b.images, WORK);
-    const targets: (Target & { label: string; svc?: Service })[] = [{ label: "service", ...(await target(await b.service(), await b.keys())) }];
+    const main = await b.service();
+    const targets: Labelled[] = [{ label: "service", pid: main.pid, ...(await target(main, await b.keys())) }];
     // BENCH_THUMBS_BEFORE=<entry.ts>: the same workload against another source tree, side by side.
     const before = process.env.BENCH_THUMBS_BEFORE;
     if (before) {
       const svc = await startService({ kind: "source", entry: before, dataDir: tempDir("before"), sink: b.sink });
-      targets.push({ label: "before", svc, ...(await target(svc, await obtainKeys(svc))) });
+      targets.push({ label: "before", svc, pid: svc.pid, ...(await target(svc, await obtainKeys(svc))) });
     }
     try {
       const sat = await throughput(b, all, targets);
       const seq = await sequential(b, all, targets);
+      const cpu = await cpuPerRequest(b, seq.thumb, targets);
       progress("thumbs: parts of the fixed cost on the service's own classes…");
       const parts = await measureFixedCost(seq.thumb.path, tempDir("fixed"), b.quick ? 50 : 300);
-      return report(sat, seq, parts, targets.map((t) => t.label));
+      return report(sat, seq, cpu, parts, targets.map((t) => t.label));
     } finally {
       for (const t of targets) await t.svc?.stop();
     }
   },
 };
+
+/** A server of the workload: its label in the tables and its process (for CPU time). */
+type Labelled = Target & { label: string; pid: number; svc?: Service };
 
 async function target(svc: Service, keys: Target["keys"]): Promise<Target> {
   return { base: svc.base, ca: svc.ca, keys };
@@ -43,7 +49,7 @@ async function target(svc: Service, keys: Target["keys"]): Promise<Target> {
 type Rates = Record<string, number[]>;
 
 /** Rounds of: the in-process pool, then every target × client kind, on the same jobs. */
-async function throughput(b: Parameters<Section["run"]>[0], all: Thumb[], targets: (Target & { label: string })[]) {
+async function throughput(b: Parameters<Section["run"]>[0], all: Thumb[], targets: Labelled[]) {
   const jobs = [...all].sort((x, y) => y.width * y.height - x.width * x.height);
   const bytes = new Map(jobs.map((j) => [j.path, b.bytesOf(j)]));
   const rates: Rates = {};
@@ -64,7 +70,7 @@ async function throughput(b: Parameters<Section["run"]>[0], all: Thumb[], target
 }
 
 /** One 300 px JPEG → WebP lossy, one request at a time: in-process, then each target and client kind, interleaved. */
-async function sequential(b: Parameters<Section["run"]>[0], all: Thumb[], targets: (Target & { label: string })[]) {
+async function sequential(b: Parameters<Section["run"]>[0], all: Thumb[], targets: Labelled[]) {
   const thumb = { ...all.find((t) => t.width === 300 && t.path.endsWith(".jpg"))!, format: "webp" as const };
   const bytes = b.bytesOf(thumb);
   const reps = b.quick ? 15 : 60;
@@ -88,7 +94,36 @@ async function sequential(b: Parameters<Section["run"]>[0], all: Thumb[], target
   return { thumb, reps, p50: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, median(v)])) };
 }
 
-function report(sat: Awaited<ReturnType<typeof throughput>>, seq: Awaited<ReturnType<typeof sequential>>, parts: Awaited<ReturnType<typeof measureFixedCost>>, labels: string[]) {
+/** CPU time (user + system) of a process so far, in ms, from /proc (robust to other load, unlike wall time). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
+/**
+ * Server CPU per request for each target and client kind, against the reference worker's CPU per
+ * conversion of the same image: the difference is the CPU the server spends around a conversion.
+ */
+async function cpuPerRequest(b: Parameters<Section["run"]>[0], thumb: Thumb, targets: Labelled[]) {
+  const n = b.quick ? 40 : 150;
+  const bytes = b.bytesOf(thumb);
+  const out: Record<string, number> = {};
+  let c0 = cpuMs(b.ref.pid);
+  for (let i = 0; i < n; i++) await b.ref.call({ op: "convert", path: thumb.path, format: "webp" });
+  out["in-process"] = (cpuMs(b.ref.pid) - c0) / n;
+  for (const t of targets) {
+    for (const kind of CLIENT_KINDS) {
+      const uploads = Array.from({ length: n }, () => prepare(t, kind, thumb, bytes));
+      c0 = cpuMs(t.pid);
+      for (const upload of uploads) await post(t, kind.keepAlive, "/v1/plugin/convert", { method: "POST", ...upload });
+      out[`${t.label}: ${kindLabel(kind)}`] = (cpuMs(t.pid) - c0) / n;
+    }
+  }
+  progress(`thumbs: CPU per request ${Object.entries(out).map(([k, v]) => `${k} ${fmt(v, 2)} ms`).join(", ")}`);
+  return { n, ms: out };
+}
+
+function report(sat: Awaited<ReturnType<typeof throughput>>, seq: Awaited<ReturnType<typeof sequential>>, cpu: Awaited<ReturnType<typeof cpuPerRequest>>, parts: Awaited<ReturnType<typeof measureFixedCost>>, labels: string[]) {
   const figures: Figure[] = [];
   const ratioOf = (key: string) => median(sat.rates[key]!.map((x, r) => x / sat.rates.pool![r]!));
   for (const kind of CLIENT_KINDS) {
@@ -130,7 +165,10 @@ function report(sat: Awaited<ReturnType<typeof throughput>>, seq: Awaited<Return
     table(["run", ...sat.rates.pool!.map((_, r) => `round ${r + 1} img/s`), "median", "÷ pool"], satRows) +
     `\n\nOne ${seq.thumb.width}×${seq.thumb.height} JPEG (${seq.thumb.name}, ${seq.thumb.bytes} bytes) → WebP lossy, one request at a time, ${seq.reps} rounds interleaving every row; p50 request start → last byte; fixed cost = p50 − in-process p50.\n\n` +
     table(["request", "p50", "fixed cost (ms)"], seqRows) +
+    `\n\nCPU time (user + system, from /proc) per request of the server process, ${cpu.n} sequential requests per row with the same image, against the reference worker's CPU per conversion: ` +
+    "unlike wall time this hardly moves with other load on the machine, and it leaves out the client's own work.\n\n" +
+    table(["process", "CPU per request", "more than in-process"], Object.entries(cpu.ms).map(([k, v]) => [k, `${fmt(v, 2)} ms`, k === "in-process" ? "" : `${fmt(v - cpu.ms["in-process"]!, 2)} ms`])) +
     "\n\n" +
     parts.markdown;
-  return { figures, markdown, raw: { thumbs: { throughput: sat, sequential: seq, parts: parts.raw } } };
+  return { figures, markdown, raw: { thumbs: { throughput: sat, sequential: seq, cpu, parts: parts.raw } } };
 }
