@@ -3,14 +3,15 @@
  * synchronous = NORMAL (src/db/index.ts: no fsync per commit), which must still lose nothing a
  * killed process had committed: the issued key keeps working, its consumed code stays consumed,
  * every signature the server accepted stays a replay, and usage counts already flushed stay
- * (only those of the last flush interval, still in memory, may be lost).
+ * (only those of the last flush interval, still in memory, may be lost). And the hot path holds
+ * no key cache: a key revoked by another process is refused on the very next request.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
 import { join } from "node:path";
 import * as img from "../support/images.ts";
 import { authHeaders, multipart, startService, type Keys, type Service } from "../support/imgpress.ts";
-import { e2eRuntime } from "../support/server.ts";
+import { e2eRuntime, runCli } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 let sink: SmtpSink;
@@ -110,4 +111,30 @@ describe("kill -9 under the thumbnail workload", () => {
       await svc.stop();
     }
   }, 90_000);
+});
+
+describe("no key cache on the hot path", () => {
+  test("a key revoked by the CLI (another process) is refused on the server's very next request, bearer and signed", async () => {
+    const email = "revoked-live@example.com";
+    const svc = await startService({ launch: { runtime: e2eRuntime() }, env: { IMGPRESS_SMTP_URL: sink.url } });
+    try {
+      const keys = await svc.client.obtainKeys(sink, email);
+      // Warm: had the server cached the key, these would have put it there.
+      for (const auth of ["bearer", "signed"] as const) {
+        const res = await svc.client.convert(keys, auth, multipart({ format: "webp" }, thumbs[0]!, "warm.jpg"));
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+      }
+      const listed = await runCli(["keys", "list", "--json", "--email", email], svc.env);
+      const [row] = JSON.parse(listed.stdout) as { id: string }[];
+      expect((await runCli(["keys", "revoke", row!.id], svc.env)).code).toBe(0);
+      for (const auth of ["bearer", "signed"] as const) {
+        const res = await svc.client.convert(keys, auth, multipart({ format: "webp" }, thumbs[0]!, "after.jpg"));
+        expect(res.status).toBe(401);
+        expect(((await res.json()) as { code: string }).code).toBe("INVALID_API_KEY");
+      }
+    } finally {
+      await svc.stop();
+    }
+  }, 60_000);
 });
