@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { measureFixedCost } from "../lib/fixed-cost.ts";
-import { figure, type Figure, type Section } from "../lib/figures.ts";
+import { figure, triedNotes, type Figure, type Section } from "../lib/figures.ts";
 import { obtainKeys, startService, tempDir, type Service } from "../lib/service.ts";
 import { CLIENT_KINDS, kindLabel, poolRate, post, prepare, saturate, type ClientKind, type Target } from "../lib/thumb-client.ts";
 import { loadThumbs, WP_WIDTHS, type Thumb } from "../lib/thumbs.ts";
@@ -137,6 +137,8 @@ async function cpuPerRequest(b: Parameters<Section["run"]>[0], thumb: Thumb, tar
 
 function report(sat: Awaited<ReturnType<typeof throughput>>, seq: Awaited<ReturnType<typeof sequential>>, cpu: Awaited<ReturnType<typeof cpuPerRequest>>, parts: Awaited<ReturnType<typeof measureFixedCost>>, labels: string[]) {
   const figures: Figure[] = [];
+  // One note in bench/README.md ("### thumbs throughput") for the four client kinds.
+  const tried = triedNotes()["thumbs throughput"];
   const ratioOf = (key: string, against = "pool") => median(sat.rates[key]!.map((x, r) => x / sat.rates[against]![r]!));
   for (const kind of CLIENT_KINDS) {
     const ratio = ratioOf(`service, ${kindLabel(kind)}`);
@@ -152,6 +154,7 @@ function report(sat: Awaited<ReturnType<typeof throughput>>, seq: Awaited<Return
         finding:
           `Against the same pool with the service's malloc settings (arena_max 2, 1 MiB mmap threshold, src/main.ts) the ratio is ${fmt(vsTuned, 3)}. ` +
           `CPU per job (robust to other load): service ${fmt(median(sat.cpu[`service, ${kindLabel(kind)}`]!), 1)} ms, pool ${fmt(median(sat.cpu.pool!), 1)} ms, pool with the service's malloc ${fmt(median(sat.cpu[TUNED]!), 1)} ms.`,
+        tried,
       }),
     );
   }
