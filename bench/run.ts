@@ -24,9 +24,10 @@ import { memory } from "./sections/memory.ts";
 import { overhead } from "./sections/overhead.ts";
 import { startup } from "./sections/startup.ts";
 import { throughput } from "./sections/throughput.ts";
+import { thumbs } from "./sections/thumbs.ts";
 
 /** Every section, in the order they run (idle needs a fresh server; overhead's timings order throughput's jobs). */
-const SECTIONS: Section[] = [startup, idle, overhead, throughput, memory, auth, avif, allocator];
+const SECTIONS: Section[] = [startup, idle, overhead, throughput, thumbs, memory, auth, avif, allocator];
 
 const WORK = join(import.meta.dir, ".work");
 

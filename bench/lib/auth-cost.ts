@@ -26,8 +26,8 @@ export interface AuthCost {
   sha256Ms: number;
 }
 
-/** Verifies `samples` fresh signed requests with the body of `imagePath` on the service's own classes. */
-export async function measureAuthCost(imagePath: string, dataDir: string, samples: number): Promise<AuthCost> {
+/** The service's own classes on a migrated libSQL file in `dataDir`, with one issued key pair. */
+export async function openServices(dataDir: string) {
   const config = loadConfig({ IMGPRESS_DATA_DIR: dataDir, IMGPRESS_MASTER_KEY: randomBytes(32).toString("hex"), IMGPRESS_LOG_LEVEL: "error" });
   const store = await openStore(config.databaseUrl);
   const logger = createLogger("error", () => {});
@@ -40,7 +40,12 @@ export async function measureAuthCost(imagePath: string, dataDir: string, sample
     loadDocsAsset: async () => new Blob([]),
   });
   const issued = await services.keys.issue("bench@example.com", "https://bench.example.com");
-  const keys = { apiKey: issued.apiKey, secretKey: issued.secretKey };
+  return { config, store, services, keys: { apiKey: issued.apiKey, secretKey: issued.secretKey } };
+}
+
+/** Verifies `samples` fresh signed requests with the body of `imagePath` on the service's own classes. */
+export async function measureAuthCost(imagePath: string, dataDir: string, samples: number): Promise<AuthCost> {
+  const { store, services, keys } = await openServices(dataDir);
   const image = readFileSync(imagePath);
   const headers: number[] = [];
   const verify: number[] = [];

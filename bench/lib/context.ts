@@ -71,7 +71,7 @@ export class Bench {
   }
 
   /** The bytes of an image (read once). */
-  bytesOf(img: Image): Buffer {
+  bytesOf(img: Pick<Image, "path">): Buffer {
     let b = this.files.get(img.path);
     if (!b) this.files.set(img.path, (b = readFileSync(img.path)));
     return b;

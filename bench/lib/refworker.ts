@@ -15,7 +15,8 @@ const input = (path: string) => {
 type Msg =
   | { id: number; op: "info" }
   | { id: number; op: "convert"; path: string; format: Format; options?: object }
-  | { id: number; op: "pool"; paths: string[]; size: number; format: Format };
+  // `formats`, when given, is the output format of each path (mixed jobs); else `format` for all.
+  | { id: number; op: "pool"; paths: string[]; size: number; format: Format; formats?: Format[] };
 
 async function handle(m: Msg): Promise<unknown> {
   switch (m.op) {
@@ -35,7 +36,8 @@ async function handle(m: Msg): Promise<unknown> {
       const t0 = performance.now();
       const worker = async () => {
         while (next < m.paths.length) {
-          await convert(input(m.paths[next++]!), m.format);
+          const k = next++;
+          await convert(input(m.paths[k]!), m.formats?.[k] ?? m.format);
           afterConversion();
         }
       };

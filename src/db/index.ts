@@ -37,12 +37,13 @@ export async function openStore(url: string, authToken?: string): Promise<Store>
   if (path) await mkdir(dirname(path), { recursive: true });
   // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
   // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
-  const client = createClient({ url, authToken, timeout: 5000 });
+  const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
   if (url.startsWith("file:")) {
     // WAL lets the CLI read while the server writes; switching waits for a concurrently starting process.
     await client.execute("PRAGMA journal_mode = WAL");
   }
   await migrate(client, migrations);
+  if (url.startsWith("file:")) await syncNormal(client);
   return {
     db: drizzle(client, { schema }),
     client,
@@ -56,4 +57,24 @@ export async function openStore(url: string, authToken?: string): Promise<Store>
       }
     },
   };
+}
+
+/**
+ * Connections in the client's pool. Every statement runs synchronously on the JS thread, so more
+ * connections add no parallelism; they only let a few interactive transactions be open at once.
+ */
+const POOL_SIZE = 4;
+
+/**
+ * `synchronous = NORMAL` on every pooled connection. In WAL mode a commit then writes the WAL but
+ * does not fsync it (the WAL is synced at each checkpoint): the replay record of every signed
+ * request stops costing an fsync (0.3 ms on an idle SSD, several ms on a busy disk; bench/RESULTS.md).
+ * A killed process loses nothing (the written WAL is in the OS's hands); a power cut may lose the
+ * last commits before the latest checkpoint, never the file's consistency (docs/performance.md).
+ * The setting is per connection and the pool opens connections lazily, so POOL_SIZE statements
+ * issued at once open every connection now, each setting its own; with the pool full no other
+ * connection is ever opened (test/db-sync.test.ts checks each one).
+ */
+async function syncNormal(client: Client): Promise<void> {
+  await Promise.all(Array.from({ length: POOL_SIZE }, () => client.execute("PRAGMA synchronous = NORMAL")));
 }

@@ -1,5 +1,5 @@
 import { Buffer } from "node:buffer";
-import { and, desc, eq, getTableColumns, isNull } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, isNull, sql } from "drizzle-orm";
 import { randomBytes, sha256Hex, toBase64Url, type SecretBox } from "../crypto.ts";
 import type { Database } from "../db/index.ts";
 import { apiKeys } from "../db/schema.ts";
@@ -29,11 +29,21 @@ export const SECRET_KEY_PREFIX = "imps_";
 
 /** Issues, finds and revokes API key pairs (their usage counters are written by the usage recorder). */
 export class KeyService {
+  // Built once: every API request runs this lookup, and building the query costs as much as running it.
+  private readonly byHash;
+
   constructor(
     private readonly db: Database,
     private readonly box: SecretBox,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.byHash = db
+      .select({ id: apiKeys.id, email: apiKeys.email, secretSealed: apiKeys.secretSealed })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.keyHash, sql.placeholder("keyHash")), isNull(apiKeys.revokedAt)))
+      .limit(1)
+      .prepare();
+  }
 
   /** Issues a new pair for (email, siteUrl), revoking the previous active one in the same transaction. */
   async issue(email: string, siteUrl: string): Promise<IssuedKey> {
@@ -63,11 +73,8 @@ export class KeyService {
   /** The active key whose api_key is `apiKey`, or null when unknown or revoked. */
   async findActive(apiKey: string): Promise<ActiveKey | null> {
     if (!apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > 200) return null;
-    const [row] = await this.db
-      .select({ id: apiKeys.id, email: apiKeys.email, secretSealed: apiKeys.secretSealed })
-      .from(apiKeys)
-      .where(and(eq(apiKeys.keyHash, await sha256Hex(apiKey)), isNull(apiKeys.revokedAt)))
-      .limit(1);
+    // Read on every request (no cache), so a key revoked by any instance is refused on its next request.
+    const [row] = await this.byHash.all({ keyHash: await sha256Hex(apiKey) });
     if (!row) return null;
     return { id: row.id, email: row.email, secret: () => this.box.open(row.secretSealed, row.id) };
   }

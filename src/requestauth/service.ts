@@ -3,7 +3,7 @@ import type { Database } from "../db/index.ts";
 import { seenSignatures } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import type { ActiveKey, KeyService } from "../keys/service.ts";
-import { lt } from "drizzle-orm";
+import { lt, sql } from "drizzle-orm";
 
 /** The two ways of presenting credentials (spec part 5). */
 export type Scheme = "bearer" | "signed";
@@ -34,12 +34,22 @@ const unauthorized = (code: string, message: string) => new AppError(401, code, 
  * headers → timestamp → key → HMAC (constant time) → replay.
  */
 export class RequestAuthenticator {
+  // Built once: every signed request runs it.
+  private readonly insertSeen;
+
   constructor(
     private readonly keys: KeyService,
     private readonly db: Database,
     private readonly policy: SignaturePolicy,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.insertSeen = db
+      .insert(seenSignatures)
+      .values({ keyId: sql.placeholder("keyId"), signature: sql.placeholder("signature"), expiresAt: sql.placeholder("expiresAt") })
+      .onConflictDoNothing()
+      .returning({ keyId: seenSignatures.keyId })
+      .prepare();
+  }
 
   /** Checks everything the headers alone can prove. */
   async fromHeaders(method: string, headers: Headers): Promise<Credential> {
@@ -119,7 +129,8 @@ export class RequestAuthenticator {
   // Stored in the database so that every instance sharing it refuses the second use.
   private async rememberSignature(keyId: string, signature: string, timestampS: number): Promise<void> {
     const expiresAt = (timestampS + this.policy.toleranceS) * 1000 + 1000;
-    const inserted = await this.db.insert(seenSignatures).values({ keyId, signature, expiresAt }).onConflictDoNothing().returning({ keyId: seenSignatures.keyId });
+    // One INSERT on the shared database, whose primary key makes the check exact across processes.
+    const inserted = await this.insertSeen.all({ keyId, signature, expiresAt });
     if (inserted.length === 0) throw unauthorized("REPLAYED_REQUEST", "This signature was already used; sign each request with a fresh timestamp.");
   }
 }
