@@ -184,3 +184,13 @@ export const auditEvents = sqliteTable(
   },
   (table) => [index("audit_events_at").on(table.at), index("audit_events_type_at").on(table.type, table.at)],
 );
+
+/**
+ * Facts about the database itself. `master_key_check` holds a value derived one-way from the master
+ * key the database was first used with, so a process holding another key refuses to start instead of
+ * failing every signed request and every code check.
+ */
+export const databaseFacts = sqliteTable("database_facts", {
+  name: text("name").primaryKey(),
+  value: text("value").notNull(),
+});

@@ -1,0 +1,4 @@
+CREATE TABLE `database_facts` (
+	`name` text PRIMARY KEY NOT NULL,
+	`value` text NOT NULL
+);
