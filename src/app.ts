@@ -3,6 +3,7 @@ import { RequestAuthenticator } from "./requestauth/service.ts";
 import { authRoutes } from "./issuance/index.ts";
 import { OtpService } from "./issuance/service.ts";
 import type { Config } from "./config.ts";
+import { masterKeyOrigin, pinMasterKey } from "./masterkey.ts";
 import { deriveKey, SecretBox } from "./crypto.ts";
 import type { Store } from "./db/index.ts";
 import { ConversionGate } from "./convert/gate.ts";
@@ -82,6 +83,7 @@ export interface Services {
 export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
   const keys = new KeyService(deps.store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
+  await pinMasterKey(deps.store.db, deps.masterKey, masterKeyOrigin(deps.config), () => keys.opensStoredSecrets());
   const limiter = new RateLimiter(deps.store.db, now);
   const gate = new ConversionGate({
     concurrency: deps.config.concurrency,

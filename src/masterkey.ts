@@ -1,8 +1,11 @@
 import { Buffer } from "node:buffer";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { eq } from "drizzle-orm";
 import { ConfigError, type Config } from "./config.ts";
-import { randomBytes } from "./crypto.ts";
+import { deriveKey, randomBytes, timingSafeEqual, toHex } from "./crypto.ts";
+import type { Database } from "./db/index.ts";
+import { databaseFacts } from "./db/schema.ts";
 import { readOrCreate } from "./files.ts";
 
 /**
@@ -28,6 +31,42 @@ export async function existingMasterKey(config: Config): Promise<Uint8Array | nu
 /** Where the generated master key lives. */
 export function masterKeyPath(config: Config): string {
   return join(config.dataDir, "master.key");
+}
+
+/** Where the master key in use comes from, for messages: the variable or the file's path. */
+export function masterKeyOrigin(config: Config): string {
+  return config.masterKey ? "IMGPRESS_MASTER_KEY" : masterKeyPath(config);
+}
+
+const CHECK_NAME = "master_key_check";
+
+/** The one-way check value of a master key that a database keeps (HKDF output: tells keys apart, reveals none). */
+export async function masterKeyCheck(key: Uint8Array): Promise<string> {
+  return toHex(await deriveKey(key, "master-key-check"));
+}
+
+/**
+ * Refuses to go on with a master key other than the one the database was first used with (a
+ * restored `--without-key` backup, an instance configured with another key). The first start
+ * stores a one-way check value; a database from before the check is pinned only if the key opens
+ * its stored secrets (`opensStoredSecrets`). Throws a ConfigError naming `origin`.
+ */
+export async function pinMasterKey(db: Database, key: Uint8Array, origin: string, opensStoredSecrets: () => Promise<boolean>): Promise<void> {
+  const check = await masterKeyCheck(key);
+  const mismatch = () =>
+    new ConfigError(
+      `the master key (${origin}) is not the one this database was created with, so its stored secret keys and codes cannot be opened. ` +
+        "Start with the original key: the master.key kept with your backup, or IMGPRESS_MASTER_KEY set to it (docs/operations.md#the-master-key).",
+    );
+  const pinned = async () => (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0]?.value;
+  let stored = await pinned();
+  if (stored === undefined) {
+    if (!(await opensStoredSecrets())) throw mismatch();
+    await db.insert(databaseFacts).values({ name: CHECK_NAME, value: check }).onConflictDoNothing();
+    // Another process starting at the same moment may have pinned its key first.
+    stored = await pinned();
+  }
+  if (stored === undefined || !timingSafeEqual(stored, check)) throw mismatch();
 }
 
 function decodeKey(text: string, origin: string): Uint8Array {

@@ -149,6 +149,27 @@ describe("backup during a burst, restore into a new folder", () => {
     expect(existsSync(join(dir, "master.key"))).toBe(false);
   }, 30_000);
 
+  test("--without-key restore: refused into a folder with another master key, quiet with the same one", async () => {
+    const bare = join(tmp, "bare-pinned.db");
+    expect((await runCli(["backup", bare, "--without-key"], server.env)).code).toBe(0);
+
+    const other = join(tmp, "other-key");
+    await runCli(["migrate"], { IMGPRESS_DATA_DIR: other }); // a folder of its own, with its own generated key
+    const refused = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: other });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("restore refused, nothing changed");
+    expect(refused.stderr).toContain(join(other, "master.key"));
+    expect(readdirSync(other).filter((name) => name.includes("before-restore"))).toEqual([]);
+
+    const same = join(tmp, "same-key");
+    await runCli(["migrate"], { IMGPRESS_DATA_DIR: same });
+    await copyFile(join(server.env.IMGPRESS_DATA_DIR!, "master.key"), join(same, "master.key"));
+    const restored = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: same });
+    expect(restored.code).toBe(0);
+    expect(restored.stderr).not.toContain("holds no master key");
+    expect((await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: same })).code).toBe(0);
+  }, 30_000);
+
   test("restore over an existing database keeps the old one aside", async () => {
     const dir = join(tmp, "existing");
     await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir });

@@ -7,7 +7,10 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { copyFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createServices } from "../src/app.ts";
+import { ConfigError } from "../src/config.ts";
+import { deriveKey, SecretBox } from "../src/crypto.ts";
 import { openStore } from "../src/db/index.ts";
+import { KeyService } from "../src/keys/service.ts";
 import { createLogger } from "../src/log.ts";
 import { createHarness, TEST_MASTER_KEY, type Harness } from "./support/harness.ts";
 
@@ -94,9 +97,11 @@ describe("the database file at rest", () => {
         masterKey: new Uint8Array(32).fill(7), // the attacker's guess
         loadDocsAsset: async () => new Blob([""]),
       };
-      const services = await createServices(deps);
-      // Even holding the api_key, the secret does not decrypt under another master key.
-      const found = await services.keys.findActive(issued[1]!.api_key);
+      // The service refuses the guessed key outright (the database is pinned to its own)…
+      await expect(createServices(deps)).rejects.toBeInstanceOf(ConfigError);
+      // …and even past that check, holding the api_key, the secret does not decrypt under another key.
+      const keys = new KeyService(store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), Date.now);
+      const found = await keys.findActive(issued[1]!.api_key);
       expect(found).not.toBeNull();
       await expect(found!.secret()).rejects.toThrow();
     } finally {

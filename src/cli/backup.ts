@@ -4,7 +4,8 @@ import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { moveAside, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
 import { localPath, openStore } from "../db/index.ts";
-import { existingMasterKey, masterKeyPath } from "../masterkey.ts";
+import { timingSafeEqual } from "../crypto.ts";
+import { existingMasterKey, masterKeyCheck, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
 import { liveServerPid, pidFilePath } from "../pidfile.ts";
 
 /** Where CLI output goes: results on `out`, progress and warnings on `err`. */
@@ -75,7 +76,15 @@ export async function runRestore(config: Config, file: string | undefined, io: O
       await writeFile(keyFile, `${Buffer.from(info.masterKey).toString("hex")}\n`, { mode: 0o600 });
       if (asideKey) io.out(`previous master key kept as ${asideKey}`);
     }
-    if (!info.masterKey) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
+    if (!info.masterKey) {
+      const matches = info.keyCheck && current ? timingSafeEqual(info.keyCheck, await masterKeyCheck(current)) : null;
+      if (matches === false) {
+        throw new Error(
+          `restore refused, nothing changed: the backup holds no master key and its database was created under another key than the current one (${masterKeyOrigin(config)}); put that key in place, then restore again`,
+        );
+      }
+      if (matches === null) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
+    }
   } catch (err) {
     await rm(stage, { force: true });
     throw err;

@@ -19,6 +19,8 @@ export interface SnapshotInfo {
   masterKey: Uint8Array | null;
   /** When the backup was made (Unix ms), or null. */
   createdAt: number | null;
+  /** The check value of the master key the database was created with (src/masterkey.ts), or null in older snapshots. */
+  keyCheck: string | null;
 }
 
 /**
@@ -84,7 +86,8 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
     if (verdict !== "ok") throw new Error(`${file} failed the integrity check: ${verdict}`);
     const tables = new Set((await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'")).rows.map((r) => String(r[0])));
     if (!tables.has("api_keys") || !tables.has("__drizzle_migrations")) throw new Error(`${file} is not an imgpress database`);
-    let info: SnapshotInfo = { keys: await countKeys(client), masterKey: null, createdAt: null };
+    const keyCheck = tables.has("database_facts") ? (await client.execute("SELECT value FROM database_facts WHERE name = 'master_key_check'")).rows[0]?.[0] : undefined;
+    let info: SnapshotInfo = { keys: await countKeys(client), masterKey: null, createdAt: null, keyCheck: keyCheck ? String(keyCheck) : null };
     if (tables.has("imgpress_backup")) {
       const row = (await client.execute("SELECT master_key, created_at FROM imgpress_backup LIMIT 1")).rows[0];
       const hex = row?.[0] ? String(row[0]) : null;

@@ -79,6 +79,18 @@ export class KeyService {
     return { id: row.id, email: row.email, secret: () => this.box.open(row.secretSealed, row.id) };
   }
 
+  /** Whether the current master key opens the stored secrets (checked on the newest key; true when none is stored). */
+  async opensStoredSecrets(): Promise<boolean> {
+    const [row] = await this.db.select({ id: apiKeys.id, sealed: apiKeys.secretSealed }).from(apiKeys).orderBy(desc(apiKeys.createdAt)).limit(1);
+    if (!row) return true;
+    try {
+      await this.box.open(row.sealed, row.id);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** All keys, newest first, optionally only active ones or one owner's. */
   async list(filter: { activeOnly?: boolean; email?: string } = {}): Promise<KeyRow[]> {
     const conditions = [filter.activeOnly ? isNull(apiKeys.revokedAt) : undefined, filter.email ? eq(apiKeys.email, filter.email) : undefined];
