@@ -68,7 +68,7 @@ export interface Services {
   lifecycle: Lifecycle;
   /** Prometheus metrics; observes conversions, mail and (through the runtime wrapper) HTTP answers. */
   metrics: Metrics;
-  /** /health/ready; the shutdown path calls `readiness.startDraining()`. */
+  /** /health/ready; it turns 503 once `lifecycle` is draining. */
   readiness: Readiness;
   audit: AuditLog;
   staff: StaffDirectory;
@@ -120,9 +120,8 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const usage = new UsageRecorder(deps.store.db, deps.logger, {}, now);
   convert.observe(usage.observer);
   convert.observe((event) => metrics.observeConversion(event));
-  const readiness = new Readiness(deps.store.db, databaseFolder(deps.config.databaseUrl));
   const lifecycle = new Lifecycle();
-  lifecycle.onDrain(() => readiness.startDraining());
+  const readiness = new Readiness(deps.store.db, databaseFolder(deps.config.databaseUrl), () => lifecycle.draining);
   // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
   lifecycle.onShutdown("usage flush", () =>
     usage.flush().catch(async () => {

@@ -12,13 +12,12 @@ export interface ShutdownHook {
  * It knows nothing of sockets or signals, so tests can drive it directly.
  */
 export class Lifecycle {
-  private drainingSince: number | null = null;
+  private drainStarted = false;
   private readonly hooks: ShutdownHook[] = [];
-  private readonly drainListeners: (() => void)[] = [];
 
   /** True from the first shutdown signal on. */
   get draining(): boolean {
-    return this.drainingSince !== null;
+    return this.drainStarted;
   }
 
   /** Registers a step to run after the last request has finished and before the database closes. */
@@ -26,16 +25,9 @@ export class Lifecycle {
     this.hooks.push({ name, run });
   }
 
-  /** Registers a callback told once, at the moment draining begins (e.g. to fail readiness). */
-  onDrain(listener: () => void): void {
-    this.drainListeners.push(listener);
-  }
-
-  /** Marks the service as draining and tells the listeners; later calls do nothing. */
-  beginDrain(now = Date.now()): void {
-    if (this.drainingSince !== null) return;
-    this.drainingSince = now;
-    for (const listener of this.drainListeners) listener();
+  /** Marks the service as draining, for good: readiness reads `draining` from here. */
+  beginDrain(): void {
+    this.drainStarted = true;
   }
 
   /** Runs every hook in registration order; a failing hook is logged and does not stop the others. Returns how many failed. */

@@ -143,8 +143,7 @@ describe("/health/ready", () => {
     const ready = await h.request("GET", "/health/ready");
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({ status: "ready", checks: { database: "ok", storage: "ok", libvips: "ok", draining: "ok" } });
-    h.services.readiness.startDraining();
-    expect(h.services.readiness.draining).toBe(true);
+    h.services.lifecycle.beginDrain();
     const draining = await h.request("GET", "/health/ready");
     expect(draining.status).toBe(503);
     expect(draining.body).toMatchObject({ error: "Service Unavailable", code: "NOT_READY", checks: { draining: "shutting down", database: "ok" } });
@@ -155,7 +154,7 @@ describe("/health/ready", () => {
   test("a database that refuses writes is not ready, and readiness returns with the next probe once it accepts them", async () => {
     h = await createHarness();
     let now = 0;
-    const readiness = new Readiness(h.store.db, h.dir, () => now);
+    const readiness = new Readiness(h.store.db, h.dir, () => false, () => now);
     expect((await readiness.check()).ready).toBe(true);
     await h.store.client.execute("PRAGMA query_only = ON");
     now += 1500; // past the one-second reuse of a good database result

@@ -26,11 +26,10 @@ const LIBVIPS_CACHE_MS = 5000;
 
 /**
  * Whether this instance should receive traffic: the database commits a write, the data folder
- * has room, libvips encodes, and the instance is not draining. The shutdown path calls
- * `startDraining()` so the load balancer stops sending new requests before the server stops.
+ * has room, libvips encodes, and the instance is not draining (`draining`, read from the
+ * lifecycle: once a graceful stop begins the load balancer stops sending new requests).
  */
 export class Readiness {
-  private drainingSince: number | null = null;
   private database?: { at: number; result: Promise<string> };
   private libvips?: { at: number; result: Promise<string> };
 
@@ -38,18 +37,9 @@ export class Readiness {
     private readonly db: Database,
     /** The folder of a local database file; null for a remote libSQL server (no disk to check). */
     private readonly dataFolder: string | null,
+    private readonly draining: () => boolean = () => false,
     private readonly clock: () => number = () => performance.now(),
   ) {}
-
-  /** Turns readiness to 503 for good: called once when a graceful shutdown begins. */
-  startDraining(): void {
-    this.drainingSince ??= this.clock();
-  }
-
-  /** True once `startDraining` was called. */
-  get draining(): boolean {
-    return this.drainingSince !== null;
-  }
 
   /** Runs (or reuses recent results of) every check. */
   async check(): Promise<ReadinessReport> {
@@ -60,7 +50,7 @@ export class Readiness {
     // A failure is not cached: the next probe tries again, so recovery shows at once.
     if (database !== "ok") this.database = undefined;
     if (libvips !== "ok") this.libvips = undefined;
-    const checks = { database, storage, libvips, draining: this.draining ? "shutting down" : "ok" };
+    const checks = { database, storage, libvips, draining: this.draining() ? "shutting down" : "ok" };
     return { ready: Object.values(checks).every((v) => v === "ok"), checks };
   }
 
