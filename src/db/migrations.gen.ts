@@ -26,5 +26,11 @@ export const migrations: Migration[] = [
     "when": 1795399243320,
     "hash": "c11b54bce98717fe358b80473914777ba410fc6d4b09d31f117dba0a52e74473",
     "sql": "CREATE TABLE `audit_events` (\n\t`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,\n\t`at` integer NOT NULL,\n\t`type` text NOT NULL,\n\t`actor` text NOT NULL,\n\t`subject` text DEFAULT '' NOT NULL,\n\t`client_address` text DEFAULT '' NOT NULL,\n\t`detail` text DEFAULT '{}' NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `audit_events_at` ON `audit_events` (`at`);--> statement-breakpoint\nCREATE INDEX `audit_events_type_at` ON `audit_events` (`type`,`at`);--> statement-breakpoint\nCREATE TABLE `staff_codes` (\n\t`email` text PRIMARY KEY NOT NULL,\n\t`code_hash` text NOT NULL,\n\t`attempts` integer DEFAULT 0 NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`expires_at` integer NOT NULL\n);\n--> statement-breakpoint\nCREATE TABLE `staff_members` (\n\t`email` text PRIMARY KEY NOT NULL,\n\t`added_at` integer NOT NULL,\n\t`added_by` text NOT NULL\n);\n--> statement-breakpoint\nCREATE TABLE `staff_sessions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`token_hash` text NOT NULL,\n\t`email` text NOT NULL,\n\t`client_address` text NOT NULL,\n\t`user_agent` text NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`last_seen_at` integer NOT NULL\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `staff_sessions_token_hash_unique` ON `staff_sessions` (`token_hash`);--> statement-breakpoint\nCREATE INDEX `staff_sessions_email` ON `staff_sessions` (`email`);"
+  },
+  {
+    "tag": "0004_overrated_vision",
+    "when": 1795424090776,
+    "hash": "5b7d5dbaf6fa3f12793f419bdd6e63694482573140a0e8efb817ffd30c7b6a00",
+    "sql": "ALTER TABLE `api_keys` ADD `guard_encodes` integer DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `usage_daily_total` ADD `guard_encodes` integer DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `usage_hourly` ADD `guard_encodes` integer DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `usage_hourly_total` ADD `guard_encodes` integer DEFAULT 0 NOT NULL;"
   }
 ];
