@@ -189,10 +189,10 @@ describe("pages render data as text", () => {
       ],
     };
     const page = overviewPage({ viewer, range: "24h", overview: mixed, series: series([10]), live }).text;
-    expect(page).toMatch(/data-figure="guard-encodes">29<span class="sub">3\.63 per lossy conversion</);
+    expect(page).toMatch(/data-figure="guard-encodes">29<span class="sub">re-encodes · 3\.63 per lossy conversion</);
     // Without lossy conversions there is nothing to divide by.
     const none = { ...o, totals: { ...o.totals, guardEncodes: 0 }, byQuality: [{ quality: "lossless", conversions: 10, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 }] };
-    expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), live }).text).toMatch(/data-figure="guard-encodes">0<span class="sub">– per lossy conversion</);
+    expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), live }).text).toMatch(/data-figure="guard-encodes">0<span class="sub">re-encodes · – per lossy conversion</);
     const keyText = keyPage({ viewer, detail: { key: { ...key, guardEncodes: 1234 }, usage: mixed }, range: "24h", series: series([10]) }).text;
     expect(keyText).toContain("<dt>All-time quality guard re-encodes</dt><dd class=\"num-left\">1,234</dd>");
     expect(keyText).toContain('data-figure="guard-encodes">29<');

@@ -35,7 +35,7 @@ export function figures(o: Overview): SafeHtml {
     { id: "bytes-saved", label: "Bytes saved", value: bytes(t.bytesSaved) },
     { id: "savings", label: "Savings", value: percent(t.savingsPercent) },
     { id: "latency", label: "Latency p50 / p95", value: `${ms(t.p50Ms)}`, sub: `p95 ${ms(t.p95Ms)}` },
-    { id: "guard-encodes", label: "Quality guard re-encodes", value: count(t.guardEncodes), sub: `${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion` },
+    { id: "guard-encodes", label: "Quality guard", value: count(t.guardEncodes), sub: `re-encodes · ${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion` },
   ]);
 }
 
