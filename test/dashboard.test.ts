@@ -8,7 +8,7 @@ import { loadConfig } from "../src/config.ts";
 import { assetAt, assetUrl } from "../src/dashboard/assets.ts";
 import { niceTicks, splitChart, timeChart } from "../src/dashboard/chart.ts";
 import { embeddedAssetsSource } from "../src/dashboard/embed.ts";
-import { bytes, count, duration, ms, percent } from "../src/dashboard/format.ts";
+import { bytes, count, duration, ms, percent, ratio } from "../src/dashboard/format.ts";
 import { activityPage } from "../src/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../src/dashboard/pages/keys.ts";
 import { overviewPage } from "../src/dashboard/pages/overview.ts";
@@ -27,7 +27,7 @@ function series(values: number[]): Series {
     step: "hour",
     from: T,
     to: T + values.length * HOUR,
-    points: values.map((n, i) => ({ t: T + i * HOUR, conversions: n, bytesIn: n * 1000, bytesOut: n * 400, bytesSaved: n * 600, errors: i === 0 ? 2 : 0, errorsByCode: (i === 0 ? { "<b>X</b>": 2 } : {}) as Record<string, number>, p50Ms: n ? 50 : null, p95Ms: n ? 90 : null })),
+    points: values.map((n, i) => ({ t: T + i * HOUR, conversions: n, bytesIn: n * 1000, bytesOut: n * 400, bytesSaved: n * 600, guardEncodes: 2 * n, errors: i === 0 ? 2 : 0, errorsByCode: (i === 0 ? { "<b>X</b>": 2 } : {}) as Record<string, number>, p50Ms: n ? 50 : null, p95Ms: n ? 90 : null })),
   };
 }
 
@@ -35,10 +35,10 @@ function overview(conversions: number): Overview {
   return {
     from: T,
     to: T + 24 * HOUR,
-    totals: { conversions, bytesIn: conversions * 1000, bytesOut: conversions * 400, bytesSaved: conversions * 600, errors: 2, savingsPercent: conversions ? 60 : null, p50Ms: 50, p95Ms: 90 },
-    byFormat: conversions ? [{ format: "<i>webp</i>", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0 }] : [],
-    byQuality: conversions ? [{ quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0 }] : [],
-    byFormatQuality: conversions ? [{ format: "<i>webp</i>", quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0 }] : [],
+    totals: { conversions, bytesIn: conversions * 1000, bytesOut: conversions * 400, bytesSaved: conversions * 600, guardEncodes: 2 * conversions, errors: 2, savingsPercent: conversions ? 60 : null, p50Ms: 50, p95Ms: 90 },
+    byFormat: conversions ? [{ format: "<i>webp</i>", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 2 * conversions }] : [],
+    byQuality: conversions ? [{ quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 2 * conversions }] : [],
+    byFormatQuality: conversions ? [{ format: "<i>webp</i>", quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 2 * conversions }] : [],
     errorsByCode: [{ code: "<b>X</b>", count: 2 }],
   };
 }
@@ -57,6 +57,7 @@ const key: KeyListRow = {
   bytesIn: 3000,
   bytesOut: 1200,
   bytesSaved: 1800,
+  guardEncodes: 7,
 };
 
 /** Every page, rendered with attacker-chosen text wherever data goes. */
@@ -98,6 +99,9 @@ describe("formats", () => {
     [count(1234567), "1,234,567"],
     [percent(null), "–"],
     [percent(66.666), "66.7 %"],
+    [ratio(null), "–"],
+    [ratio(2.904), "2.90"],
+    [ratio(0.125), "0.13"],
     [ms(null), "–"],
     [ms(0), "0 ms"],
     [ms(4.44), "4.4 ms"],
@@ -172,6 +176,26 @@ describe("pages render data as text", () => {
     const page = overviewPage({ viewer, range: "7d", overview: { ...overview(0), errorsByCode: [], totals: { ...overview(0).totals, errors: 0 } }, series: series([0]), live }).text;
     expect(page).toContain("No conversions yet");
     expect(page).toContain('<a href="/v1/docs">/v1/docs</a>');
+  });
+
+  test("the quality guard's re-encodes: total of the range, per lossy conversion only, the key's all-time count", () => {
+    const o = overview(10);
+    const mixed: Overview = {
+      ...o,
+      totals: { ...o.totals, guardEncodes: 29 },
+      byQuality: [
+        { quality: "lossy", conversions: 8, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 29 },
+        { quality: "lossless", conversions: 2, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 },
+      ],
+    };
+    const page = overviewPage({ viewer, range: "24h", overview: mixed, series: series([10]), live }).text;
+    expect(page).toMatch(/data-figure="guard-encodes">29<span class="sub">re-encodes · 3\.63 per lossy conversion</);
+    // Without lossy conversions there is nothing to divide by.
+    const none = { ...o, totals: { ...o.totals, guardEncodes: 0 }, byQuality: [{ quality: "lossless", conversions: 10, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 }] };
+    expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), live }).text).toMatch(/data-figure="guard-encodes">0<span class="sub">re-encodes · – per lossy conversion</);
+    const keyText = keyPage({ viewer, detail: { key: { ...key, guardEncodes: 1234 }, usage: mixed }, range: "24h", series: series([10]) }).text;
+    expect(keyText).toContain("<dt>All-time quality guard re-encodes</dt><dd class=\"num-left\">1,234</dd>");
+    expect(keyText).toContain('data-figure="guard-encodes">29<');
   });
 
   test("the keys page without keys explains how keys are issued", () => {

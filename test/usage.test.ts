@@ -17,6 +17,7 @@ import { UsageRecorder } from "../src/usage/recorder.ts";
 import { convertForm, postBearer, postSigned } from "./support/convert-helpers.ts";
 import { createHarness, T0, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
+import { LOOPBACK, staffJson, staffSignIn } from "./support/staff.ts";
 
 const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;
@@ -47,15 +48,29 @@ async function buckets(): Promise<BucketRow[]> {
   return h.store.db.all<BucketRow>(sql.raw(`SELECT hour, key_id, format, quality, outcome, count, bytes_in, bytes_out, ${bins} AS lat FROM usage_hourly ORDER BY hour, key_id, format, quality, outcome`));
 }
 
-/** The three stores of the same figures agree: key counters = ok buckets, totals = buckets summed over keys. */
+/** The four stores of the same figures agree: key counters = ok buckets, totals = buckets summed over keys (and days). */
 async function expectConsistent(): Promise<void> {
-  const perKey = await h.store.db.all<{ id: string; conversions: number; bytes_in: number; bytes_out: number; n: number; bi: number; bo: number }>(sql`
-    SELECT k.id, k.conversions, k.bytes_in, k.bytes_out, coalesce(sum(u.count), 0) AS n, coalesce(sum(u.bytes_in), 0) AS bi, coalesce(sum(u.bytes_out), 0) AS bo
+  const perKey = await h.store.db.all<{ id: string; conversions: number; bytes_in: number; bytes_out: number; guard_encodes: number; n: number; bi: number; bo: number; ge: number }>(sql`
+    SELECT k.id, k.conversions, k.bytes_in, k.bytes_out, k.guard_encodes, coalesce(sum(u.count), 0) AS n, coalesce(sum(u.bytes_in), 0) AS bi, coalesce(sum(u.bytes_out), 0) AS bo, coalesce(sum(u.guard_encodes), 0) AS ge
     FROM api_keys k LEFT JOIN usage_hourly u ON u.key_id = k.id AND u.outcome = 'ok' GROUP BY k.id`);
-  for (const k of perKey) expect({ id: k.id, n: k.conversions, bi: k.bytes_in, bo: k.bytes_out }).toEqual({ id: k.id, n: k.n, bi: k.bi, bo: k.bo });
-  const sums = (table: string) =>
-    h.store.db.all(sql.raw(`SELECT hour, format, quality, outcome, sum(count) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo, sum(convert_ms) AS ms, sum(lat_3) AS l3 FROM ${table} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`));
+  for (const k of perKey) expect({ id: k.id, n: k.conversions, bi: k.bytes_in, bo: k.bytes_out, ge: k.guard_encodes }).toEqual({ id: k.id, n: k.n, bi: k.bi, bo: k.bo, ge: k.ge });
+  const sums = (table: string, time = "hour", ms = "sum(convert_ms)") =>
+    h.store.db.all(
+      sql.raw(`SELECT ${time} AS t, format, quality, outcome, sum(count) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo, ${ms} AS ms, sum(lat_3) AS l3, sum(guard_encodes) AS ge FROM ${table} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`),
+    );
   expect(await sums("usage_hourly_total")).toEqual(await sums("usage_hourly"));
+  // convert_ms is rounded per row written: a day's row may differ by a millisecond from its hours' rounded sum.
+  expect(await sums("usage_daily_total", "day", "0")).toEqual(await sums("usage_hourly", `hour / ${DAY} * ${DAY}`, "0"));
+}
+
+/** Sum of guard_encodes per table, and of the key counters. */
+async function guardSums(): Promise<Record<string, number>> {
+  const [row] = await h.store.db.all<Record<string, number>>(sql`SELECT
+    (SELECT coalesce(sum(guard_encodes), 0) FROM usage_hourly) AS hourly,
+    (SELECT coalesce(sum(guard_encodes), 0) FROM usage_hourly_total) AS hourlyTotal,
+    (SELECT coalesce(sum(guard_encodes), 0) FROM usage_daily_total) AS dailyTotal,
+    (SELECT coalesce(sum(guard_encodes), 0) FROM api_keys) AS keys`);
+  return row!;
 }
 
 /** A conversion attempt as the conversion path reports it. */
@@ -131,8 +146,9 @@ describe("recording real conversions", () => {
     const k1 = await h.services.keys.issue("one@example.com", "");
     const k2 = await h.services.keys.issue("two@example.com", "");
     for (let round = 0; round < 3; round++) {
-      h.services.usage.record(attempt(k1.id, { bytesIn: 100 * (round + 1), bytesOut: 10 }));
-      h.services.usage.record(attempt(k2.id, { format: "avif", convertMs: 700 }));
+      // Both keys' lossy AVIFs share a totals bucket: their guard encodes add up there.
+      h.services.usage.record(attempt(k1.id, { format: "avif", bytesIn: 100 * (round + 1), bytesOut: 10, guardEncodes: 1 }));
+      h.services.usage.record(attempt(k2.id, { format: "avif", convertMs: 700, guardEncodes: round + 2 }));
       h.services.usage.record(attempt(k2.id, { outcome: "SERVER_BUSY", format: null, quality: null, bytesIn: 0, bytesOut: 0, convertMs: 0 }));
       h.clock.advance(25 * 60_000);
       await h.services.usage.flush();
@@ -143,6 +159,71 @@ describe("recording real conversions", () => {
     expect(rows.filter((r) => r.outcome === "SERVER_BUSY").reduce((n, r) => n + r.count, 0)).toBe(3);
     const [one] = await h.services.keys.list({ email: "one@example.com" });
     expect(one).toMatchObject({ conversions: 3, bytesIn: 600, bytesOut: 30 });
+    // 1 + 1 + 1 of k1 and 2 + 3 + 4 of k2, in every table and each key's own counter.
+    expect(await guardSums()).toEqual({ hourly: 12, hourlyTotal: 12, dailyTotal: 12, keys: 12 });
+    expect((await h.services.usageQueries.keys({ page: 1, pageSize: 10, sort: "email", order: "asc" })).rows.map((r) => [r.email, r.guardEncodes])).toEqual([
+      ["one@example.com", 3],
+      ["two@example.com", 9],
+    ]);
+  });
+
+  test("a lossy AVIF's quality guard re-encodes reach every table, the key counter, /internal/api and the dashboard", async () => {
+    const g = await createHarness({ env: { IMGPRESS_STAFF_EMAILS: "boss@example.com" } });
+    try {
+      const staff = await staffSignIn(g, "boss@example.com");
+      const key = await g.issueKey("guard@example.com");
+      const events: ConversionEvent[] = [];
+      g.services.convert.observe((e) => events.push(e));
+      g.clock.set(T0 + 10 * 60_000);
+      const uploads = [
+        await convertForm(await img.pngWithAlpha(160, 120), { format: "avif" }, "logo.png", "image/png"),
+        await convertForm(await img.photo(96, 64), { format: "avif" }),
+        await convertForm(await img.photo(96, 64), { format: "webp" }),
+        await convertForm(await img.photo(96, 64), { format: "avif", quality: "lossless" }),
+      ];
+      for (const body of uploads) expect((await postBearer(g, key, body)).status).toBe(200);
+      const expected = events.reduce((n, e) => n + e.guardEncodes, 0);
+      // Every lossy AVIF at least encodes the WebP reference; the default guard leaves WebP and lossless alone.
+      expect(events.map((e) => e.guardEncodes > 0)).toEqual([true, true, false, false]);
+      await g.services.usage.flush();
+
+      const tables = await g.store.db.all<{ t: string; format: string; quality: string; ge: number }>(sql`
+        SELECT 'hourly' AS t, format, quality, guard_encodes AS ge FROM usage_hourly UNION ALL
+        SELECT 'hourly_total', format, quality, guard_encodes FROM usage_hourly_total UNION ALL
+        SELECT 'daily_total', format, quality, guard_encodes FROM usage_daily_total ORDER BY 1, 2, 3`);
+      const avif = events.filter((e) => e.format === "avif" && e.quality === "lossy").reduce((n, e) => n + e.guardEncodes, 0);
+      expect(avif).toBe(expected);
+      for (const t of ["daily_total", "hourly", "hourly_total"]) {
+        expect(tables.filter((r) => r.t === t).map((r) => [r.format, r.quality, r.ge])).toEqual([
+          ["avif", "lossless", 0],
+          ["avif", "lossy", expected],
+          ["webp", "lossy", 0],
+        ]);
+      }
+      const [counter] = await g.store.db.all<{ ge: number }>(sql`SELECT guard_encodes AS ge FROM api_keys WHERE email = 'guard@example.com'`);
+      expect(counter!.ge).toBe(expected);
+
+      const api = (path: string) => g.request("GET", path, staffJson(staff));
+      const overview = await api("/internal/api/overview?from=1d");
+      expect(overview.body.totals).toMatchObject({ conversions: 4, guardEncodes: expected });
+      expect(overview.body.byFormatQuality.find((r: { format: string; quality: string }) => r.format === "avif" && r.quality === "lossy").guardEncodes).toBe(expected);
+      const series = await api("/internal/api/usage/series?from=1d&step=hour");
+      expect(series.body.points.reduce((n: number, p: { guardEncodes: number }) => n + p.guardEncodes, 0)).toBe(expected);
+      const list = await api("/internal/api/keys?search=guard");
+      expect(list.body.rows[0].guardEncodes).toBe(expected);
+      const detail = await api(`/internal/api/keys/${list.body.rows[0].id}?from=1d`);
+      expect([detail.body.key.guardEncodes, detail.body.usage.totals.guardEncodes]).toEqual([expected, expected]);
+
+      // The dashboard: the range's total and its share of the three lossy conversions.
+      const perLossy = (expected / 3).toFixed(2);
+      const page = await g.request("GET", "/internal/?range=24h", { ip: LOOPBACK, headers: { cookie: staff.cookie } });
+      expect(page.text).toContain(`data-figure="guard-encodes">${expected}<span class="sub">re-encodes · ${perLossy} per lossy conversion</span>`);
+      const keyPage = await g.request("GET", `/internal/keys/${list.body.rows[0].id}?range=24h`, { ip: LOOPBACK, headers: { cookie: staff.cookie } });
+      expect(keyPage.text).toContain(`<dt>All-time quality guard re-encodes</dt><dd class="num-left">${expected}</dd>`);
+      expect(keyPage.text).toContain(`data-figure="guard-encodes">${expected}<`);
+    } finally {
+      await g.close();
+    }
   });
 });
 
@@ -151,14 +232,15 @@ describe("flush failures", () => {
     const k = await h.services.keys.issue("a@example.com", "");
     // The key counters are updated after the bucket inserts, in the same transaction: make that step fail.
     await h.store.client.execute("CREATE TRIGGER refuse_counters BEFORE UPDATE ON api_keys BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
-    h.services.usage.record(attempt(k.id));
-    h.services.usage.record(attempt(k.id));
+    h.services.usage.record(attempt(k.id, { format: "avif", guardEncodes: 3 }));
+    h.services.usage.record(attempt(k.id, { format: "avif", guardEncodes: 2 }));
     await expect(h.services.usage.flush()).rejects.toThrow("refused by test");
     expect(await buckets()).toEqual([]);
+    expect(await guardSums()).toEqual({ hourly: 0, hourlyTotal: 0, dailyTotal: 0, keys: 0 });
     expect(h.logs.some((l) => l.includes("usage flush failed"))).toBe(true);
     // Attempts during the outage join the kept ones.
-    h.services.usage.record(attempt(k.id));
-    h.services.usage.record(attempt(k.id, { outcome: "INVALID_IMAGE", bytesOut: 0 }));
+    h.services.usage.record(attempt(k.id, { format: "avif", guardEncodes: 4 }));
+    h.services.usage.record(attempt(k.id, { format: "avif", outcome: "INVALID_IMAGE", bytesOut: 0 }));
     await expect(h.services.usage.flush()).rejects.toThrow();
 
     // One warning per outage, not one per retry.
@@ -174,6 +256,8 @@ describe("flush failures", () => {
     ]);
     const [row] = await h.services.keys.list();
     expect(row).toMatchObject({ conversions: 3, bytesIn: 3_000, bytesOut: 900 });
+    // 3 + 2 kept through two failed flushes, + 4 recorded during the outage: once each.
+    expect(await guardSums()).toEqual({ hourly: 9, hourlyTotal: 9, dailyTotal: 9, keys: 9 });
     await expectConsistent();
   });
 
@@ -275,7 +359,14 @@ describe("UsageQueries on a seeded database", () => {
     const q = h.services.usageQueries;
     const o = await q.overview({ from: T0 - 4 * DAY, to: T0 });
     const [counters] = await h.store.db.all<{ n: number; bi: number; bo: number }>(sql`SELECT sum(conversions) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo FROM api_keys`);
-    expect(o.totals).toMatchObject({ conversions: counters!.n, bytesIn: counters!.bi, bytesOut: counters!.bo, bytesSaved: counters!.bi - counters!.bo });
+    const [guard] = await h.store.db.all<{ ge: number }>(sql`SELECT sum(guard_encodes) AS ge FROM api_keys`);
+    expect(o.totals).toMatchObject({ conversions: counters!.n, bytesIn: counters!.bi, bytesOut: counters!.bo, bytesSaved: counters!.bi - counters!.bo, guardEncodes: guard!.ge });
+    // The demo's guard encodes are those of lossy AVIFs (the default IMGPRESS_QUALITY_GUARD=avif), 2 to a few each.
+    const avifLossy = o.byFormatQuality.find((r) => r.format === "avif" && r.quality === "lossy")!;
+    expect(avifLossy.guardEncodes).toBe(o.totals.guardEncodes);
+    expect(avifLossy.guardEncodes / avifLossy.conversions).toBeGreaterThan(2);
+    expect(avifLossy.guardEncodes / avifLossy.conversions).toBeLessThan(4);
+    expect(o.byQuality.reduce((s, f) => s + f.guardEncodes, 0)).toBe(o.totals.guardEncodes);
     expect(o.totals.savingsPercent).toBeCloseTo((100 * (counters!.bi - counters!.bo)) / counters!.bi, 2);
     expect(o.byFormat.reduce((s, f) => s + f.conversions, 0)).toBe(o.totals.conversions);
     expect(o.byQuality.reduce((s, f) => s + f.bytesIn, 0)).toBe(o.totals.bytesIn);
@@ -286,7 +377,7 @@ describe("UsageQueries on a seeded database", () => {
     expect(o.totals.p50Ms!).toBeGreaterThan(0);
     expect(o.totals.p95Ms!).toBeGreaterThanOrEqual(o.totals.p50Ms!);
     // A range after the data is empty, not an error.
-    expect((await q.overview({ from: T0 + DAY, to: T0 + 2 * DAY })).totals).toEqual({ conversions: 0, bytesIn: 0, bytesOut: 0, bytesSaved: 0, errors: 0, savingsPercent: null, p50Ms: null, p95Ms: null });
+    expect((await q.overview({ from: T0 + DAY, to: T0 + 2 * DAY })).totals).toEqual({ conversions: 0, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0, errors: 0, savingsPercent: null, p50Ms: null, p95Ms: null });
   });
 
   test("series: one point per step, empty steps as zeros, sums equal the overview; per key equals its counters", async () => {
@@ -296,13 +387,17 @@ describe("UsageQueries on a seeded database", () => {
     const overview = await q.overview(range);
     const hourly = await q.series({ ...range, step: "hour" });
     expect(hourly.points).toHaveLength(96);
-    expect(hourly.points[0]).toEqual({ t: T0 - 4 * DAY, conversions: 0, bytesIn: 0, bytesOut: 0, bytesSaved: 0, errors: 0, errorsByCode: {}, p50Ms: null, p95Ms: null });
+    expect(hourly.points[0]).toEqual({ t: T0 - 4 * DAY, conversions: 0, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0, errors: 0, errorsByCode: {}, p50Ms: null, p95Ms: null });
     expect(hourly.points.reduce((n, p) => n + p.conversions, 0)).toBe(overview.totals.conversions);
     expect(hourly.points.reduce((n, p) => n + p.errors, 0)).toBe(overview.totals.errors);
+    expect(hourly.points.reduce((n, p) => n + p.guardEncodes, 0)).toBe(overview.totals.guardEncodes);
     const daily = await q.series({ ...range, step: "day", utcOffsetMinutes: 120 });
     // Days start at 22:00 UTC for UTC+2, so the range widens to five steps.
     expect(daily.points.map((p) => p.t)).toEqual([0, 1, 2, 3, 4].map((d) => T0 - 4 * DAY - 2 * HOUR + d * DAY));
     expect(daily.points.reduce((n, p) => n + p.bytesSaved, 0)).toBe(overview.totals.bytesSaved);
+    // Whole UTC days come from usage_daily_total, whose guard encodes must agree too.
+    const utcDays = await q.series({ ...range, step: "day" });
+    expect(utcDays.points.reduce((n, p) => n + p.guardEncodes, 0)).toBe(overview.totals.guardEncodes);
 
     // The answers match the schemas routes will declare.
     expect(Value.Errors(Overview, overview).First()).toBeUndefined();
@@ -312,6 +407,7 @@ describe("UsageQueries on a seeded database", () => {
     const [busiest] = page.rows;
     const own = await q.series({ ...range, step: "day", keyId: busiest!.id });
     expect(own.points.reduce((n, p) => n + p.conversions, 0)).toBe(busiest!.conversions);
+    expect(own.points.reduce((n, p) => n + p.guardEncodes, 0)).toBe(busiest!.guardEncodes);
     const detail = await q.key(busiest!.id);
     expect(detail!.key).toEqual(busiest!);
     expect(Value.Errors(KeyDetail, detail).First()).toBeUndefined();

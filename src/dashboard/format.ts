@@ -5,6 +5,7 @@
 
 const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 const oneDecimal = new Intl.NumberFormat("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+const twoDecimals = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 
 /** A whole count with thousands separators: 12,345. */
 export function count(n: number): string {
@@ -26,6 +27,11 @@ export function bytes(n: number): string {
 /** A percentage with one decimal; an en dash when there is nothing to divide. */
 export function percent(n: number | null): string {
   return n === null ? "–" : `${oneDecimal.format(n)} %`;
+}
+
+/** A ratio with two decimals (0.73, 2.90); an en dash when there is nothing to divide. */
+export function ratio(n: number | null): string {
+  return n === null ? "–" : twoDecimals.format(n);
 }
 
 /** Milliseconds, whole from 10 ms up; seconds from 10 s up; an en dash for no value. */

@@ -32,5 +32,11 @@ export const migrations: Migration[] = [
     "when": 1795423726741,
     "hash": "24ba074f868380da774e79eea0aeab4c58bcf780ba08592a5093dc7ab838f4e0",
     "sql": "CREATE TABLE `database_facts` (\n\t`name` text PRIMARY KEY NOT NULL,\n\t`value` text NOT NULL\n);\n"
+  },
+  {
+    "tag": "0005_open_thor",
+    "when": 1795424723589,
+    "hash": "5b7d5dbaf6fa3f12793f419bdd6e63694482573140a0e8efb817ffd30c7b6a00",
+    "sql": "ALTER TABLE `api_keys` ADD `guard_encodes` integer DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `usage_daily_total` ADD `guard_encodes` integer DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `usage_hourly` ADD `guard_encodes` integer DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `usage_hourly_total` ADD `guard_encodes` integer DEFAULT 0 NOT NULL;"
   }
 ];

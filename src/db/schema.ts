@@ -41,6 +41,8 @@ export const apiKeys = sqliteTable(
     conversions: integer("conversions").notNull().default(0),
     bytesIn: integer("bytes_in").notNull().default(0),
     bytesOut: integer("bytes_out").notNull().default(0),
+    // Encoder runs the quality guard added to this key's successful conversions (docs/usage.md).
+    guardEncodes: integer("guard_encodes").notNull().default(0),
   },
   (table) => [index("api_keys_owner").on(table.email, table.siteUrl)],
 );
@@ -107,6 +109,9 @@ const usageColumns = () => ({
   // Sum of pipeline milliseconds (rounded per flush), for averages.
   convertMs: integer("convert_ms").notNull(),
   ...latencyColumns(),
+  // Encoder runs the quality guard added beyond the preset's one encode (0 on failed attempts:
+  // only a finished conversion reports them). Default 0: buckets written before the guard had none.
+  guardEncodes: integer("guard_encodes").notNull().default(0),
 });
 
 /**

@@ -23,13 +23,16 @@ export interface DemoOptions {
 const FIRST = ["anna", "ben", "chloe", "david", "elif", "farid", "grace", "hugo", "ines", "jonas", "kofi", "lena", "mateo", "nora", "omar", "priya", "quentin", "rosa", "sven", "tara"];
 const DOMAINS = ["example.com", "example.org", "example.net", "studio.example", "photo.example", "shop.example"];
 const SITES = ["blog", "shop", "portfolio", "news", "recipes", "travel", "gallery", "docs", "wiki", "agency"];
-/** (format, quality, share of keys using it, output/input ratio, median pipeline ms) */
+/** (format, quality, share of keys using it, output/input ratio, median pipeline ms, quality guard on) */
 const PROFILES = [
-  { format: "webp", quality: "lossy", share: 0.55, ratio: 0.32, ms: 90 },
-  { format: "avif", quality: "lossy", share: 0.25, ratio: 0.21, ms: 380 },
-  { format: "webp", quality: "lossless", share: 0.1, ratio: 0.74, ms: 420 },
-  { format: "avif", quality: "lossless", share: 0.1, ratio: 0.81, ms: 1600 },
+  { format: "webp", quality: "lossy", share: 0.55, ratio: 0.32, ms: 90, guard: false },
+  // The default IMGPRESS_QUALITY_GUARD=avif checks every lossy AVIF.
+  { format: "avif", quality: "lossy", share: 0.25, ratio: 0.21, ms: 380, guard: true },
+  { format: "webp", quality: "lossless", share: 0.1, ratio: 0.74, ms: 420, guard: false },
+  { format: "avif", quality: "lossless", share: 0.1, ratio: 0.81, ms: 1600, guard: false },
 ] as const;
+/** Column order of the VALUES written below: the bucket tables' figures after their key columns. */
+const FIGURES = ["count", "bytes_in", "bytes_out", "convert_ms", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat_${i}`), "guard_encodes"].join(", ");
 const ERRORS = [
   { code: "INVALID_IMAGE", weight: 5 },
   { code: "FILE_TOO_LARGE", weight: 3 },
@@ -62,7 +65,7 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
   await db.transaction(async (tx) => {
     const write = (statement: string) => tx.run(sql.raw(statement));
     const flushValues = async () => {
-      if (values.length) await write(`INSERT INTO usage_hourly VALUES ${values.join(",")}`);
+      if (values.length) await write(`INSERT INTO usage_hourly (hour, key_id, format, quality, outcome, ${FIGURES}) VALUES ${values.join(",")}`);
       values = [];
     };
 
@@ -76,7 +79,7 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
       const perHour = isBusy ? 40 / Math.pow(k + 1, 0.8) : 3;
       const createdAt = isBusy ? start - Math.floor(random() * 30 * DAY_MS) : start + Math.floor(random() * (end - start));
       const hours = isBusy ? range(start, end, HOUR_MS) : scatteredHours(random, Math.max(createdAt, start), end);
-      const counter = { conversions: 0, bytesIn: 0, bytesOut: 0, lastUsed: 0 };
+      const counter = { conversions: 0, bytesIn: 0, bytesOut: 0, guardEncodes: 0, lastUsed: 0 };
       for (const hour of hours) {
         const attempts = [{ ...profile, outcome: "ok", count: Math.max(1, poisson(random, perHour * rhythm(hour, start, end))) }];
         if (random() < 0.25) attempts.push({ ...pickProfile(random()), outcome: "ok", count: 1 + poisson(random, perHour * 0.1) });
@@ -93,29 +96,32 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
           const bytesOut = ok ? Math.round(bytesIn * row.ratio * (0.8 + random() * 0.4)) : 0;
           const lat = new Array<number>(LATENCY_BINS).fill(0);
           let convertMs = 0;
+          let guardEncodes = 0;
           for (let i = 0; i < row.count; i++) {
             const ms = ok ? row.ms * Math.exp(0.5 * gaussian(random)) : 0;
             convertMs += ms;
             lat[latencyBin(ms)]!++;
+            if (ok && row.guard) guardEncodes += guardRuns(random);
           }
-          values.push(`(${hour},'${id}','${row.format}','${row.quality}','${row.outcome}',${row.count},${bytesIn},${bytesOut},${Math.round(convertMs)},${lat.join(",")})`);
+          values.push(`(${hour},'${id}','${row.format}','${row.quality}','${row.outcome}',${row.count},${bytesIn},${bytesOut},${Math.round(convertMs)},${lat.join(",")},${guardEncodes})`);
           if (values.length === 500) await flushValues();
           buckets++;
           const totalId = `${hour},'${row.format}','${row.quality}','${row.outcome}'`;
-          const total = totals.get(totalId) ?? new Array<number>(4 + LATENCY_BINS).fill(0);
-          [row.count, bytesIn, bytesOut, Math.round(convertMs), ...lat].forEach((n, i) => (total[i]! += n));
+          const total = totals.get(totalId) ?? new Array<number>(5 + LATENCY_BINS).fill(0);
+          [row.count, bytesIn, bytesOut, Math.round(convertMs), ...lat, guardEncodes].forEach((n, i) => (total[i]! += n));
           totals.set(totalId, total);
           if (ok) {
             counter.conversions += row.count;
             counter.bytesIn += bytesIn;
             counter.bytesOut += bytesOut;
+            counter.guardEncodes += guardEncodes;
             counter.lastUsed = Math.max(counter.lastUsed, hour + Math.floor(random() * HOUR_MS));
           }
         }
       }
       const revokedAt = random() < 0.05 ? Math.max(createdAt, counter.lastUsed) + HOUR_MS : null;
       keyRows.push(
-        `('${id}','${email}','${site}','demo${hex(random, 60)}','${API_KEY_PREFIX}${hex(random, 8)}','demo:unusable',${createdAt},${counter.lastUsed || null},${revokedAt},${counter.conversions},${counter.bytesIn},${counter.bytesOut})`,
+        `('${id}','${email}','${site}','demo${hex(random, 60)}','${API_KEY_PREFIX}${hex(random, 8)}','demo:unusable',${createdAt},${counter.lastUsed || null},${revokedAt},${counter.conversions},${counter.bytesIn},${counter.bytesOut},${counter.guardEncodes})`,
       );
     }
     await flushValues();
@@ -129,11 +135,12 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
     }
     for (const [table, sums] of [["usage_hourly_total", totals], ["usage_daily_total", days]] as const) {
       const rows = [...sums].map(([id, values]) => `(${id},${values.join(",")})`);
-      for (let i = 0; i < rows.length; i += 500) await write(`INSERT INTO ${table} VALUES ${rows.slice(i, i + 500).join(",")}`);
+      const time = table === "usage_daily_total" ? "day" : "hour";
+      for (let i = 0; i < rows.length; i += 500) await write(`INSERT INTO ${table} (${time}, format, quality, outcome, ${FIGURES}) VALUES ${rows.slice(i, i + 500).join(",")}`);
     }
     for (let i = 0; i < keyRows.length; i += 500) {
       await write(
-        `INSERT INTO api_keys (id, email, site_url, key_hash, key_prefix, secret_sealed, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out) VALUES ${keyRows.slice(i, i + 500).join(",")}`,
+        `INSERT INTO api_keys (id, email, site_url, key_hash, key_prefix, secret_sealed, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes) VALUES ${keyRows.slice(i, i + 500).join(",")}`,
       );
     }
   });
@@ -144,6 +151,15 @@ function pickProfile(r: number) {
   let acc = 0;
   for (const p of PROFILES) if (r < (acc += p.share)) return p;
   return PROFILES[0];
+}
+
+/**
+ * Encoder runs the guard adds to one lossy AVIF, shaped like bench/RESULTS.md "Quality guard":
+ * always the sample's preset and WebP reference (+2), and for about a third of the images one
+ * to a few trial qualities more.
+ */
+function guardRuns(random: () => number): number {
+  return 2 + (random() < 0.35 ? 1 + poisson(random, 0.6) : 0);
 }
 
 function pickError(r: number): string {

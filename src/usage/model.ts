@@ -55,6 +55,8 @@ const Volume = {
   bytesOut: t.Integer(),
   /** bytesIn − bytesOut of successful conversions (negative when outputs grew). */
   bytesSaved: t.Integer(),
+  /** Encoder runs the quality guard added to those conversions beyond each preset encode (docs/api.md#quality-guard). */
+  guardEncodes: t.Integer(),
 };
 
 /** Figures of a range: totals, splits by format and quality, errors by code, latency. */

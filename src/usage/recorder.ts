@@ -23,6 +23,8 @@ interface Bucket {
   bytesIn: number;
   bytesOut: number;
   convertMs: number;
+  /** Encoder runs the quality guard added (ConversionEvent.guardEncodes). */
+  guardEncodes: number;
   lat: number[];
   /** When the latest attempt of the bucket ended: becomes the key's last_used_at. */
   lastAt: number;
@@ -78,13 +80,14 @@ export class UsageRecorder {
         if (this.droppedSince++ === 0) this.logger.error("usage buffer full: dropping new buckets until a flush succeeds", { buckets: this.pending.size });
         return;
       }
-      bucket = { hour, keyId: event.keyId, format, quality, outcome: event.outcome, count: 0, bytesIn: 0, bytesOut: 0, convertMs: 0, lat: new Array(LATENCY_BINS).fill(0), lastAt: 0 };
+      bucket = { hour, keyId: event.keyId, format, quality, outcome: event.outcome, count: 0, bytesIn: 0, bytesOut: 0, convertMs: 0, guardEncodes: 0, lat: new Array(LATENCY_BINS).fill(0), lastAt: 0 };
       this.pending.set(id, bucket);
     }
     bucket.count++;
     bucket.bytesIn += event.bytesIn;
     bucket.bytesOut += event.bytesOut;
     bucket.convertMs += event.convertMs;
+    bucket.guardEncodes += event.guardEncodes;
     bucket.lat[latencyBin(event.convertMs)]!++;
     bucket.lastAt = Math.max(bucket.lastAt, event.at);
     // A large buffer flushes early, but not in a loop against a database that just failed.
@@ -170,11 +173,17 @@ export class UsageRecorder {
   private statements(batch: Bucket[]): BatchItem<"sqlite">[] {
     const totals = sumOver(batch, (b) => b.hour);
     const days = sumOver(batch, (b) => Math.floor(b.hour / DAY_MS) * DAY_MS);
-    const keys = new Map<string, { count: number; bytesIn: number; bytesOut: number; lastAt: number }>();
+    const keys = new Map<string, { count: number; bytesIn: number; bytesOut: number; guardEncodes: number; lastAt: number }>();
     // The key counters count successful conversions only, as they always have.
     for (const b of batch.filter((b) => b.outcome === "ok")) {
-      const key = keys.get(b.keyId) ?? { count: 0, bytesIn: 0, bytesOut: 0, lastAt: 0 };
-      keys.set(b.keyId, { count: key.count + b.count, bytesIn: key.bytesIn + b.bytesIn, bytesOut: key.bytesOut + b.bytesOut, lastAt: Math.max(key.lastAt, b.lastAt) });
+      const key = keys.get(b.keyId) ?? { count: 0, bytesIn: 0, bytesOut: 0, guardEncodes: 0, lastAt: 0 };
+      keys.set(b.keyId, {
+        count: key.count + b.count,
+        bytesIn: key.bytesIn + b.bytesIn,
+        bytesOut: key.bytesOut + b.bytesOut,
+        guardEncodes: key.guardEncodes + b.guardEncodes,
+        lastAt: Math.max(key.lastAt, b.lastAt),
+      });
     }
     const values = (b: Bucket) => ({
       format: b.format,
@@ -184,10 +193,11 @@ export class UsageRecorder {
       bytesIn: b.bytesIn,
       bytesOut: b.bytesOut,
       convertMs: Math.round(b.convertMs),
+      guardEncodes: b.guardEncodes,
       ...Object.fromEntries(b.lat.map((n, i) => [`lat${i}`, n])),
     });
     const statements: BatchItem<"sqlite">[] = [];
-    // 400 rows × 25 parameters stays far below SQLite's 32,766 parameters per statement.
+    // 400 rows × 26 parameters stays far below SQLite's 32,766 parameters per statement.
     for (const rows of chunks(batch, 400)) {
       statements.push(
         this.db
@@ -220,6 +230,7 @@ export class UsageRecorder {
             conversions: sql`${apiKeys.conversions} + ${k.count}`,
             bytesIn: sql`${apiKeys.bytesIn} + ${k.bytesIn}`,
             bytesOut: sql`${apiKeys.bytesOut} + ${k.bytesOut}`,
+            guardEncodes: sql`${apiKeys.guardEncodes} + ${k.guardEncodes}`,
             lastUsedAt: sql`max(coalesce(${apiKeys.lastUsedAt}, 0), ${k.lastAt})`,
           })
           .where(eq(apiKeys.id, id)),
@@ -235,6 +246,7 @@ function addInto(into: Bucket, b: Bucket): void {
   into.bytesIn += b.bytesIn;
   into.bytesOut += b.bytesOut;
   into.convertMs += b.convertMs;
+  into.guardEncodes += b.guardEncodes;
   into.lat = into.lat.map((n, i) => n + b.lat[i]!);
   into.lastAt = Math.max(into.lastAt, b.lastAt);
 }
@@ -257,7 +269,7 @@ function chunks<T>(items: T[], size: number): T[][] {
 
 /** `column = column + excluded.column` for every summed column of a bucket table. */
 function addExcluded(table: typeof usageHourly | typeof usageHourlyTotal | typeof usageDailyTotal): Record<string, SQL> {
-  const summed = ["count", "bytesIn", "bytesOut", "convertMs", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`)] as const;
+  const summed = ["count", "bytesIn", "bytesOut", "convertMs", "guardEncodes", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`)] as const;
   return Object.fromEntries(
     summed.map((name) => {
       const column = table[name as keyof typeof table] as typeof usageHourly.count;

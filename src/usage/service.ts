@@ -9,13 +9,14 @@ const DAY_MS = 24 * HOUR_MS;
 
 /** Summed columns of a bucket query, shared by every read; `l0…l15` are the latency bins. */
 const SUMS = sql.raw(
-  ["sum(count) AS n", "sum(bytes_in) AS bytes_in", "sum(bytes_out) AS bytes_out", ...Array.from({ length: LATENCY_BINS }, (_, i) => `sum(lat_${i}) AS l${i}`)].join(", "),
+  ["sum(count) AS n", "sum(bytes_in) AS bytes_in", "sum(bytes_out) AS bytes_out", "sum(guard_encodes) AS guard_encodes", ...Array.from({ length: LATENCY_BINS }, (_, i) => `sum(lat_${i}) AS l${i}`)].join(", "),
 );
 
 interface SumRow {
   n: number;
   bytes_in: number;
   bytes_out: number;
+  guard_encodes: number;
   [bin: `l${number}`]: number;
 }
 
@@ -136,9 +137,10 @@ interface RawKey {
   conversions: number;
   bytes_in: number;
   bytes_out: number;
+  guard_encodes: number;
 }
 
-const KEY_COLUMNS = sql.raw("id, key_prefix, email, site_url, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out");
+const KEY_COLUMNS = sql.raw("id, key_prefix, email, site_url, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes");
 
 function keyRow(r: RawKey): KeyListRow {
   return {
@@ -154,10 +156,11 @@ function keyRow(r: RawKey): KeyListRow {
     bytesIn: r.bytes_in,
     bytesOut: r.bytes_out,
     bytesSaved: r.bytes_in - r.bytes_out,
+    guardEncodes: r.guard_encodes,
   };
 }
 
-const BUCKET_COLUMNS = sql.raw(["format", "quality", "outcome", "count", "bytes_in", "bytes_out", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat_${i}`)].join(", "));
+const BUCKET_COLUMNS = sql.raw(["format", "quality", "outcome", "count", "bytes_in", "bytes_out", "guard_encodes", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat_${i}`)].join(", "));
 
 /**
  * The bucket rows of [from, to) (whole hours) as a subquery with their start time `at`: one key's
@@ -192,7 +195,7 @@ function sum(values: number[]): number {
 function volume(rows: SumRow[]) {
   const bytesIn = sum(rows.map((r) => r.bytes_in));
   const bytesOut = sum(rows.map((r) => r.bytes_out));
-  return { conversions: sum(rows.map((r) => r.n)), bytesIn, bytesOut, bytesSaved: bytesIn - bytesOut };
+  return { conversions: sum(rows.map((r) => r.n)), bytesIn, bytesOut, bytesSaved: bytesIn - bytesOut, guardEncodes: sum(rows.map((r) => r.guard_encodes)) };
 }
 
 function latency(rows: SumRow[]) {

@@ -110,6 +110,11 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(Number(await chart.getAttribute("data-nonzero"))).toBeGreaterThan(0);
     expect(Number(await chart.getAttribute("data-peak"))).toBe(4);
     expect(await page.locator("#overview-split").innerText()).toContain("webp");
+    // The lossy AVIF went through the quality guard (on for AVIF by default): at least its WebP reference.
+    const [guardTotal, guardShare] = (await page.locator("[data-figure=guard-encodes]").innerText()).split("\n");
+    expect(Number(guardTotal)).toBeGreaterThanOrEqual(1);
+    expect(guardShare).toBe(`re-encodes · ${(Number(guardTotal) / 4).toFixed(2)} per lossy conversion`);
+    expect(await page.locator(".card:has([data-figure=guard-encodes])").evaluate((card) => card.scrollWidth <= card.clientWidth)).toBe(true);
     for (const range of ["7d", "30d", "365d"]) {
       await page.getByRole("link", { name: range.replace(/(\d+)/, "$1 ") }).click();
       expect(new URL(page.url()).searchParams.get("range")).toBe(range);

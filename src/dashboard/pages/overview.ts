@@ -2,7 +2,7 @@ import { html, type SafeHtml } from "../../html/index.ts";
 import type { Overview, Series } from "../../usage/model.ts";
 import { splitChart, timeChart } from "../chart.ts";
 import { cards, empty } from "../components.ts";
-import { bytes, count, ms, percent } from "../format.ts";
+import { bytes, count, ms, percent, ratio } from "../format.ts";
 import { layout, type Viewer } from "../layout.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { liveSection, type LiveView } from "./live.ts";
@@ -23,9 +23,11 @@ export function rangeSwitch(current: RangeName, href: (range: RangeName) => stri
   )}</nav>`;
 }
 
-/** The big figures of a range: conversions, bytes in/out/saved, savings, latency. */
+/** The big figures of a range: conversions, bytes in/out/saved, savings, latency, quality guard re-encodes. */
 export function figures(o: Overview): SafeHtml {
   const t = o.totals;
+  // Per lossy conversion: lossless output never passes through the guard.
+  const lossy = o.byQuality.find((q) => q.quality === "lossy")?.conversions ?? 0;
   return cards([
     { id: "conversions", label: "Conversions", value: count(t.conversions), sub: `${count(t.errors)} ${t.errors === 1 ? "error" : "errors"}` },
     { id: "bytes-in", label: "Bytes in", value: bytes(t.bytesIn) },
@@ -33,6 +35,7 @@ export function figures(o: Overview): SafeHtml {
     { id: "bytes-saved", label: "Bytes saved", value: bytes(t.bytesSaved) },
     { id: "savings", label: "Savings", value: percent(t.savingsPercent) },
     { id: "latency", label: "Latency p50 / p95", value: `${ms(t.p50Ms)}`, sub: `p95 ${ms(t.p95Ms)}` },
+    { id: "guard-encodes", label: "Quality guard", value: count(t.guardEncodes), sub: `re-encodes · ${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion` },
   ]);
 }
 
