@@ -13,7 +13,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { openStore } from "../src/db/index.ts";
+import { boot } from "../src/boot.ts";
 import { seedDemoData } from "../src/usage/demo.ts";
 import { openBrowser } from "../test/support/browser.ts";
 import { startServer, type RunningServer } from "../test/support/server.ts";
@@ -135,7 +135,9 @@ let server: RunningServer | undefined;
 try {
   log(`seeding ${KEYS} keys, ${DAYS} days of hourly buckets for ${BUSY} of them…`);
   const t0 = performance.now();
-  const store = await openStore(`file:${join(dataDir, "imgpress.db")}`);
+  // Booted on the folder (not just opened) so the database is pinned to the folder's master key
+  // before demo keys, whose secrets no key opens, are written; the server started below uses it.
+  const { store } = await boot({ env: { IMGPRESS_DATA_DIR: dataDir }, loadDocsAsset: async () => new Blob([""]), write: () => {} });
   const seeded = await seedDemoData(store.db, { keys: KEYS, days: DAYS, busyKeys: BUSY, now: Date.now() });
   store.close();
   const dbMiB = ["imgpress.db", "imgpress.db-wal"].reduce((n, f) => n + (existsSync(join(dataDir, f)) ? statSync(join(dataDir, f)).size : 0), 0) / 2 ** 20;

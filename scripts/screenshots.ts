@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { AuditLog } from "../src/audit/service.ts";
-import { openStore } from "../src/db/index.ts";
+import { boot } from "../src/boot.ts";
 import { seedDemoData } from "../src/usage/demo.ts";
 import { openBrowser } from "../test/support/browser.ts";
 import { startServer } from "../test/support/server.ts";
@@ -28,7 +28,9 @@ const dataDir = await mkdtemp(join(tmpdir(), "imgpress-screenshots-"));
 const sink = await startSmtpSink();
 try {
   const now = Date.now();
-  const store = await openStore(`file:${join(dataDir, "imgpress.db")}`);
+  // Booted on the folder (not just opened) so the database is pinned to the folder's master key
+  // before demo keys, whose secrets no key opens, are written; the server started below uses it.
+  const { store } = await boot({ env: { IMGPRESS_DATA_DIR: dataDir }, loadDocsAsset: async () => new Blob([""]), write: () => {} });
   const seeded = await seedDemoData(store.db, { keys: 240, days: 400, busyKeys: 24, now, seed: 7 });
   // A plausible audit trail for the activity page: colleagues added, keys issued and revoked.
   let at = now - 6 * 86_400_000;
