@@ -5,7 +5,10 @@
 // generated set of translucent images and graphics. Writes its section of bench/RESULTS.md
 // between the quality-guard markers and prints it.
 //
-//   bun bench/quality-guard.ts [--quick] [--reps=N]
+//   bun bench/quality-guard.ts [--quick] [--reps=N] [--only=NAME,NAME]
+//
+// --only keeps the images whose names contain one of the given strings (to iterate on a few);
+// like --quick, it writes bench/.work/quality-guard.quick.md instead of RESULTS.md.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -220,14 +223,15 @@ function perImage(rows: Row[]): string {
 }
 
 async function main() {
-  const quick = process.argv.includes("--quick");
+  const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7).split(",");
+  const quick = process.argv.includes("--quick") || only !== undefined;
   const reps = Number(process.argv.find((a) => a.startsWith("--reps="))?.slice(7) ?? (quick ? 1 : 3));
   const loadStart = loadavg();
-  const corpus = await loadCorpus(WORK, quick);
+  const corpus = await loadCorpus(WORK, process.argv.includes("--quick"));
   const samples: Sample[] = [
     ...corpus.images.map((i) => ({ name: i.name, set: "corpus" as const, path: i.path, mp: i.mp, bytes: i.bytes })),
     ...(await generatedSet()),
-  ];
+  ].filter((s) => !only || only.some((o) => s.name.includes(o)));
   // Warm up the encoders and the guard's SSIM before anything is timed.
   const warm = await sharp({ create: { width: 640, height: 480, channels: 4, background: { r: 90, g: 120, b: 200, alpha: 0.6 } } }).png().toBuffer();
   for (const v of VARIANTS) for (let i = 0; i < 3; i++) await run(warm, v);
