@@ -65,7 +65,7 @@ function recording(costMs: (image: RawImage, settings: EncodeSettings) => number
   return { deps, calls, advance: (ms: number) => (now += ms), elapsed: () => now };
 }
 
-const context = { startedAt: 0, decodeMs: 0, endAt: Number.POSITIVE_INFINITY, originalBytes: Number.POSITIVE_INFINITY };
+const context = { startedAt: 0, decodeMs: 0, endAt: Number.POSITIVE_INFINITY };
 
 describe("the decision", () => {
   // Time frozen: the budget never binds, so the search runs to its end.
@@ -117,16 +117,19 @@ describe("the decision", () => {
     if (report.quality === "lossless") expect(Buffer.compare(Buffer.from((await sharpDecoder(bytes, 3)).data), Buffer.from(image.data))).toBe(0);
   });
 
-  test("a raised candidate larger than the upload is not chosen", async () => {
-    const image = crafted[0]!.image;
-    const free = await guardedEncode(image, "avif", context, recording().deps);
-    if (free.report.quality === 55) return;
+  test("the target comes before the upload's size: a raise larger than the upload is kept, and said", async () => {
+    // Sparse stars on a smooth gradient: a small PNG, which AVIF at the preset smooths away.
+    const r = img.rng(9);
+    const stars = new Set(Array.from({ length: 300 }, () => Math.floor(r() * 256 * 192)));
+    const image = craft(256, 192, 3, (x, y) => (stars.has(y * 256 + x) ? [230, 230, 250] : [8, 10 + y / 10, 30 + x / 9]));
+    const input = await sharp(image.data, { raw: { width: 256, height: 192, channels: 3 } }).png({ compressionLevel: 9 }).toBuffer();
     const { deps, calls } = recording();
-    const presetBytes = (await sharpEncoder(image, { format: "avif", options: { quality: 55, effort: 0 } })).length;
-    const { bytes, report } = await guardedEncode(image, "avif", { ...context, originalBytes: presetBytes }, deps);
-    expect(bytes.length).toBe(presetBytes);
-    expect(report.reasons).toEqual(["preset", "original-smaller"]);
-    expect(calls.length).toBeGreaterThan(1);
+    const result = await convertImage(input, { format: "avif", quality: "lossy" }, { maxPixels: 1e8, timeoutS: 60, qualityGuard: "avif" }, deps);
+    expect(result.quality === "lossless" || result.quality > 55).toBe(true);
+    expect(result.bytes.length).toBeGreaterThan(input.length);
+    expect(result.qualityReasons).toContain("original-smaller");
+    const target = await score(image, calls.find((c) => c.settings.format === "webp")!.bytes);
+    expect(await score(image, result.bytes)).toBeGreaterThanOrEqual(target);
   });
 });
 
@@ -143,6 +146,30 @@ describe("the time bound", () => {
     expect(calls.filter((c) => c.image === large)).toHaveLength(1); // one full encode
     expect(elapsed()).toBeLessThanOrEqual(1.5 * presetMs);
     expect(report.extraEncodes).toBe(calls.length - 1);
+  });
+
+  test("the search steps up at most 25 qualities at first and tries at most 4 raises", async () => {
+    const { deps, calls } = recording();
+    const { report } = await guardedEncode(large, "avif", context, deps);
+    const raises = calls.filter((c) => c.image !== large && c.settings.format === "avif").map((c) => c.settings.options.quality ?? 0).slice(1);
+    expect(raises.length).toBeGreaterThanOrEqual(1); // the noisy photo misses at the preset
+    expect(raises.length).toBeLessThanOrEqual(4);
+    expect(raises[0]).toBeLessThanOrEqual(80);
+    expect(report.candidates).toBe(1 + raises.length);
+  });
+
+  test("a passing raise whose full encode would not fit does not end the search: a cheaper pass below it is chosen", async () => {
+    // AVIF from quality 80 up costs 3× (near-lossless paths are that slow): the first raise passes but cannot be afforded.
+    const costly = (settings: EncodeSettings) => settings.format === "avif" && (settings.options.quality ?? 0) >= 80;
+    const { deps, calls, elapsed } = recording((image, settings) => (costly(settings) ? 3 : 1) * slow(image));
+    const { report } = await guardedEncode(large, "avif", context, deps);
+    const tried = calls.filter((c) => c.image !== large && c.settings.format === "avif").map((c) => c.settings.options.quality);
+    expect(tried[1]).toBe(80);
+    expect(report.quality).toBeGreaterThan(55);
+    expect(report.quality).toBeLessThan(80);
+    expect(report.score!).toBeGreaterThanOrEqual(report.target!);
+    expect(report.reasons).toEqual(["detail"]);
+    expect(elapsed()).toBeLessThanOrEqual(1.5 * presetMs);
   });
 
   test("when even the trials do not fit, the preset is returned and the reason says budget", async () => {

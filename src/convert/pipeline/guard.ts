@@ -1,7 +1,7 @@
 import { sharpDecoder, sharpEncoder, type Decoder, type EncodeSettings, type Encoder } from "./encode.ts";
 import { presets, type OutputFormat } from "./presets.ts";
 import { flatShare, hasTranslucency, takeSample, type RawImage } from "./sample.ts";
-import { lumaOnWhite, meanSsim } from "./ssim.ts";
+import { lumaOnWhite, meanSsim, ssimReference } from "./ssim.ts";
 
 /** Which lossy outputs the guard checks (IMGPRESS_QUALITY_GUARD). */
 export type GuardMode = "off" | "avif" | "all";
@@ -42,10 +42,29 @@ export const realGuardDeps: GuardDeps = { encode: sharpEncoder, decode: sharpDec
 const BUDGET_FACTOR = 1.5;
 /** …or the preset's time plus this, whichever is more: tiny images cost milliseconds either way. */
 const BUDGET_FLOOR_MS = 100;
-/** SSIM gained per quality step, typical for AVIF effort 0 around q55–70 on the bench corpus. */
-const SLOPE = 0.0008;
-/** Highest lossy quality tried; above it only lossless is left. */
-const MAX_QUALITY = 95;
+/**
+ * ln(1 − SSIM) falls about this much per quality step of AVIF effort 0 around the preset
+ * (0.017–0.06 on the bench's images: least for photos, most for graphics); the first step
+ * away from the preset is sized on it, later ones on the line through the trials.
+ */
+const LOG_SLOPE = 0.035;
+/** The first step up from the preset is at most this: later steps follow a measured line instead of a guess. */
+const MAX_FIRST_STEP = 25;
+/** Highest quality tried; 100 is near-lossless (alpha exact), sometimes smaller than 90 on graphics. */
+const MAX_QUALITY = 100;
+/** At most this many qualities above the preset are tried: each trial costs ~15–40 ms with its scoring, a third of a small image's encode. */
+const MAX_RAISES = 4;
+/** Refining stops when the next pass would be this close to the lowest one: a quality step changes the bytes by ~2–3%, not worth a trial. */
+const CLOSE_ENOUGH = 3;
+/**
+ * A sample must come this much closer than the target to a perfect score (share of the target's
+ * 1 − SSIM): a whole image scores within a few thousandths of its sample, on either side.
+ */
+const AIM_SHARE = 0.95;
+/** Quality 100 takes AV1's near-lossless path: 1.8–5× the preset's time on the bench's images, whatever the sample says. */
+const NEAR_LOSSLESS_COST = 2;
+/** A full encode's time grows about as (bytes ÷ the preset's)^this (AVIF effort 0: 0.97–2.2× the time for 1.7–8× the bytes, exponents 0.25–0.53). */
+const BYTES_EXPONENT = 0.4;
 /** A sample at least this flat is a graphic: lossless is tried too. */
 const GRAPHIC_FLAT_SHARE = 0.5;
 /** Assumed cost of a trial relative to the preset's, before it is measured. */
@@ -62,26 +81,26 @@ interface Trial {
   score: number;
 }
 
-/** The conversion's clock (deps.now), the decode's cost and the upload's size. */
+/** The conversion's clock (deps.now) and the decode's cost. */
 export interface GuardContext {
   startedAt: number;
   decodeMs: number;
   /** The conversion time limit. */
   endAt: number;
-  originalBytes: number;
 }
 
 /**
  * Encodes `image` as lossy `format`, at the preset unless a trial on a sample shows it scores
  * below WebP q80's SSIM; then at the smallest quality that reaches it (or lossless when that is
- * smaller). The whole conversion stays within BUDGET_FACTOR × what decode + preset encode cost
- * (the encode estimated from the sample) and before `context.endAt`.
+ * smaller). The whole conversion stays within BUDGET_FACTOR × what
+ * decode + preset encode cost (the encode estimated from the sample) and before `context.endAt`;
+ * when the bound stops the search, the best candidate so far is returned.
  */
 export async function guardedEncode(image: RawImage, format: OutputFormat, context: GuardContext, deps: GuardDeps = realGuardDeps): Promise<{ bytes: Uint8Array; report: GuardReport }> {
   const sample = takeSample(image);
   const whole = sample === image;
   const scale = whole ? 1 : (image.width * image.height) / (sample.width * sample.height);
-  const reference = lumaOnWhite(sample);
+  const reference = ssimReference(lumaOnWhite(sample), sample.width, sample.height);
   let encodes = 0;
   let scoreMs = 0;
   const trial = async (settings: EncodeSettings): Promise<Trial> => {
@@ -107,91 +126,94 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   const presetMs = preset.encodeMs * scale;
   const budgetMs = context.decodeMs + presetMs;
   const end = Math.min(context.endAt, context.startedAt + Math.max(BUDGET_FACTOR * budgetMs, budgetMs + BUDGET_FLOOR_MS));
-  // A full encode costs the preset's time × the larger of its time ratio on the sample and
-  // √(its bytes ÷ the preset's): entropy coding grows with the output (measured 1.04–1.9× the
-  // time for 1.3–3.4× the bytes), and tiny sample encodes hide it behind fixed costs.
-  const finalMs = (t: Trial) => (whole ? 0 : presetMs * Math.max(1, t.encodeMs / preset.encodeMs, Math.sqrt(t.bytes.length / preset.bytes.length)));
+  // A full encode costs the preset's time × the geometric mean of its time ratio on the sample
+  // (noisy: a sample encode takes milliseconds) and (its bytes ÷ the preset's)^BYTES_EXPONENT
+  // (entropy coding grows with the output, which tiny sample encodes hide behind fixed costs).
+  const finalMs = (t: Trial) => {
+    if (whole) return 0;
+    const timeRatio = preset.encodeMs > 0 ? t.encodeMs / preset.encodeMs : 1;
+    const ratio = Math.sqrt(timeRatio * (t.bytes.length / preset.bytes.length) ** BYTES_EXPONENT);
+    return presetMs * Math.max(t.settings.options.quality === MAX_QUALITY ? NEAR_LOSSLESS_COST : 1, ratio);
+  };
   const affordable = (t: Trial) => deps.now() + finalMs(t) <= end;
-  // A trial is started only if the final encode of a candidate like it still fits afterwards.
-  const fits = (trialMs: number, finalFactor: number) => deps.now() + trialMs + scoreMs + (whole ? 0 : presetMs * finalFactor) <= end;
-  const fullBytes = (t: Trial) => t.bytes.length * scale;
+  // A trial is started only if, after it, the final encode of the candidate it may replace still fits.
+  const fits = (trialMs: number, finalOf: number) => deps.now() + trialMs + scoreMs + finalOf <= end;
 
   let target = preset.score;
   let budgetHit = false;
   if (!isReference) {
-    if (fits(preset.encodeMs * TARGET_COST, 1)) target = (await trial(REFERENCE)).score;
+    if (fits(preset.encodeMs * TARGET_COST, finalMs(preset))) target = (await trial(REFERENCE)).score;
     else budgetHit = true;
   }
+  const aim = whole || isReference ? target : 1 - AIM_SHARE * (1 - target);
 
-  // Raise the quality until the target is met: lo is the highest known miss, hi the lowest known pass.
+  // Raise the quality until the aim is met: lo is the highest known miss, hi the lowest known pass.
   const mine: Trial[] = [preset];
+  const passes = () => mine.filter((t) => t.score >= aim);
+  // What would be encoded if the search stopped now: the smallest affordable pass, else the best affordable score.
+  const pick = () => {
+    const ok = mine.filter((t) => t === preset || affordable(t));
+    const pass = ok.filter((t) => t.score >= aim);
+    return pass.length ? pass.reduce((a, b) => (b.bytes.length < a.bytes.length ? b : a)) : ok.reduce((a, b) => (b.score > a.score ? b : a));
+  };
   let lo = preset;
-  let hi: Trial | undefined = budgetHit || preset.score >= target ? preset : undefined;
-  let tooLarge = false;
-  while (hi !== preset) {
-    const q = nextQuality(preset, lo, hi, target);
+  let hi: Trial | undefined = budgetHit || preset.score >= aim ? preset : undefined;
+  while (hi !== preset && mine.length <= MAX_RAISES) {
+    const q = nextQuality(preset, lo, hi, aim);
     if (q === undefined) break;
-    // Reserve the final encode of the costliest candidate so far: one of them may be returned.
-    const reserve = Math.max(RAISE_COST, ...mine.map((t) => (presetMs > 0 ? finalMs(t) / presetMs : 1)));
-    if (!fits(preset.encodeMs * RAISE_COST, reserve)) {
+    if (!fits(preset.encodeMs * RAISE_COST, finalMs(pick()))) {
       budgetHit = true;
       break;
     }
     const t = await trial({ format, options: { ...presetOptions, quality: q } });
     mine.push(t);
-    // Larger than the upload already: no higher quality can serve the user better.
-    tooLarge = fullBytes(t) > context.originalBytes;
-    if (tooLarge) break;
-    if (t.score < target) lo = t;
-    else if (!hi || t.bytes.length < hi.bytes.length) hi = t;
-    else break; // a higher pass is no smaller: stop refining
+    if (t.score < aim) lo = t;
+    else hi = t;
   }
 
-  // Bound hit or ceiling reached: the best score so far that fits in time and in the upload's size.
-  const usable = (t: Trial) => affordable(t) && (t === preset || fullBytes(t) <= context.originalBytes);
-  let chosen = hi && affordable(hi) ? hi : mine.reduce((a, b) => (b.score > a.score && usable(b) ? b : a), preset);
-  if (hi && !affordable(hi)) budgetHit = true;
-  // Lossless: for graphics, where it may be smaller than lossy; for any image the highest lossy
-  // quality left below the target (translucent images: AVIF codes alpha lossy at the colour quality).
-  const ceiling = hi === undefined && !budgetHit;
+  let chosen = pick();
+  if (passes().some((t) => !affordable(t) && t.bytes.length < chosen.bytes.length)) budgetHit = true;
+  // Lossless: for graphics, where it may be smaller than lossy; for any image where no lossy
+  // quality reached the target (translucent images: AVIF codes alpha lossy at the colour quality).
   let lossless = false;
-  if ((graphic || ceiling) && fits(preset.encodeMs * LOSSLESS_COST, LOSSLESS_COST)) {
+  if ((graphic || (hi === undefined && !budgetHit)) && fits(preset.encodeMs * LOSSLESS_COST, finalMs(preset) * LOSSLESS_COST)) {
     const t = await trial({ format, options: presets[format].lossless });
     mine.push(t);
-    const better = chosen.score < target ? fullBytes(t) <= context.originalBytes : t.bytes.length < chosen.bytes.length;
+    const better = chosen.score < aim || t.bytes.length < chosen.bytes.length;
     if (better && affordable(t)) {
       chosen = t;
       lossless = true;
     }
-  }
-  if (!affordable(chosen)) chosen = preset;
+  } else if (hi === undefined) budgetHit = true;
 
   const bytes = whole ? chosen.bytes : await deps.encode(image, chosen.settings);
   if (!whole) encodes++;
   const reasons: QualityReason[] = [];
-  if (lossless && hi !== undefined) reasons.push("smaller-lossless");
+  if (lossless && passes().length > 1) reasons.push("smaller-lossless");
   else if (chosen === preset) reasons.push("preset");
   else reasons.push(hasTranslucency(sample) ? "alpha" : graphic ? "graphic" : "detail");
-  if (chosen.score < target) reasons.push(tooLarge ? "original-smaller" : "budget");
-  else if (budgetHit && chosen === preset) reasons.push("budget");
+  if (chosen.score < target || (budgetHit && chosen === preset && preset.score < aim)) reasons.push("budget");
   return { bytes, report: { quality: lossless ? "lossless" : quality(chosen), reasons, extraEncodes: encodes - 1, candidates: mine.length, target, score: chosen.score } };
 }
 
 /**
- * The next quality to try: on the SSIM-vs-quality line through the two nearest known points
- * (rounded up), inside the bracket of the highest miss and the lowest pass; from the preset alone,
- * on a typical slope of AVIF/WebP SSIM near the presets (SLOPE per quality step). Undefined when
- * the bracket is closed.
+ * The next quality to try, inside the bracket of the highest miss and the lowest pass: where the
+ * line of ln(1 − SSIM) against quality reaches the aim (rounded up), through the bracket's ends,
+ * or the miss and the preset; from the preset alone, on the typical LOG_SLOPE and at most
+ * MAX_FIRST_STEP up. Undefined when the bracket is closed or the gain would be too small.
  */
-function nextQuality(preset: Trial, lo: Trial, hi: Trial | undefined, target: number): number | undefined {
+function nextQuality(preset: Trial, lo: Trial, hi: Trial | undefined, aim: number): number | undefined {
   const qLo = quality(lo);
   const qHi = hi ? quality(hi) : MAX_QUALITY + 1;
   if (qHi - qLo <= 1) return undefined;
   const other = hi ?? (lo === preset ? undefined : preset);
-  let slope = SLOPE;
-  if (other && other.score !== lo.score) slope = Math.max(SLOPE / 4, (other.score - lo.score) / (quality(other) - qLo));
-  const q = qLo + Math.ceil((target - lo.score) / slope);
-  return Math.max(qLo + (hi ? 1 : 2), Math.min(qHi - 1, q));
+  const loss = (t: Trial) => Math.log(Math.max(1e-6, 1 - t.score));
+  // Quality must buy some SSIM: a flat or rising line (noise, or alpha that barely improves) is read as a shallow fall.
+  const slope = other ? Math.min(-LOG_SLOPE / 4, (loss(other) - loss(lo)) / (quality(other) - qLo)) : -LOG_SLOPE;
+  const q = qLo + Math.ceil((Math.log(1 - aim) - loss(lo)) / slope);
+  if (qHi - q < CLOSE_ENOUGH && hi) return undefined;
+  // Without a pass yet, at least 2 steps: neighbouring qualities often map to the same quantizer.
+  return Math.max(qLo + (hi ? 1 : 2), Math.min(qHi - 1, other ? q : Math.min(q, qLo + MAX_FIRST_STEP)));
 }
 
 function quality(t: Pick<Trial, "settings">): number {

@@ -64,7 +64,7 @@ export async function convertImage(input: Uint8Array, options: ConvertOptions, l
   pipeline = pipeline.toColourspace("srgb");
   const guarded = options.quality === "lossy" && (limits.qualityGuard === "all" || limits.qualityGuard === options.format);
   try {
-    const work = guarded ? guardedWork(pipeline, options.format, limits.timeoutS, input.length, guardDeps) : presetWork(pipeline, options);
+    const work = guarded ? guardedWork(pipeline, options.format, limits.timeoutS, guardDeps) : presetWork(pipeline, options);
     const done = await withDeadline(work, limits.timeoutS);
     const reasons = done.reasons;
     if (done.bytes.length > input.length && !reasons.includes("original-smaller")) reasons.push("original-smaller");
@@ -87,10 +87,10 @@ async function presetWork(pipeline: Sharp, options: ConvertOptions): Promise<Wor
 }
 
 /** Decodes once to raw pixels, then lets the guard choose the encoder settings. */
-async function guardedWork(pipeline: Sharp, format: OutputFormat, timeoutS: number, originalBytes: number, deps: GuardDeps): Promise<Work> {
+async function guardedWork(pipeline: Sharp, format: OutputFormat, timeoutS: number, deps: GuardDeps): Promise<Work> {
   const startedAt = deps.now();
   const image = await decodeRaw(pipeline);
-  const context = { startedAt, decodeMs: deps.now() - startedAt, endAt: startedAt + timeoutS * 1000, originalBytes };
+  const context = { startedAt, decodeMs: deps.now() - startedAt, endAt: startedAt + timeoutS * 1000 };
   const { bytes, report } = await guardedEncode(image, format, context, deps);
   return { bytes, width: image.width, height: image.height, quality: report.quality, reasons: report.reasons, guardEncodes: report.extraEncodes, candidates: report.candidates };
 }

@@ -22,15 +22,29 @@ export function lumaOnWhite(image: RawImage): Float64Array {
   return out;
 }
 
+/** A reference's luma with its box sums, computed once for every candidate scored against it. */
+export interface SsimReference {
+  luma: Float64Array;
+  width: number;
+  height: number;
+  sx: Float64Array;
+  sxx: Float64Array;
+}
+
+/** Prepares `luma` (from lumaOnWhite) to score candidates against. */
+export function ssimReference(luma: Float64Array, width: number, height: number): SsimReference {
+  if (luma.length !== width * height) throw new Error("SSIM reference of the wrong size");
+  const [sx, sxx] = integrals(luma, null, width, height);
+  return { luma, width, height, sx: sx!, sxx: sxx! };
+}
+
 /** Mean SSIM of `test` against `reference` (same size, luma from lumaOnWhite). */
-export function meanSsim(reference: Float64Array, test: Float64Array, width: number, height: number): number {
-  if (reference.length !== width * height || test.length !== reference.length) throw new Error("SSIM of images of different sizes");
+export function meanSsim(reference: Float64Array | SsimReference, test: Float64Array, width: number, height: number): number {
+  const ref = reference instanceof Float64Array ? ssimReference(reference, width, height) : reference;
+  if (ref.width !== width || ref.height !== height || test.length !== ref.luma.length) throw new Error("SSIM of images of different sizes");
+  const { sx, sxx } = ref;
+  const [sy, syy, sxy] = integrals(test, ref.luma, width, height);
   const win = Math.min(WINDOW, width, height);
-  const sx = integral(reference, null, width, height);
-  const sy = integral(test, null, width, height);
-  const sxx = integral(reference, reference, width, height);
-  const syy = integral(test, test, width, height);
-  const sxy = integral(reference, test, width, height);
   const n = win * win;
   const stride = width + 1;
   let total = 0;
@@ -42,10 +56,10 @@ export function meanSsim(reference: Float64Array, test: Float64Array, width: num
       const c = a + win * stride;
       const d = c + win;
       const mx = (sx[d]! - sx[b]! - sx[c]! + sx[a]!) / n;
-      const my = (sy[d]! - sy[b]! - sy[c]! + sy[a]!) / n;
+      const my = (sy![d]! - sy![b]! - sy![c]! + sy![a]!) / n;
       const vx = (sxx[d]! - sxx[b]! - sxx[c]! + sxx[a]!) / n - mx * mx;
-      const vy = (syy[d]! - syy[b]! - syy[c]! + syy[a]!) / n - my * my;
-      const cxy = (sxy[d]! - sxy[b]! - sxy[c]! + sxy[a]!) / n - mx * my;
+      const vy = (syy![d]! - syy![b]! - syy![c]! + syy![a]!) / n - my * my;
+      const cxy = (sxy![d]! - sxy![b]! - sxy![c]! + sxy![a]!) / n - mx * my;
       total += ((2 * mx * my + C1) * (2 * cxy + C2)) / ((mx * mx + my * my + C1) * (vx + vy + C2));
       count++;
     }
@@ -53,17 +67,34 @@ export function meanSsim(reference: Float64Array, test: Float64Array, width: num
   return total / count;
 }
 
-/** Summed-area table of `a` (or of a·b) with a zero first row and column. */
-function integral(a: Float64Array, b: Float64Array | null, width: number, height: number): Float64Array {
+/**
+ * Summed-area tables (zero first row and column), in one pass: of `a` and a², and of a·b when
+ * `b` is given.
+ */
+function integrals(a: Float64Array, b: Float64Array | null, width: number, height: number): Float64Array[] {
   const stride = width + 1;
-  const out = new Float64Array(stride * (height + 1));
+  const size = stride * (height + 1);
+  const s = new Float64Array(size);
+  const ss = new Float64Array(size);
+  const sp = b ? new Float64Array(size) : null;
   for (let y = 0; y < height; y++) {
     let row = 0;
+    let rowSq = 0;
+    let rowProduct = 0;
+    const above = y * stride + 1;
+    const at = above + stride;
     for (let x = 0; x < width; x++) {
       const i = y * width + x;
-      row += b ? a[i]! * b[i]! : a[i]!;
-      out[(y + 1) * stride + x + 1] = out[y * stride + x + 1]! + row;
+      const v = a[i]!;
+      row += v;
+      rowSq += v * v;
+      s[at + x] = s[above + x]! + row;
+      ss[at + x] = ss[above + x]! + rowSq;
+      if (sp) {
+        rowProduct += v * b![i]!;
+        sp[at + x] = sp[above + x]! + rowProduct;
+      }
     }
   }
-  return out;
+  return sp ? [s, ss, sp] : [s, ss];
 }
