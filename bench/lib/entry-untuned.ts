@@ -1,6 +1,9 @@
 // The server as src/main.ts starts it, minus its glibc malloc tuning (mallopt: 2 arenas, fixed 1 MiB
 // mmap threshold, added in commit 04ce795): the "before" row of RESULTS.md's allocator table, so
 // that every run still measures what the tuning buys. Same runtime object as src/main.ts.
+// With BENCH_MALLOPT set (lib/mallopt.ts, evaluated first) it runs under those settings instead:
+// how bench/alloc-sweep.ts tries other mallopt() values before src/main.ts is changed.
+import "./mallopt.ts";
 import { bunRuntime } from "../../src/bun.ts";
 import { runMain } from "../../src/cli/run.ts";
 

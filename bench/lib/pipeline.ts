@@ -1,18 +1,23 @@
 // The service's conversion called directly: the in-process reference every ratio is measured against.
 import sharp from "sharp";
 import { loadConfig } from "../../src/config.ts";
+import type { GuardMode } from "../../src/convert/pipeline/guard.ts";
 import { convertImage } from "../../src/convert/pipeline/index.ts";
 import { presets } from "../../src/convert/pipeline/presets.ts";
 
 /** An output format of the service. */
 export type Format = "webp" | "avif";
 
-// A default server's limits, so the reference does exactly the work `imgpress serve` does.
-const { maxPixels, convertTimeoutS } = loadConfig({});
+// A default server's limits and quality guard, so the reference does exactly the work `imgpress
+// serve` does (with the guard's default, `avif`, every lossy AVIF goes through the guard there).
+const { maxPixels, convertTimeoutS, qualityGuard } = loadConfig({});
 
-/** Lossy conversion by the project's own `convertImage` (sniff, header check, orient, sRGB, encode). */
-export async function convert(input: Uint8Array, format: Format): Promise<Buffer> {
-  const { bytes } = await convertImage(input, { format, quality: "lossy" }, { maxPixels, timeoutS: convertTimeoutS });
+/**
+ * Lossy conversion by the project's own `convertImage` (sniff, header check, orient, sRGB, encode),
+ * through the quality guard as a default server runs it; `guard: "off"` gives the bare preset.
+ */
+export async function convert(input: Uint8Array, format: Format, guard: GuardMode = qualityGuard): Promise<Buffer> {
+  const { bytes } = await convertImage(input, { format, quality: "lossy" }, { maxPixels, timeoutS: convertTimeoutS, qualityGuard: guard });
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 

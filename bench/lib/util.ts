@@ -115,3 +115,9 @@ export function childEnv(extra: Record<string, string | undefined> = {}): Record
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) out[k] = v;
   return out;
 }
+
+/** CPU time (user + system) of a process so far, in ms, from /proc (robust to other load, unlike wall time). */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}

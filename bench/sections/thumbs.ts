@@ -1,12 +1,11 @@
 // Section "thumbs": the WordPress thumbnail workload, where the fixed cost per request decides throughput.
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { measureFixedCost } from "../lib/fixed-cost.ts";
 import { figure, triedNotes, type Figure, type Section } from "../lib/figures.ts";
 import { obtainKeys, startService, tempDir, type Service } from "../lib/service.ts";
 import { CLIENT_KINDS, kindLabel, poolRate, post, prepare, saturate, type ClientKind, type Target } from "../lib/thumb-client.ts";
 import { loadThumbs, WP_WIDTHS, type Thumb } from "../lib/thumbs.ts";
-import { fmt, fmtMs, median, progress, table } from "../lib/util.ts";
+import { cpuMs, fmt, fmtMs, median, progress, table } from "../lib/util.ts";
 
 const WORK = join(import.meta.dir, "..", ".work");
 /** Concurrent clients, and the in-process pool of the same size. */
@@ -104,12 +103,6 @@ async function sequential(b: Parameters<Section["run"]>[0], all: Thumb[], target
     }
   }
   return { thumb, reps, p50: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, median(v)])) };
-}
-
-/** CPU time (user + system) of a process so far, in ms, from /proc (robust to other load, unlike wall time). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
 /**

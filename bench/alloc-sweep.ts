@@ -1,0 +1,159 @@
+// Side-by-side sweep of glibc malloc settings for the server (issue 14's remaining misses): each
+// variant is a fresh `bun src/main.ts` (or bench/lib/entry-untuned.ts with BENCH_MALLOPT) measured
+// on the large-photo throughput run (32 signed jobs, 4 clients: images/s, peak RSS), the thumbnail
+// workload (4 client kinds), and a second fresh server taking 8 × 20 MB uploads (peak RSS). Each
+// variant's ratios are against in-process pools (glibc defaults) measured right before it, so
+// load drifting on the shared machine hits both sides of a ratio alike; variants rotate per round.
+//
+//   bun bench/alloc-sweep.ts [--rounds=2] [--kinds=2] [--only=as-is,a2-m8,…]   prints a markdown table
+//
+// Findings (2026-11-23, docs/performance.md "Throughput on thumbnails and the allocator"): a fixed
+// 8 MiB threshold recovers most of the thumbnails' CPU for ~+35–65 MiB of peak, not enough for 0.95.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { Bench, filename, idleRss, MiB } from "./lib/context.ts";
+import { loadCorpus } from "./lib/corpus.ts";
+import { send, signedConvert, startService, type Service } from "./lib/service.ts";
+import { CLIENT_KINDS, kindLabel, poolRate, prepare, saturate } from "./lib/thumb-client.ts";
+import { loadThumbs } from "./lib/thumbs.ts";
+import { PeakRss, cpuMs, fmt, median, progress, table } from "./lib/util.ts";
+
+const WORK = join(import.meta.dir, ".work");
+const UNTUNED = join(import.meta.dir, "lib", "entry-untuned.ts");
+const MB = 1024 * 1024;
+
+interface Variant {
+  name: string;
+  label: string;
+  env: Record<string, string>;
+  entry?: string;
+}
+
+const mallopt = (name: string, label: string, spec: string, env: Record<string, string> = {}): Variant => ({ name, label, env: { BENCH_MALLOPT: spec, ...env }, entry: UNTUNED });
+
+const VARIANTS: Variant[] = [
+  { name: "as-is", label: "src/main.ts: arena_max 2, mmap 1 MiB", env: {} },
+  { name: "defaults", label: "glibc defaults", env: {}, entry: UNTUNED },
+  mallopt("a2-dyn", "arena_max 2, dynamic mmap threshold", "arena_max=2"),
+  mallopt("a2-m4", "arena_max 2, mmap 4 MiB", `arena_max=2,mmap_threshold=${4 * MB}`),
+  mallopt("a2-m8", "arena_max 2, mmap 8 MiB", `arena_max=2,mmap_threshold=${8 * MB}`),
+  mallopt("a2-m16", "arena_max 2, mmap 16 MiB", `arena_max=2,mmap_threshold=${16 * MB}`),
+  mallopt("a2-m32", "arena_max 2, mmap 32 MiB", `arena_max=2,mmap_threshold=${32 * MB}`),
+  mallopt("a4-m1", "arena_max 4, mmap 1 MiB", `arena_max=4,mmap_threshold=${MB}`),
+  mallopt("a8-m1", "arena_max 8, mmap 1 MiB", `arena_max=8,mmap_threshold=${MB}`),
+  { name: "as-is-thp", label: "src/main.ts + GLIBC_TUNABLES=glibc.malloc.hugetlb=1", env: { GLIBC_TUNABLES: "glibc.malloc.hugetlb=1" } },
+];
+
+interface Row {
+  large: number[];
+  largeCpu: number[];
+  largePeak: number[];
+  thumbs: Record<string, number[]>;
+  thumbsCpu: number[];
+  after: number[];
+  big: number[];
+  failed: number;
+}
+
+/** Runs `run` and returns its result with the CPU ms per job `pid` spent meanwhile. */
+async function withCpu<T>(pid: number, jobs: number, run: () => Promise<T>): Promise<[T, number]> {
+  const c0 = cpuMs(pid);
+  const r = await run();
+  return [r, (cpuMs(pid) - c0) / jobs];
+}
+
+const { values } = parseArgs({ options: { rounds: { type: "string" }, only: { type: "string" }, kinds: { type: "string" } } });
+const rounds = Number(values.rounds ?? 1);
+const only = new Set((values.only ?? "").split(",").filter(Boolean));
+const variants = only.size ? [...only].map((n) => VARIANTS.find((v) => v.name === n)!) : VARIANTS;
+if (variants.some((v) => !v)) throw new Error(`unknown variant; variants: ${VARIANTS.map((v) => v.name).join(", ")}`);
+// --kinds=2: keep-alive bearer and new connection signed only (the cheapest and dearest client).
+const kinds = values.kinds === "2" ? [CLIENT_KINDS[0]!, CLIENT_KINDS[3]!] : CLIENT_KINDS;
+
+const corpus = await loadCorpus(WORK, false);
+const b = await Bench.start(false, corpus.images, corpus.worst, [corpus.dir, join(WORK, "corpus")]);
+const running = new Set<Service>();
+const stopAll = async () => {
+  for (const s of running) await s.stop();
+  running.clear();
+};
+process.on("SIGTERM", () => void stopAll().then(() => b.close()).then(() => process.exit(1)));
+try {
+  const thumbs = (await loadThumbs(b.images, WORK)).flatMap((t) => [t, t]).sort((x, y) => y.width * y.height - x.width * x.height);
+  const keys = await b.keys();
+  await b.releaseService();
+  const jobs = b.jobsOf(b.images, 2);
+  const rows = new Map<string, Row>(variants.map((v) => [v.name, { large: [], largeCpu: [], largePeak: [], thumbs: {}, thumbsCpu: [], after: [], big: [], failed: 0 }]));
+  const pools = { large: [] as number[], thumbs: [] as number[] };
+  const start = async (v: Variant) => {
+    const s = await startService({ kind: "source", dataDir: b.dataDir, env: v.env, entry: v.entry });
+    running.add(s);
+    return s;
+  };
+  const stop = async (s: Service) => {
+    running.delete(s);
+    await s.stop();
+  };
+  for (let round = 0; round < rounds; round++) {
+    const order = variants.map((_, k) => variants[(k + round) % variants.length]!);
+    const servers = new Map<string, Service>();
+    for (const v of order) servers.set(v.name, await start(v));
+    // Large photos: the pool of 2 right before each variant.
+    for (const v of order) {
+      const row = rows.get(v.name)!;
+      const svc = servers.get(v.name)!;
+      const [pool, poolCpu] = await withCpu(b.ref.pid, jobs.length, () => b.runPool(b.ref, jobs, 2, "in-process pool of 2 (large)"));
+      pools.large.push(poolCpu);
+      const [run, cpu] = await withCpu(svc.pid, jobs.length, () => b.runService(svc, keys, jobs, `${v.name} (large)`));
+      row.large.push(run.ips / pool.ips);
+      row.largeCpu.push(cpu);
+      row.largePeak.push(run.peakKiB);
+      progress(`  ${v.name} large ×${fmt(run.ips / pool.ips, 3)}, CPU ${fmt(cpu, 0)} vs ${fmt(poolCpu, 0)} ms/img, peak ${MiB(run.peakKiB)}`);
+    }
+    // Thumbnails: the pool of 4 right before each variant and client kind.
+    for (const kind of kinds) {
+      for (const v of order) {
+        const row = rows.get(v.name)!;
+        const svc = servers.get(v.name)!;
+        const target = { base: svc.base, ca: svc.ca, keys };
+        const uploads = thumbs.map((j) => prepare(target, kind, j, b.bytesOf(j)));
+        const [tpool, poolCpu] = await withCpu(b.ref.pid, thumbs.length, () => poolRate(b.ref, thumbs, 4));
+        pools.thumbs.push(poolCpu);
+        const [ips, cpu] = await withCpu(svc.pid, thumbs.length, () => saturate(target, kind.keepAlive, uploads, 4));
+        (row.thumbs[kindLabel(kind)] ??= []).push(ips / tpool);
+        row.thumbsCpu.push(cpu);
+        progress(`  ${v.name} thumbs ${kindLabel(kind)} ×${fmt(ips / tpool, 3)}, CPU ${fmt(cpu, 1)} vs ${fmt(poolCpu, 1)} ms/job`);
+      }
+    }
+    for (const v of order) rows.get(v.name)!.after.push((await idleRss(servers.get(v.name)!.pid)).VmRSS ?? NaN);
+    await stopAll();
+    // 8 × 20 MB, a fresh server each.
+    for (const v of order) {
+      const row = rows.get(v.name)!;
+      const svc = await start(v);
+      const reqs = Array.from({ length: 8 }, (_, i) => b.worst[i % b.worst.length]!).map((f) => signedConvert(keys, b.bytesOf(f), filename(f)));
+      const peak = new PeakRss(svc.pid).start();
+      const replies = await Promise.all(reqs.map((r) => send(svc, r)));
+      row.big.push(peak.stop());
+      row.failed += replies.filter((r) => r.status !== 200).length;
+      progress(`  ${v.name} 8 × 20 MB peak ${MiB(row.big.at(-1)!)}`);
+      await stop(svc);
+    }
+  }
+  console.log(
+    `\n${rounds} round(s); in-process CPU per job (glibc defaults): large ${fmt(median(pools.large), 0)} ms, thumbs ${fmt(median(pools.thumbs), 1)} ms; load average now ${readFileSync("/proc/loadavg", "utf8").trim()}\n\n` +
+      table(
+        ["variant", "large ÷ pool of 2", "large CPU ms/img", "peak RSS (large)", "RSS after", "peak RSS (8 × 20 MB)", ...kinds.map((k) => `thumbs ${kindLabel(k)}`), "thumbs CPU ms/job", "failed"],
+        variants.map((v) => {
+          const r = rows.get(v.name)!;
+          return [v.label, fmt(median(r.large), 3), fmt(median(r.largeCpu), 0), MiB(Math.max(...r.largePeak)), MiB(median(r.after)), MiB(Math.max(...r.big)), ...kinds.map((k) => fmt(median(r.thumbs[kindLabel(k)]!), 3)), fmt(median(r.thumbsCpu), 1), r.failed];
+        }),
+      ),
+  );
+  console.log(JSON.stringify({ pools, rows: Object.fromEntries(rows) }));
+} finally {
+  await stopAll();
+  await b.close();
+}
+process.exit(0);
