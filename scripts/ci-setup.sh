@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs, with apt-get, what CI needs on a fresh Debian/Ubuntu machine to smoke-test the
 # linux-arm64 binary under qemu-user (scripts/smoke.ts), the browser of the dashboard tests,
-# plus a package of real JPEG photos for the conversion checks. Idempotent: packages already installed are skipped without
+# PostgreSQL and nginx for the shared-database and multi-instance tests (installed without
+# starting their services), plus a package of real JPEG photos for the conversion checks. Idempotent: packages already installed are skipped without
 # touching the network. Prints one line per step.
 #
 #   sh scripts/ci-setup.sh            # as root, or as a user with passwordless sudo
@@ -21,8 +22,15 @@ REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-ar
 # through playwright-core, which downloads no browser of its own. (On Ubuntu the package is a snap
 # stub: install a real chromium and set CHROMIUM_PATH.)
 BROWSER="chromium"
+# PostgreSQL runs the shared-database tests (test/support/postgres.ts starts a private cluster
+# in a temp folder from its server binaries); nginx is the TLS load balancer in front of the
+# instances of the multi-instance test. Neither runs as a system service (see policy-rc.d below).
+SERVERS="postgresql nginx"
 # Real photos in /usr/share/backgrounds; optional, scripts/smoke.ts generates one without it.
 OPTIONAL="mate-backgrounds"
+# While installing, a policy-rc.d that exits 101 keeps the packages' services (postgresql, nginx,
+# prometheus) from starting: the tests start their own, and a system nginx would hold port 80.
+POLICY=/usr/sbin/policy-rc.d
 
 say() { echo "ci-setup: $*"; }
 
@@ -54,7 +62,7 @@ case "$(uname -m)" in
     ;;
 esac
 
-want_required=$(missing $REQUIRED $BROWSER)
+want_required=$(missing $REQUIRED $BROWSER $SERVERS)
 want_optional=""
 if [ "${IMGPRESS_CI_PHOTOS:-1}" != "0" ]; then
   want_optional=$(missing $OPTIONAL)
@@ -70,6 +78,12 @@ else
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  if [ ! -e "$POLICY" ]; then
+    say "services: not started during the install (temporary $POLICY)"
+    trap '$SUDO rm -f "$POLICY"' EXIT
+    $SUDO sh -c "printf '#!/bin/sh\nexit 101\n' > $POLICY && chmod 0755 $POLICY"
+    own_policy=1
+  fi
   say "apt-get update"
   $SUDO apt-get update -qq >/dev/null
   if [ -n "$want_required" ]; then
@@ -83,6 +97,10 @@ else
     if ! $SUDO apt-get install -y -qq --no-install-recommends $want_optional >/dev/null; then
       say "warning: could not install$want_optional; the smoke test will generate its photo instead"
     fi
+  fi
+  if [ -n "${own_policy:-}" ]; then
+    $SUDO rm -f "$POLICY" && trap - EXIT
+    say "services: temporary $POLICY removed"
   fi
 fi
 
@@ -104,6 +122,20 @@ if ! "${CHROMIUM_PATH:-/usr/bin/chromium}" --version >/dev/null 2>&1; then
   exit 1
 fi
 say "ok: $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null | head -n 1)"
+pg_bin=$(pg_config --bindir 2>/dev/null || true)
+if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then
+  pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+fi
+if [ -z "$pg_bin" ] || ! "$pg_bin/postgres" --version >/dev/null 2>&1; then
+  say "FAILED: PostgreSQL server binaries (initdb, pg_ctl, postgres) not found under /usr/lib/postgresql/*/bin"
+  exit 1
+fi
+say "ok: $("$pg_bin/postgres" --version) in $pg_bin"
+if ! /usr/sbin/nginx -v >/dev/null 2>&1; then
+  say "FAILED: /usr/sbin/nginx does not run"
+  exit 1
+fi
+say "ok: $(/usr/sbin/nginx -v 2>&1)"
 if [ -d /usr/share/backgrounds ]; then
   say "ok: photos in /usr/share/backgrounds"
 fi
