@@ -9,7 +9,7 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openStore } from "../src/db/index.ts";
+import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
 import { seedDemoData } from "../src/usage/demo.ts";
 import { UsageQueries } from "../src/usage/service.ts";
 import { median, table } from "./lib/util.ts";
@@ -31,7 +31,7 @@ try {
   const sizeMiB = ["imgpress.db", "imgpress.db-wal"].reduce((n, f) => n + (existsSync(join(dir, f)) ? statSync(join(dir, f)).size : 0), 0) / 2 ** 20;
   console.log(`seeded ${seeded.keys} keys, ${seeded.buckets} bucket rows in ${seedS.toFixed(1)} s; database ${sizeMiB.toFixed(0)} MiB`);
 
-  const q = new UsageQueries(store.db, () => now);
+  const q = new UsageQueries(store, () => now);
   const busiest = (await q.keys({ sort: "conversions", order: "desc", page: 1, pageSize: 1 })).rows[0]!.id;
   const last = (days: number) => ({ from: now - days * DAY, to: now });
   // What each page asks for, as the dashboard (issue #12) is expected to ask it.

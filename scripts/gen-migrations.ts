@@ -1,4 +1,4 @@
-// Embeds drizzle/*.sql into src/db/migrations.gen.ts so the app migrates without reading files:
+// Embeds drizzle/sqlite/*.sql and drizzle/postgres/*.sql into src/db/migrations.gen.ts so the app migrates without reading files:
 // the compiled binary and Deno then need no file access for it. Run after `drizzle-kit generate`.
 import { embeddedMigrationsSource } from "../src/db/embed.ts";
 

@@ -34,7 +34,7 @@ try {
   const seeded = await seedDemoData(store.db, { keys: 240, days: 400, busyKeys: 24, now, seed: 7 });
   // A plausible audit trail for the activity page: colleagues added, keys issued and revoked.
   let at = now - 6 * 86_400_000;
-  const audit = new AuditLog(store.db, () => (at += 3_917_000));
+  const audit = new AuditLog(store, () => (at += 3_917_000));
   await audit.record({ type: "staff.added", actor: "cli", subject: "ops@example.com" });
   for (let i = 0; i < 14; i++) await audit.record({ type: "key.issued", actor: "", subject: `key_demo${i}`, clientAddress: `203.0.113.${10 + i}` });
   await audit.record({ type: "staff.sign_in_failed", actor: "", subject: "intruder@example.net", clientAddress: "198.51.100.7", detail: { reason: "not staff" } });

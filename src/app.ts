@@ -82,9 +82,9 @@ export interface Services {
 /** Builds the services from their dependencies. */
 export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
-  const keys = new KeyService(deps.store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
-  await pinMasterKey(deps.store.db, deps.masterKey, masterKeyOrigin(deps.config), () => keys.opensStoredSecrets());
-  const limiter = new RateLimiter(deps.store.db, now);
+  const keys = new KeyService(deps.store, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
+  await pinMasterKey(deps.store, deps.masterKey, masterKeyOrigin(deps.config), () => keys.opensStoredSecrets());
+  const limiter = new RateLimiter(deps.store, now);
   const gate = new ConversionGate({
     concurrency: deps.config.concurrency,
     queueSize: deps.config.queueSize,
@@ -93,9 +93,9 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const metrics = new Metrics(gate, { slots: deps.config.concurrency, queueSize: deps.config.queueSize });
   // Every service that sends mail gets this one, so imgpress_mail_total sees every message.
   const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));
-  const audit = new AuditLog(deps.store.db, now);
+  const audit = new AuditLog(deps.store, now);
   const otp = new OtpService({
-    db: deps.store.db,
+    store: deps.store,
     keys,
     mailer,
     limiter,
@@ -107,7 +107,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   });
   const authenticator = new RequestAuthenticator(
     keys,
-    deps.store.db,
+    deps.store,
     {
       schemes: deps.config.authSchemes,
       bodyHash: deps.config.signatureBody,
@@ -117,25 +117,25 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     now,
   );
   const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS, qualityGuard: deps.config.qualityGuard }, now);
-  const usage = new UsageRecorder(deps.store.db, deps.logger, {}, now);
+  const usage = new UsageRecorder(deps.store, deps.logger, {}, now);
   convert.observe(usage.observer);
   convert.observe((event) => metrics.observeConversion(event));
   const lifecycle = new Lifecycle();
-  const readiness = new Readiness(deps.store.db, databaseFolder(deps.config.databaseUrl), () => lifecycle.draining);
+  const readiness = new Readiness(deps.store, databaseFolder(deps.config.databaseUrl), () => lifecycle.draining);
   // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
   lifecycle.onShutdown("usage flush", () =>
     usage.flush().catch(async () => {
       // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
       // nothing else in flight, fresh connections are safe: one more try.
-      await deps.store.client.reconnect();
+      await deps.store.reconnect();
       await usage.flush();
     }),
   );
-  const staff = new StaffDirectory(deps.store.db, deps.config.staffEmails, audit, now);
+  const staff = new StaffDirectory(deps.store, deps.config.staffEmails, audit, now);
   const sessionLimits = { idleS: deps.config.staffSessionIdleS, maxS: deps.config.staffSessionMaxS };
-  const sessions = new SessionService(deps.store.db, staff, await deriveKey(deps.masterKey, "staff-csrf"), sessionLimits, now);
+  const sessions = new SessionService(deps.store, staff, await deriveKey(deps.masterKey, "staff-csrf"), sessionLimits, now);
   const staffSignIn = new StaffSignIn({
-    db: deps.store.db,
+    store: deps.store,
     staff,
     sessions,
     mailer,
@@ -154,7 +154,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     authenticator,
     convert,
     usage,
-    usageQueries: new UsageQueries(deps.store.db, now),
+    usageQueries: new UsageQueries(deps.store, now),
     lifecycle,
     metrics,
     readiness,
@@ -179,7 +179,7 @@ export function createApp(deps: AppDeps, services: Services) {
     .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
     .use(internalResponseHeaders())
     .use(routeRecorder())
-    .use(healthRoutes(deps.store.client, services.readiness))
+    .use(healthRoutes(deps.store, services.readiness))
     .use(docsRoutes(deps.loadDocsAsset))
     .use(staffRoutes({ ...staffDeps, behindProxy: config.behindProxy, sessionMaxS: config.staffSessionMaxS }))
     .use(

@@ -4,8 +4,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { ConfigError, type Config } from "./config.ts";
 import { deriveKey, randomBytes, timingSafeEqual, toHex } from "./crypto.ts";
-import type { Database } from "./db/index.ts";
-import { databaseFacts } from "./db/schema.ts";
+import type { Store } from "./db/index.ts";
 import { readOrCreate } from "./files.ts";
 
 /**
@@ -51,13 +50,14 @@ export async function masterKeyCheck(key: Uint8Array): Promise<string> {
  * stores a one-way check value; a database from before the check is pinned only if the key opens
  * its stored secrets (`opensStoredSecrets`). Throws a ConfigError naming `origin`.
  */
-export async function pinMasterKey(db: Database, key: Uint8Array, origin: string, opensStoredSecrets: () => Promise<boolean>): Promise<void> {
+export async function pinMasterKey(store: Store, key: Uint8Array, origin: string, opensStoredSecrets: () => Promise<boolean>): Promise<void> {
   const check = await masterKeyCheck(key);
   const mismatch = () =>
     new ConfigError(
       `the master key (${origin}) is not the one this database was created with, so its stored secret keys and codes cannot be opened. ` +
         "Start with the original key: the master.key kept with your backup, or IMGPRESS_MASTER_KEY set to it (docs/operations.md#the-master-key).",
     );
+  const { db, tables: { databaseFacts } } = store;
   const pinned = async () => (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0]?.value;
   let stored = await pinned();
   if (stored === undefined) {

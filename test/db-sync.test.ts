@@ -8,7 +8,7 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openStore, type Store } from "../src/db/index.ts";
+import { openSqliteStore as openStore, type SqliteStore as Store } from "../src/db/sqlite.ts";
 
 let dir: string;
 let store: Store | undefined;

@@ -11,12 +11,13 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { embeddedMigrationsSource } from "../src/db/embed.ts";
-import { openStore } from "../src/db/index.ts";
-import { migrate, type Migration } from "../src/db/migrate.ts";
-import { migrations } from "../src/db/migrations.gen.ts";
+import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
+import { migrateSqlite as migrate, type Migration } from "../src/db/migrate.ts";
+import { sqliteMigrations as migrations } from "../src/db/migrations.gen.ts";
 import { runCli } from "./support/server.ts";
 
-const DRIZZLE_FOLDER = new URL("../drizzle/", import.meta.url);
+const DRIZZLE_ROOT = new URL("../drizzle/", import.meta.url);
+const DRIZZLE_FOLDER = new URL("sqlite/", DRIZZLE_ROOT);
 const APP_TABLES = ["api_keys", "otp_codes", "rate_events", "seen_signatures"];
 
 let dir: string;
@@ -44,7 +45,7 @@ const sha256 = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("h
 
 describe("embedded migrations", () => {
   test("src/db/migrations.gen.ts is in sync with drizzle/ (run `bun run db:generate` if not)", async () => {
-    const expected = await embeddedMigrationsSource(DRIZZLE_FOLDER);
+    const expected = await embeddedMigrationsSource(DRIZZLE_ROOT);
     const actual = await readFile(new URL("../src/db/migrations.gen.ts", import.meta.url), "utf8");
     expect(actual).toBe(expected);
   });
@@ -78,13 +79,13 @@ describe("migrate", () => {
     const url = `file:${join(dir, "store.db")}`;
     const first = await openStore(url);
     await first.client.execute("INSERT INTO rate_events (bucket, at) VALUES ('probe', 1)");
-    first.close();
+    await first.close();
     const second = await openStore(url);
     try {
       expect(await bookkeeping(second.client)).toHaveLength(migrations.length);
       expect((await second.client.execute("SELECT count(*) AS n FROM rate_events")).rows[0]!.n).toBe(1);
     } finally {
-      second.close();
+      await second.close();
     }
   });
 

@@ -154,7 +154,7 @@ describe("/health/ready", () => {
   test("a database that refuses writes is not ready, and readiness returns with the next probe once it accepts them", async () => {
     h = await createHarness();
     let now = 0;
-    const readiness = new Readiness(h.store.db, h.dir, () => false, () => now);
+    const readiness = new Readiness(h.store, h.dir, () => false, () => now);
     expect((await readiness.check()).ready).toBe(true);
     await h.store.client.execute("PRAGMA query_only = ON");
     now += 1500; // past the one-second reuse of a good database result
@@ -168,7 +168,7 @@ describe("/health/ready", () => {
 
   test("a data folder that cannot be inspected is reported as storage", async () => {
     h = await createHarness();
-    const report = await new Readiness(h.store.db, join(h.dir, "missing")).check();
+    const report = await new Readiness(h.store, join(h.dir, "missing")).check();
     expect(report.ready).toBe(false);
     expect(report.checks.storage).toStartWith("cannot inspect the data folder");
   });

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stageSnapshot, writeSnapshot } from "../src/db/backup.ts";
-import { openStore } from "../src/db/index.ts";
+import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
 
 let dir: string;
 let source: string;

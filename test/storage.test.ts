@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { createServices } from "../src/app.ts";
 import { ConfigError } from "../src/config.ts";
 import { deriveKey, SecretBox } from "../src/crypto.ts";
-import { openStore } from "../src/db/index.ts";
+import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
 import { KeyService } from "../src/keys/service.ts";
 import { createLogger } from "../src/log.ts";
 import { createHarness, TEST_MASTER_KEY, type Harness } from "./support/harness.ts";
@@ -100,7 +100,7 @@ describe("the database file at rest", () => {
       // The service refuses the guessed key outright (the database is pinned to its own)…
       await expect(createServices(deps)).rejects.toBeInstanceOf(ConfigError);
       // …and even past that check, holding the api_key, the secret does not decrypt under another key.
-      const keys = new KeyService(store.db, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), Date.now);
+      const keys = new KeyService(store, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), Date.now);
       const found = await keys.findActive(issued[1]!.api_key);
       expect(found).not.toBeNull();
       await expect(found!.secret()).rejects.toThrow();

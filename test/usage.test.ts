@@ -45,17 +45,17 @@ interface BucketRow {
 /** Every usage_hourly row, with the latency bins summed into `lat`. */
 async function buckets(): Promise<BucketRow[]> {
   const bins = Array.from({ length: 16 }, (_, i) => `lat_${i}`).join(" + ");
-  return h.store.db.all<BucketRow>(sql.raw(`SELECT hour, key_id, format, quality, outcome, count, bytes_in, bytes_out, ${bins} AS lat FROM usage_hourly ORDER BY hour, key_id, format, quality, outcome`));
+  return h.store.all<BucketRow>(sql.raw(`SELECT hour, key_id, format, quality, outcome, count, bytes_in, bytes_out, ${bins} AS lat FROM usage_hourly ORDER BY hour, key_id, format, quality, outcome`));
 }
 
 /** The four stores of the same figures agree: key counters = ok buckets, totals = buckets summed over keys (and days). */
 async function expectConsistent(): Promise<void> {
-  const perKey = await h.store.db.all<{ id: string; conversions: number; bytes_in: number; bytes_out: number; guard_encodes: number; n: number; bi: number; bo: number; ge: number }>(sql`
+  const perKey = await h.store.all<{ id: string; conversions: number; bytes_in: number; bytes_out: number; guard_encodes: number; n: number; bi: number; bo: number; ge: number }>(sql`
     SELECT k.id, k.conversions, k.bytes_in, k.bytes_out, k.guard_encodes, coalesce(sum(u.count), 0) AS n, coalesce(sum(u.bytes_in), 0) AS bi, coalesce(sum(u.bytes_out), 0) AS bo, coalesce(sum(u.guard_encodes), 0) AS ge
     FROM api_keys k LEFT JOIN usage_hourly u ON u.key_id = k.id AND u.outcome = 'ok' GROUP BY k.id`);
   for (const k of perKey) expect({ id: k.id, n: k.conversions, bi: k.bytes_in, bo: k.bytes_out, ge: k.guard_encodes }).toEqual({ id: k.id, n: k.n, bi: k.bi, bo: k.bo, ge: k.ge });
   const sums = (table: string, time = "hour", ms = "sum(convert_ms)") =>
-    h.store.db.all(
+    h.store.all(
       sql.raw(`SELECT ${time} AS t, format, quality, outcome, sum(count) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo, ${ms} AS ms, sum(lat_3) AS l3, sum(guard_encodes) AS ge FROM ${table} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`),
     );
   expect(await sums("usage_hourly_total")).toEqual(await sums("usage_hourly"));
@@ -65,7 +65,7 @@ async function expectConsistent(): Promise<void> {
 
 /** Sum of guard_encodes per table, and of the key counters. */
 async function guardSums(): Promise<Record<string, number>> {
-  const [row] = await h.store.db.all<Record<string, number>>(sql`SELECT
+  const [row] = await h.store.all<Record<string, number>>(sql`SELECT
     (SELECT coalesce(sum(guard_encodes), 0) FROM usage_hourly) AS hourly,
     (SELECT coalesce(sum(guard_encodes), 0) FROM usage_hourly_total) AS hourlyTotal,
     (SELECT coalesce(sum(guard_encodes), 0) FROM usage_daily_total) AS dailyTotal,
@@ -187,7 +187,7 @@ describe("recording real conversions", () => {
       expect(events.map((e) => e.guardEncodes > 0)).toEqual([true, true, false, false]);
       await g.services.usage.flush();
 
-      const tables = await g.store.db.all<{ t: string; format: string; quality: string; ge: number }>(sql`
+      const tables = await g.store.all<{ t: string; format: string; quality: string; ge: number }>(sql`
         SELECT 'hourly' AS t, format, quality, guard_encodes AS ge FROM usage_hourly UNION ALL
         SELECT 'hourly_total', format, quality, guard_encodes FROM usage_hourly_total UNION ALL
         SELECT 'daily_total', format, quality, guard_encodes FROM usage_daily_total ORDER BY 1, 2, 3`);
@@ -200,7 +200,7 @@ describe("recording real conversions", () => {
           ["webp", "lossy", 0],
         ]);
       }
-      const [counter] = await g.store.db.all<{ ge: number }>(sql`SELECT guard_encodes AS ge FROM api_keys WHERE email = 'guard@example.com'`);
+      const [counter] = await g.store.all<{ ge: number }>(sql`SELECT guard_encodes AS ge FROM api_keys WHERE email = 'guard@example.com'`);
       expect(counter!.ge).toBe(expected);
 
       const api = (path: string) => g.request("GET", path, staffJson(staff));
@@ -287,7 +287,7 @@ describe("flush failures", () => {
 
   test("the buffer is bounded: past its limit new buckets are dropped and logged, existing ones keep counting", async () => {
     const lines: string[] = [];
-    const recorder = new UsageRecorder(h.store.db, logger(lines), { maxBuckets: 2 }, h.clock.now);
+    const recorder = new UsageRecorder(h.store, logger(lines), { maxBuckets: 2 }, h.clock.now);
     const k = await h.services.keys.issue("a@example.com", "");
     recorder.record(attempt(k.id, { format: "webp" }));
     recorder.record(attempt(k.id, { format: "avif" }));
@@ -305,7 +305,7 @@ describe("flush failures", () => {
   });
 
   test("a large buffer starts a flush by itself", async () => {
-    const recorder = new UsageRecorder(h.store.db, logger([]), { flushAt: 3 }, h.clock.now);
+    const recorder = new UsageRecorder(h.store, logger([]), { flushAt: 3 }, h.clock.now);
     const k = await h.services.keys.issue("a@example.com", "");
     for (const format of ["webp", "avif", "webp"] as const) recorder.record(attempt(k.id, { format, quality: format === "webp" ? "lossless" : "lossy" }));
     expect(recorder.pendingBuckets).toBe(2);
@@ -326,7 +326,7 @@ describe("retention", () => {
     await h.services.usage.flush();
     expect(await h.services.usage.prune()).toBe(1);
     expect((await buckets()).map((r) => r.hour)).toEqual([T0 - 399 * DAY, T0]);
-    const totals = await h.store.db.all<{ hour: number }>(sql`SELECT hour FROM usage_hourly_total ORDER BY hour`);
+    const totals = await h.store.all<{ hour: number }>(sql`SELECT hour FROM usage_hourly_total ORDER BY hour`);
     expect(totals.map((r) => r.hour)).toEqual([T0 - 399 * DAY, T0]);
   });
 });
@@ -358,8 +358,8 @@ describe("UsageQueries on a seeded database", () => {
     await seed();
     const q = h.services.usageQueries;
     const o = await q.overview({ from: T0 - 4 * DAY, to: T0 });
-    const [counters] = await h.store.db.all<{ n: number; bi: number; bo: number }>(sql`SELECT sum(conversions) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo FROM api_keys`);
-    const [guard] = await h.store.db.all<{ ge: number }>(sql`SELECT sum(guard_encodes) AS ge FROM api_keys`);
+    const [counters] = await h.store.all<{ n: number; bi: number; bo: number }>(sql`SELECT sum(conversions) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo FROM api_keys`);
+    const [guard] = await h.store.all<{ ge: number }>(sql`SELECT sum(guard_encodes) AS ge FROM api_keys`);
     expect(o.totals).toMatchObject({ conversions: counters!.n, bytesIn: counters!.bi, bytesOut: counters!.bo, bytesSaved: counters!.bi - counters!.bo, guardEncodes: guard!.ge });
     // The demo's guard encodes are those of lossy AVIFs (the default IMGPRESS_QUALITY_GUARD=avif), 2 to a few each.
     const avifLossy = o.byFormatQuality.find((r) => r.format === "avif" && r.quality === "lossy")!;

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createServices } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
 import { sha256Hex } from "../../src/crypto.ts";
-import { openStore } from "../../src/db/index.ts";
+import { openSqliteStore as openStore } from "../../src/db/sqlite.ts";
 import { createLogger } from "../../src/log.ts";
 import { logMailer } from "../../src/mail/mailer.ts";
 import { signedConvert } from "./service.ts";

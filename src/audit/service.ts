@@ -1,6 +1,5 @@
 import { and, desc, eq, gte, lt, lte } from "drizzle-orm";
-import type { Database } from "../db/index.ts";
-import { auditEvents } from "../db/schema.ts";
+import type { Database, Store, Tables } from "../db/index.ts";
 
 /** Every kind of audit event (docs/internal.md describes each). */
 export const AUDIT_TYPES = [
@@ -50,13 +49,20 @@ export interface AuditFilter {
 
 /** The append-only audit trail: the application inserts and reads, never updates or deletes. */
 export class AuditLog {
+  private readonly db: Database;
+  private readonly auditEvents: Tables["auditEvents"];
+
   constructor(
-    private readonly db: Database,
+    store: Store,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.db = store.db;
+    this.auditEvents = store.tables.auditEvents;
+  }
 
   /** Appends one event. */
   async record(input: AuditInput): Promise<void> {
+    const { auditEvents } = this;
     await this.db.insert(auditEvents).values({
       at: this.now(),
       type: input.type,
@@ -69,6 +75,7 @@ export class AuditLog {
 
   /** Events matching `filter`, newest first (at most 500 per page). */
   async list(filter: AuditFilter = {}): Promise<AuditEvent[]> {
+    const { auditEvents } = this;
     const rows = await this.db
       .select()
       .from(auditEvents)

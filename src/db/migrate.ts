@@ -1,4 +1,5 @@
 import type { Client } from "@libsql/client";
+import type { Sql } from "postgres";
 
 /** One embedded migration: drizzle-kit's SQL file with the journal's timestamp and the file's SHA-256. */
 export interface Migration {
@@ -13,7 +14,7 @@ export interface Migration {
  * `__drizzle_migrations` table so drizzle-kit and this migrator agree on what ran.
  * Returns the tags it applied.
  */
-export async function migrate(client: Client, migrations: readonly Migration[]): Promise<string[]> {
+export async function migrateSqlite(client: Client, migrations: readonly Migration[]): Promise<string[]> {
   // BEGIN IMMEDIATE: processes starting together on a fresh database queue here, and each sees
   // what the previous one applied before deciding what is pending.
   const tx = await client.transaction("write");
@@ -23,7 +24,7 @@ export async function migrate(client: Client, migrations: readonly Migration[]):
     const lastWhen = last.rows.length ? Number(last.rows[0]![0]) : -Infinity;
     const pending = migrations.filter((m) => m.when > lastWhen);
     for (const m of pending) {
-      for (const statement of m.sql.split("--> statement-breakpoint").map((s) => s.trim()).filter(Boolean)) await tx.execute(statement);
+      for (const statement of statements(m)) await tx.execute(statement);
       await tx.execute({ sql: "INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)", args: [m.hash, m.when] });
     }
     await tx.commit();
@@ -31,4 +32,31 @@ export async function migrate(client: Client, migrations: readonly Migration[]):
   } finally {
     tx.close();
   }
+}
+
+/**
+ * The PostgreSQL twin of `migrateSqlite`, in one transaction (DDL is transactional there). Instances
+ * starting together queue on a transaction-scoped advisory lock, so exactly one applies what is
+ * pending and the others then find nothing left; the lock ends with the transaction.
+ */
+export async function migratePostgres(sql: Sql, migrations: readonly Migration[]): Promise<string[]> {
+  return sql.begin(async (tx) => {
+    await tx.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+    await tx.unsafe("CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)");
+    const [last] = await tx<{ created_at: string }[]>`SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
+    const lastWhen = last ? Number(last.created_at) : -Infinity;
+    const pending = migrations.filter((m) => m.when > lastWhen);
+    for (const m of pending) {
+      for (const statement of statements(m)) await tx.unsafe(statement);
+      await tx`INSERT INTO __drizzle_migrations (hash, created_at) VALUES (${m.hash}, ${m.when})`;
+    }
+    return pending.map((m) => m.tag);
+  });
+}
+
+/** The advisory-lock key of migrations: an arbitrary constant ("imgpress" in ASCII) no other lock uses. */
+const MIGRATION_LOCK = "7596841879097144179";
+
+function statements(m: Migration): string[] {
+  return m.sql.split("--> statement-breakpoint").map((s) => s.trim()).filter(Boolean);
 }

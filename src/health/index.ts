@@ -1,16 +1,15 @@
 import { Elysia, t } from "elysia";
-import type { Client } from "@libsql/client";
 import { AppError, statusTitles } from "../errors.ts";
 import { NotReadyResponse, ReadyResponse } from "./model.ts";
 import type { Readiness } from "./service.ts";
 
 /** Liveness (`/health`, cheap) and readiness (`/health/ready`, for load balancers and container checks). */
-export function healthRoutes(client: Client, readiness: Readiness) {
+export function healthRoutes(database: { ping(): Promise<void> }, readiness: Readiness) {
   return new Elysia({ name: "health" })
     .get(
       "/health",
       async () => {
-        await client.execute("SELECT 1").catch(() => {
+        await database.ping().catch(() => {
           throw new AppError(503, "UNHEALTHY", "The database is not reachable.");
         });
         return { status: "ok" as const };

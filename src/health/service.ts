@@ -1,7 +1,6 @@
 import { statfs } from "node:fs/promises";
 import sharp from "sharp";
-import type { Database } from "../db/index.ts";
-import { heartbeat } from "../db/schema.ts";
+import type { Store } from "../db/index.ts";
 
 /** `ok`, or what is wrong, per check. */
 export interface ReadinessChecks {
@@ -34,7 +33,7 @@ export class Readiness {
   private libvips?: { at: number; result: Promise<string> };
 
   constructor(
-    private readonly db: Database,
+    private readonly store: Store,
     /** The folder of a local database file; null for a remote libSQL server (no disk to check). */
     private readonly dataFolder: string | null,
     private readonly draining: () => boolean = () => false,
@@ -57,7 +56,8 @@ export class Readiness {
   private async checkDatabase(): Promise<string> {
     try {
       const at = Date.now();
-      await this.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } });
+      const { heartbeat } = this.store.tables;
+      await this.store.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } });
       return "ok";
     } catch (err) {
       return `write failed: ${describe(err)}`;

@@ -1,6 +1,6 @@
 import type { AuditLog } from "../audit/service.ts";
-import type { Database } from "../db/index.ts";
-import { otpCodes } from "../db/schema.ts";
+import type { Store } from "../db/index.ts";
+import type { otpCodes } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import type { KeyService } from "../keys/service.ts";
 import type { Logger } from "../log.ts";
@@ -29,7 +29,7 @@ export const otpLimits = {
 
 /** What the OTP flow needs from the rest of the service. */
 export interface OtpDeps {
-  db: Database;
+  store: Store;
   keys: KeyService;
   mailer: Mailer;
   limiter: RateLimiter;
@@ -46,7 +46,7 @@ export class OtpService {
   private readonly codes: OtpEngine<typeof otpCodes>;
 
   constructor(private readonly d: OtpDeps) {
-    this.codes = new OtpEngine(d.db, otpCodes, d.pepper, OTP_TTL_S, d.now);
+    this.codes = new OtpEngine(d.store.db, d.store.tables.otpCodes, d.pepper, OTP_TTL_S, d.now);
   }
 
   /** Sends a fresh code to `email`, replacing any pending one. */

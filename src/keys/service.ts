@@ -1,8 +1,8 @@
 import { Buffer } from "node:buffer";
 import { and, desc, eq, getTableColumns, isNull, sql } from "drizzle-orm";
 import { randomBytes, sha256Hex, toBase64Url, type SecretBox } from "../crypto.ts";
-import type { Database } from "../db/index.ts";
-import { apiKeys } from "../db/schema.ts";
+import type { Database, Store, Tables } from "../db/index.ts";
+import type { apiKeys } from "../db/schema.ts";
 
 /** A freshly issued pair: the only moment the clear api_key and secret_key exist outside the client. */
 export interface IssuedKey {
@@ -31,13 +31,17 @@ export const SECRET_KEY_PREFIX = "imps_";
 export class KeyService {
   // Built once: every API request runs this lookup, and building the query costs as much as running it.
   private readonly byHash;
+  private readonly db: Database;
+  private readonly apiKeys: Tables["apiKeys"];
 
   constructor(
-    private readonly db: Database,
+    private readonly store: Store,
     private readonly box: SecretBox,
     private readonly now: () => number,
   ) {
-    this.byHash = db
+    this.db = store.db;
+    const apiKeys = (this.apiKeys = store.tables.apiKeys);
+    this.byHash = store.db
       .select({ id: apiKeys.id, email: apiKeys.email, secretSealed: apiKeys.secretSealed })
       .from(apiKeys)
       .where(and(eq(apiKeys.keyHash, sql.placeholder("keyHash")), isNull(apiKeys.revokedAt)))
@@ -60,12 +64,13 @@ export class KeyService {
       secretSealed: await this.box.seal(secretKey, id),
       createdAt: this.now(),
     };
-    await this.db.batch([
-      this.db
+    const apiKeys = this.apiKeys;
+    await this.store.batch((db) => [
+      db
         .update(apiKeys)
         .set({ revokedAt: row.createdAt })
         .where(and(eq(apiKeys.email, email), eq(apiKeys.siteUrl, siteUrl), isNull(apiKeys.revokedAt))),
-      this.db.insert(apiKeys).values(row),
+      db.insert(apiKeys).values(row),
     ]);
     return { id, apiKey, secretKey, keyPrefix };
   }
@@ -74,13 +79,14 @@ export class KeyService {
   async findActive(apiKey: string): Promise<ActiveKey | null> {
     if (!apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > 200) return null;
     // Read on every request (no cache), so a key revoked by any instance is refused on its next request.
-    const [row] = await this.byHash.all({ keyHash: await sha256Hex(apiKey) });
+    const [row] = await this.byHash.execute({ keyHash: await sha256Hex(apiKey) });
     if (!row) return null;
     return { id: row.id, email: row.email, secret: () => this.box.open(row.secretSealed, row.id) };
   }
 
   /** Whether the current master key opens the stored secrets (checked on the newest key; true when none is stored). */
   async opensStoredSecrets(): Promise<boolean> {
+    const apiKeys = this.apiKeys;
     const [row] = await this.db.select({ id: apiKeys.id, sealed: apiKeys.secretSealed }).from(apiKeys).orderBy(desc(apiKeys.createdAt)).limit(1);
     if (!row) return true;
     try {
@@ -93,6 +99,7 @@ export class KeyService {
 
   /** All keys, newest first, optionally only active ones or one owner's. */
   async list(filter: { activeOnly?: boolean; email?: string } = {}): Promise<KeyRow[]> {
+    const apiKeys = this.apiKeys;
     const conditions = [filter.activeOnly ? isNull(apiKeys.revokedAt) : undefined, filter.email ? eq(apiKeys.email, filter.email) : undefined];
     const { keyHash: _hash, secretSealed: _sealed, ...columns } = getTableColumns(apiKeys);
     return this.db
@@ -104,19 +111,23 @@ export class KeyService {
 
   /** Revokes one key by id; returns false when no active key has that id. */
   async revoke(id: string): Promise<boolean> {
-    const result = await this.db
+    const apiKeys = this.apiKeys;
+    const revoked = await this.db
       .update(apiKeys)
       .set({ revokedAt: this.now() })
-      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)));
-    return result.rowsAffected > 0;
+      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id });
+    return revoked.length > 0;
   }
 
   /** Revokes every active key of an address; returns how many. */
   async revokeAllOf(email: string): Promise<number> {
-    const result = await this.db
+    const apiKeys = this.apiKeys;
+    const revoked = await this.db
       .update(apiKeys)
       .set({ revokedAt: this.now() })
-      .where(and(eq(apiKeys.email, email), isNull(apiKeys.revokedAt)));
-    return result.rowsAffected;
+      .where(and(eq(apiKeys.email, email), isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id });
+    return revoked.length;
   }
 }

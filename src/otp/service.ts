@@ -47,25 +47,24 @@ export class OtpEngine<T extends CodeTable> {
   }
 
   /**
-   * Checks a guess. A right one deletes the code and returns its row (of two concurrent right
-   * guesses exactly one wins: the DELETE … RETURNING decides); a wrong one counts an attempt.
+   * Checks a guess. Every guess first spends one attempt in a single UPDATE … RETURNING, so however
+   * many guesses arrive at once, on however many instances sharing the database, at most
+   * OTP_MAX_ATTEMPTS are ever compared. A right one then deletes the code and returns its row (of
+   * two concurrent right guesses exactly one wins: the DELETE … RETURNING decides).
    */
   async consume(email: string, guess: string): Promise<Consumed<T>> {
     // Hash before the lookup so an unknown address and a wrong code take the same time.
     const guessHash = await this.hash(email, guess);
-    const usable = and(eq(this.t.email, email), gt(this.t.expiresAt, this.now()), lt(this.t.attempts, OTP_MAX_ATTEMPTS));
-    const [pending] = await this.db.select({ codeHash: this.t.codeHash, attempts: this.t.attempts }).from(this.t).where(usable);
+    const [pending] = await this.db
+      .update(this.t)
+      .set({ attempts: sql`${this.t.attempts} + 1` })
+      .where(and(eq(this.t.email, email), gt(this.t.expiresAt, this.now()), lt(this.t.attempts, OTP_MAX_ATTEMPTS)))
+      .returning({ codeHash: this.t.codeHash, attempts: this.t.attempts });
     if (!pending) return { ok: false, burnt: false };
-    if (!timingSafeEqual(guessHash, pending.codeHash)) {
-      await this.db
-        .update(this.t)
-        .set({ attempts: sql`${this.t.attempts} + 1` })
-        .where(and(eq(this.t.email, email), eq(this.t.codeHash, pending.codeHash)));
-      return { ok: false, burnt: pending.attempts + 1 >= OTP_MAX_ATTEMPTS };
-    }
+    if (!timingSafeEqual(guessHash, pending.codeHash)) return { ok: false, burnt: pending.attempts >= OTP_MAX_ATTEMPTS };
     const [row] = await this.db
       .delete(this.t)
-      .where(and(usable, eq(this.t.codeHash, pending.codeHash)))
+      .where(and(eq(this.t.email, email), eq(this.t.codeHash, pending.codeHash)))
       .returning();
     return row ? { ok: true, row: row as T["$inferSelect"] } : { ok: false, burnt: false };
   }

@@ -1,6 +1,5 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
-import type { Database } from "../db/index.ts";
-import { rateEvents } from "../db/schema.ts";
+import type { Store } from "../db/index.ts";
 import { rateLimited } from "../errors.ts";
 
 /** At most `limit` events per `windowMs` milliseconds. */
@@ -11,36 +10,42 @@ export interface RateRule {
 
 /**
  * Sliding-window rate limiting stored in the database, so every instance sharing it agrees.
- * The check and the record are one SQL statement, so concurrent requests cannot both slip through.
+ * The check and the record are one SQL statement run under the bucket's exclusive lock, so
+ * concurrent requests, on this instance or another, cannot both slip through.
  */
 export class RateLimiter {
   constructor(
-    private readonly db: Database,
+    private readonly store: Store,
     private readonly now: () => number,
   ) {}
 
   /** Records one event in `bucket`, or throws 429 `code` (with Retry-After) if any rule is exhausted. */
   async hit(bucket: string, rules: readonly RateRule[], code = "RATE_LIMITED", what = "Too many requests."): Promise<void> {
     const now = this.now();
+    const { rateEvents } = this.store.tables;
     const conditions = rules.map(
       (r) => sql`(SELECT count(*) FROM ${rateEvents} WHERE ${rateEvents.bucket} = ${bucket} AND ${rateEvents.at} > ${now - r.windowMs}) < ${r.limit}`,
     );
-    const inserted = await this.db.run(
-      sql`INSERT INTO ${rateEvents} (bucket, at) SELECT ${bucket}, ${now} WHERE ${sql.join(conditions, sql` AND `)}`,
+    // CASTs: PostgreSQL types a bare parameter in a SELECT list as text.
+    const inserted = await this.store.runExclusive(
+      `rate:${bucket}`,
+      sql`INSERT INTO ${rateEvents} (bucket, at) SELECT CAST(${bucket} AS TEXT), CAST(${now} AS BIGINT) WHERE ${sql.join(conditions, sql` AND `)}`,
     );
-    if (inserted.rowsAffected > 0) return;
+    if (inserted > 0) return;
     throw rateLimited(code, what, await this.retryAfter(bucket, rules, now));
   }
 
   /** Deletes events older than any rule can see. */
   async prune(maxWindowMs: number): Promise<void> {
-    await this.db.delete(rateEvents).where(lt(rateEvents.at, this.now() - maxWindowMs));
+    const { rateEvents } = this.store.tables;
+    await this.store.db.delete(rateEvents).where(lt(rateEvents.at, this.now() - maxWindowMs));
   }
 
   private async retryAfter(bucket: string, rules: readonly RateRule[], now: number): Promise<number> {
     let wait = 1000;
+    const { rateEvents } = this.store.tables;
     for (const rule of rules) {
-      const recent = await this.db
+      const recent = await this.store.db
         .select({ at: rateEvents.at })
         .from(rateEvents)
         .where(and(eq(rateEvents.bucket, bucket), gt(rateEvents.at, now - rule.windowMs)))

@@ -1,6 +1,5 @@
 import { sha256Hex, hmacSha256Hex, timingSafeEqual } from "../crypto.ts";
-import type { Database } from "../db/index.ts";
-import { seenSignatures } from "../db/schema.ts";
+import type { Store } from "../db/index.ts";
 import { AppError } from "../errors.ts";
 import type { ActiveKey, KeyService } from "../keys/service.ts";
 import { lt, sql } from "drizzle-orm";
@@ -39,11 +38,12 @@ export class RequestAuthenticator {
 
   constructor(
     private readonly keys: KeyService,
-    private readonly db: Database,
+    private readonly store: Store,
     private readonly policy: SignaturePolicy,
     private readonly now: () => number,
   ) {
-    this.insertSeen = db
+    const { seenSignatures } = store.tables;
+    this.insertSeen = store.db
       .insert(seenSignatures)
       .values({ keyId: sql.placeholder("keyId"), signature: sql.placeholder("signature"), expiresAt: sql.placeholder("expiresAt") })
       .onConflictDoNothing()
@@ -67,7 +67,8 @@ export class RequestAuthenticator {
 
   /** Forgets replay records that can no longer match a valid timestamp. */
   async prune(): Promise<void> {
-    await this.db.delete(seenSignatures).where(lt(seenSignatures.expiresAt, this.now()));
+    const { seenSignatures } = this.store.tables;
+    await this.store.db.delete(seenSignatures).where(lt(seenSignatures.expiresAt, this.now()));
   }
 
   private async bearer(apiKey: string): Promise<Credential> {
@@ -130,7 +131,7 @@ export class RequestAuthenticator {
   private async rememberSignature(keyId: string, signature: string, timestampS: number): Promise<void> {
     const expiresAt = (timestampS + this.policy.toleranceS) * 1000 + 1000;
     // One INSERT on the shared database, whose primary key makes the check exact across processes.
-    const inserted = await this.insertSeen.all({ keyId, signature, expiresAt });
+    const inserted = await this.insertSeen.execute({ keyId, signature, expiresAt });
     if (inserted.length === 0) throw unauthorized("REPLAYED_REQUEST", "This signature was already used; sign each request with a fresh timestamp.");
   }
 }

@@ -1,6 +1,6 @@
 import type { AuditLog } from "../audit/service.ts";
-import type { Database } from "../db/index.ts";
-import { staffCodes } from "../db/schema.ts";
+import type { Store } from "../db/index.ts";
+import type { staffCodes } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
 import { otpLimits } from "../issuance/service.ts";
 import { normalizeEmail } from "../issuance/email.ts";
@@ -17,7 +17,7 @@ export const STAFF_CODE_TTL_S = 600;
 
 /** What staff sign-in needs from the rest of the service. */
 export interface StaffSignInDeps {
-  db: Database;
+  store: Store;
   staff: StaffDirectory;
   sessions: SessionService;
   mailer: Mailer;
@@ -34,7 +34,7 @@ export class StaffSignIn {
   private readonly codes: OtpEngine<typeof staffCodes>;
 
   constructor(private readonly d: StaffSignInDeps) {
-    this.codes = new OtpEngine(d.db, staffCodes, d.pepper, STAFF_CODE_TTL_S, d.now);
+    this.codes = new OtpEngine(d.store.db, d.store.tables.staffCodes, d.pepper, STAFF_CODE_TTL_S, d.now);
   }
 
   /**

@@ -1,8 +1,7 @@
 import { eq, lt, sql, type SQL } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
 import type { ConversionEvent, ConversionObserver } from "../convert/service.ts";
-import type { Database } from "../db/index.ts";
-import { apiKeys, usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schema.ts";
+import type { BatchStatement, Database, Store } from "../db/index.ts";
+import type { usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schema.ts";
 import type { Logger } from "../log.ts";
 import { LATENCY_BINS, latencyBin } from "./latency.ts";
 
@@ -55,7 +54,7 @@ export class UsageRecorder {
   private readonly maxBuckets: number;
 
   constructor(
-    private readonly db: Database,
+    private readonly store: Store,
     private readonly logger: Logger,
     limits: RecorderLimits = {},
     private readonly now: () => number = Date.now,
@@ -123,12 +122,13 @@ export class UsageRecorder {
     const cutoff = Math.floor((this.now() - USAGE_RETENTION_DAYS * DAY_MS) / HOUR_MS) * HOUR_MS;
     // A day is kept while any of its hours is.
     const dayCutoff = Math.floor(cutoff / DAY_MS) * DAY_MS;
-    const [perKey] = await this.db.batch([
-      this.db.delete(usageHourly).where(lt(usageHourly.hour, cutoff)),
-      this.db.delete(usageHourlyTotal).where(lt(usageHourlyTotal.hour, cutoff)),
-      this.db.delete(usageDailyTotal).where(lt(usageDailyTotal.day, dayCutoff)),
+    const { usageHourly, usageHourlyTotal, usageDailyTotal } = this.store.tables;
+    const [perKey] = await this.store.batch((db) => [
+      db.delete(usageHourly).where(lt(usageHourly.hour, cutoff)),
+      db.delete(usageHourlyTotal).where(lt(usageHourlyTotal.hour, cutoff)),
+      db.delete(usageDailyTotal).where(lt(usageDailyTotal.day, dayCutoff)),
     ]);
-    return perKey.rowsAffected;
+    return perKey ?? 0;
   }
 
   private async flushOnce(): Promise<void> {
@@ -138,8 +138,7 @@ export class UsageRecorder {
     this.inFlight = batch.length;
     try {
       if (batch.length === 0) return;
-      const [first, ...rest] = this.statements(batch);
-      await this.db.batch([first!, ...rest]);
+      await this.store.batch((db) => this.statements(db, batch));
       if (this.failures > 0) this.logger.info("usage flush succeeded again", { failedFlushes: this.failures });
       if (this.droppedSince > 0) this.logger.warn("usage buffer recovered", { droppedAttempts: this.droppedSince });
       this.failures = 0;
@@ -170,7 +169,8 @@ export class UsageRecorder {
   }
 
   /** The upserts of the three bucket tables and the key counters: one batch, hence one transaction. */
-  private statements(batch: Bucket[]): BatchItem<"sqlite">[] {
+  private statements(db: Database, batch: Bucket[]): BatchStatement[] {
+    const { apiKeys, usageHourly, usageHourlyTotal, usageDailyTotal } = this.store.tables;
     const totals = sumOver(batch, (b) => b.hour);
     const days = sumOver(batch, (b) => Math.floor(b.hour / DAY_MS) * DAY_MS);
     const keys = new Map<string, { count: number; bytesIn: number; bytesOut: number; guardEncodes: number; lastAt: number }>();
@@ -196,11 +196,11 @@ export class UsageRecorder {
       guardEncodes: b.guardEncodes,
       ...Object.fromEntries(b.lat.map((n, i) => [`lat${i}`, n])),
     });
-    const statements: BatchItem<"sqlite">[] = [];
+    const statements: BatchStatement[] = [];
     // 400 rows × 26 parameters stays far below SQLite's 32,766 parameters per statement.
     for (const rows of chunks(batch, 400)) {
       statements.push(
-        this.db
+        db
           .insert(usageHourly)
           .values(rows.map((b) => ({ hour: b.hour, keyId: b.keyId, ...values(b) })))
           .onConflictDoUpdate({ target: [usageHourly.hour, usageHourly.keyId, usageHourly.format, usageHourly.quality, usageHourly.outcome], set: addExcluded(usageHourly) }),
@@ -208,7 +208,7 @@ export class UsageRecorder {
     }
     for (const rows of chunks(totals, 400)) {
       statements.push(
-        this.db
+        db
           .insert(usageHourlyTotal)
           .values(rows.map((b) => ({ hour: b.hour, ...values(b) })))
           .onConflictDoUpdate({ target: [usageHourlyTotal.hour, usageHourlyTotal.format, usageHourlyTotal.quality, usageHourlyTotal.outcome], set: addExcluded(usageHourlyTotal) }),
@@ -216,7 +216,7 @@ export class UsageRecorder {
     }
     for (const rows of chunks(days, 400)) {
       statements.push(
-        this.db
+        db
           .insert(usageDailyTotal)
           .values(rows.map((b) => ({ day: b.hour, ...values(b) })))
           .onConflictDoUpdate({ target: [usageDailyTotal.day, usageDailyTotal.format, usageDailyTotal.quality, usageDailyTotal.outcome], set: addExcluded(usageDailyTotal) }),
@@ -224,14 +224,15 @@ export class UsageRecorder {
     }
     for (const [id, k] of keys) {
       statements.push(
-        this.db
+        db
           .update(apiKeys)
           .set({
             conversions: sql`${apiKeys.conversions} + ${k.count}`,
             bytesIn: sql`${apiKeys.bytesIn} + ${k.bytesIn}`,
             bytesOut: sql`${apiKeys.bytesOut} + ${k.bytesOut}`,
             guardEncodes: sql`${apiKeys.guardEncodes} + ${k.guardEncodes}`,
-            lastUsedAt: sql`max(coalesce(${apiKeys.lastUsedAt}, 0), ${k.lastAt})`,
+            // CASE rather than SQLite's two-argument max(), which PostgreSQL calls greatest().
+            lastUsedAt: sql`CASE WHEN coalesce(${apiKeys.lastUsedAt}, 0) > ${k.lastAt} THEN ${apiKeys.lastUsedAt} ELSE ${k.lastAt} END`,
           })
           .where(eq(apiKeys.id, id)),
       );

@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import type { Database } from "../db/index.ts";
+import type { Store } from "../db/index.ts";
 import { AppError } from "../errors.ts";
 import { LATENCY_BINS, latencyQuantile } from "./latency.ts";
 import { KEY_SORTS, MAX_PAGE_SIZE, MAX_RANGE_DAYS, type KeyDetail, type KeyListRow, type KeysPage, type KeysQuery, type Overview, type Series, type SeriesQuery, type UsageRange } from "./model.ts";
@@ -33,14 +33,14 @@ const SORT_SQL: Record<(typeof KEY_SORTS)[number], string> = {
 /** Read-only figures for the dashboard and /internal/api: from the usage buckets and the key counters. */
 export class UsageQueries {
   constructor(
-    private readonly db: Database,
+    private readonly store: Store,
     private readonly now: () => number = Date.now,
   ) {}
 
   /** Totals, splits by format and quality, errors by code and latency of a range (one key or all). */
   async overview(range: UsageRange): Promise<Overview> {
     const { from, to } = checkRange(range.from, range.to, HOUR_MS, 0);
-    const rows = await this.db.all<SumRow & { format: string; quality: string; outcome: string }>(
+    const rows = await this.store.all<SumRow & { format: string; quality: string; outcome: string }>(
       sql`SELECT format, quality, outcome, ${SUMS} FROM ${buckets(from, to, range.keyId, true)} GROUP BY format, quality, outcome`,
     );
     const ok = rows.filter((r) => r.outcome === "ok");
@@ -71,7 +71,7 @@ export class UsageQueries {
     // Whole UTC days of all keys are rows of usage_daily_total already: grouped by their own indexed
     // column they need no temporary B-tree (a computed step key made a year's series ~4× slower).
     const wholeDays = query.step === "day" && offset === 0 && query.keyId === undefined;
-    const rows = await this.db.all<SumRow & { t: number; outcome: string }>(
+    const rows = await this.store.all<SumRow & { t: number; outcome: string }>(
       wholeDays
         ? sql`SELECT day AS t, outcome, ${SUMS} FROM usage_daily_total WHERE day >= ${from} AND day < ${to} GROUP BY day, outcome`
         : sql`SELECT ${sql.raw(`((at + ${offset}) / ${stepMs}) * ${stepMs} - ${offset}`)} AS t, outcome, ${SUMS} FROM ${buckets(from, to, query.keyId, offset === 0)} GROUP BY t, outcome`,
@@ -109,16 +109,17 @@ export class UsageQueries {
       conditions.push(sql`(lower(email) LIKE ${pattern} ESCAPE '\\' OR lower(site_url) LIKE ${pattern} ESCAPE '\\' OR lower(key_prefix) LIKE ${pattern} ESCAPE '\\')`);
     }
     const where = conditions.length ? sql`WHERE ${sql.join(conditions, sql` AND `)}` : sql``;
-    const [counted] = await this.db.all<{ total: number }>(sql`SELECT count(*) AS total FROM api_keys ${where}`);
-    const rows = await this.db.all<RawKey>(
-      sql`SELECT ${KEY_COLUMNS} FROM api_keys ${where} ORDER BY ${sql.raw(SORT_SQL[sort])} ${sql.raw(order)}, id ${sql.raw(order)} LIMIT ${pageSize} OFFSET ${(query.page - 1) * pageSize}`,
+    const [counted] = await this.store.all<{ total: number }>(sql`SELECT count(*) AS total FROM api_keys ${where}`);
+    // NULLS FIRST/LAST: a never-used key sorts as the oldest on both engines (PostgreSQL's default is the opposite).
+    const rows = await this.store.all<RawKey>(
+      sql`SELECT ${KEY_COLUMNS} FROM api_keys ${where} ORDER BY ${sql.raw(SORT_SQL[sort])} ${sql.raw(order === "asc" ? "ASC NULLS FIRST" : "DESC NULLS LAST")}, id ${sql.raw(order)} LIMIT ${pageSize} OFFSET ${(query.page - 1) * pageSize}`,
     );
     return { rows: rows.map(keyRow), total: counted?.total ?? 0, page: query.page, pageSize };
   }
 
   /** One key's row and its figures over `range` (default: the whole retention period); null when unknown. */
   async key(id: string, range?: { from: number; to: number }): Promise<KeyDetail | null> {
-    const [row] = await this.db.all<RawKey>(sql`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ${id}`);
+    const [row] = await this.store.all<RawKey>(sql`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ${id}`);
     if (!row) return null;
     const to = range?.to ?? Math.ceil(this.now() / HOUR_MS) * HOUR_MS;
     const from = range?.from ?? to - MAX_RANGE_DAYS * DAY_MS;
@@ -168,12 +169,12 @@ const BUCKET_COLUMNS = sql.raw(["format", "quality", "outcome", "count", "bytes_
  * rows), with whole UTC days from usage_daily_total when `daily` allows and the edges by hour.
  */
 function buckets(from: number, to: number, keyId: string | undefined, daily: boolean): SQL {
-  if (keyId !== undefined) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly WHERE key_id = ${keyId} AND hour >= ${from} AND hour < ${to})`;
+  if (keyId !== undefined) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly WHERE key_id = ${keyId} AND hour >= ${from} AND hour < ${to}) AS b`;
   const dayFrom = Math.ceil(from / DAY_MS) * DAY_MS;
   const dayTo = Math.floor(to / DAY_MS) * DAY_MS;
-  if (!daily || dayTo <= dayFrom) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE hour >= ${from} AND hour < ${to})`;
+  if (!daily || dayTo <= dayFrom) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE hour >= ${from} AND hour < ${to}) AS b`;
   return sql`(SELECT day AS at, ${BUCKET_COLUMNS} FROM usage_daily_total WHERE day >= ${dayFrom} AND day < ${dayTo}
-    UNION ALL SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE (hour >= ${from} AND hour < ${dayFrom}) OR (hour >= ${dayTo} AND hour < ${to}))`;
+    UNION ALL SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE (hour >= ${from} AND hour < ${dayFrom}) OR (hour >= ${dayTo} AND hour < ${to})) AS b`;
 }
 
 /** Aligns [from, to) outward to whole steps and refuses empty, reversed or over-long ranges. */

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { openStore } from "../../src/db/index.ts";
+import { openSqliteStore as openStore } from "../../src/db/sqlite.ts";
 import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
@@ -75,9 +75,9 @@ describe("usage flushes of the running service", () => {
 
       const store = await openStore(`file:${join(server.dataDir, "imgpress.db")}`);
       try {
-        const [bucket] = await store.db.all<{ n: number; bo: number }>(sql`SELECT sum(count) AS n, sum(bytes_out) AS bo FROM usage_hourly WHERE outcome = 'ok'`);
+        const [bucket] = await store.all<{ n: number; bo: number }>(sql`SELECT sum(count) AS n, sum(bytes_out) AS bo FROM usage_hourly WHERE outcome = 'ok'`);
         expect(bucket).toEqual({ n: 3, bo: out });
-        const [key] = await store.db.all<{ conversions: number; bytes_out: number }>(sql`SELECT conversions, bytes_out FROM api_keys WHERE email = 'shutdown@example.com'`);
+        const [key] = await store.all<{ conversions: number; bytes_out: number }>(sql`SELECT conversions, bytes_out FROM api_keys WHERE email = 'shutdown@example.com'`);
         expect(key).toEqual({ conversions: 3, bytes_out: out });
       } finally {
         store.close();

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp, createServices, type App, type Services } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { openStore, type Store } from "../../src/db/index.ts";
+import { openSqliteStore, type SqliteStore } from "../../src/db/sqlite.ts";
 import { attachMeta } from "../../src/http/meta.ts";
 import { createLogger } from "../../src/log.ts";
 import { logMailer, smtpMailer } from "../../src/mail/mailer.ts";
@@ -67,7 +67,7 @@ export interface RequestOptions {
 export interface Harness {
   app: App;
   services: Services;
-  store: Store;
+  store: SqliteStore;
   config: Config;
   clock: Clock;
   /** The sink (the mailer delivers elsewhere when a test overrides IMGPRESS_SMTP_URL). */
@@ -105,7 +105,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const ownSink = !options.smtp;
   const smtp = options.smtp ?? (await startSmtpSink());
   let config: Config;
-  let store: Store;
+  let store: SqliteStore;
   try {
     config = loadConfig({
       IMGPRESS_DATA_DIR: dir,
@@ -115,7 +115,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       IMGPRESS_LOG_LEVEL: "debug",
       ...options.env,
     });
-    store = await openStore(config.databaseUrl, config.databaseAuthToken);
+    store = await openSqliteStore(config.databaseUrl, config.databaseAuthToken);
   } catch (err) {
     // A bad override must not leak the sink or the folder.
     if (ownSink) await smtp.close();

@@ -1,0 +1,8 @@
+import { defineConfig } from "drizzle-kit";
+
+// PostgreSQL's migrations, from the pg-core twin of the schema (generating needs no server).
+export default defineConfig({
+  dialect: "postgresql",
+  schema: "./src/db/schema-pg.ts",
+  out: "./drizzle/postgres",
+});

@@ -1,0 +1,19 @@
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The file behind a `file:` database URL, or null for a database server (remote libSQL, PostgreSQL). */
+export function localPath(url: string): string | null {
+  if (!url.startsWith("file:")) return null;
+  return url.startsWith("file://") ? fileURLToPath(url) : url.slice("file:".length);
+}
+
+/** The folder holding a local database file, or null for a database server. */
+export function databaseFolder(url: string): string | null {
+  const path = localPath(url);
+  return path === null ? null : dirname(path);
+}
+
+/** Whether a database URL names PostgreSQL (`postgres://` or `postgresql://`) rather than libSQL. */
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}

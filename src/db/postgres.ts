@@ -1,0 +1,66 @@
+import { sql as raw, type SQL } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+import { migratePostgres } from "./migrate.ts";
+import { postgresMigrations } from "./migrations.gen.ts";
+import * as schema from "./schema-pg.ts";
+import { changedRows, type Database, type Store, type Tables } from "./store.ts";
+
+/** How the PostgreSQL pool behaves (IMGPRESS_DATABASE_POOL_SIZE, IMGPRESS_DATABASE_TIMEOUT_S). */
+export interface PostgresOptions {
+  poolSize: number;
+  /** Seconds a connection attempt or one statement may take before it fails (and the request gets 503). */
+  timeoutS: number;
+}
+
+/**
+ * Opens and migrates a PostgreSQL database (`postgres://` or `postgresql://`, `sslmode` honoured).
+ * The pool opens connections on demand up to `poolSize`; a connection lost when the server restarts
+ * is replaced on the next statement, so the instance recovers by itself.
+ */
+export async function openPostgresStore(url: string, options: PostgresOptions): Promise<Store> {
+  const client = postgres(url, {
+    max: options.poolSize,
+    connect_timeout: options.timeoutS,
+    idle_timeout: 60,
+    // Sent at connection start-up: no statement can hold a pooled connection past the limit.
+    connection: { application_name: "imgpress", statement_timeout: options.timeoutS * 1000 },
+    // int8 and numeric (counts, Unix ms, sums) as JS numbers: every value stays below 2^53.
+    types: { bigint: { to: 20, from: [20, 1700], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
+    // "relation already exists, skipping" and the like are not for the operator's log.
+    onnotice: () => {},
+  });
+  try {
+    await migratePostgres(client, postgresMigrations);
+  } catch (err) {
+    await client.end({ timeout: 1 });
+    throw err;
+  }
+  // Same names and columns as the SQLite schema (test/store.test.ts compares them), so services run unchanged.
+  const db = drizzle(client, { schema }) as unknown as Database;
+  const pg = db as unknown as ReturnType<typeof drizzle<typeof schema>>;
+  return {
+    dialect: "postgres",
+    db,
+    tables: schema as unknown as Tables,
+    run: async (query: SQL) => changedRows(await pg.execute(query)),
+    all: async <T>(query: SQL) => [...(await pg.execute(query))] as T[],
+    batch: (build) =>
+      pg.transaction(async (tx) => {
+        const changed: number[] = [];
+        for (const statement of build(tx as unknown as Database)) changed.push(changedRows(await statement));
+        return changed;
+      }),
+    // A transaction-scoped advisory lock per name: instances queue on it, and it ends with the commit.
+    runExclusive: (name: string, query: SQL) =>
+      pg.transaction(async (tx) => {
+        await tx.execute(raw`SELECT pg_advisory_xact_lock(hashtextextended(${name}, 0))`);
+        return changedRows(await tx.execute(query));
+      }),
+    ping: async () => void (await client`SELECT 1`),
+    // postgres.js replaces a broken connection on the next statement by itself.
+    reconnect: async () => {},
+    close: () => client.end({ timeout: 5 }),
+    shutdown: () => client.end({ timeout: 5 }),
+  };
+}
