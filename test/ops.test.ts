@@ -156,13 +156,13 @@ describe("/health/ready", () => {
     let now = 0;
     const readiness = new Readiness(h.store, h.dir, () => false, () => now);
     expect((await readiness.check()).ready).toBe(true);
-    await h.store.client.execute("PRAGMA query_only = ON");
+    await h.sqlite.client.execute("PRAGMA query_only = ON");
     now += 1500; // past the one-second reuse of a good database result
     const refused = await readiness.check();
     expect(refused.ready).toBe(false);
     expect(refused.checks.database).toStartWith("write failed:");
     expect(refused.checks.libvips).toBe("ok");
-    await h.store.client.execute("PRAGMA query_only = OFF");
+    await h.sqlite.client.execute("PRAGMA query_only = OFF");
     expect((await readiness.check()).ready).toBe(true);
   });
 

@@ -32,7 +32,7 @@ describe("a database that refuses writes (SQLITE_READONLY)", () => {
     const keys = await h.issueKey("known@example.com");
     const { code } = await h.obtainOtp("pending@example.com");
     const image = await convertForm(await img.photo(64, 48));
-    await h.store.client.execute("PRAGMA query_only = 1");
+    await h.sqlite.client.execute("PRAGMA query_only = 1");
     try {
       const mails = h.smtp.messages.length;
       expectStorageUnavailable(await h.requestOtp({ email: "new@example.com" }));
@@ -43,7 +43,7 @@ describe("a database that refuses writes (SQLITE_READONLY)", () => {
       expect(signed.status).toBe(503);
       expect(signed.body.code).toBe("STORAGE_UNAVAILABLE");
     } finally {
-      await h.store.client.execute("PRAGMA query_only = 0");
+      await h.sqlite.client.execute("PRAGMA query_only = 0");
     }
     // Nothing was consumed during the fault: the pending code still exchanges once writes work again.
     expect(await h.store.db.select().from(otpCodes)).toHaveLength(1);

@@ -84,7 +84,7 @@ describe("the database file at rest", () => {
   test("a copy of the file without the master key cannot open the secrets", async () => {
     const { issued } = await populate();
     const copy = join(h.dir, "stolen.db");
-    await h.store.client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
+    await h.sqlite.client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
     await copyFile(h.dbPath, copy);
 
     const store = await openStore(`file:${copy}`);

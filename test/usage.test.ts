@@ -231,7 +231,7 @@ describe("flush failures", () => {
   test("a refused transaction writes nothing, keeps the counts, and the next flush writes them exactly once", async () => {
     const k = await h.services.keys.issue("a@example.com", "");
     // The key counters are updated after the bucket inserts, in the same transaction: make that step fail.
-    await h.store.client.execute("CREATE TRIGGER refuse_counters BEFORE UPDATE ON api_keys BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
+    await h.sqlite.client.execute("CREATE TRIGGER refuse_counters BEFORE UPDATE ON api_keys BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
     h.services.usage.record(attempt(k.id, { format: "avif", guardEncodes: 3 }));
     h.services.usage.record(attempt(k.id, { format: "avif", guardEncodes: 2 }));
     await expect(h.services.usage.flush()).rejects.toThrow("refused by test");
@@ -246,7 +246,7 @@ describe("flush failures", () => {
     // One warning per outage, not one per retry.
     expect(h.logs.filter((l) => l.includes("usage flush failed"))).toHaveLength(1);
 
-    await h.store.client.execute("DROP TRIGGER refuse_counters");
+    await h.sqlite.client.execute("DROP TRIGGER refuse_counters");
     await h.services.usage.flush();
     expect(h.logs.some((l) => l.includes("usage flush succeeded again") && l.includes('"failedFlushes":2'))).toBe(true);
     const rows = await buckets();
@@ -263,7 +263,7 @@ describe("flush failures", () => {
 
   test("a database locked by another connection: the flush fails after the busy timeout and succeeds once the lock is gone", async () => {
     const k = await h.services.keys.issue("a@example.com", "");
-    await h.store.client.execute("PRAGMA busy_timeout = 100");
+    await h.sqlite.client.execute("PRAGMA busy_timeout = 100");
     const other = createClient({ url: `file:${h.dbPath}` });
     try {
       const lock = await other.transaction("write");
@@ -279,7 +279,7 @@ describe("flush failures", () => {
     }
     // @libsql/client 0.18 leaves the busy statement open, so that connection cannot commit again
     // (libsql-client-ts#352); fresh connections can (what the shutdown path does before its last try).
-    await h.store.client.reconnect();
+    await h.sqlite.client.reconnect();
     await h.services.usage.flush();
     expect((await buckets()).map((r) => r.count)).toEqual([1]);
     await expectConsistent();

@@ -14,17 +14,46 @@ const STORAGE_FAULTS: Record<number, string> = {
   14: "SQLITE_CANTOPEN",
 };
 
+/**
+ * PostgreSQL SQLSTATE classes and codes, and postgres.js / socket error codes, that say the same of
+ * a database server: unreachable or restarting, out of disk or connections, read-only, or a
+ * statement past IMGPRESS_DATABASE_TIMEOUT_S. Each clears by itself once the server is back.
+ */
+const POSTGRES_FAULT_CLASSES = ["08", "53", "57P"];
+const POSTGRES_FAULT_CODES = new Set([
+  "25006", // read_only_sql_transaction (a standby, or default_transaction_read_only)
+  "57014", // query_canceled: statement_timeout
+  "40001", // serialization_failure
+  "40P01", // deadlock_detected
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "CONNECTION_ENDED",
+  "CONNECT_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EPIPE",
+  "ETIMEDOUT",
+]);
+
+function postgresFault(code: string): boolean {
+  return POSTGRES_FAULT_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && POSTGRES_FAULT_CLASSES.some((c) => code.startsWith(c)));
+}
+
 /** Seconds a client is told to wait after a storage fault. */
 export const STORAGE_RETRY_AFTER_S = 30;
 
 /**
- * The SQLite code of a storage fault anywhere in `err`'s cause chain (Drizzle wraps libSQL's
- * error in its own), or null when the error is something else.
+ * The SQLite, PostgreSQL or connection code of a storage fault anywhere in `err`'s cause chain
+ * (Drizzle wraps the driver's error in its own), or null when the error is something else.
  */
 export function storageFaultCode(err: unknown): string | null {
   for (let e = err as { code?: unknown; rawCode?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
     if (typeof e.rawCode === "number" && STORAGE_FAULTS[e.rawCode & 0xff]) return typeof e.code === "string" ? e.code : STORAGE_FAULTS[e.rawCode & 0xff]!;
     if (typeof e.code === "string" && Object.values(STORAGE_FAULTS).some((name) => e!.code === name || (e!.code as string).startsWith(`${name}_`))) return e.code;
+    if (typeof e.code === "string" && postgresFault(e.code)) return e.code;
   }
   return null;
 }
@@ -34,7 +63,7 @@ export function storageUnavailable(): AppError {
   return new AppError(
     503,
     "STORAGE_UNAVAILABLE",
-    `The server cannot write to its database right now (disk full or read-only); nothing was changed. Retry in ${STORAGE_RETRY_AFTER_S} s.`,
+    `The server cannot use its database right now (unreachable, disk full or read-only); nothing was changed. Retry in ${STORAGE_RETRY_AFTER_S} s.`,
     { "retry-after": String(STORAGE_RETRY_AFTER_S) },
   );
 }

@@ -18,7 +18,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp, createServices, type App, type Services } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { openSqliteStore, type SqliteStore } from "../../src/db/sqlite.ts";
+import { openStore, type Store } from "../../src/db/index.ts";
+import type { SqliteStore } from "../../src/db/sqlite.ts";
 import { attachMeta } from "../../src/http/meta.ts";
 import { createLogger } from "../../src/log.ts";
 import { logMailer, smtpMailer } from "../../src/mail/mailer.ts";
@@ -67,7 +68,9 @@ export interface RequestOptions {
 export interface Harness {
   app: App;
   services: Services;
-  store: SqliteStore;
+  store: Store;
+  /** The same store when it is the default libSQL file (its raw client, for PRAGMAs); throws on PostgreSQL. */
+  readonly sqlite: SqliteStore;
   config: Config;
   clock: Clock;
   /** The sink (the mailer delivers elsewhere when a test overrides IMGPRESS_SMTP_URL). */
@@ -105,7 +108,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const ownSink = !options.smtp;
   const smtp = options.smtp ?? (await startSmtpSink());
   let config: Config;
-  let store: SqliteStore;
+  let store: Store;
   try {
     config = loadConfig({
       IMGPRESS_DATA_DIR: dir,
@@ -115,7 +118,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       IMGPRESS_LOG_LEVEL: "debug",
       ...options.env,
     });
-    store = await openSqliteStore(config.databaseUrl, config.databaseAuthToken);
+    store = await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
   } catch (err) {
     // A bad override must not leak the sink or the folder.
     if (ownSink) await smtp.close();
@@ -184,6 +187,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     app,
     services,
     store,
+    get sqlite() {
+      if (store.dialect !== "sqlite") throw new Error("this harness runs on PostgreSQL: the test needs the libSQL file");
+      return store as SqliteStore;
+    },
     config,
     clock,
     smtp,
@@ -196,7 +203,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     obtainOtp,
     issueKey,
     async close() {
-      store.close();
+      await store.close();
       if (ownSink) await smtp.close();
       await rm(dir, { recursive: true, force: true });
     },
