@@ -96,9 +96,14 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_PORT", "1e3"],
     ["IMGPRESS_PORT", "80.5"],
     ["IMGPRESS_DATA_DIR", "  "],
-    ["IMGPRESS_DATABASE_URL", "postgres://db.example.com/imgpress"],
+    ["IMGPRESS_DATABASE_URL", "mysql://db.example.com/imgpress"],
     ["IMGPRESS_DATABASE_URL", "not a url"],
     ["IMGPRESS_DATABASE_AUTH_TOKEN", "  "],
+    ["IMGPRESS_DATABASE_POOL_SIZE", "0"],
+    ["IMGPRESS_DATABASE_POOL_SIZE", "ten"],
+    ["IMGPRESS_DATABASE_POOL_SIZE", "1001"],
+    ["IMGPRESS_DATABASE_TIMEOUT_S", "0.5"],
+    ["IMGPRESS_DATABASE_TIMEOUT_S", "forever"],
     ["IMGPRESS_TLS_CERT", "  "],
     ["IMGPRESS_TLS_KEY", "  "],
     ["IMGPRESS_BEHIND_PROXY", "maybe"],
@@ -161,7 +166,7 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
       "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_USAGE_FLUSH_S", "IMGPRESS_SHUTDOWN_TIMEOUT_S",
       "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S",
-      "IMGPRESS_QUALITY_GUARD",
+      "IMGPRESS_QUALITY_GUARD", "IMGPRESS_DATABASE_POOL_SIZE", "IMGPRESS_DATABASE_TIMEOUT_S",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });
