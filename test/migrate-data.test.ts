@@ -116,7 +116,8 @@ describe("libSQL file → PostgreSQL", () => {
   });
 
   test("counters and usage figures read the same through the services", async () => {
-    const list = (h: Harness) => h.services.keys.list({ activeOnly: false });
+    // Sorted here: both keys were issued at the same (fake) instant, and list() orders by time only.
+    const list = async (h: Harness) => (await h.services.keys.list({ activeOnly: false })).sort((a, b) => a.id.localeCompare(b.id));
     expect(await list(target)).toEqual(await list(source));
     const aliceRow = (await list(target)).find((k) => k.email === "alice@example.com")!;
     expect(aliceRow.conversions).toBe(2);
@@ -233,6 +234,16 @@ describe("refusals", () => {
     const r = await runCli(args);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("usage: imgpress migrate-data --from URL --to URL");
+  });
+});
+
+describe("the password outside the URL", () => {
+  test("PGPASSWORD stands in for a URL without one (kept out of shell history and ps)", async () => {
+    const target = (await createDatabase("migdata_env")).replace(`:${encodeURIComponent(password)}@`, "@");
+    expect(target).not.toContain(password);
+    const r = await runCli(["migrate-data", "--from", sourceUrl, "--to", target], { PGPASSWORD: password });
+    expect({ code: r.code, stderr: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, stderr: "" });
+    expectNoPassword(r);
   });
 });
 
