@@ -49,7 +49,7 @@ describe("--help and --version", () => {
   test.each(["--help", "-h"])("%s prints usage, every command and every variable", async (flag) => {
     const r = await runCli([flag]);
     expect(r.code).toBe(0);
-    for (const word of ["Usage", "keys list", "keys revoke", "migrate"]) expect(r.stdout).toContain(word);
+    for (const word of ["Usage", "keys list", "keys revoke", "migrate", "migrate-data --from URL --to URL"]) expect(r.stdout).toContain(word);
     for (const s of settings) expect(r.stdout).toContain(s.env);
   });
 

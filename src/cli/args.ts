@@ -20,6 +20,8 @@ const OWN: Options = {
   since: { type: "string" },
   type: { type: "string" },
   secrets: { type: "boolean" },
+  from: { type: "string" },
+  to: { type: "string" },
 };
 const OPTIONS: Options = {
   ...Object.fromEntries(settings.map((s) => [flagName(s.env), { type: ConfigSchema.properties[s.key].type === "boolean" ? "boolean" : "string" }])),

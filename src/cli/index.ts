@@ -24,6 +24,9 @@ Usage:
                                    unless --without-key (keep the file like a password)
   imgpress restore FILE            replace the database with a verified snapshot (server
                                    stopped); the old one is kept aside
+  imgpress migrate-data --from URL --to URL
+                                   copy the whole database into an empty one (e.g. file:… into
+                                   postgres://…); the new one needs the same master key
   imgpress staff list | staff add EMAIL | staff remove EMAIL
                                    staff who may sign in at /internal/login
   imgpress audit [--since 24h] [--type TYPE] [--json]
@@ -106,7 +109,8 @@ export async function runSettingsCommand(flags: Record<string, string>, config: 
 
 const date = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString().slice(0, 19).replace("T", " "));
 
-function table(header: string[], lines: string[][]): string {
+/** Columns padded to their widest cell, two spaces apart, header first. */
+export function table(header: string[], lines: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   return [header, ...lines].map((cols) => cols.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
 }

@@ -1,0 +1,82 @@
+import { copyDatabase, CopyRefused, type TableCount } from "../db/copy.ts";
+import type { DatabaseOptions } from "../db/index.ts";
+import { redactUrl } from "../internal/settings.ts";
+import type { Output } from "./backup.ts";
+import { table } from "./index.ts";
+
+/** A progress line at every this many rows of a table (and at its end): a large table shows it moves, a small one prints once. */
+const PROGRESS_EVERY = 10_000;
+
+/**
+ * `imgpress migrate-data --from URL --to URL`: copies a whole database into an empty one (e.g. the
+ * libSQL file into PostgreSQL) with src/db/copy.ts, printing progress per table on stderr, then the
+ * row counts of both sides and the master-key reminder. No URL is ever printed with its password.
+ */
+export async function runMigrateData(words: string[], flags: Record<string, string>, options: DatabaseOptions, io: Output): Promise<number> {
+  const { from, to } = flags;
+  if (!from || !to || words.length > 0) return io.err("usage: imgpress migrate-data --from URL --to URL   (e.g. --from file:./imgpress-data/imgpress.db --to postgres://user:pass@host/imgpress)"), 2;
+  const clean = (text: string) => scrub(text, [from, to]);
+  io.err(clean(`migrate-data: copying ${shown(from)} into ${shown(to)}`));
+  let counts: TableCount[];
+  try {
+    counts = await copyDatabase(from, to, {
+      storeOptions: options,
+      onProgress: (table, copied, total) => {
+        if (copied === total || copied % PROGRESS_EVERY === 0) io.err(`migrate-data: ${table} ${copied}/${total} rows`);
+      },
+    });
+  } catch (err) {
+    if (err instanceof CopyRefused) return io.err(clean(`migrate-data refused, nothing written: ${err.message}`)), 1;
+    return io.err(clean(`migrate-data failed, nothing written to the target: ${reason(err)}`)), 1;
+  }
+  io.out(table(["TABLE", "SOURCE", "TARGET"], counts.map((c) => [c.table, String(c.source), String(c.target)])));
+  const rows = counts.reduce((sum, c) => sum + c.target, 0);
+  io.out(clean(`copied ${rows} rows of ${counts.length} tables into ${shown(to)}; every table has as many rows as in the source.`));
+  io.out(
+    "The new database holds the source's master-key check: start every instance on it with the SAME master key as before " +
+      "(the master.key of the old data folder, or IMGPRESS_MASTER_KEY set to it), or it refuses to start. The source was left as it was.",
+  );
+  return 0;
+}
+
+/** A database URL as it may be printed: a file path as typed, any other URL without its password or token. */
+function shown(url: string): string {
+  if (url.startsWith("file:")) return url;
+  const redacted = redactUrl(url);
+  // An address URL cannot parse is returned as is by redactUrl: mask what sits between "://" and "@".
+  return redacted === url ? url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1******@") : redacted;
+}
+
+/** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's message may have quoted it. */
+function scrub(text: string, urls: string[]): string {
+  const secrets = urls.flatMap(passwords).filter((p) => p.length > 0);
+  let out = text;
+  for (const url of urls) out = out.replaceAll(url, shown(url));
+  for (const secret of secrets) out = out.replaceAll(secret, "******");
+  return out;
+}
+
+function passwords(url: string): string[] {
+  try {
+    const { password } = new URL(url);
+    return [password, safeDecode(password)];
+  } catch {
+    const typed = /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:([^/@]*)@/i.exec(url)?.[1];
+    return typed ? [typed, safeDecode(typed)] : [];
+  }
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The driver's reason; Drizzle's wrapper is skipped because its message lists the statement's values (sealed secrets, hashes). */
+function reason(err: unknown): string {
+  let e = err as { message?: string; cause?: unknown };
+  while (e.cause && typeof e.message === "string" && e.message.startsWith("Failed query")) e = e.cause as typeof e;
+  return String(e.message ?? e).split("\nparams:")[0]!;
+}
