@@ -1,6 +1,7 @@
 import { createApp, createServices, type App, type Services } from "./app.ts";
 import { loadConfig, type Config } from "./config.ts";
-import { openStore, type Store } from "./db/index.ts";
+import { localPath, openStore, type Store } from "./db/index.ts";
+import { redactUrl } from "./internal/settings.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, smtpMailer } from "./mail/mailer.ts";
 import { loadMasterKey } from "./masterkey.ts";
@@ -24,11 +25,26 @@ export async function boot(options: {
 }): Promise<Booted> {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
-  const store = await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
+  const store = await openConfiguredStore(config);
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(logger, options.write);
   const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };
   const services = await createServices(deps);
   return { config, logger, store, services, app: createApp(deps, services) };
+}
+
+/**
+ * Opens and migrates the configured database. A failure (server down, wrong password, unknown
+ * database) becomes one line naming the database, its password masked: the driver's own message
+ * does not say which database it could not reach.
+ */
+async function openConfiguredStore(config: Config): Promise<Store> {
+  try {
+    return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
+  } catch (err) {
+    const where = localPath(config.databaseUrl) ?? redactUrl(config.databaseUrl);
+    const reason = String((err as Error)?.message ?? err).split("\n")[0]!.replaceAll(config.databaseUrl, where);
+    throw new Error(`cannot open the database ${where}: ${reason}`, { cause: err });
+  }
 }
 
 /**

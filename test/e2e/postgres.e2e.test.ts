@@ -1,0 +1,260 @@
+/**
+ * End to end on PostgreSQL (IMGPRESS_DATABASE_URL=postgres://…), under Bun or Deno (E2E_RUNTIME),
+ * against this process's private cluster (test/support/postgres.ts): the service migrates an empty
+ * database and serves the happy path (keys through the real code flow, bearer and signed
+ * conversions, a replayed signature refused, a staff sign-in). Then the cluster is stopped under
+ * it: conversions, codes and /health answer 503 at once, the process stays up, and once the
+ * cluster is back it recovers without a restart, the usage counted while the database was away
+ * written by the retrying flush. An instance started while the database is down, or with a wrong
+ * password, exits with one line naming the database with its password masked.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "node:tls";
+import { postgresMigrations } from "../../src/db/migrations.gen.ts";
+import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "../support/convert-helpers.ts";
+import * as img from "../support/images.ts";
+import { gateStats, obtainKeys, until } from "../support/ops.ts";
+import { createDatabase, psql, startPostgres, stopPostgres, type PostgresCluster } from "../support/postgres.ts";
+import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { signedHeaders } from "../support/sign.ts";
+import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+
+/** IMGPRESS_DATABASE_TIMEOUT_S of the service: a connection attempt or statement fails after this. */
+const DB_TIMEOUT_S = 3;
+/** Longest any request may take while the database is away: its timeout plus a margin (a hang is 30 s+). */
+const ANSWER_WITHIN_MS = (DB_TIMEOUT_S + 2) * 1000;
+/** How soon after the cluster is back the service must serve again, without a restart. */
+const RECOVERY_MS = 10_000;
+const OWNER = "site@example.com";
+const STAFF = "ops@example.com";
+
+let pg: PostgresCluster;
+let url: string;
+let sink: SmtpSink;
+let server: RunningServer;
+/** The key of the happy path, reused by the outage test. */
+let keys: Keys;
+/** Successful conversions with `keys` so far: what the usage counters must add up to. */
+let converted = 0;
+
+beforeAll(async () => {
+  pg = await startPostgres();
+  url = await createDatabase("e2e_outage");
+  sink = await startSmtpSink();
+  server = await startServer({
+    env: {
+      IMGPRESS_SMTP_URL: sink.url,
+      IMGPRESS_DATABASE_URL: url,
+      IMGPRESS_DATABASE_TIMEOUT_S: String(DB_TIMEOUT_S),
+      IMGPRESS_USAGE_FLUSH_S: "1",
+      IMGPRESS_STAFF_EMAILS: STAFF,
+    },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await sink?.close();
+  await stopPostgres();
+});
+
+/** `server.fetch` that must answer within ANSWER_WITHIN_MS; read whole. */
+async function bounded(path: string, init: RequestInit = {}): Promise<RawResponse> {
+  try {
+    return await readResponse(await server.fetch(path, { ...init, signal: AbortSignal.timeout(ANSWER_WITHIN_MS) }));
+  } catch (err) {
+    throw new Error(`${init.method ?? "GET"} ${path} did not answer within ${ANSWER_WITHIN_MS} ms: ${err}`);
+  }
+}
+
+const bearer = (body: Body) =>
+  bounded("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers: { "content-type": body.contentType, authorization: `Bearer ${keys.api_key}` } });
+
+/** The headers of one signed conversion of `body`, to send once (or twice, for a replay). */
+function signedRequest(body: Body): () => Promise<RawResponse> {
+  const headers = { "content-type": body.contentType, ...signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: Math.floor(Date.now() / 1000), body: body.bytes }) };
+  return () => bounded("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers });
+}
+
+const postJson = (path: string, json: unknown) => bounded(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(json) });
+
+/** A same-origin form post, as the staff login page sends it. */
+const postForm = (path: string, fields: Record<string, string>) =>
+  server.fetch(path, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin: server.url }, body: new URLSearchParams(fields).toString() });
+
+async function expectImage(res: RawResponse, width: number, height: number): Promise<void> {
+  expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: null });
+  expect(await img.decode(res.bytes)).toMatchObject({ format: "webp", width, height });
+  converted++;
+}
+
+function expectStorageUnavailable(res: RawResponse): void {
+  expect({ status: res.status, code: res.body?.code }).toEqual({ status: 503, code: "STORAGE_UNAVAILABLE" });
+  expect(res.headers.get("content-type")).toStartWith("application/json");
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+}
+
+/**
+ * A bearer conversion whose headers are sent (and its key checked against the database) but whose
+ * body is held back: resolves once the server has admitted it and waits for the upload, so the
+ * caller can stop the database before `finish` sends the body. Its usage is then counted while the
+ * database is away.
+ */
+async function heldUpload(body: Body): Promise<{ finish(): Promise<number> }> {
+  let received = "";
+  const socket = await new Promise<ReturnType<typeof connect>>((resolve, reject) => {
+    const s = connect({ host: "127.0.0.1", port: server.port, ca: server.ca, servername: "localhost", ALPNProtocols: ["http/1.1"] }, () => resolve(s));
+    s.on("error", reject);
+  });
+  socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+  const before = (await gateStats(server)).admitted;
+  socket.write(
+    `POST /v1/plugin/convert HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${keys.api_key}\r\n` +
+      `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\nConnection: close\r\n\r\n`,
+  );
+  await until(async () => (await gateStats(server)).admitted > before, ANSWER_WITHIN_MS, "the held upload to be admitted");
+  return {
+    async finish() {
+      socket.write(body.bytes);
+      try {
+        await until(() => received.includes("\r\n\r\n"), ANSWER_WITHIN_MS, "the answer to the held upload");
+      } finally {
+        socket.destroy();
+      }
+      return Number(/^HTTP\/1\.1 (\d{3}) /.exec(received)?.[1]);
+    },
+  };
+}
+
+/** The key's counters and its hourly buckets of successful conversions, as PostgreSQL holds them. */
+async function storedUsage(): Promise<{ conversions: number; buckets: number }> {
+  const row = await psql(
+    url,
+    `SELECT k.conversions, coalesce((SELECT sum(h.count) FROM usage_hourly h WHERE h.key_id = k.id AND h.outcome = 'ok'), 0) FROM api_keys k WHERE k.email = '${OWNER}'`,
+  );
+  const [conversions, buckets] = row.split("|").map(Number);
+  return { conversions: conversions!, buckets: buckets! };
+}
+
+describe("imgpress on PostgreSQL", () => {
+  test("starts on an empty database: migrations, keys by e-mail, bearer and signed conversions, a replay refused, staff sign-in", async () => {
+    expect(Number(await psql(url, "SELECT count(*) FROM __drizzle_migrations"))).toBe(postgresMigrations.length);
+    keys = await obtainKeys(server, sink, OWNER);
+    expect(await psql(url, "SELECT email FROM api_keys")).toBe(OWNER);
+
+    await expectImage(await bearer(await convertForm(await img.photo(64, 48))), 64, 48);
+    const signed = signedRequest(await convertForm(await img.photo(40, 30)));
+    await expectImage(await signed(), 40, 30);
+    const replayed = await signed();
+    expect({ status: replayed.status, code: replayed.body?.code }).toEqual({ status: 401, code: "REPLAYED_REQUEST" });
+
+    const before = sink.messages.length;
+    expect((await postForm("/internal/login", { email: STAFF })).status).toBe(200);
+    const code = extractOtp(await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(STAFF)));
+    const signedIn = await postForm("/internal/login/code", { email: STAFF, code });
+    expect(signedIn.status).toBe(303);
+    const cookie = signedIn.headers.get("set-cookie")!.split(";")[0]!;
+    expect((await server.fetch("/internal/", { headers: { cookie }, redirect: "manual" })).status).toBe(200);
+    const me = await server.json("GET", "/internal/api/me", undefined, { cookie });
+    expect({ status: me.status, email: me.body.email }).toEqual({ status: 200, email: STAFF });
+    expect(await psql(url, "SELECT count(*) FROM staff_sessions")).toBe("1");
+  }, 60_000);
+
+  test("database stopped: 503 at once, process up; started again: serving within seconds, usage of the outage flushed", async () => {
+    const image = await img.photo(48, 32);
+    await until(async () => (await storedUsage()).conversions === converted, RECOVERY_MS, "the happy path's usage to be flushed");
+    const held = await heldUpload(await convertForm(image));
+    const stoppedAt = server.logs.length;
+    await pg.stop();
+    const logSince = (msg: string) => server.waitForLog((l) => server.logs.indexOf(l) >= stoppedAt && String(l.json?.msg).startsWith(msg));
+    try {
+      // Admitted before the stop, converted after it: the answer needs no database, its usage waits in memory.
+      expect(await held.finish()).toBe(200);
+      converted++;
+      await logSince("usage flush failed");
+
+      expectStorageUnavailable(await bearer(await convertForm(image)));
+      expectStorageUnavailable(await signedRequest(await convertForm(image))());
+      const mails = sink.messages.length;
+      const otp = await postJson("/v1/plugin/auth/request-otp", { email: "during@example.com" });
+      expectStorageUnavailable(otp);
+      expect(Object.keys(otp.body).sort()).toEqual(["code", "error", "message"]);
+      expect(sink.messages.length).toBe(mails);
+
+      const health = await bounded("/health");
+      expect({ status: health.status, code: health.body?.code }).toEqual({ status: 503, code: "UNHEALTHY" });
+      const ready = await bounded("/health/ready");
+      expect({ status: ready.status, code: ready.body?.code }).toEqual({ status: 503, code: "NOT_READY" });
+      expect(ready.body.checks.database).toStartWith("write failed:");
+      expect(ready.body.checks.libvips).toBe("ok");
+      // Still up and answering what needs no database.
+      expect((await bounded("/internal/status")).status).toBe(200);
+    } finally {
+      await pg.start();
+    }
+
+    await until(async () => (await bounded("/health")).status === 200, RECOVERY_MS, "/health to answer 200 again");
+    await expectImage(await bearer(await convertForm(image)), 48, 32);
+    await expectImage(await signedRequest(await convertForm(image))(), 48, 32);
+    expect((await bounded("/health/ready")).status).toBe(200);
+    await logSince("usage flush succeeded again");
+    await until(async () => (await storedUsage()).conversions >= converted, RECOVERY_MS, "the usage to be flushed");
+    // Exactly once: the failed flushes wrote nothing and nothing was counted twice.
+    expect(await storedUsage()).toEqual({ conversions: converted, buckets: converted });
+    expect(server.logs.filter((l) => l.json?.msg === "unhandled error")).toEqual([]);
+    expect(server.logs.filter((l) => l.json?.msg === "imgpress listening")).toHaveLength(1); // never restarted
+  }, 60_000);
+
+  describe("start-up errors: one line naming the database, password masked, exit status ≠ 0", () => {
+    let dataDir: string;
+    beforeAll(async () => {
+      dataDir = await mkdtemp(join(tmpdir(), "imgpress-pg-start-"));
+    });
+    afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+    /** Runs `imgpress serve` on `databaseUrl` with a fresh data folder until it exits by itself. */
+    const serve = (databaseUrl: string) =>
+      runCli(["serve"], {
+        IMGPRESS_DATA_DIR: dataDir,
+        IMGPRESS_DATABASE_URL: databaseUrl,
+        IMGPRESS_DATABASE_TIMEOUT_S: String(DB_TIMEOUT_S),
+        IMGPRESS_HOST: "127.0.0.1",
+        IMGPRESS_PORT: "0",
+        IMGPRESS_MAIL_FROM: "imgpress@test.invalid",
+      });
+    const masked = (databaseUrl: string) => {
+      const u = new URL(databaseUrl);
+      return `postgres://${u.username}:******@${u.host}${u.pathname}`;
+    };
+
+    test("the database is down", async () => {
+      await pg.stop();
+      let result: Awaited<ReturnType<typeof serve>>;
+      try {
+        result = await serve(url);
+      } finally {
+        await pg.start();
+      }
+      expect(result.code).not.toBe(0);
+      expect(result.stdout).not.toContain("imgpress listening");
+      const lines = result.stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toStartWith(`imgpress: cannot open the database ${masked(url)}: `);
+      expect(lines[0]).toContain("ECONNREFUSED");
+      expect(result.stderr).not.toContain(pg.password);
+    }, 60_000);
+
+    test("a wrong password", async () => {
+      const wrong = new URL(url);
+      wrong.password = "not-the-password-4f1c";
+      const result = await serve(wrong.href);
+      expect(result.code).not.toBe(0);
+      expect(result.stdout).not.toContain("imgpress listening");
+      const lines = result.stderr.trim().split("\n");
+      expect(lines).toEqual([`imgpress: cannot open the database ${masked(url)}: password authentication failed for user "imgpress"`]);
+    }, 60_000);
+  });
+});
