@@ -67,3 +67,14 @@ export function storageUnavailable(): AppError {
     { "retry-after": String(STORAGE_RETRY_AFTER_S) },
   );
 }
+
+/**
+ * The first line of the innermost error's message: the driver's own words ("connect ECONNREFUSED
+ * …", "database or disk is full") rather than Drizzle's wrapper, whose message repeats the query
+ * and its parameters.
+ */
+export function driverMessage(err: unknown): string {
+  let e = err as { message?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e?.cause && depth < 5; depth++) e = e.cause as typeof e;
+  return String(e?.message ?? err).split("\n")[0]!.slice(0, 200);
+}

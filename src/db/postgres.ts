@@ -1,6 +1,7 @@
 import { sql as raw, type SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import { within } from "../timeout.ts";
 import { migratePostgres } from "./migrate.ts";
 import { postgresMigrations } from "./migrations.gen.ts";
 import * as schema from "./schema-pg.ts";
@@ -57,6 +58,9 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
         await tx.execute(raw`SELECT pg_advisory_xact_lock(hashtextextended(${name}, 0))`);
         return changedRows(await tx.execute(query));
       }),
+    // ETIMEDOUT: a storage fault, answered 503 STORAGE_UNAVAILABLE.
+    bounded: (work) =>
+      within(work, options.timeoutS * 1000, () => Object.assign(new Error(`the database did not answer within ${options.timeoutS} s`), { code: "ETIMEDOUT" })),
     ping: async () => void (await client`SELECT 1`),
     // postgres.js replaces a broken connection on the next statement by itself.
     reconnect: async () => {},
@@ -64,3 +68,4 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     shutdown: () => client.end({ timeout: 5 }),
   };
 }
+

@@ -37,6 +37,12 @@ export interface Store {
    * the same time (rate limits stay exact across instances); returns the rows it changed.
    */
   runExclusive(name: string, query: SQL): Promise<number>;
+  /**
+   * `work`, or a storage fault once the database timeout has passed. The server enforces its own
+   * statement timeout, but a frozen or cut-off server cannot: the conversion path bounds its
+   * statements with this so a request never waits on it longer than IMGPRESS_DATABASE_TIMEOUT_S.
+   */
+  bounded<T>(work: Promise<T>): Promise<T>;
   /** One round trip to the database; rejects when it cannot be reached. */
   ping(): Promise<void>;
   /** Drops pooled connections so the next statement opens fresh ones (after a storage fault). */

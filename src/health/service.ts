@@ -1,5 +1,6 @@
 import { statfs } from "node:fs/promises";
 import sharp from "sharp";
+import { driverMessage } from "../db/faults.ts";
 import type { Store } from "../db/index.ts";
 
 /** `ok`, or what is wrong, per check. */
@@ -60,7 +61,7 @@ export class Readiness {
       await this.store.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } });
       return "ok";
     } catch (err) {
-      return `write failed: ${describe(err)}`;
+      return `write failed: ${driverMessage(err)}`;
     }
   }
 
@@ -72,7 +73,7 @@ export class Readiness {
       const free = Number(fs.bavail) * Number(fs.bsize);
       return free >= MIN_FREE_BYTES ? "ok" : `only ${free} bytes free in the data folder`;
     } catch (err) {
-      return `cannot inspect the data folder: ${describe(err)}`;
+      return `cannot inspect the data folder: ${driverMessage(err)}`;
     }
   }
 }
@@ -82,11 +83,7 @@ async function checkLibvips(): Promise<string> {
     await sharp({ create: { width: 8, height: 8, channels: 3, background: "#808080" } }).webp().toBuffer();
     return "ok";
   } catch (err) {
-    return `encode failed: ${describe(err)}`;
+    return `encode failed: ${driverMessage(err)}`;
   }
 }
 
-// The first line only: libSQL and libvips messages can run to several lines of detail.
-function describe(err: unknown): string {
-  return String((err as Error)?.message ?? err).split("\n")[0]!.slice(0, 200);
-}

@@ -1,5 +1,5 @@
 import { Elysia, ValidationError } from "elysia";
-import { storageFaultCode, storageUnavailable } from "../db/faults.ts";
+import { driverMessage, storageFaultCode, storageUnavailable } from "../db/faults.ts";
 import { AppError, errorResponse, notFound } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { requestMeta } from "./meta.ts";
@@ -20,7 +20,7 @@ export function errorHandler(logger: Logger) {
     if (known) return errorResponse(known, { "x-request-id": id });
     const fault = storageFaultCode(error);
     if (fault) {
-      logger.error("storage unavailable", { requestId: id, path: new URL(request.url).pathname, sqlite: fault, error: (error as Error).message });
+      logger.error("storage unavailable", { requestId: id, path: new URL(request.url).pathname, fault, error: driverMessage(error) });
       return errorResponse(storageUnavailable(), { "x-request-id": id });
     }
     logger.error("unhandled error", { requestId: id, method: request.method, path: new URL(request.url).pathname, error: error as Error });

@@ -79,7 +79,7 @@ export class KeyService {
   async findActive(apiKey: string): Promise<ActiveKey | null> {
     if (!apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > 200) return null;
     // Read on every request (no cache), so a key revoked by any instance is refused on its next request.
-    const [row] = await this.byHash.execute({ keyHash: await sha256Hex(apiKey) });
+    const [row] = await this.store.bounded(this.byHash.execute({ keyHash: await sha256Hex(apiKey) }));
     if (!row) return null;
     return { id: row.id, email: row.email, secret: () => this.box.open(row.secretSealed, row.id) };
   }

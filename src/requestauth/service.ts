@@ -131,7 +131,7 @@ export class RequestAuthenticator {
   private async rememberSignature(keyId: string, signature: string, timestampS: number): Promise<void> {
     const expiresAt = (timestampS + this.policy.toleranceS) * 1000 + 1000;
     // One INSERT on the shared database, whose primary key makes the check exact across processes.
-    const inserted = await this.insertSeen.execute({ keyId, signature, expiresAt });
+    const inserted = await this.store.bounded(this.insertSeen.execute({ keyId, signature, expiresAt }));
     if (inserted.length === 0) throw unauthorized("REPLAYED_REQUEST", "This signature was already used; sign each request with a fresh timestamp.");
   }
 }

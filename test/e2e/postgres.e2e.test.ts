@@ -208,6 +208,24 @@ describe("imgpress on PostgreSQL", () => {
     expect(server.logs.filter((l) => l.json?.msg === "imgpress listening")).toHaveLength(1); // never restarted
   }, 60_000);
 
+  test("database frozen (connections open, nothing answers): conversions get 503 within the database timeout, then serve again", async () => {
+    const image = await img.photo(40, 30);
+    // A conversion first, so the pool holds an open connection the next lookup will use.
+    await expectImage(await bearer(await convertForm(image)), 40, 30);
+    pg.freeze();
+    try {
+      const started = performance.now();
+      expectStorageUnavailable(await bearer(await convertForm(image)));
+      expectStorageUnavailable(await signedRequest(await convertForm(image))());
+      // Each answered after about IMGPRESS_DATABASE_TIMEOUT_S, not when the server resumes.
+      expect(performance.now() - started).toBeLessThan(2 * ANSWER_WITHIN_MS);
+    } finally {
+      pg.thaw();
+    }
+    await until(async () => (await bearer(await convertForm(image))).status === 200, RECOVERY_MS, "a conversion to succeed after the thaw");
+    converted++;
+  }, 60_000);
+
   describe("start-up errors: one line naming the database, password masked, exit status ≠ 0", () => {
     let dataDir: string;
     beforeAll(async () => {

@@ -103,7 +103,7 @@ describe.skipIf(!mounted)("data folder on a full disk", () => {
     const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "later@example.com", otp: pending });
     expect(verified.status).toBe(200);
     expect((await signedConvert(image)).status).toBe(200);
-    expect(server.logs.some((l) => l.json?.msg === "storage unavailable" && String(l.json.sqlite).startsWith("SQLITE_FULL"))).toBe(true);
+    expect(server.logs.some((l) => l.json?.msg === "storage unavailable" && String(l.json.fault).startsWith("SQLITE_FULL"))).toBe(true);
     expect(server.logs.some((l) => l.json?.msg === "unhandled error")).toBe(false);
   }, 60_000);
 });

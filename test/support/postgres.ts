@@ -36,6 +36,12 @@ export interface PostgresCluster {
   start(): Promise<void>;
   /** stop() then start(). */
   restart(): Promise<void>;
+  /**
+   * Freezes the server (SIGSTOP to the postmaster and every backend): connections stay open but
+   * nothing answers, as with a hung host or a cut network. `thaw` resumes it; always thaw in a finally.
+   */
+  freeze(): void;
+  thaw(): void;
 }
 
 interface Cluster {
@@ -149,7 +155,32 @@ async function boot(): Promise<PostgresCluster> {
       await stopServer(c);
       await startServer(c);
     },
+    freeze: () => signalServer(c, "SIGSTOP"),
+    thaw: () => signalServer(c, "SIGCONT"),
   };
+}
+
+/** Sends `signal` to the postmaster and all its children (read from /proc). */
+function signalServer(c: Cluster, signal: "SIGSTOP" | "SIGCONT"): void {
+  const postmaster = Number(readFileSync(join(c.data, "postmaster.pid"), "utf8").split("\n")[0]);
+  const children = readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        // Field 4 of /proc/PID/stat is the parent pid; the name field (2) may hold spaces, so split after its ")".
+        return Number(readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ")[1]) === postmaster;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  for (const pid of signal === "SIGSTOP" ? [postmaster, ...children] : [...children, postmaster]) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // A backend that ended meanwhile.
+    }
+  }
 }
 
 async function startServer(c: Cluster): Promise<void> {

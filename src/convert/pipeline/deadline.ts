@@ -1,4 +1,5 @@
 import { AppError } from "../../errors.ts";
+import { within } from "../../timeout.ts";
 
 /**
  * 504 for a conversion over its time limit. The encoder cannot be interrupted (libvips' own
@@ -15,18 +16,10 @@ export class ConversionTimeout extends AppError {
 }
 
 /** Resolves with `work`, or rejects with ConversionTimeout after `timeoutS`. */
-export async function withDeadline<T>(work: Promise<T>, timeoutS: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+export function withDeadline<T>(work: Promise<T>, timeoutS: number): Promise<T> {
   const settled = work.then(
     () => undefined,
     () => undefined,
   );
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ConversionTimeout(timeoutS, settled)), timeoutS * 1000);
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return within(work, timeoutS * 1000, () => new ConversionTimeout(timeoutS, settled));
 }
