@@ -1,9 +1,10 @@
 // Builds the single-file executables: dist/imgpress (linux-x64, glibc),
 // dist/imgpress-linux-arm64 (glibc) and dist/SHA256SUMS. Run with `npm run build`.
 // Needs only `npm ci` first: what the arm64 build needs is fetched into .build-cache.
+// Tests that need the executable import `buildTarget` and build the host's alone.
 import { createHash } from "node:crypto";
 import { mkdirSync, rmSync, statSync } from "node:fs";
-import { basename, join, relative } from "node:path";
+import { basename, join, relative, resolve } from "node:path";
 import { nativePlugin, newReport } from "./build/native-plugin.ts";
 import { resolveTarget, type TargetSpec } from "./build/targets.ts";
 
@@ -24,13 +25,14 @@ const ELF_MACHINE = { x64: 62, arm64: 183 } as const;
 const step = (msg: string) => console.log(`build: ${msg}`);
 const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 
-async function buildTarget(spec: TargetSpec): Promise<void> {
+/** Builds one executable; `spec.outfile` is relative to the project root or absolute. */
+export async function buildTarget(spec: TargetSpec): Promise<void> {
   const t0 = performance.now();
   const t = await resolveTarget(ROOT, spec, CACHE);
   step(`${spec.arch}: base ${relative(ROOT, t.executablePath)}, addons from ${relative(ROOT, t.sharpDir)}, ${relative(ROOT, t.libsqlDir)}`);
 
   const report = newReport();
-  const outfile = join(ROOT, spec.outfile);
+  const outfile = resolve(ROOT, spec.outfile);
   const result = await Bun.build({
     entrypoints: [join(ROOT, ENTRY)],
     target: "bun",
@@ -91,8 +93,10 @@ async function main(): Promise<void> {
   for (const { outfile } of TARGETS) console.log(`  ${mib(statSync(join(ROOT, outfile)).size).padStart(10)}  ${outfile}`);
 }
 
-await main().catch((err: unknown) => {
-  clean();
-  console.error(`build: FAILED: ${err instanceof Error ? err.message : String(err)}`);
-  process.exit(1);
-});
+if (import.meta.main) {
+  await main().catch((err: unknown) => {
+    clean();
+    console.error(`build: FAILED: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  });
+}
