@@ -241,17 +241,24 @@ export function authHeaders(keys: Keys, auth: "bearer" | "signed", body: Uint8Ar
   return auth === "bearer" ? { authorization: `Bearer ${keys.apiKey}` } : signedHeaders({ ...keys, timestamp, body });
 }
 
-/** An HTTPS client of one server: its certificate is the only trusted CA (none behind a proxy). */
+/**
+ * An HTTPS client of one server: its certificate is the only trusted CA (none behind a proxy).
+ * `headers` go with every request (under the request's own), e.g. the `X-Forwarded-Proto` and
+ * `X-Forwarded-For` a proxy would add when talking to an instance behind it directly.
+ */
 export class Client {
   constructor(
     readonly url: string,
     readonly ca: string,
     readonly timeoutMs = 30_000,
+    readonly headers: Record<string, string> = {},
   ) {}
 
   /** `fetch` of a path of the server. */
   fetch(path: string, init: RequestInit = {}): Promise<Response> {
-    return fetch(`${this.url}${path}`, { signal: AbortSignal.timeout(this.timeoutMs), ...init, ...(this.ca ? { tls: { ca: this.ca } } : {}) } as RequestInit);
+    const headers = new Headers(this.headers);
+    for (const [name, value] of new Headers(init.headers)) headers.set(name, value);
+    return fetch(`${this.url}${path}`, { signal: AbortSignal.timeout(this.timeoutMs), ...init, headers, ...(this.ca ? { tls: { ca: this.ca } } : {}) } as RequestInit);
   }
 
   /** Sends JSON and returns status, headers and the parsed body (the text when it is not JSON). */
