@@ -88,7 +88,7 @@ export async function psql(url: string, sql: string): Promise<string> {
   return result.stdout.trim();
 }
 
-/** Stops and removes this process's cluster now (also done automatically at exit); a later startPostgres() makes a new one. */
+/** Stops and removes this process's cluster now (also done after the whole run by test/support/teardown.ts, and on SIGINT/SIGTERM); a later startPostgres() makes a new one. */
 export async function stopPostgres(): Promise<void> {
   const pending = started;
   started = undefined;
