@@ -52,13 +52,17 @@ interface Backend {
   target: Target;
 }
 
-/** Rounds of every backend × client kind on the same jobs, the backends' order alternating per round. */
+/**
+ * Rounds of every client kind × backend on the same jobs. The two backends of a kind run back to
+ * back (their ratio is taken within that pair), first one then the other, alternating: on a
+ * shared machine other load changes within seconds, so the paired runs must be close in time.
+ */
 async function throughput(backends: Backend[], pg: BenchPostgres, pgUrl: string, thumbs: Thumb[], bytes: Map<string, Buffer>): Promise<PostgresRun["throughput"]> {
   const jobs = [...thumbs, ...thumbs].sort((x, y) => y.width * y.height - x.width * x.height);
   const out: PostgresRun["throughput"] = { jobs: jobs.length, clients: CLIENTS, runs: [] };
   for (let r = 0; r < ROUNDS; r++) {
-    for (const b of r % 2 ? [...backends].reverse() : backends) {
-      for (const kind of KINDS) {
+    for (const [k, kind] of KINDS.entries()) {
+      for (const b of (r + k) % 2 ? [...backends].reverse() : backends) {
         const uploads = jobs.map((j) => prepare(b.target, kind, j, bytes.get(j.path)!));
         await pg.reset();
         const [c0, pg0] = [cpuMs(b.svc.pid), pg.cpu()];

@@ -40,8 +40,9 @@ export function postgresMarkdown(run: PostgresRun, flags: string): string {
   const t = run.throughput;
   const runsOf = (backend: string, kind: string) => t.runs.filter((x) => x.backend === backend && x.kind === kind);
   const med = (backend: string, kind: string, f: (x: PostgresRun["throughput"]["runs"][number]) => number) => median(runsOf(backend, kind).map(f));
-  // Ratios within a round (both backends ran back to back), then the median over rounds.
-  const ratio = (kind: string) => median(runsOf("PostgreSQL", kind).map((p) => p.ips / runsOf("file", kind).find((f) => f.round === p.round)!.ips));
+  // Ratios within a round (the two backends of a kind ran back to back), then the median over rounds.
+  const ratio = (kind: string, f: (x: PostgresRun["throughput"]["runs"][number]) => number = (x) => x.ips) =>
+    median(runsOf("PostgreSQL", kind).map((p) => f(p) / f(runsOf("file", kind).find((x) => x.round === p.round)!)));
   const p = run.sequential.p50;
   const fixed = (backend: string, kind: string) => p[`${backend}: ${kind}`]! - p["in-process"]!;
   const trips = Object.fromEntries(KINDS.map((k) => [k, requestPath(run.roundTrips[k]!)]));
@@ -49,7 +50,7 @@ export function postgresMarkdown(run: PostgresRun, flags: string): string {
   const met = KINDS.every((k) => trips[k]!.perConversion <= ROUND_TRIP_TARGET);
   const summary: (string | number)[][] = [
     ...KINDS.map((k) => [`throughput, ${k} (img/s, median of rounds)`, fmt(med("file", k, (x) => x.ips)), fmt(med("PostgreSQL", k, (x) => x.ips)), `${fmt(ratio(k), 3)} (median of per-round ratios)`]),
-    ...KINDS.map((k) => [`CPU per conversion of the imgpress process, ${k}`, `${fmt(med("file", k, (x) => x.cpuMs), 1)} ms`, `${fmt(med("PostgreSQL", k, (x) => x.cpuMs), 1)} ms`, `${fmt(med("PostgreSQL", k, (x) => x.cpuMs) / med("file", k, (x) => x.cpuMs), 3)}`]),
+    ...KINDS.map((k) => [`CPU per conversion of the imgpress process, ${k}`, `${fmt(med("file", k, (x) => x.cpuMs), 1)} ms`, `${fmt(med("PostgreSQL", k, (x) => x.cpuMs), 1)} ms`, `${fmt(ratio(k, (x) => x.cpuMs), 3)} (median of per-round ratios)`]),
     ...KINDS.map((k) => [`CPU per conversion of the PostgreSQL server processes, ${k}`, "—", `${fmt(med("PostgreSQL", k, (x) => x.pgCpuMs), 2)} ms`, ""]),
     ...KINDS.map((k) => [`${run.sequential.width} px p50, ${k}`, `${fmt(p[`file: ${k}`]!, 2)} ms`, `${fmt(p[`PostgreSQL: ${k}`]!, 2)} ms`, fmt(p[`PostgreSQL: ${k}`]! / p[`file: ${k}`]!, 3)]),
     ...KINDS.map((k) => [`fixed cost (p50 − in-process p50 ${fmt(p["in-process"]!, 2)} ms), ${k}`, `${fmt(fixed("file", k), 2)} ms`, `${fmt(fixed("PostgreSQL", k), 2)} ms`, `${fixed("PostgreSQL", k) >= fixed("file", k) ? "+" : "−"}${fmt(Math.abs(fixed("PostgreSQL", k) - fixed("file", k)), 2)} ms`]),
@@ -85,7 +86,7 @@ export function postgresMarkdown(run: PostgresRun, flags: string): string {
       "Bearer: the key lookup (read on every request, so a revocation anywhere counts at once). Signed: the key lookup and the replay INSERT (exact across instances). Usage is recorded in memory and written in one transaction per flush. " +
       `On the file the same statements are calls into the embedded library, counted at the libSQL client on the service's own classes. Target ≤ ${ROUND_TRIP_TARGET} round trips per conversion on PostgreSQL: ${met ? "met" : "**missed**"}.`,
     "",
-    `Throughput: ${t.clients} client loops over kept-alive HTTPS draining ${t.jobs} jobs (the thumbnail workload's sizes, 150–1536 px, of the three mate-backgrounds images of the quick corpus, twice, WebP and AVIF lossy alternating, largest first), the backends' order alternating per round. CPU per conversion is user + system time from /proc; the PostgreSQL server's (from /proc/<pid>/schedstat, exact) includes its backends, writers and autovacuum.`,
+    `Throughput: ${t.clients} client loops over kept-alive HTTPS draining ${t.jobs} jobs (the thumbnail workload's sizes, 150–1536 px, of the three mate-backgrounds images of the quick corpus, twice, WebP and AVIF lossy alternating, largest first), the two backends of a client kind back to back, which one first alternating; ratios within each pair, then the median. CPU per conversion is user + system time from /proc; the PostgreSQL server's (from /proc/<pid>/schedstat, exact) includes its backends, writers and autovacuum.`,
     "",
     table(["round", "backend", "client", "img/s", "imgpress CPU ms/conv", "PostgreSQL CPU ms/conv", "statements/conv"], t.runs.map((x) => [x.round, x.backend, x.kind, fmt(x.ips), fmt(x.cpuMs, 1), x.backend === "PostgreSQL" ? fmt(x.pgCpuMs, 2) : "", Number.isNaN(x.statements) ? "" : fmt(x.statements, 2)])),
     "",
