@@ -181,3 +181,22 @@ describe("backup during a burst, restore into a new folder", () => {
     await copyFile(aside!, join(tmp, "aside-copy.db")); // still a readable file
   }, 30_000);
 });
+
+describe("a database server instead of the embedded file", () => {
+  // Nothing listens on port 1: the commands must stop before connecting, and never print the URL's password.
+  test.each([
+    ["backup", "postgres://imgpress:pw-not-printed@127.0.0.1:1/imgpress", /PostgreSQL.*embedded file only.*pg_dump.*docs\/scaling\.md#backup/],
+    ["restore", "postgresql://imgpress:pw-not-printed@127.0.0.1:1/imgpress", /PostgreSQL.*embedded file only.*pg_restore.*docs\/scaling\.md#backup/],
+    ["backup", "libsql://db.example.com", /remote libSQL server; use that server's own backups/],
+    ["restore", "libsql://db.example.com", /remote libSQL server; restore it with that server's tools/],
+  ])("%s on %s says what to use instead, exit 1, nothing written", async (command, url, message) => {
+    const dir = join(tmp, `server-${command}-${url.split(":")[0]}`);
+    const file = join(dir, "snapshot.db");
+    const r = await runCli([command, file], { IMGPRESS_DATA_DIR: dir, IMGPRESS_DATABASE_URL: url });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr + r.stdout).not.toContain("pw-not-printed");
+    if (url.startsWith("postgres")) expect(r.stderr).not.toContain("libSQL");
+    expect(existsSync(file)).toBe(false);
+  });
+});

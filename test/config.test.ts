@@ -28,6 +28,8 @@ describe("defaults (no variables set)", () => {
     ["dataDir", resolve("imgpress-data")],
     ["databaseUrl", `file:${join(resolve("imgpress-data"), "imgpress.db")}`],
     ["databaseAuthToken", undefined],
+    ["databasePoolSize", 10],
+    ["databaseTimeoutS", 10],
     ["tlsCert", undefined],
     ["tlsKey", undefined],
     ["behindProxy", false],
@@ -78,6 +80,10 @@ describe("accepted values", () => {
     ["IMGPRESS_BEHIND_PROXY", "off", "behindProxy", false],
     ["IMGPRESS_SMTP_URL", "smtps://user:pass@mail.example.com:465", "smtpUrl", "smtps://user:pass@mail.example.com:465"],
     ["IMGPRESS_DATABASE_URL", "libsql://db.example.com", "databaseUrl", "libsql://db.example.com"],
+    ["IMGPRESS_DATABASE_URL", "postgres://db.example.com/imgpress", "databaseUrl", "postgres://db.example.com/imgpress"],
+    ["IMGPRESS_DATABASE_URL", "postgresql://u:p@db.example.com:5432/imgpress?sslmode=require", "databaseUrl", "postgresql://u:p@db.example.com:5432/imgpress?sslmode=require"],
+    ["IMGPRESS_DATABASE_POOL_SIZE", "25", "databasePoolSize", 25],
+    ["IMGPRESS_DATABASE_TIMEOUT_S", "2.5", "databaseTimeoutS", 2.5],
     ["IMGPRESS_ALLOWED_EMAILS", " Boss@Corp.example , @Team.example ,,", "allowedEmails", ["boss@corp.example", "@team.example"]],
     ["IMGPRESS_AUTH_SCHEMES", "signed,signed", "authSchemes", ["signed"]],
     ["IMGPRESS_CONVERT_TIMEOUT_S", "0.5", "convertTimeoutS", 0.5],
@@ -102,6 +108,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_DATABASE_POOL_SIZE", "0"],
     ["IMGPRESS_DATABASE_POOL_SIZE", "ten"],
     ["IMGPRESS_DATABASE_POOL_SIZE", "1001"],
+    ["IMGPRESS_DATABASE_TIMEOUT_S", "0"],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "0.5"],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "forever"],
     ["IMGPRESS_TLS_CERT", "  "],
@@ -160,13 +167,14 @@ describe("an invalid value stops with a message naming the variable and what is 
     });
     const covered = new Set([
       "IMGPRESS_HOST", "IMGPRESS_PORT", "IMGPRESS_DATA_DIR", "IMGPRESS_DATABASE_URL", "IMGPRESS_DATABASE_AUTH_TOKEN",
+      "IMGPRESS_DATABASE_POOL_SIZE", "IMGPRESS_DATABASE_TIMEOUT_S",
       "IMGPRESS_TLS_CERT", "IMGPRESS_TLS_KEY", "IMGPRESS_BEHIND_PROXY", "IMGPRESS_SMTP_URL", "IMGPRESS_MAIL_FROM",
       "IMGPRESS_ALLOWED_EMAILS", "IMGPRESS_MASTER_KEY", "IMGPRESS_MAX_PIXELS", "IMGPRESS_CONVERT_TIMEOUT_S",
       "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S",
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
       "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_USAGE_FLUSH_S", "IMGPRESS_SHUTDOWN_TIMEOUT_S",
       "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S",
-      "IMGPRESS_QUALITY_GUARD", "IMGPRESS_DATABASE_POOL_SIZE", "IMGPRESS_DATABASE_TIMEOUT_S",
+      "IMGPRESS_QUALITY_GUARD",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
   });

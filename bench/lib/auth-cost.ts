@@ -6,8 +6,9 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServices } from "../../src/app.ts";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig, type Config } from "../../src/config.ts";
 import { sha256Hex } from "../../src/crypto.ts";
+import type { Store } from "../../src/db/index.ts";
 import { openSqliteStore as openStore } from "../../src/db/sqlite.ts";
 import { createLogger } from "../../src/log.ts";
 import { logMailer } from "../../src/mail/mailer.ts";
@@ -30,6 +31,11 @@ export interface AuthCost {
 export async function openServices(dataDir: string) {
   const config = loadConfig({ IMGPRESS_DATA_DIR: dataDir, IMGPRESS_MASTER_KEY: randomBytes(32).toString("hex"), IMGPRESS_LOG_LEVEL: "error" });
   const store = await openStore(config.databaseUrl);
+  return { config, store, ...(await servicesOn(store, config)) };
+}
+
+/** The service's own classes on an open, migrated `store` (either dialect), with one issued key pair. */
+export async function servicesOn(store: Store, config: Config) {
   const logger = createLogger("error", () => {});
   const services = await createServices({
     config,
@@ -40,7 +46,7 @@ export async function openServices(dataDir: string) {
     loadDocsAsset: async () => new Blob([]),
   });
   const issued = await services.keys.issue("bench@example.com", "https://bench.example.com");
-  return { config, store, services, keys: { apiKey: issued.apiKey, secretKey: issued.secretKey } };
+  return { services, keys: { apiKey: issued.apiKey, secretKey: issued.secretKey } };
 }
 
 /** Verifies `samples` fresh signed requests with the body of `imagePath` on the service's own classes. */

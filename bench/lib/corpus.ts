@@ -239,3 +239,13 @@ export async function loadCorpus(workDir: string, quick: boolean): Promise<Corpu
   worst[1]!.path = png;
   return { images, worst, dir: BACKGROUNDS };
 }
+
+/**
+ * The quick subset's `mate-backgrounds` files (3 images, 1680–1920 px wide) without the worst cases
+ * (nothing generated): the sources of the thumbnail workload for scripts that need only small inputs.
+ */
+export async function smallImages(): Promise<Image[]> {
+  const entries = ENTRIES.filter((e) => QUICK.has(e.rel) && e.pkg === "mate-backgrounds");
+  if (!entries.every((e) => existsSync(join(BACKGROUNDS, e.rel)))) ensurePackages();
+  return Promise.all(entries.map((e) => describe(join(BACKGROUNDS, e.rel), e.rel, e)));
+}

@@ -57,8 +57,11 @@ export const DASHBOARD_BLOCK = /<!-- dashboard bench: start[^>]*-->[\s\S]*?<!-- 
 /** The "Quality guard" section that bench/quality-guard.ts writes into RESULTS.md (kept by `npm run bench` for the same reason). */
 export const QUALITY_GUARD_BLOCK = /<!-- quality-guard:start[^>]*-->[\s\S]*?<!-- quality-guard:end -->/;
 
+/** The "PostgreSQL vs the embedded file" section that bench/postgres.ts writes (it starts its own PostgreSQL cluster). */
+export const POSTGRES_BLOCK = /<!-- postgres bench:start[^>]*-->[\s\S]*?<!-- postgres bench:end -->/;
+
 /** The sections of RESULTS.md that standalone scripts write and `npm run bench` carries over unchanged, in this order. */
-export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, DASHBOARD_BLOCK];
+export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK];
 
 /** The whole of RESULTS.md. */
 export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine: string; corpus: string; sections: string[]; history: string }): string {

@@ -3,7 +3,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { moveAside, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
-import { localPath, openStore } from "../db/index.ts";
+import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { timingSafeEqual } from "../crypto.ts";
 import { existingMasterKey, masterKeyCheck, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
 import { liveServerPid, pidFilePath } from "../pidfile.ts";
@@ -19,6 +19,13 @@ const MiB = 1024 * 1024;
 const LARGE_BYTES = 10 * MiB;
 const stamp = () => new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
 
+/** Why backup and restore stop on a database server, naming its kind but never its URL (which may hold a password). */
+function notAFile(url: string, postgres: string, libsql: string): string {
+  return isPostgresUrl(url)
+    ? `the database is PostgreSQL; backup and restore work on the embedded file only: ${postgres} and keep the master key with it (docs/scaling.md#backup)`
+    : `the database is a remote libSQL server; ${libsql}`;
+}
+
 /**
  * `imgpress backup [FILE] [--without-key]`: an online snapshot of the database while the server
  * runs. By default the file also carries the master key (so it restores on its own) and the
@@ -26,7 +33,7 @@ const stamp = () => new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/
  */
 export async function runBackup(config: Config, file: string | undefined, flags: Record<string, string>, io: Output): Promise<number> {
   const source = localPath(config.databaseUrl);
-  if (!source) return io.err("imgpress backup: the database is a remote libSQL server; use that server's own backups"), 1;
+  if (!source) return io.err(`imgpress backup: ${notAFile(config.databaseUrl, "back it up with pg_dump", "use that server's own backups")}`), 1;
   const dest = resolve(file ?? `imgpress-backup-${stamp()}.db`);
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
@@ -52,7 +59,7 @@ export async function runBackup(config: Config, file: string | undefined, flags:
 export async function runRestore(config: Config, file: string | undefined, io: Output): Promise<number> {
   if (!file) return io.err("usage: imgpress restore FILE"), 2;
   const target = localPath(config.databaseUrl);
-  if (!target) return io.err("imgpress restore: the database is a remote libSQL server; restore it with that server's tools"), 1;
+  if (!target) return io.err(`imgpress restore: ${notAFile(config.databaseUrl, "restore a pg_dump with pg_restore", "restore it with that server's tools")}`), 1;
   const holder = liveServerPid(target);
   if (holder !== null) {
     io.err(`imgpress restore: a server (pid ${holder}) is using ${target}; stop it first (if no server runs, delete ${pidFilePath(target)})`);

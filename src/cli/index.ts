@@ -20,10 +20,11 @@ Usage:
   imgpress keys revoke-email ADDRESS
                                    revoke every active key of an address
   imgpress backup [FILE] [--without-key]
-                                   online snapshot of the database, with the master key
-                                   unless --without-key (keep the file like a password)
-  imgpress restore FILE            replace the database with a verified snapshot (server
-                                   stopped); the old one is kept aside
+                                   online snapshot of the embedded database file, with the
+                                   master key unless --without-key (keep it like a password)
+  imgpress restore FILE            replace the database file with a verified snapshot (server
+                                   stopped); the old one is kept aside. PostgreSQL: pg_dump
+                                   and pg_restore (docs/scaling.md)
   imgpress migrate-data --from URL --to URL
                                    copy the whole database into an empty one (e.g. file:… into
                                    postgres://…); the new one needs the same master key
