@@ -46,7 +46,8 @@ const ERRORS = [
  * Fills a database with plausible demo keys and usage buckets (for screenshots and benchmarks):
  * keys with fake hashes and secrets that can never authenticate, a Zipf spread of traffic with a
  * daily and weekly rhythm, ~2 % errors, and key counters equal to their buckets' sums.
- * Returns how many bucket rows it wrote.
+ * Returns how many bucket rows it wrote. Writes plain SQL text through the SQLite transaction, so
+ * it takes the libSQL file's handle (`SqliteStore.db`); nothing on a live PostgreSQL is ever seeded.
  */
 export async function seedDemoData(db: Database, options: DemoOptions = {}): Promise<{ keys: number; buckets: number }> {
   const keyCount = options.keys ?? 50;
