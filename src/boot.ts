@@ -1,5 +1,6 @@
 import { createApp, createServices, type App, type Services } from "./app.ts";
 import { loadConfig, type Config } from "./config.ts";
+import { driverMessage } from "./db/faults.ts";
 import { localPath, openStore, type Store } from "./db/index.ts";
 import { redactUrl } from "./internal/settings.ts";
 import { createLogger, type Logger } from "./log.ts";
@@ -42,7 +43,7 @@ async function openConfiguredStore(config: Config): Promise<Store> {
     return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
   } catch (err) {
     const where = localPath(config.databaseUrl) ?? redactUrl(config.databaseUrl);
-    const reason = String((err as Error)?.message ?? err).split("\n")[0]!.replaceAll(config.databaseUrl, where);
+    const reason = driverMessage(err).replaceAll(config.databaseUrl, where);
     throw new Error(`cannot open the database ${where}: ${reason}`, { cause: err });
   }
 }

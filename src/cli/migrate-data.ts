@@ -1,4 +1,5 @@
 import { copyDatabase, CopyRefused, type TableCount } from "../db/copy.ts";
+import { driverMessage } from "../db/faults.ts";
 import type { DatabaseOptions } from "../db/index.ts";
 import { redactUrl } from "../internal/settings.ts";
 import type { Output } from "./backup.ts";
@@ -27,7 +28,7 @@ export async function runMigrateData(words: string[], flags: Record<string, stri
     });
   } catch (err) {
     if (err instanceof CopyRefused) return io.err(clean(`migrate-data refused, nothing written: ${err.message}`)), 1;
-    return io.err(clean(`migrate-data failed, nothing written to the target: ${reason(err)}`)), 1;
+    return io.err(clean(`migrate-data failed, nothing written to the target: ${driverMessage(err)}`)), 1;
   }
   io.out(table(["TABLE", "SOURCE", "TARGET"], counts.map((c) => [c.table, String(c.source), String(c.target)])));
   const rows = counts.reduce((sum, c) => sum + c.target, 0);
@@ -72,11 +73,4 @@ function safeDecode(text: string): string {
   } catch {
     return text;
   }
-}
-
-/** The driver's reason; Drizzle's wrapper is skipped because its message lists the statement's values (sealed secrets, hashes). */
-function reason(err: unknown): string {
-  let e = err as { message?: string; cause?: unknown };
-  while (e.cause && typeof e.message === "string" && e.message.startsWith("Failed query")) e = e.cause as typeof e;
-  return String(e.message ?? e).split("\nparams:")[0]!;
 }
