@@ -41,6 +41,9 @@ export async function migrateSqlite(client: Client, migrations: readonly Migrati
  */
 export async function migratePostgres(sql: Sql, migrations: readonly Migration[]): Promise<string[]> {
   return sql.begin(async (tx) => {
+    // No statement timeout here: a migration on a large table, or the wait of an instance queued
+    // behind it, may rightly take longer than IMGPRESS_DATABASE_TIMEOUT_S.
+    await tx.unsafe("SET LOCAL statement_timeout = 0");
     await tx.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
     await tx.unsafe("CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)");
     const [last] = await tx<{ created_at: string }[]>`SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
