@@ -1,8 +1,8 @@
 import { createApp, createServices, type App, type Services } from "./app.ts";
 import { loadConfig, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
-import { localPath, openStore, type Store } from "./db/index.ts";
-import { redactUrl } from "./internal/settings.ts";
+import { openStore, type Store } from "./db/index.ts";
+import { scrub, shown } from "./db/location.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, smtpMailer } from "./mail/mailer.ts";
 import { loadMasterKey } from "./masterkey.ts";
@@ -42,9 +42,7 @@ async function openConfiguredStore(config: Config): Promise<Store> {
   try {
     return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
   } catch (err) {
-    const where = localPath(config.databaseUrl) ?? redactUrl(config.databaseUrl);
-    const reason = driverMessage(err).replaceAll(config.databaseUrl, where);
-    throw new Error(`cannot open the database ${where}: ${reason}`, { cause: err });
+    throw new Error(scrub(`cannot open the database ${config.databaseUrl}: ${driverMessage(err)}`, [config.databaseUrl]), { cause: err });
   }
 }
 

@@ -33,6 +33,12 @@ export function liveServerPid(databasePath: string): number | null {
   }
 }
 
+/** Why `databasePath` must not be replaced or copied now (a live server uses it), or null when no server does. */
+export function serverInUse(databasePath: string): string | null {
+  const holder = liveServerPid(databasePath);
+  return holder === null ? null : `a server (pid ${holder}) is using ${databasePath}; stop it first (if no server runs, delete ${pidFilePath(databasePath)})`;
+}
+
 function serverPid(databasePath: string): number | null {
   try {
     const value = Number(readFileSync(pidFilePath(databasePath), "utf8").trim());

@@ -153,6 +153,11 @@ describe("keys revoke", () => {
     expect(active.stdout).not.toContain(a1!.id);
     expect(active.stdout).not.toContain(a2!.id);
     expect(active.stdout).toContain(b!.id);
+    // Each revoked key is in the audit trail, as a single revoke is.
+    const audit = await runCli(["audit", "--type", "key.revoked", "--json"], env);
+    expect(audit.code).toBe(0);
+    for (const key of [a1!, a2!]) expect(audit.stdout).toContain(key.id);
+    expect(audit.stdout).not.toContain(b!.id);
   });
 });
 

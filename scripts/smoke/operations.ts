@@ -1,12 +1,12 @@
 // Stage "operations": the Prometheus endpoint counts the stage's conversions and passes promtool; `imgpress health` sees the server ready.
-import { Client, type Service } from "../../test/support/imgpress.ts";
+import type { Service } from "../../test/support/imgpress.ts";
 import { cli, type Smoke } from "./context.ts";
 import { assert } from "./report.ts";
 
 /** Scrapes /internal/metrics after `conversions` successful conversions and runs `imgpress health` against the server. */
 export async function operationsStage(s: Smoke, svc: Service, conversions: number): Promise<void> {
   await s.report.check(s.tag, "GET /internal/metrics: prom-client output, counts the conversions, passes promtool", async () => {
-    const res = await new Client(svc.url, svc.ca, s.lim.request).fetch("/internal/metrics");
+    const res = await svc.client.fetch("/internal/metrics");
     const text = await res.text();
     assert(res.status === 200, `HTTP ${res.status}`);
     const ok = [...text.matchAll(/^imgpress_conversions_total\{[^}]*outcome="ok"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);

@@ -6,7 +6,7 @@ import { moveAside, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.t
 import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { timingSafeEqual } from "../crypto.ts";
 import { existingMasterKey, masterKeyCheck, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
-import { liveServerPid, pidFilePath } from "../pidfile.ts";
+import { serverInUse } from "../pidfile.ts";
 
 /** Where CLI output goes: results on `out`, progress and warnings on `err`. */
 export interface Output {
@@ -60,11 +60,8 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   if (!file) return io.err("usage: imgpress restore FILE"), 2;
   const target = localPath(config.databaseUrl);
   if (!target) return io.err(`imgpress restore: ${notAFile(config.databaseUrl, "restore a pg_dump with pg_restore", "restore it with that server's tools")}`), 1;
-  const holder = liveServerPid(target);
-  if (holder !== null) {
-    io.err(`imgpress restore: a server (pid ${holder}) is using ${target}; stop it first (if no server runs, delete ${pidFilePath(target)})`);
-    return 1;
-  }
+  const inUse = serverInUse(target);
+  if (inUse !== null) return io.err(`imgpress restore: ${inUse}`), 1;
   const suffix = `.before-restore-${stamp()}`;
   const stage = `${target}.restore-${crypto.randomUUID()}`;
   await mkdir(dirname(target), { recursive: true, mode: 0o700 });

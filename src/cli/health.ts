@@ -1,6 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
+import { isWildcard } from "../tls/index.ts";
 import { loadConfig } from "../config.ts";
 
 /** How long the probe waits for an answer before reporting failure. */
@@ -28,8 +29,7 @@ export async function runHealthCommand(flags: Record<string, string>, env: Recor
 
 function defaultUrl(env: Record<string, string | undefined>, flags: Record<string, string>): string {
   const config = loadConfig(env, flags);
-  const wildcard = config.host === "0.0.0.0" || config.host === "::" || config.host === "";
-  const host = wildcard ? "127.0.0.1" : isIP(config.host) === 6 ? `[${config.host}]` : config.host;
+  const host = isWildcard(config.host) ? "127.0.0.1" : isIP(config.host) === 6 ? `[${config.host}]` : config.host;
   return `${config.behindProxy ? "http" : "https"}://${host}:${config.port}/health/ready`;
 }
 

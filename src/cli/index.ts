@@ -59,8 +59,8 @@ export async function runKeysCommand(words: string[], flags: Record<string, stri
     return done ? 0 : 1;
   }
   if (action === "revoke-email" && target) {
-    const count = await services.keys.revokeAllOf(target.trim().toLowerCase());
-    out(`revoked ${count} key(s) of ${target}`);
+    const ids = await services.revocation.revokeAllOf(target.trim().toLowerCase(), "cli");
+    out(`revoked ${ids.length} key(s) of ${target}`);
     return 0;
   }
   out("usage: imgpress keys list [--all] [--email ADDRESS] [--json] | keys revoke ID | keys revoke-email ADDRESS");

@@ -1,7 +1,7 @@
 import { copyDatabase, CopyRefused, type TableCount } from "../db/copy.ts";
 import { driverMessage } from "../db/faults.ts";
 import type { DatabaseOptions } from "../db/index.ts";
-import { redactUrl } from "../internal/settings.ts";
+import { scrub, shown } from "../db/location.ts";
 import type { Output } from "./backup.ts";
 import { table } from "./index.ts";
 
@@ -38,39 +38,4 @@ export async function runMigrateData(words: string[], flags: Record<string, stri
       "(the master.key of the old data folder, or IMGPRESS_MASTER_KEY set to it), or it refuses to start. The source was left as it was.",
   );
   return 0;
-}
-
-/** A database URL as it may be printed: a file path as typed, any other URL without its password or token. */
-function shown(url: string): string {
-  if (url.startsWith("file:")) return url;
-  const redacted = redactUrl(url);
-  // An address URL cannot parse is returned as is by redactUrl: mask what sits between "://" and "@".
-  return redacted === url ? url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1******@") : redacted;
-}
-
-/** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's message may have quoted it. */
-function scrub(text: string, urls: string[]): string {
-  const secrets = urls.flatMap(passwords).filter((p) => p.length > 0);
-  let out = text;
-  for (const url of urls) out = out.replaceAll(url, shown(url));
-  for (const secret of secrets) out = out.replaceAll(secret, "******");
-  return out;
-}
-
-function passwords(url: string): string[] {
-  try {
-    const { password } = new URL(url);
-    return [password, safeDecode(password)];
-  } catch {
-    const typed = /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:([^/@]*)@/i.exec(url)?.[1];
-    return typed ? [typed, safeDecode(typed)] : [];
-  }
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }

@@ -1,10 +1,11 @@
 import { Elysia, t } from "elysia";
-import { AppError } from "../errors.ts";
+import { AppError, notFound as unknownRoute } from "../errors.ts";
 import { html, type SafeHtml } from "../html/index.ts";
 import { parseFormBody } from "../http/form.ts";
 import type { KeyRevocation } from "../keys/revoke.ts";
 import type { staffAuth } from "../staff/auth.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
+import { CsrfForm } from "../staff/model.ts";
 import type { StaffSession } from "../staff/sessions.ts";
 import { assetAt } from "./assets.ts";
 import { doorLayout, type Notice, type Viewer } from "./layout.ts";
@@ -32,7 +33,6 @@ const text = (max = 320) => t.Optional(t.String({ maxLength: max }));
 // mistyped bookmark still opens a page; only absurd lengths are refused.
 const PageQuery = t.Object({ range: text(40), q: text(200), status: text(40), sort: text(40), order: text(40), page: text(40), type: text(64), staff: text(), from: text(40), to: text(40), before: text(40), done: text(40) });
 const EmailForm = t.Object({ email: t.String({ maxLength: 320 }), csrf: text(200) });
-const CsrfForm = t.Object({ csrf: text(200) });
 
 /** Fixed confirmations after a form (never text from the URL: a link must not be able to put words on the page). */
 const DONE: Record<string, Notice> = {
@@ -97,6 +97,6 @@ function seeOther(location: string): Response {
 /** A hashed asset, cacheable for a year: its name changes whenever its content does. */
 function assetResponse(file: string): Response {
   const asset = assetAt(file);
-  if (!asset) throw new AppError(404, "NOT_FOUND", "No such route. See /v1/docs for the API.");
+  if (!asset) throw unknownRoute();
   return new Response(asset.body, { headers: { "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" } });
 }

@@ -62,7 +62,7 @@ export function doorLayout(title: string, body: SafeHtml): SafeHtml {
 function document(title: string, body: SafeHtml): SafeHtml {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark"><meta name="referrer" content="same-origin">
+<meta name="color-scheme" content="light dark">
 <title>${title} · imgpress</title>
 <link rel="icon" href="${assetUrl("favicon.svg")}" type="image/svg+xml">
 <link rel="stylesheet" href="${assetUrl("dashboard.css")}">

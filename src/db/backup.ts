@@ -94,13 +94,12 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
       info = { ...info, masterKey: hex ? new Uint8Array(Buffer.from(hex, "hex")) : null, createdAt: row ? Number(row[1]) : null };
       await client.execute("DROP TABLE imgpress_backup");
     }
+    client.close();
     return info;
   } catch (err) {
     client.close();
     await rm(stage, { force: true });
     throw err;
-  } finally {
-    client.close();
   }
 }
 

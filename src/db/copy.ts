@@ -2,7 +2,7 @@ import { existsSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { asc, count, getTableColumns, gt, is, sql, type SQL } from "drizzle-orm";
 import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { liveServerPid, pidFilePath } from "../pidfile.ts";
+import { serverInUse } from "../pidfile.ts";
 import { isPostgresUrl, localPath, openStore, type DatabaseOptions } from "./index.ts";
 import * as schema from "./schema.ts";
 import type { Database, Store } from "./store.ts";
@@ -70,8 +70,8 @@ export async function copyDatabase(from: string, to: string, options: CopyOption
   const sourcePath = localPath(from);
   if (sourcePath !== null && !existsSync(sourcePath)) throw new CopyRefused(`there is no database file at ${resolve(sourcePath)}`);
   for (const path of [sourcePath, localPath(to)]) {
-    const holder = path === null ? null : liveServerPid(path);
-    if (holder !== null) throw new CopyRefused(`a server (pid ${holder}) is using ${resolve(path!)}; stop it first (if no server runs, delete ${pidFilePath(path!)})`);
+    const inUse = path === null ? null : serverInUse(resolve(path));
+    if (inUse !== null) throw new CopyRefused(inUse);
   }
   const source = await openStore(from, options.storeOptions);
   try {

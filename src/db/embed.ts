@@ -26,7 +26,7 @@ async function readFolder(folder: URL): Promise<Migration[]> {
   const entries = [];
   for (const entry of journal.entries) {
     const sql = await readFile(new URL(`${entry.tag}.sql`, folder), "utf8");
-    // Same hash drizzle-kit's migrator records, so either tool can take over a database.
+    // Same hash drizzle-kit's migrator records, so either tool can take over a SQLite database.
     entries.push({ tag: entry.tag, when: entry.when, hash: await sha256Hex(sql), sql });
   }
   return entries;

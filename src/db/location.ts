@@ -1,3 +1,4 @@
+import { redactUrl } from "../internal/settings.ts";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -16,4 +17,39 @@ export function databaseFolder(url: string): string | null {
 /** Whether a database URL names PostgreSQL (`postgres://` or `postgresql://`) rather than libSQL. */
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
+}
+
+/** A database URL as it may be printed (messages, logs): a file path as typed, any other URL without its password or token. */
+export function shown(url: string): string {
+  if (url.startsWith("file:")) return url;
+  const redacted = redactUrl(url);
+  // An address URL cannot parse is returned as is by redactUrl: mask what sits between "://" and "@".
+  return redacted === url ? url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1******@") : redacted;
+}
+
+/** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's message may have quoted it. */
+export function scrub(text: string, urls: string[]): string {
+  const secrets = urls.flatMap(passwords).filter((p) => p.length > 0);
+  let out = text;
+  for (const url of urls) out = out.replaceAll(url, shown(url));
+  for (const secret of secrets) out = out.replaceAll(secret, "******");
+  return out;
+}
+
+function passwords(url: string): string[] {
+  try {
+    const { password } = new URL(url);
+    return [password, safeDecode(password)];
+  } catch {
+    const typed = /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:([^/@]*)@/i.exec(url)?.[1];
+    return typed ? [typed, safeDecode(typed)] : [];
+  }
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }

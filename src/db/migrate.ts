@@ -35,9 +35,11 @@ export async function migrateSqlite(client: Client, migrations: readonly Migrati
 }
 
 /**
- * The PostgreSQL twin of `migrateSqlite`, in one transaction (DDL is transactional there). Instances
- * starting together queue on a transaction-scoped advisory lock, so exactly one applies what is
- * pending and the others then find nothing left; the lock ends with the transaction.
+ * The PostgreSQL counterpart of `migrateSqlite`, in one transaction (DDL is transactional there).
+ * Instances starting together queue on a transaction-scoped advisory lock, so exactly one applies
+ * what is pending and the others then find nothing left; the lock ends with the transaction. Its
+ * bookkeeping is `public.__drizzle_migrations`, not drizzle-kit's `drizzle.__drizzle_migrations`:
+ * on PostgreSQL only this migrator manages the database.
  */
 export async function migratePostgres(sql: Sql, migrations: readonly Migration[]): Promise<string[]> {
   return sql.begin(async (tx) => {

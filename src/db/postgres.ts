@@ -37,6 +37,9 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     await client.end({ timeout: 1 });
     throw err;
   }
+  // ETIMEDOUT: a storage fault, answered 503 STORAGE_UNAVAILABLE.
+  const bounded = <T>(work: Promise<T>) =>
+    within(work, options.timeoutS * 1000, () => Object.assign(new Error(`the database did not answer within ${options.timeoutS} s`), { code: "ETIMEDOUT" }));
   // Same names and columns as the SQLite schema (test/store.test.ts compares them), so services run unchanged.
   const db = drizzle(client, { schema }) as unknown as Database;
   const pg = db as unknown as ReturnType<typeof drizzle<typeof schema>>;
@@ -44,7 +47,6 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     dialect: "postgres",
     db,
     tables: schema as unknown as Tables,
-    run: async (query: SQL) => changedRows(await pg.execute(query)),
     all: async <T>(query: SQL) => [...(await pg.execute(query))] as T[],
     batch: (build) =>
       pg.transaction(async (tx) => {
@@ -58,10 +60,8 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
         await tx.execute(raw`SELECT pg_advisory_xact_lock(hashtextextended(${name}, 0))`);
         return changedRows(await tx.execute(query));
       }),
-    // ETIMEDOUT: a storage fault, answered 503 STORAGE_UNAVAILABLE.
-    bounded: (work) =>
-      within(work, options.timeoutS * 1000, () => Object.assign(new Error(`the database did not answer within ${options.timeoutS} s`), { code: "ETIMEDOUT" })),
-    ping: async () => void (await client`SELECT 1`),
+    bounded,
+    ping: async () => void (await bounded(client`SELECT 1`.execute())),
     // postgres.js replaces a broken connection on the next statement by itself.
     reconnect: async () => {},
     close: () => client.end({ timeout: 5 }),

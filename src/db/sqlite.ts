@@ -34,7 +34,6 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
     client,
     db,
     tables: schema,
-    run: async (query: SQL) => changedRows(await db.run(query)),
     all: <T>(query: SQL) => db.all<T>(query),
     async batch(build) {
       const [first, ...rest] = build(db);

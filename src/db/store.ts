@@ -26,8 +26,6 @@ export interface Store {
   readonly db: Database;
   /** The tables of this store's dialect (same names and columns on both). */
   readonly tables: Tables;
-  /** Runs a raw statement; returns the rows it changed. */
-  run(query: SQL): Promise<number>;
   /** Runs a raw query; returns its rows as objects, integers and sums as JS numbers. */
   all<T>(query: SQL): Promise<T[]>;
   /** Runs the statements `build` makes on the handle it gets, in order, in one transaction; returns the rows each changed. */

@@ -2,14 +2,10 @@ import { statfs } from "node:fs/promises";
 import sharp from "sharp";
 import { driverMessage } from "../db/faults.ts";
 import type { Store } from "../db/index.ts";
+import type { ReadinessChecks as ReadinessChecksModel } from "./model.ts";
 
 /** `ok`, or what is wrong, per check. */
-export interface ReadinessChecks {
-  database: string;
-  storage: string;
-  libvips: string;
-  draining: string;
-}
+export type ReadinessChecks = typeof ReadinessChecksModel.static;
 
 /** The answer of one readiness probe. */
 export interface ReadinessReport {
@@ -58,7 +54,8 @@ export class Readiness {
     try {
       const at = Date.now();
       const { heartbeat } = this.store.tables;
-      await this.store.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } });
+      // Bounded: a frozen database server must not hold the probe (nor pile up writes behind it).
+      await this.store.bounded(this.store.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } }));
       return "ok";
     } catch (err) {
       return `write failed: ${driverMessage(err)}`;

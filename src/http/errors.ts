@@ -16,15 +16,14 @@ export function errorHandler(logger: Logger) {
     // The metrics read the answer's code and route here, where every error is named, and nowhere else.
     meta.route ??= route || undefined;
     const known = toAppError(code, error);
-    meta.errorCode = known?.code ?? "INTERNAL_ERROR";
-    if (known) return errorResponse(known, { "x-request-id": id });
-    const fault = storageFaultCode(error);
-    if (fault) {
-      logger.error("storage unavailable", { requestId: id, path: new URL(request.url).pathname, fault, error: driverMessage(error) });
-      return errorResponse(storageUnavailable(), { "x-request-id": id });
-    }
-    logger.error("unhandled error", { requestId: id, method: request.method, path: new URL(request.url).pathname, error: error as Error });
-    return errorResponse(new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${id}).`), { "x-request-id": id });
+    const fault = known ? null : storageFaultCode(error);
+    const path = new URL(request.url).pathname;
+    if (fault) logger.error("storage unavailable", { requestId: id, path, fault, error: driverMessage(error) });
+    else if (!known) logger.error("unhandled error", { requestId: id, method: request.method, path, error: error as Error });
+    const answer = known ?? (fault ? storageUnavailable() : new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${id}).`));
+    // The code the client gets, STORAGE_UNAVAILABLE included, is the one the metrics count.
+    meta.errorCode = answer.code;
+    return errorResponse(answer, { "x-request-id": id });
   });
 }
 

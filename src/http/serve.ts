@@ -45,7 +45,7 @@ export function createFetchHandler(
         ? errorResponse(new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" })
         : await handle(request);
     response.headers.set("x-request-id", meta.id);
-    // A route may choose a stricter value (the staff pages send Referrer-Policy: same-origin).
+    // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
     for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
     const path = new URL(request.url).pathname;

@@ -6,13 +6,12 @@ import type { KeyService } from "../keys/service.ts";
 import type { Logger } from "../log.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { keyIssuedMail, otpMail } from "../mail/templates.ts";
-import { OTP_MAX_ATTEMPTS, OtpEngine } from "../otp/service.ts";
+import { OtpEngine } from "../otp/service.ts";
 import type { RateLimiter } from "../ratelimit/service.ts";
 import { isAllowed, normalizeEmail, normalizeSiteUrl } from "./email.ts";
 
 /** Lifetime of a one-time code, in seconds (spec 4.2). */
 export const OTP_TTL_S = 900;
-export { OTP_MAX_ATTEMPTS };
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

@@ -14,4 +14,11 @@ export class KeyRevocation {
     if (done) await this.audit.record({ type: "key.revoked", actor: by, subject: id, clientAddress });
     return done;
   }
+
+  /** Revokes every active key of `email`, one audit event per key; returns their ids. */
+  async revokeAllOf(email: string, by: string, clientAddress = ""): Promise<string[]> {
+    const ids = await this.keys.revokeAllOf(email);
+    for (const id of ids) await this.audit.record({ type: "key.revoked", actor: by, subject: id, clientAddress });
+    return ids;
+  }
 }

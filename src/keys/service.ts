@@ -120,14 +120,14 @@ export class KeyService {
     return revoked.length > 0;
   }
 
-  /** Revokes every active key of an address; returns how many. */
-  async revokeAllOf(email: string): Promise<number> {
+  /** Revokes every active key of an address; returns their ids. */
+  async revokeAllOf(email: string): Promise<string[]> {
     const apiKeys = this.apiKeys;
     const revoked = await this.db
       .update(apiKeys)
       .set({ revokedAt: this.now() })
       .where(and(eq(apiKeys.email, email), isNull(apiKeys.revokedAt)))
       .returning({ id: apiKeys.id });
-    return revoked.length;
+    return revoked.map((k) => k.id);
   }
 }

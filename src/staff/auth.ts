@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { timingSafeEqual } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { isInternalPath } from "../http/guards.ts";
 import type { SessionService, StaffSession } from "./sessions.ts";
@@ -10,8 +11,10 @@ export const SESSION_COOKIE = "__Host-imgpress_session";
 export const internalHeaders: Record<string, string> = {
   "cache-control": "no-store",
   "content-security-policy":
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   "x-frame-options": "DENY",
+  // Not no-referrer: under it browsers send `Origin: null` on form POSTs, and assertSameOrigin
+  // would refuse every sign-in and sign-out. same-origin still sends nothing to other sites.
   "referrer-policy": "same-origin",
 };
 
@@ -60,16 +63,17 @@ export function isStateChanging(method: string): boolean {
  * Origin and the session's CSRF token (`X-CSRF-Token` header or `csrf` form field) → 403.
  */
 export function staffAuth(sessions: SessionService, behindProxy: boolean) {
-  const check = async (request: Request, body: unknown, api: boolean): Promise<StaffSession & { token: string }> => {
+  const check = async (request: Request, body: unknown, api: boolean): Promise<StaffSession> => {
     if (isStateChanging(request.method)) assertSameOrigin(request, behindProxy);
     const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE) ?? "";
     const session = token ? await sessions.authenticate(token) : null;
     if (!session) throw api ? new AppError(401, "SIGN_IN_REQUIRED", "No valid staff session: sign in at /internal/login.") : signInRedirect(request);
     if (isStateChanging(request.method)) {
       const given = request.headers.get("x-csrf-token") ?? formField(body, "csrf") ?? "";
-      if (!(await sessions.checkCsrf(token, given))) throw new AppError(403, "CSRF_TOKEN_INVALID", "Refused: the CSRF token is missing or does not belong to this session.");
+      // session.csrf is the HMAC of this cookie's token, computed once by authenticate.
+      if (!timingSafeEqual(session.csrf, given)) throw new AppError(403, "CSRF_TOKEN_INVALID", "Refused: the CSRF token is missing or does not belong to this session.");
     }
-    return { ...session, token };
+    return session;
   };
   // No plugin name: Elysia would share a named plugin between apps, and its closure with them.
   return new Elysia().macro({

@@ -48,8 +48,14 @@ export class StaffDirectory {
   /** Adds an address; false when it already was staff. `by` is "cli" or the acting staff address. */
   async add(raw: string, by: string, clientAddress = ""): Promise<{ email: string; added: boolean }> {
     const email = normalizeEmail(raw);
-    if (await this.isStaff(email)) return { email, added: false };
-    await this.db.insert(this.t.staffMembers).values({ email, addedAt: this.now(), addedBy: by }).onConflictDoNothing();
+    if (this.configured.includes(email)) return { email, added: false };
+    // One statement decides: of two instances adding the same address at once, one adds and audits.
+    const inserted = await this.db
+      .insert(this.t.staffMembers)
+      .values({ email, addedAt: this.now(), addedBy: by })
+      .onConflictDoNothing()
+      .returning({ email: this.t.staffMembers.email });
+    if (inserted.length === 0) return { email, added: false };
     await this.audit.record({ type: "staff.added", actor: by, subject: email, clientAddress });
     return { email, added: true };
   }

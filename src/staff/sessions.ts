@@ -74,11 +74,6 @@ export class SessionService {
     return { id: row.id, email: row.email, csrf: await this.csrfToken(token) };
   }
 
-  /** True when `given` is the CSRF token of the session whose cookie token is `token`. */
-  async checkCsrf(token: string, given: string): Promise<boolean> {
-    return timingSafeEqual(await this.csrfToken(token), given);
-  }
-
   /** Ends one session of `email`; false when there was none with that id. */
   async end(email: string, id: string): Promise<boolean> {
     const ended = await this.db

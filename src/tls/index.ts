@@ -27,6 +27,7 @@ export async function loadTls(config: Config): Promise<TlsPair & { generated: bo
   return { cert, key, generated: true, certPath };
 }
 
-function isWildcard(host: string): boolean {
+/** Whether `host` listens on every address (so a local client should use loopback). */
+export function isWildcard(host: string): boolean {
   return host === "0.0.0.0" || host === "::" || host === "";
 }

@@ -13,7 +13,7 @@ export type Encoder = (image: RawImage, settings: EncodeSettings) => Promise<Uin
 /** Decodes an encoded image to raw pixels with the same channel count as the source. */
 export type Decoder = (bytes: Uint8Array, channels: number) => Promise<RawImage>;
 
-/** Decodes `input` once: oriented, scaled to `width` when smaller, sRGB, 8 bits per channel. */
+/** Raw 8-bit pixels of `pipeline`'s output (whatever orientation, scaling and colour space it already applies). */
 export async function decodeRaw(pipeline: Sharp): Promise<RawImage> {
   const { data, info } = await pipeline.raw({ depth: "uchar" }).toBuffer({ resolveWithObject: true });
   return { data, width: info.width, height: info.height, channels: info.channels };

@@ -100,15 +100,14 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   const sample = takeSample(image);
   const whole = sample === image;
   const scale = whole ? 1 : (image.width * image.height) / (sample.width * sample.height);
-  const reference = ssimReference(lumaOnWhite(sample), sample.width, sample.height);
   let encodes = 0;
   let scoreMs = 0;
   const trial = async (settings: EncodeSettings): Promise<Trial> => {
     const t0 = deps.now();
     const bytes = await deps.encode(sample, settings);
     const t1 = deps.now();
-    const decoded = await deps.decode(bytes, sample.channels);
-    const score = settings.options.lossless ? 1 : meanSsim(reference, lumaOnWhite(decoded), sample.width, sample.height);
+    // Lossless scores 1 by definition: no decode needed.
+    const score = settings.options.lossless ? 1 : meanSsim(reference, lumaOnWhite(await deps.decode(bytes, sample.channels)), sample.width, sample.height);
     encodes++;
     scoreMs = Math.max(scoreMs, deps.now() - t1);
     return { settings, bytes, encodeMs: t1 - t0, score };
@@ -116,12 +115,14 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
 
   const presetOptions = presets[format].lossy;
   const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE;
-  const isReference = format === REFERENCE.format && JSON.stringify(presetOptions) === JSON.stringify(REFERENCE.options);
+  const isReference = format === REFERENCE.format && presetOptions === REFERENCE.options;
   // The reference's own preset meets the target by definition; only a graphic may do better lossless.
   if (isReference && !graphic) {
     const bytes = await deps.encode(image, { format, options: presetOptions });
     return { bytes, report: { quality: quality({ settings: { format, options: presetOptions } }), reasons: ["preset"], extraEncodes: 0, candidates: 1 } };
   }
+  // Built only once a trial will be scored (the shortcut above scores nothing).
+  const reference = ssimReference(lumaOnWhite(sample), sample.width, sample.height);
   const preset = await trial({ format, options: presetOptions });
   const presetMs = preset.encodeMs * scale;
   const budgetMs = context.decodeMs + presetMs;

@@ -48,7 +48,7 @@ sharp.cache(false);
  * Converts JPEG/PNG bytes to WebP/AVIF: sniff → check the header → orient → to sRGB (honouring
  * an embedded ICC profile) → scale down → encode (through the quality guard for the lossy
  * formats it covers), dropping all other metadata. A pure function of its arguments; errors are
- * AppErrors with the codes of docs/api.md. `guardDeps` replaces the guard's encoder and clock.
+ * AppErrors with the codes of docs/api.md. `guardDeps` replaces the guard's encoder, decoder and clock.
  */
 export async function convertImage(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits, guardDeps: GuardDeps = realGuardDeps): Promise<ConvertResult> {
   const inputFormat = sniffFormat(input);
@@ -66,15 +66,14 @@ export async function convertImage(input: Uint8Array, options: ConvertOptions, l
   try {
     const work = guarded ? guardedWork(pipeline, options.format, limits.timeoutS, guardDeps) : presetWork(pipeline, options);
     const done = await withDeadline(work, limits.timeoutS);
-    const reasons = done.reasons;
-    if (done.bytes.length > input.length && !reasons.includes("original-smaller")) reasons.push("original-smaller");
-    return { ...done, mime: mimeTypes[options.format], inputFormat, qualityReasons: reasons };
+    if (done.bytes.length > input.length) done.qualityReasons.push("original-smaller");
+    return { ...done, mime: mimeTypes[options.format], inputFormat };
   } catch (err) {
     throw translateSharpError(err as Error);
   }
 }
 
-type Work = Omit<ConvertResult, "mime" | "inputFormat" | "qualityReasons"> & { reasons: QualityReason[] };
+type Work = Omit<ConvertResult, "mime" | "inputFormat">;
 
 /** The preset alone, streamed from the decoder into the encoder. */
 async function presetWork(pipeline: Sharp, options: ConvertOptions): Promise<Work> {
@@ -83,7 +82,7 @@ async function presetWork(pipeline: Sharp, options: ConvertOptions): Promise<Wor
   const { data, info } = await encoder.toBuffer({ resolveWithObject: true });
   const quality = options.quality === "lossless" ? "lossless" : (preset.quality ?? 0);
   const reasons: QualityReason[] = [options.quality === "lossless" ? "requested" : "preset"];
-  return { bytes: data, width: info.width, height: info.height, quality, reasons, guardEncodes: 0, candidates: 1 };
+  return { bytes: data, width: info.width, height: info.height, quality, qualityReasons: reasons, guardEncodes: 0, candidates: 1 };
 }
 
 /** Decodes once to raw pixels, then lets the guard choose the encoder settings. */
@@ -92,5 +91,5 @@ async function guardedWork(pipeline: Sharp, format: OutputFormat, timeoutS: numb
   const image = await decodeRaw(pipeline);
   const context = { startedAt, decodeMs: deps.now() - startedAt, endAt: startedAt + timeoutS * 1000 };
   const { bytes, report } = await guardedEncode(image, format, context, deps);
-  return { bytes, width: image.width, height: image.height, quality: report.quality, reasons: report.reasons, guardEncodes: report.extraEncodes, candidates: report.candidates };
+  return { bytes, width: image.width, height: image.height, quality: report.quality, qualityReasons: report.reasons, guardEncodes: report.extraEncodes, candidates: report.candidates };
 }

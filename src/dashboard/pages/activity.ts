@@ -1,19 +1,10 @@
+import type { AuditEvent } from "../../audit/service.ts";
 import { html, type SafeHtml } from "../../html/index.ts";
 import { empty, query, table, time } from "../components.ts";
 import { layout, type Viewer } from "../layout.ts";
 
 /** One audit event as the activity table shows it. */
-export interface ActivityRow {
-  at: number;
-  type: string;
-  /** Who did it: a staff address, "cli", or "" for the public flow. */
-  actor: string;
-  /** What it was about (an address, a key id…). */
-  subject: string;
-  clientAddress: string;
-  /** Non-secret facts, e.g. `{ reason: "wrong code" }`. */
-  detail: Record<string, unknown>;
-}
+export type ActivityRow = Omit<AuditEvent, "id">;
 
 /** The activity filters as the URL carries them (dates as YYYY-MM-DD, whole days in UTC). */
 export interface ActivityFilter {

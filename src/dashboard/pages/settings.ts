@@ -1,23 +1,14 @@
 import { html, type SafeHtml } from "../../html/index.ts";
+import type { StaffMember } from "../../staff/directory.ts";
+import type { SessionRow as StaffSessionRow } from "../../staff/sessions.ts";
 import { badge, empty, table, time } from "../components.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../layout.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
-export interface StaffRow {
-  email: string;
-  source: "config" | "database";
-  addedAt: number | null;
-  addedBy: string | null;
-}
+export type StaffRow = StaffMember;
 
 /** An active session of the signed-in address (never its token). */
-export interface SessionRow {
-  id: string;
-  clientAddress: string;
-  userAgent: string;
-  createdAt: number;
-  lastSeenAt: number;
-}
+export type SessionRow = Omit<StaffSessionRow, "email">;
 
 /** One effective setting; secrets already redacted. */
 export interface SettingRow {
