@@ -8,7 +8,7 @@
 //   bun bench/dashboard.ts --minutes=10 the 10-minute live session of the target
 //   bun bench/dashboard.ts --keys=500 --days=30 --busy=20 --reps=5 --minutes=0.5   smoke run
 //   --write                             also replace the "Dashboard" section of bench/RESULTS.md
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,7 +18,7 @@ import { seedDemoData } from "../src/usage/demo.ts";
 import { openBrowser } from "../test/support/browser.ts";
 import { startServer, type RunningServer } from "../test/support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../test/support/smtp.ts";
-import { DASHBOARD_BLOCK } from "./lib/results.ts";
+import { DASHBOARD_BLOCK, writeSection } from "./lib/results.ts";
 import { median, table } from "./lib/util.ts";
 
 const { values: opt } = parseArgs({
@@ -165,10 +165,7 @@ try {
   ].join("\n");
   console.log(markdown);
   if (opt.write) {
-    const file = join(import.meta.dir, "RESULTS.md");
-    const text = readFileSync(file, "utf8");
-    const block = `<!-- dashboard bench: start (written by bench/dashboard.ts --write) -->\n${markdown}<!-- dashboard bench: end -->`;
-    writeFileSync(file, DASHBOARD_BLOCK.test(text) ? text.replace(DASHBOARD_BLOCK, block) : `${text.trimEnd()}\n\n${block}\n`);
+    const file = writeSection(DASHBOARD_BLOCK, `<!-- dashboard bench: start (written by bench/dashboard.ts --write) -->\n${markdown}<!-- dashboard bench: end -->`);
     log(`wrote the Dashboard section of ${file}`);
   }
 } finally {

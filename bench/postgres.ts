@@ -20,7 +20,7 @@ import { smallImages } from "./lib/corpus.ts";
 import { measureDbPaths, sqliteCounter } from "./lib/db-path.ts";
 import { cpuBetween, startBenchPostgres, totalCalls, type BenchPostgres, type StatementCount } from "./lib/pg-cluster.ts";
 import { postgresMarkdown, type PostgresRun } from "./lib/pg-report.ts";
-import { POSTGRES_BLOCK } from "./lib/results.ts";
+import { POSTGRES_BLOCK, writeSection } from "./lib/results.ts";
 import { startReference, type Reference } from "./lib/reference.ts";
 import { obtainKeys, startService, tempDir, type Service } from "./lib/service.ts";
 import { kindLabel, post, prepare, saturate, type ClientKind, type Target } from "./lib/thumb-client.ts";
@@ -156,10 +156,7 @@ async function main(): Promise<void> {
     console.log(`\n${markdown}`);
     writeFileSync(join(WORK, "postgres.json"), JSON.stringify(run, null, 1));
     if (opt.write) {
-      const file = join(import.meta.dir, "RESULTS.md");
-      const text = readFileSync(file, "utf8");
-      writeFileSync(file, POSTGRES_BLOCK.test(text) ? text.replace(POSTGRES_BLOCK, markdown) : `${text.trimEnd()}\n\n${markdown}\n`);
-      progress(`wrote its section of ${file}`);
+      progress(`wrote its section of ${writeSection(POSTGRES_BLOCK, markdown)}`);
     }
   } finally {
     for (const b of backends) await b.svc.stop();

@@ -16,12 +16,12 @@ import sharp from "sharp";
 import { convertImage } from "../src/convert/pipeline/index.ts";
 import type { GuardMode } from "../src/convert/pipeline/guard.ts";
 import { loadCorpus } from "./lib/corpus.ts";
+import { QUALITY_GUARD_BLOCK, writeSection } from "./lib/results.ts";
 import { rng } from "../test/support/images.ts";
 import { decodeOnWhite, meanSsim, type Pixels } from "./lib/ssim.ts";
 import { fmt, median, progress, sum, table } from "./lib/util.ts";
 
 const WORK = join(import.meta.dir, ".work");
-const RESULTS = join(import.meta.dir, "RESULTS.md");
 const START = "<!-- quality-guard:start (written by bench/quality-guard.ts) -->";
 const END = "<!-- quality-guard:end -->";
 
@@ -325,10 +325,7 @@ async function main() {
   ].join("\n");
   console.log(section);
   if (!quick) {
-    const current = existsSync(RESULTS) ? readFileSync(RESULTS, "utf8") : "";
-    const at = current.indexOf(START);
-    const next = at >= 0 ? current.slice(0, at) + section + current.slice(current.indexOf(END) + END.length) : `${current.trimEnd()}\n\n${section}\n`;
-    writeFileSync(RESULTS, next);
+    writeSection(QUALITY_GUARD_BLOCK, section);
   } else writeFileSync(join(WORK, "quality-guard.quick.md"), section);
 }
 

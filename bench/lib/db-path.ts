@@ -5,7 +5,7 @@
 import type { SqliteStore } from "../../src/db/sqlite.ts";
 import { authHeaders, multipart, type Keys } from "../../test/support/imgpress.ts";
 import type { servicesOn } from "./auth-cost.ts";
-import type { StatementCount } from "./pg-cluster.ts";
+import { totalCalls, type StatementCount } from "./pg-cluster.ts";
 import { median } from "./util.ts";
 
 type Services = Awaited<ReturnType<typeof servicesOn>>["services"];
@@ -26,6 +26,8 @@ export interface DbTarget {
 
 /** What one backend's request path costs. */
 export interface DbPath {
+  /** Requests per scheme whose statements were counted. */
+  counted: number;
   /** Statements per request and the statements themselves, per scheme. */
   statements: Record<"bearer" | "signed", { perRequest: number; counts: StatementCount[] }>;
   /** Median ms of authentication per scheme (fromHeaders, plus verifyBody when signed). */
@@ -75,9 +77,9 @@ export async function measureDbPaths(targets: DbTarget[], image: Uint8Array, cou
       await t.counter.reset();
       for (let i = 0; i < counted; i++) await request(t, scheme, image);
       const counts = await t.counter.read();
-      statements[scheme] = { perRequest: counts.reduce((n, s) => n + s.calls, 0) / counted, counts };
+      statements[scheme] = { perRequest: totalCalls(counts) / counted, counts };
     }
-    out[t.label] = { statements, ms: { bearer: 0, signed: 0 } };
+    out[t.label] = { counted, statements, ms: { bearer: 0, signed: 0 } };
   }
   const ms: Record<string, number[]> = {};
   for (let i = 0; i < timed + 5; i++) {

@@ -1,7 +1,7 @@
 // The "PostgreSQL vs the embedded file" section of bench/RESULTS.md, from one run of bench/postgres.ts.
 import { cpus } from "node:os";
 import type { DbPath } from "./db-path.ts";
-import type { StatementCount } from "./pg-cluster.ts";
+import { totalCalls, type StatementCount } from "./pg-cluster.ts";
 import { fmt, median, table } from "./util.ts";
 
 /** The target of issue 15: statements (round trips) on the request path of one conversion on PostgreSQL. */
@@ -31,7 +31,7 @@ const KINDS = ["keep-alive, bearer", "keep-alive, signed"];
 export function requestPath(r: { conversions: number; counts: StatementCount[] }) {
   const path = r.counts.filter((s) => s.calls >= r.conversions / 2);
   const background = r.counts.filter((s) => s.calls < r.conversions / 2);
-  const per = (xs: StatementCount[]) => xs.reduce((n, s) => n + s.calls, 0) / r.conversions;
+  const per = (xs: StatementCount[]) => totalCalls(xs) / r.conversions;
   return { path, background, perConversion: per(path), backgroundPerConversion: per(background) };
 }
 
@@ -69,7 +69,7 @@ export function postgresMarkdown(run: PostgresRun, flags: string): string {
     return r.counts.map((s) => [k, s.query.length > 150 ? `${s.query.slice(0, 150)}…` : s.query, s.calls, fmt(s.calls / r.conversions, 2), s.calls >= r.conversions / 2 ? "request path" : "background"]);
   });
   const inprocRows = Object.entries(run.paths).flatMap(([backend, path]) =>
-    (["bearer", "signed"] as const).flatMap((s) => path.statements[s].counts.map((c) => [backend, s, c.query.length > 150 ? `${c.query.slice(0, 150)}…` : c.query, fmt(c.calls / 20, 2)])),
+    (["bearer", "signed"] as const).flatMap((s) => path.statements[s].counts.map((c) => [backend, s, c.query.length > 150 ? `${c.query.slice(0, 150)}…` : c.query, fmt(c.calls / path.counted, 2)])),
   );
   return [
     "<!-- postgres bench:start (written by bench/postgres.ts --write) -->",
@@ -98,7 +98,7 @@ export function postgresMarkdown(run: PostgresRun, flags: string): string {
     "",
     table(["client", "statement", "calls", "per conversion", "part"], statementRows),
     "",
-    "The same request path in-process on the service's classes (RequestAuthenticator, KeyService) over each store, 20 requests per scheme counted, then timed interleaved:",
+    `The same request path in-process on the service's classes (RequestAuthenticator, KeyService) over each store, ${Object.values(run.paths)[0]?.counted ?? 0} requests per scheme counted, then timed interleaved:`,
     "",
     table(["store", "scheme", "statement (libSQL: client method)", "per request"], inprocRows),
     "<!-- postgres bench:end -->",

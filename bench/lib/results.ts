@@ -1,5 +1,5 @@
 // RESULTS.md: the summary of every figure, the machine, the corpus, then each section's markdown.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, totalmem } from "node:os";
 import { join } from "node:path";
 import type { Image } from "./corpus.ts";
@@ -59,6 +59,15 @@ export const QUALITY_GUARD_BLOCK = /<!-- quality-guard:start[^>]*-->[\s\S]*?<!--
 
 /** The "PostgreSQL vs the embedded file" section that bench/postgres.ts writes (it starts its own PostgreSQL cluster). */
 export const POSTGRES_BLOCK = /<!-- postgres bench:start[^>]*-->[\s\S]*?<!-- postgres bench:end -->/;
+
+/** Replaces the `block` section of bench/RESULTS.md with `markdown` (which carries its own markers), or appends it; returns the file's path. */
+export function writeSection(block: RegExp, markdown: string): string {
+  const file = join(ROOT, "bench", "RESULTS.md");
+  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
+  // A replacer function: the markdown may hold `$1`-like text (SQL placeholders) that a replacement string would expand.
+  writeFileSync(file, block.test(text) ? text.replace(block, () => markdown) : `${text.trimEnd()}\n\n${markdown}\n`);
+  return file;
+}
 
 /** The sections of RESULTS.md that standalone scripts write and `npm run bench` carries over unchanged, in this order. */
 export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK];
