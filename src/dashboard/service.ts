@@ -1,4 +1,3 @@
-import { versions as processVersions } from "node:process";
 import sharp from "sharp";
 import type { Config } from "../config.ts";
 import type { AuditLog } from "../audit/service.ts";
@@ -7,7 +6,7 @@ import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
 import { KEY_SORTS, type KeysQuery } from "../usage/model.ts";
 import type { UsageQueries } from "../usage/service.ts";
-import { version } from "../version.ts";
+import { runtime, version } from "../version.ts";
 import { count, duration } from "./format.ts";
 import type { Notice, Viewer } from "./layout.ts";
 import type { ActivityFilter, ActivityView } from "./pages/activity.ts";
@@ -162,12 +161,12 @@ export class DashboardService {
 
 /** Versions of the service, sharp, libvips and the JavaScript runtime. */
 export function componentVersions(): { name: string; version: string }[] {
-  const runtime = processVersions.bun ? `Bun ${processVersions.bun}` : processVersions.deno ? `Deno ${processVersions.deno}` : `Node.js ${processVersions.node}`;
+  const js = runtime();
   return [
     { name: "imgpress", version },
     { name: "sharp", version: sharp.versions.sharp ?? "unknown" },
     { name: "libvips", version: sharp.versions.vips },
-    { name: "Runtime", version: runtime },
+    { name: "Runtime", version: `${js.name} ${js.version}` },
   ];
 }
 

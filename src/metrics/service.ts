@@ -3,6 +3,7 @@ import type { ConversionGate } from "../convert/gate.ts";
 import type { ConversionEvent } from "../convert/service.ts";
 import type { ResponseObserver } from "../http/serve.ts";
 import { registerServiceGauges, type GateSizes } from "./gauges.ts";
+import { runtime } from "../version.ts";
 import { registerProcessMetrics } from "./process.ts";
 
 /** One answered HTTP request, as the runtime's fetch wrapper saw it. */
@@ -114,10 +115,8 @@ export class Metrics {
   }
 }
 
-// `process.versions` names the runtime in Bun and Deno alike (both fill in their own entry).
+// The build_info label keeps its lower-case spelling ("bun 1.4.5"): dashboards may match on it.
 function runtimeName(): string {
-  const versions = process.versions as Record<string, string | undefined>;
-  if (versions.bun) return `bun ${versions.bun}`;
-  if (versions.deno) return `deno ${versions.deno}`;
-  return `node ${process.versions.node}`;
+  const { name, version } = runtime();
+  return `${name === "Node.js" ? "node" : name.toLowerCase()} ${version}`;
 }

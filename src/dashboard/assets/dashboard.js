@@ -24,7 +24,7 @@
       const d = new Date(Number(el.dataset.t));
       if (Number.isNaN(d.getTime())) continue;
       const f = formats[el.dataset.f] || dateTime;
-      el.textContent = f.format(d) + (el.dataset.tip || "");
+      el.textContent = f.format(d);
     }
   }
 

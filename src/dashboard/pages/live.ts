@@ -3,7 +3,7 @@ import { html, type SafeHtml } from "../../html/index.ts";
 /** One figure of the live panel: its label, its first value, and where the script finds updates. */
 export interface LiveField {
   label: string;
-  /** Dotted path into the JSON the panel polls (e.g. `slots.busy`). */
+  /** Dotted path into the JSON the panel polls (e.g. `conversions.running`). */
   path: string;
   /** How the script writes it (dashboard.js has a writer for each). */
   format: "int" | "decimal" | "mib" | "uptime" | "text";
