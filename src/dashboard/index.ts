@@ -1,14 +1,15 @@
 import { Elysia, t } from "elysia";
-import { AppError, notFound as unknownRoute } from "../errors.ts";
-import { html, type SafeHtml } from "../html/index.ts";
+import { notFound as unknownRoute } from "../errors.ts";
+import { html } from "../html/index.ts";
 import { parseFormBody } from "../http/form.ts";
 import type { KeyRevocation } from "../keys/revoke.ts";
-import type { staffAuth } from "../staff/auth.ts";
+import { hidden, staffPage as page, type staffAuth } from "../staff/auth.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
 import { CsrfForm } from "../staff/model.ts";
+import { htmlPage, orRefusal, pageResponse } from "../staff/pages.ts";
 import type { StaffSession } from "../staff/sessions.ts";
 import { assetAt } from "./assets.ts";
-import { doorLayout, type Notice, type Viewer } from "./layout.ts";
+import type { Notice, Viewer } from "./layout.ts";
 import { activityPage } from "./pages/activity.ts";
 import { keyPage, keysPage } from "./pages/keys.ts";
 import { overviewPage } from "./pages/overview.ts";
@@ -25,9 +26,6 @@ export interface DashboardRouteDeps {
   clientIp: (request: Request) => string;
 }
 
-// Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
-const hidden = () => ({ detail: { hide: true } }) as const;
-const page = () => ({ staffPage: true, detail: { hide: true } }) as const;
 const text = (max = 320) => t.Optional(t.String({ maxLength: max }));
 // Every query value is optional text: the service falls back on anything it does not know, so a
 // mistyped bookmark still opens a page; only absurd lengths are refused.
@@ -42,9 +40,13 @@ const DONE: Record<string, Notice> = {
   "staff-removed": { kind: "info", text: "Staff member removed and signed out everywhere." },
 };
 
+/** Who is looking at a page, as the layout shows them. */
+function viewer(staff: StaffSession): Viewer {
+  return { email: staff.email, csrfToken: staff.csrf };
+}
+
 /** The dashboard pages under /internal/ (see docs/internal.md) and their embedded assets. */
 export function dashboardRoutes(d: DashboardRouteDeps) {
-  const viewer = (staff: StaffSession): Viewer => ({ email: staff.email, csrfToken: staff.csrf });
   const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
   return new Elysia({ name: "dashboard", prefix: "/internal" })
     .use(d.auth)
@@ -71,23 +73,15 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
 }
 
 /** Runs a staff change; success redirects (so reloading does not repeat it), a refusal shows the page with the reason. */
-async function settingsAction(d: DashboardRouteDeps, staff: StaffSession, run: () => Promise<string>): Promise<Response> {
-  try {
-    return seeOther(`/internal/settings?done=${await run()}#staff`);
-  } catch (err) {
-    if (!(err instanceof AppError) || err.status >= 500) throw err;
-    const view = await d.dashboard.settings({ email: staff.email, csrfToken: staff.csrf }, staff.id, { kind: "error", text: err.message });
-    return htmlPage(settingsPage(view), err.status);
-  }
-}
-
-/** An HTML page response (the /internal/ security headers are added by `internalResponseHeaders`). */
-export function htmlPage(doc: SafeHtml, status = 200): Response {
-  return new Response(doc.text, { status, headers: { "content-type": "text/html; charset=utf-8" } });
+function settingsAction(d: DashboardRouteDeps, staff: StaffSession, run: () => Promise<string>): Promise<Response> {
+  return orRefusal(
+    async () => seeOther(`/internal/settings?done=${await run()}#staff`),
+    async (err) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message })), err.status),
+  );
 }
 
 function notFound(title: string, detail: string): Response {
-  return htmlPage(doorLayout(title, html`<h1>${title}</h1><p>${detail}</p><p><a href="/internal/keys">All keys</a></p>`), 404);
+  return pageResponse(title, html`<p>${detail}</p><p><a href="/internal/keys">All keys</a></p>`, 404);
 }
 
 function seeOther(location: string): Response {

@@ -4,7 +4,7 @@ import type { ConversionGate } from "../convert/gate.ts";
 import type { RequestCounter } from "../http/counter.ts";
 import { parseJsonBody } from "../http/json.ts";
 import type { KeyRevocation } from "../keys/revoke.ts";
-import type { staffAuth } from "../staff/auth.ts";
+import { hidden, staffApi as api, type staffAuth } from "../staff/auth.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
 import type { StaffSignIn } from "../staff/signin.ts";
@@ -31,9 +31,6 @@ export interface InternalDeps {
   now: () => number;
 }
 
-// Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
-const hidden = () => ({ detail: { hide: true } }) as const;
-const api = () => ({ staffApi: true, detail: { hide: true } }) as const;
 
 /** The JSON API under /internal/ (allowlisted; /internal/api/… also needs a staff session, see docs/internal.md). */
 export function internalRoutes(d: InternalDeps) {

@@ -90,6 +90,15 @@ export function staffAuth(sessions: SessionService, behindProxy: boolean) {
   });
 }
 
+// Fresh objects per call: Elysia writes the resolved macro hooks into the options it is given.
+// `hide` keeps /internal/ routes out of the OpenAPI document even if the docs' exclude list changed.
+/** Route options of an /internal/ route outside the public docs. */
+export const hidden = () => ({ detail: { hide: true } }) as const;
+/** Route options of a staff page (session required, see `staffAuth`). */
+export const staffPage = () => ({ staffPage: true, detail: { hide: true } }) as const;
+/** Route options of a staff JSON route (session required, see `staffAuth`). */
+export const staffApi = () => ({ staffApi: true, detail: { hide: true } }) as const;
+
 /** Where a signed-out visitor goes: the login page, remembering the page asked for. */
 function signInRedirect(request: Request): AppError {
   const url = new URL(request.url);

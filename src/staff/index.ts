@@ -2,10 +2,10 @@ import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
 import { parseFormBody } from "../http/form.ts";
 import type { SafeHtml } from "../html/index.ts";
-import { assertSameOrigin, safeNext, sessionCookie, type staffAuth } from "./auth.ts";
+import { assertSameOrigin, hidden, safeNext, sessionCookie, type staffAuth } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
 import { CodeForm, CsrfForm, LoginForm, LoginQuery } from "./model.ts";
-import { codeForm, loginForm, pageResponse, setupPage } from "./pages.ts";
+import { codeForm, loginForm, orRefusal, pageResponse, setupPage } from "./pages.ts";
 import type { SessionService } from "./sessions.ts";
 import { STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
 
@@ -21,8 +21,6 @@ export interface StaffRouteDeps {
   sessionMaxS: number;
 }
 
-// Fresh objects per route: Elysia writes the resolved macro hooks into the options it is given.
-const hidden = () => ({ detail: { hide: true } }) as const;
 const minutes = STAFF_CODE_TTL_S / 60;
 
 /** The staff door: login form, code form and sign-out (HTML, never in the public docs); the dashboard is behind it. */
@@ -82,11 +80,6 @@ export function staffRoutes(d: StaffRouteDeps) {
 }
 
 // A refused form answers with the same page and the reason, at the error's status.
-async function asPage(title: string, form: (message: string) => SafeHtml, run: () => Promise<Response>): Promise<Response> {
-  try {
-    return await run();
-  } catch (err) {
-    if (!(err instanceof AppError) || err.status >= 500) throw err;
-    return pageResponse(title, form(err.message), err.status, err.headers);
-  }
+function asPage(title: string, form: (message: string) => SafeHtml, run: () => Promise<Response>): Promise<Response> {
+  return orRefusal(run, (err) => pageResponse(title, form(err.message), err.status, err.headers));
 }

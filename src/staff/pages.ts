@@ -1,11 +1,29 @@
 import { doorLayout } from "../dashboard/layout.ts";
+import { AppError } from "../errors.ts";
 import { html, type SafeHtml } from "../html/index.ts";
 
-/** A complete HTML response for a staff page, in the dashboard's look (the security headers come from `internalResponseHeaders`). */
-export function pageResponse(title: string, body: SafeHtml, status = 200, headers: Record<string, string> = {}): Response {
-  const doc = doorLayout(title, html`<h1>${title}</h1>
-${body}`);
+/** An HTML document as a response (the /internal/ security headers are added by `internalResponseHeaders`). */
+export function htmlPage(doc: SafeHtml, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(doc.text, { status, headers: { "content-type": "text/html; charset=utf-8", ...headers } });
+}
+
+/** A complete HTML response for a staff door page (login, code, errors) in the dashboard's look. */
+export function pageResponse(title: string, body: SafeHtml, status = 200, headers: Record<string, string> = {}): Response {
+  return htmlPage(doorLayout(title, html`<h1>${title}</h1>
+${body}`), status, headers);
+}
+
+/**
+ * `run`'s response; when it refuses with a client error (an AppError below 500), `refused(err)`
+ * instead: a form answers with its page and the reason, at the error's status.
+ */
+export async function orRefusal(run: () => Promise<Response>, refused: (err: AppError) => Response | Promise<Response>): Promise<Response> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status >= 500) throw err;
+    return refused(err);
+  }
 }
 
 /** Shown instead of the login form while no staff member exists. */
