@@ -1,5 +1,4 @@
 import { Elysia } from "elysia";
-import { AppError } from "../errors.ts";
 import { parseFormBody } from "../http/form.ts";
 import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, type staffAuth } from "./auth.ts";
