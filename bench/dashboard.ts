@@ -8,7 +8,6 @@
 //   bun bench/dashboard.ts --minutes=10 the 10-minute live session of the target
 //   bun bench/dashboard.ts --keys=500 --days=30 --busy=20 --reps=5 --minutes=0.5   smoke run
 //   --write                             also replace the "Dashboard" section of bench/RESULTS.md
-import { existsSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,7 +18,7 @@ import { openBrowser } from "../test/support/browser.ts";
 import { startServer, type RunningServer } from "../test/support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../test/support/smtp.ts";
 import { DASHBOARD_BLOCK, writeSection } from "./lib/results.ts";
-import { median, table } from "./lib/util.ts";
+import { dbSizeMiB, median, p95, table } from "./lib/util.ts";
 
 const { values: opt } = parseArgs({
   options: {
@@ -41,7 +40,6 @@ const RENDER_TARGET_MS = 200;
 const GROWTH_TARGET_MIB = 50;
 
 const log = (msg: string) => console.error(`dashboard bench: ${msg}`);
-const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(0.95 * xs.length) - 1)]!;
 
 /** Signs in through the two forms over HTTPS; returns the session cookie. */
 async function signIn(server: RunningServer, sink: SmtpSink): Promise<string> {
@@ -140,7 +138,7 @@ try {
   const { store } = await boot({ env: { IMGPRESS_DATA_DIR: dataDir }, loadDocsAsset: async () => new Blob([""]), write: () => {} });
   const seeded = await seedDemoData(store.db, { keys: KEYS, days: DAYS, busyKeys: BUSY, now: Date.now() });
   store.close();
-  const dbMiB = ["imgpress.db", "imgpress.db-wal"].reduce((n, f) => n + (existsSync(join(dataDir, f)) ? statSync(join(dataDir, f)).size : 0), 0) / 2 ** 20;
+  const dbMiB = dbSizeMiB(dataDir);
   const seedS = (performance.now() - t0) / 1000;
   log(`seeded ${seeded.buckets} bucket rows in ${seedS.toFixed(0)} s (${dbMiB.toFixed(0)} MiB)`);
 

@@ -1,5 +1,6 @@
 // Small helpers shared by the bench scripts: statistics, formatting, progress lines, /proc reads.
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 
 const started = performance.now();
 
@@ -19,6 +20,16 @@ export function median(xs: number[]): number {
 }
 
 /** The sum. */
+/** The 95th percentile (nearest rank) of `xs`. */
+export function p95(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(0.95 * xs.length) - 1)]!;
+}
+
+/** MiB on disk of the libSQL database in `dir` (main file and write-ahead log). */
+export function dbSizeMiB(dir: string): number {
+  return ["imgpress.db", "imgpress.db-wal"].reduce((n, f) => n + (existsSync(join(dir, f)) ? statSync(join(dir, f)).size : 0), 0) / 2 ** 20;
+}
+
 export function sum(xs: number[]): number {
   return xs.reduce((a, b) => a + b, 0);
 }
