@@ -26,7 +26,7 @@ import { photo } from "../support/images.ts";
 import { cleanEnv, Client, multipart, ROOT, runCommand, startService, type Keys, type Launch, type Multipart, type Service } from "../support/imgpress.ts";
 import { startNginx, type Nginx } from "../support/nginx.ts";
 import { until } from "../support/ops.ts";
-import { createDatabase, psql, stopPostgres } from "../support/postgres.ts";
+import { createDatabase, psql } from "../support/postgres.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 /** The documented config and the values in it that the test replaces (each must occur once). */
@@ -88,9 +88,6 @@ afterAll(async () => {
   await Promise.all(instances.map((s) => s.stop().catch(() => s.proc.kill("SIGKILL"))));
   await sink?.close();
   if (root) rmSync(root, { recursive: true, force: true });
-  // bun test emits no process "exit" event, so the fixture's exit handler would never stop the
-  // cluster; files run one after another, and a later one that needs PostgreSQL starts a new one.
-  await stopPostgres();
 }, 30_000);
 
 describe("three instances behind nginx on one PostgreSQL database", () => {
