@@ -16,7 +16,7 @@ import { connect } from "node:tls";
 import { postgresMigrations } from "../../src/db/migrations.gen.ts";
 import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { gateStats, obtainKeys, until } from "../support/ops.ts";
+import { expectStorageUnavailable, gateStats, obtainKeys, until } from "../support/ops.ts";
 import { createDatabase, psql, startPostgres, type PostgresCluster } from "../support/postgres.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
 import { signedHeaders } from "../support/sign.ts";
@@ -92,12 +92,6 @@ async function expectImage(res: RawResponse, width: number, height: number): Pro
   expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: null });
   expect(await img.decode(res.bytes)).toMatchObject({ format: "webp", width, height });
   converted++;
-}
-
-function expectStorageUnavailable(res: RawResponse): void {
-  expect({ status: res.status, code: res.body?.code }).toEqual({ status: 503, code: "STORAGE_UNAVAILABLE" });
-  expect(res.headers.get("content-type")).toStartWith("application/json");
-  expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
 }
 
 /**
@@ -184,7 +178,6 @@ describe("imgpress on PostgreSQL", () => {
       const mails = sink.messages.length;
       const otp = await postJson("/v1/plugin/auth/request-otp", { email: "during@example.com" });
       expectStorageUnavailable(otp);
-      expect(Object.keys(otp.body).sort()).toEqual(["code", "error", "message"]);
       expect(sink.messages.length).toBe(mails);
 
       const health = await bounded("/health");

@@ -3,6 +3,7 @@
  * real OTP flow, conversion bursts against a running server, and a look into /internal/status.
  */
 import { expect } from "bun:test";
+import { STORAGE_RETRY_AFTER_S } from "../../src/db/faults.ts";
 import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "./convert-helpers.ts";
 import type { RunningServer } from "./server.ts";
 import { extractOtp, type SmtpSink } from "./smtp.ts";
@@ -39,6 +40,14 @@ export function burstForm(image: Uint8Array): Promise<Body> {
 export async function gateStats(server: RunningServer): Promise<{ admitted: number; running: number; waiting: number }> {
   const status = await server.json("GET", "/internal/status");
   return status.body.conversions;
+}
+
+/** A 503 STORAGE_UNAVAILABLE in the one error shape: JSON {error, message, code} with the storage's Retry-After. */
+export function expectStorageUnavailable(res: Pick<RawResponse, "status" | "headers" | "body">): void {
+  expect({ status: res.status, code: res.body?.code }).toEqual({ status: 503, code: "STORAGE_UNAVAILABLE" });
+  expect(Object.keys(res.body).sort()).toEqual(["code", "error", "message"]);
+  expect(res.headers.get("content-type") ?? "").toStartWith("application/json");
+  expect(res.headers.get("retry-after")).toBe(String(STORAGE_RETRY_AFTER_S));
 }
 
 /** Polls `check` every 50 ms until it returns true, failing after `timeoutMs`. */
