@@ -10,8 +10,10 @@ import { extractOtp, type SmtpSink } from "./smtp.ts";
 
 /** Asks for a code, reads it from the sink and exchanges it: a fresh key pair for `email`. */
 export async function obtainKeys(server: RunningServer, sink: SmtpSink, email: string): Promise<Keys> {
+  // Only mail sent after this request: an address asked for twice must not get its old code back.
+  const seen = sink.messages.length;
   expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email })).status).toBe(200);
-  const mail = await sink.waitFor((m) => m.envelopeTo.includes(email) && /code/i.test(m.subject));
+  const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= seen && m.envelopeTo.includes(email) && /code/i.test(m.subject));
   const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: extractOtp(mail) });
   expect(verified.status).toBe(200);
   return verified.body as Keys;
