@@ -10,8 +10,9 @@ import { createClient } from "@libsql/client";
 import { storageFaultCode } from "../src/db/faults.ts";
 import { otpCodes } from "../src/db/schema.ts";
 import { convertForm, postBearer, postSigned } from "./support/convert-helpers.ts";
-import { createHarness, type Harness, type TestResponse } from "./support/harness.ts";
+import { createHarness, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
+import { expectStorageUnavailable } from "./support/ops.ts";
 
 let h: Harness;
 beforeEach(async () => {
@@ -20,12 +21,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await h.close();
 });
-
-function expectStorageUnavailable(res: Pick<TestResponse, "status" | "headers" | "body">) {
-  expect(res.status).toBe(503);
-  expect(res.body.code).toBe("STORAGE_UNAVAILABLE");
-  expect(res.headers.get("retry-after")).toBe("30");
-}
 
 describe("a database that refuses writes (SQLITE_READONLY)", () => {
   test("code endpoints answer 503 and change nothing; bearer converts; signed needs its replay record; then recovery", async () => {
@@ -39,9 +34,7 @@ describe("a database that refuses writes (SQLITE_READONLY)", () => {
       expect(h.smtp.messages.length).toBe(mails);
       expectStorageUnavailable(await h.request("POST", "/v1/plugin/auth/verify-otp", { json: { email: "pending@example.com", otp: code } }));
       expect((await postBearer(h, keys, image)).status).toBe(200);
-      const signed = await postSigned(h, keys, image);
-      expect(signed.status).toBe(503);
-      expect(signed.body.code).toBe("STORAGE_UNAVAILABLE");
+      expectStorageUnavailable(await postSigned(h, keys, image));
     } finally {
       await h.sqlite.client.execute("PRAGMA query_only = 0");
     }

@@ -168,10 +168,15 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     const page = await a.services.usageQueries.keys({ page: 1, pageSize: 50, sort: "lastUsed", order: "desc", search: "COUNTED" });
     expect(page.total).toBe(1);
     expect(page.rows[0]).toMatchObject({ email: "counted@example.com", conversions: 5, status: "active" });
-    // A never-used key sorts as the oldest on both engines.
+    // A never-used key sorts as the oldest on both engines (PostgreSQL's DESC puts NULLs first unless told).
+    await b.issueKey("idle@example.com");
     const byUse = await a.services.usageQueries.keys({ page: 1, pageSize: 50, sort: "lastUsed", order: "desc" });
-    expect(byUse.rows.at(-1)!.lastUsedAt === null || byUse.rows.every((r) => r.lastUsedAt !== null)).toBe(true);
+    expect(byUse.rows.at(-1)).toMatchObject({ email: "idle@example.com", lastUsedAt: null });
     expect(byUse.rows[0]!.lastUsedAt).not.toBeNull();
+    // Oldest first, it comes first.
+    const oldestFirst = await a.services.usageQueries.keys({ page: 1, pageSize: 50, sort: "lastUsed", order: "asc" });
+    expect(oldestFirst.rows[0]).toMatchObject({ email: "idle@example.com", lastUsedAt: null });
+    expect(oldestFirst.rows.at(-1)!.lastUsedAt).not.toBeNull();
     const detail = await b.services.usageQueries.key(row!.id, range);
     expect(detail?.usage.totals.conversions).toBe(5);
   });

@@ -22,11 +22,12 @@ import { MAX_IMAGE_BYTES } from "../../src/convert/form.ts";
 import { postgresMigrations } from "../../src/db/migrations.gen.ts";
 import { otpLimits } from "../../src/issuance/service.ts";
 import { selfSignedCertificate } from "../../src/tls/selfsigned.ts";
+import { wrongCode } from "../support/harness.ts";
 import { photo } from "../support/images.ts";
 import { cleanEnv, Client, multipart, ROOT, runCommand, startService, type Keys, type Launch, type Multipart, type Service } from "../support/imgpress.ts";
 import { startNginx, type Nginx } from "../support/nginx.ts";
 import { until } from "../support/ops.ts";
-import { createDatabase, psql, stopPostgres } from "../support/postgres.ts";
+import { createDatabase, psql } from "../support/postgres.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 /** The documented config and the values in it that the test replaces (each must occur once). */
@@ -88,9 +89,6 @@ afterAll(async () => {
   await Promise.all(instances.map((s) => s.stop().catch(() => s.proc.kill("SIGKILL"))));
   await sink?.close();
   if (root) rmSync(root, { recursive: true, force: true });
-  // bun test emits no process "exit" event, so the fixture's exit handler would never stop the
-  // cluster; files run one after another, and a later one that needs PostgreSQL starts a new one.
-  await stopPostgres();
 }, 30_000);
 
 describe("three instances behind nginx on one PostgreSQL database", () => {
@@ -147,7 +145,7 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     const otp = await otpFor(email);
     const doors = [direct(0), direct(1), direct(2), lb, direct(0)];
     const codes = [];
-    for (const [n, door] of doors.entries()) codes.push((await door.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: wrong(otp, n + 1) })).body.code);
+    for (const [n, door] of doors.entries()) codes.push((await door.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: wrongCode(otp, n + 1) })).body.code);
     expect(codes).toEqual(["INVALID_OTP", "INVALID_OTP", "INVALID_OTP", "INVALID_OTP", "TOO_MANY_ATTEMPTS"]);
     expect((await direct(2).json("POST", "/v1/plugin/auth/verify-otp", { email, otp })).body.code).toBe("INVALID_OTP");
 
@@ -156,7 +154,7 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     expect((await lb.json("POST", "/v1/plugin/auth/request-otp", { email: burst })).status).toBe(200);
     const right = await otpFor(burst);
     const guesses = await racingOnCode(burst, () =>
-      Array.from({ length: 8 }, (_, n) => direct(n % 3, "192.0.2.8").json("POST", "/v1/plugin/auth/verify-otp", { email: burst, otp: wrong(right, n + 1) })),
+      Array.from({ length: 8 }, (_, n) => direct(n % 3, "192.0.2.8").json("POST", "/v1/plugin/auth/verify-otp", { email: burst, otp: wrongCode(right, n + 1) })),
     );
     expect(tally(guesses.map((g) => `${g.status} ${g.body.code}`))).toEqual({ "401 INVALID_OTP": 7, "429 TOO_MANY_ATTEMPTS": 1 });
     expect((await direct(1).json("POST", "/v1/plugin/auth/verify-otp", { email: burst, otp: right })).body.code).toBe("INVALID_OTP");
@@ -353,11 +351,6 @@ async function racingOnCode<T>(email: string, send: () => Promise<T>[]): Promise
 
 async function keyId(keys: Keys): Promise<string> {
   return psql(databaseUrl, `SELECT id FROM api_keys WHERE key_prefix = '${keys.apiKey.slice(0, 12)}'`);
-}
-
-/** A six-digit code other than `otp`. */
-function wrong(otp: string, offset: number): string {
-  return String((Number(otp) + offset) % 1_000_000).padStart(6, "0");
 }
 
 /** How many times each value occurs. */

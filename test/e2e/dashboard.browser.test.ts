@@ -7,9 +7,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { convertForm } from "../support/convert-helpers.ts";
 import { hasChromium, openBrowser, type TestBrowser } from "../support/browser.ts";
 import * as img from "../support/images.ts";
+import { until } from "../support/ops.ts";
 import { startServer, type RunningServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
@@ -57,9 +60,14 @@ async function signIn(email: string): Promise<void> {
   await page.waitForURL(`${server.url}/internal/`);
 }
 
-/** Waits until the service has flushed its usage buckets (every second in this test). */
-async function waitForFlush(): Promise<void> {
-  await Bun.sleep(1500);
+/** Waits until the flushed usage buckets (written every second in this test) hold `count` conversions, as the signed-in page's API reads them. */
+async function waitForFlush(count: number): Promise<void> {
+  const flushed = () =>
+    page.evaluate(async () => {
+      const res = await fetch("/internal/api/overview");
+      return res.ok ? ((await res.json()) as { totals: { conversions: number } }).totals.conversions : -1;
+    });
+  await until(async () => (await flushed()) >= count, 15_000, `${count} conversions in the usage buckets`);
 }
 
 describe.skipIf(!hasChromium())("dashboard in chromium", () => {
@@ -103,7 +111,7 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
 
     for (const format of ["webp", "webp", "avif"]) expect(await convert(keys.client!.api_key, format)).toBe(200);
     expect(await convert(keys.other!.api_key)).toBe(200);
-    await waitForFlush();
+    await waitForFlush(4);
     await page.reload();
     expect(await page.locator("[data-figure=conversions]").innerText()).toStartWith("4");
     const chart = page.locator("#overview-conversions svg");
@@ -199,6 +207,12 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(body).toContain("IMGPRESS_MASTER_KEY");
     expect(body).toContain(server.dataDir);
     expect(body).toMatch(/libvips\s+\d+\.\d+/);
+    // The page names where the master key lives, never the key itself (the server made it in its data folder).
+    const masterKey = Buffer.from((await readFile(join(server.dataDir, "master.key"), "utf8")).trim(), "hex");
+    expect(masterKey.length).toBe(32);
+    const html = (await page.content()).toLowerCase();
+    expect(html).not.toContain(masterKey.toString("hex"));
+    expect(html).not.toContain(masterKey.toString("base64").toLowerCase());
   });
 
   test("sign out ends the session", async () => {

@@ -16,8 +16,8 @@ import { connect } from "node:tls";
 import { postgresMigrations } from "../../src/db/migrations.gen.ts";
 import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { gateStats, obtainKeys, until } from "../support/ops.ts";
-import { createDatabase, psql, startPostgres, stopPostgres, type PostgresCluster } from "../support/postgres.ts";
+import { expectStorageUnavailable, gateStats, obtainKeys, until } from "../support/ops.ts";
+import { createDatabase, psql, startPostgres, type PostgresCluster } from "../support/postgres.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
 import { signedHeaders } from "../support/sign.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
@@ -58,10 +58,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await sink?.close();
-  await stopPostgres();
 });
 
-/** `server.fetch` that must answer within ANSWER_WITHIN_MS; read whole. */
+/**
+ * `server.fetch` that must answer within ANSWER_WITHIN_MS, read whole: past it the request is
+ * aborted and the test fails, so a request that waits on a frozen database until it resumes (rather
+ * than giving up after IMGPRESS_DATABASE_TIMEOUT_S) cannot pass late.
+ */
 async function bounded(path: string, init: RequestInit = {}): Promise<RawResponse> {
   try {
     return await readResponse(await server.fetch(path, { ...init, signal: AbortSignal.timeout(ANSWER_WITHIN_MS) }));
@@ -89,12 +92,6 @@ async function expectImage(res: RawResponse, width: number, height: number): Pro
   expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: null });
   expect(await img.decode(res.bytes)).toMatchObject({ format: "webp", width, height });
   converted++;
-}
-
-function expectStorageUnavailable(res: RawResponse): void {
-  expect({ status: res.status, code: res.body?.code }).toEqual({ status: 503, code: "STORAGE_UNAVAILABLE" });
-  expect(res.headers.get("content-type")).toStartWith("application/json");
-  expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
 }
 
 /**
@@ -181,7 +178,6 @@ describe("imgpress on PostgreSQL", () => {
       const mails = sink.messages.length;
       const otp = await postJson("/v1/plugin/auth/request-otp", { email: "during@example.com" });
       expectStorageUnavailable(otp);
-      expect(Object.keys(otp.body).sort()).toEqual(["code", "error", "message"]);
       expect(sink.messages.length).toBe(mails);
 
       const health = await bounded("/health");
@@ -214,11 +210,9 @@ describe("imgpress on PostgreSQL", () => {
     await expectImage(await bearer(await convertForm(image)), 40, 30);
     pg.freeze();
     try {
-      const started = performance.now();
+      // Each answered after about IMGPRESS_DATABASE_TIMEOUT_S (bounded() aborts past ANSWER_WITHIN_MS), not when the server resumes.
       expectStorageUnavailable(await bearer(await convertForm(image)));
       expectStorageUnavailable(await signedRequest(await convertForm(image))());
-      // Each answered after about IMGPRESS_DATABASE_TIMEOUT_S, not when the server resumes.
-      expect(performance.now() - started).toBeLessThan(2 * ANSWER_WITHIN_MS);
     } finally {
       pg.thaw();
     }

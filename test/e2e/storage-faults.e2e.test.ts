@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { convertBearer, obtainKeys } from "../support/ops.ts";
+import { convertBearer, expectStorageUnavailable, obtainKeys } from "../support/ops.ts";
 import { signedHeaders } from "../support/sign.ts";
 import { startServer, type RunningServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
@@ -60,12 +60,6 @@ afterAll(async () => {
   if (mounted) spawnSync("umount", ["-l", mountPoint]);
   await rm(mountPoint, { recursive: true, force: true });
 });
-
-function expectStorageUnavailable(res: { status: number; headers: Headers; body: any }) {
-  expect(res.status).toBe(503);
-  expect(res.body.code).toBe("STORAGE_UNAVAILABLE");
-  expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
-}
 
 async function signedConvert(image: Uint8Array) {
   const body = await convertForm(image);

@@ -3,14 +3,17 @@
  * real OTP flow, conversion bursts against a running server, and a look into /internal/status.
  */
 import { expect } from "bun:test";
+import { STORAGE_RETRY_AFTER_S } from "../../src/db/faults.ts";
 import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "./convert-helpers.ts";
 import type { RunningServer } from "./server.ts";
 import { extractOtp, type SmtpSink } from "./smtp.ts";
 
 /** Asks for a code, reads it from the sink and exchanges it: a fresh key pair for `email`. */
 export async function obtainKeys(server: RunningServer, sink: SmtpSink, email: string): Promise<Keys> {
+  // Only mail sent after this request: an address asked for twice must not get its old code back.
+  const seen = sink.messages.length;
   expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email })).status).toBe(200);
-  const mail = await sink.waitFor((m) => m.envelopeTo.includes(email) && /code/i.test(m.subject));
+  const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= seen && m.envelopeTo.includes(email) && /code/i.test(m.subject));
   const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: extractOtp(mail) });
   expect(verified.status).toBe(200);
   return verified.body as Keys;
@@ -39,6 +42,14 @@ export function burstForm(image: Uint8Array): Promise<Body> {
 export async function gateStats(server: RunningServer): Promise<{ admitted: number; running: number; waiting: number }> {
   const status = await server.json("GET", "/internal/status");
   return status.body.conversions;
+}
+
+/** A 503 STORAGE_UNAVAILABLE in the one error shape: JSON {error, message, code} with the storage's Retry-After. */
+export function expectStorageUnavailable(res: Pick<RawResponse, "status" | "headers" | "body">): void {
+  expect({ status: res.status, code: res.body?.code }).toEqual({ status: 503, code: "STORAGE_UNAVAILABLE" });
+  expect(Object.keys(res.body).sort()).toEqual(["code", "error", "message"]);
+  expect(res.headers.get("content-type") ?? "").toStartWith("application/json");
+  expect(res.headers.get("retry-after")).toBe(String(STORAGE_RETRY_AFTER_S));
 }
 
 /** Polls `check` every 50 ms until it returns true, failing after `timeoutMs`. */

@@ -15,9 +15,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { closedPort } from "./smtp.ts";
 
 /** The superuser every URL of the cluster logs in as. */
 export const PG_USER = "imgpress";
@@ -133,7 +133,7 @@ async function boot(): Promise<PostgresCluster> {
     if (init.code !== 0) throw new Error(`initdb failed (exit ${init.code}): ${init.stderr.trim() || init.stdout.trim()}`);
     // A free port can be taken between our probe and the server's bind: try a few.
     for (let attempt = 1; ; attempt++) {
-      c.port = await freePort();
+      c.port = await closedPort();
       try {
         await startServer(c);
         break;
@@ -264,18 +264,6 @@ function withoutPgEnv(): Record<string, string> {
 
 function databaseUrl(port: number, password: string, database: string): string {
   return `postgres://${PG_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function logTail(c: Cluster): string {

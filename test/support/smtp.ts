@@ -141,7 +141,7 @@ function normaliseMode(mode: RejectMode | boolean): RejectMode {
   return mode === true ? "rcpt" : mode;
 }
 
-/** A 127.0.0.1 port that nothing listens on (bound once, then released), for "SMTP server down". */
+/** A 127.0.0.1 port that nothing listens on (bound once, then released): "SMTP server down", or a free port for a private server (test/support/postgres.ts). */
 export async function closedPort(): Promise<number> {
   const probe = createNetServer();
   await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
