@@ -1,4 +1,4 @@
-import { openPostgresStore, type PostgresOptions } from "./postgres.ts";
+import type { PostgresOptions } from "./postgres.ts";
 import { openSqliteStore } from "./sqlite.ts";
 import { isPostgresUrl } from "./location.ts";
 import type { Store } from "./store.ts";
@@ -13,7 +13,11 @@ export interface DatabaseOptions extends Partial<PostgresOptions> {
 }
 
 /** Opens and migrates the database a URL names: PostgreSQL for `postgres(ql)://`, libSQL otherwise (`file:` by default). */
-export function openStore(url: string, options: DatabaseOptions = {}): Promise<Store> {
-  if (isPostgresUrl(url)) return openPostgresStore(url, { poolSize: options.poolSize ?? 10, timeoutS: options.timeoutS ?? 10 });
+export async function openStore(url: string, options: DatabaseOptions = {}): Promise<Store> {
+  if (isPostgresUrl(url)) {
+    // Loaded only when asked for: an instance on the embedded file never pays for the driver at start-up.
+    const { openPostgresStore } = await import("./postgres.ts");
+    return openPostgresStore(url, { poolSize: options.poolSize ?? 10, timeoutS: options.timeoutS ?? 10 });
+  }
   return openSqliteStore(url, options.authToken);
 }
