@@ -2,6 +2,7 @@ import { statfs } from "node:fs/promises";
 import sharp from "sharp";
 import { driverMessage } from "../db/faults.ts";
 import type { Store } from "../db/index.ts";
+import type { Logger } from "../log.ts";
 import type { ReadinessChecks as ReadinessChecksModel } from "./model.ts";
 
 /** `ok`, or what is wrong, per check. */
@@ -24,10 +25,13 @@ const LIBVIPS_CACHE_MS = 5000;
  * Whether this instance should receive traffic: the database commits a write, the data folder
  * has room, libvips encodes, and the instance is not draining (`draining`, read from the
  * lifecycle: once a graceful stop begins the load balancer stops sending new requests).
+ * The public answer names what failed; the driver's own message (host names, users, paths) goes
+ * to the log only, once per change, since probes arrive every few seconds.
  */
 export class Readiness {
   private database?: { at: number; result: Promise<string> };
   private libvips?: { at: number; result: Promise<string> };
+  private readonly logged = new Map<string, string>();
 
   constructor(
     private readonly store: Store,
@@ -35,18 +39,20 @@ export class Readiness {
     private readonly dataFolder: string | null,
     private readonly draining: () => boolean = () => false,
     private readonly clock: () => number = () => performance.now(),
+    private readonly logger?: Logger,
   ) {}
 
   /** Runs (or reuses recent results of) every check. */
   async check(): Promise<ReadinessReport> {
     const now = this.clock();
     if (!this.database || now - this.database.at >= DATABASE_CACHE_MS) this.database = { at: now, result: this.checkDatabase() };
-    if (!this.libvips || now - this.libvips.at >= LIBVIPS_CACHE_MS) this.libvips = { at: now, result: checkLibvips() };
+    if (!this.libvips || now - this.libvips.at >= LIBVIPS_CACHE_MS) this.libvips = { at: now, result: this.checkLibvips() };
     const [database, storage, libvips] = await Promise.all([this.database.result, this.checkStorage(), this.libvips.result]);
     // A failure is not cached: the next probe tries again, so recovery shows at once.
     if (database !== "ok") this.database = undefined;
     if (libvips !== "ok") this.libvips = undefined;
     const checks = { database, storage, libvips, draining: this.draining() ? "shutting down" : "ok" };
+    for (const [name, value] of Object.entries(checks)) if (value === "ok" && this.logged.delete(name)) this.logger?.info("readiness check ok again", { check: name });
     return { ready: Object.values(checks).every((v) => v === "ok"), checks };
   }
 
@@ -58,7 +64,7 @@ export class Readiness {
       await this.store.bounded(this.store.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } }));
       return "ok";
     } catch (err) {
-      return `write failed: ${driverMessage(err)}`;
+      return this.failed("database", "write failed", err);
     }
   }
 
@@ -70,17 +76,27 @@ export class Readiness {
       const free = Number(fs.bavail) * Number(fs.bsize);
       return free >= MIN_FREE_BYTES ? "ok" : `only ${free} bytes free in the data folder`;
     } catch (err) {
-      return `cannot inspect the data folder: ${driverMessage(err)}`;
+      return this.failed("storage", "cannot inspect the data folder", err);
     }
   }
-}
 
-async function checkLibvips(): Promise<string> {
-  try {
-    await sharp({ create: { width: 8, height: 8, channels: 3, background: "#808080" } }).webp().toBuffer();
-    return "ok";
-  } catch (err) {
-    return `encode failed: ${driverMessage(err)}`;
+  private async checkLibvips(): Promise<string> {
+    try {
+      await sharp({ create: { width: 8, height: 8, channels: 3, background: "#808080" } }).webp().toBuffer();
+      return "ok";
+    } catch (err) {
+      return this.failed("libvips", "encode failed", err);
+    }
+  }
+
+  /** The public text of a failed check; the cause is logged when it differs from the last one logged. */
+  private failed(check: string, what: string, err: unknown): string {
+    const fault = driverMessage(err);
+    if (this.logged.get(check) !== fault) {
+      this.logged.set(check, fault);
+      this.logger?.warn("readiness check failing", { check, fault });
+    }
+    return what;
   }
 }
 
