@@ -379,6 +379,13 @@ describe("the JSON API", () => {
     expect(first.body.events.map((e: { subject: string }) => e.subject)).toEqual(["p4@example.com", "p3@example.com"]);
     const second = await h.request("GET", `/internal/api/audit?type=staff.added&limit=2&before=${first.body.next_before}`, staffJson(s));
     expect(second.body.events.map((e: { subject: string }) => e.subject)).toEqual(["p2@example.com", "p1@example.com"]);
+    const last = await h.request("GET", `/internal/api/audit?type=staff.added&limit=2&before=${second.body.next_before}`, staffJson(s));
+    expect(last.body.events.map((e: { subject: string }) => e.subject)).toEqual(["p0@example.com"]);
+    expect(last.body.next_before).toBeNull();
+    // A page that ends exactly on the oldest match says there is nothing older.
+    const exact = await h.request("GET", `/internal/api/audit?type=staff.added&limit=5`, staffJson(s));
+    expect(exact.body.events).toHaveLength(5);
+    expect(exact.body.next_before).toBeNull();
     const byStaff = await h.request("GET", `/internal/api/audit?staff=${STAFF}&since=1h`, staffJson(s));
     expect(byStaff.body.events.length).toBe(6);
     const future = await h.request("GET", "/internal/api/audit?since=2031-01-01T00:00:00Z", staffJson(s));

@@ -74,7 +74,19 @@ export class AuditLog {
   }
 
   /** Events matching `filter`, newest first (at most 500 per page). */
-  async list(filter: AuditFilter = {}): Promise<AuditEvent[]> {
+  list(filter: AuditFilter = {}): Promise<AuditEvent[]> {
+    return this.select(filter, pageSize(filter));
+  }
+
+  /** One page of `list` and the `before` of the next page: null when no older event matches (one row is read ahead to know). */
+  async page(filter: AuditFilter = {}): Promise<{ events: AuditEvent[]; nextBefore: number | null }> {
+    const size = pageSize(filter);
+    const rows = await this.select(filter, size + 1);
+    const events = rows.slice(0, size);
+    return { events, nextBefore: rows.length > size ? events.at(-1)!.id : null };
+  }
+
+  private async select(filter: AuditFilter, limit: number): Promise<AuditEvent[]> {
     const { auditEvents } = this;
     const rows = await this.db
       .select()
@@ -89,10 +101,12 @@ export class AuditLog {
         ),
       )
       .orderBy(desc(auditEvents.id))
-      .limit(Math.min(Math.max(filter.limit ?? 100, 1), 500));
+      .limit(limit);
     return rows.map((r) => ({ ...r, detail: JSON.parse(r.detail) as Record<string, unknown> }));
   }
 }
+
+const pageSize = (filter: AuditFilter) => Math.min(Math.max(filter.limit ?? 100, 1), 500);
 
 /** Parses a `--since` / `since` duration such as `90m`, `24h`, `7d` into milliseconds; null when malformed. */
 export function parseDuration(text: string): number | null {

@@ -21,7 +21,7 @@ import { describeSettings, redactUrl } from "../internal/settings.ts";
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
   usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
-  audit: Pick<AuditLog, "list">;
+  audit: Pick<AuditLog, "page">;
   auditTypes: readonly string[];
   staff: Pick<StaffDirectory, "list">;
   sessions: Pick<SessionService, "list">;
@@ -101,21 +101,20 @@ export class DashboardService {
     };
     const since = day("from");
     const toDay = day("to");
-    const rows = await this.s.audit.list({
+    const { events, nextBefore } = await this.s.audit.page({
       type: filter.type || undefined,
       actor: filter.staff || undefined,
       since,
       // "To" includes the whole day.
       until: toDay === undefined ? undefined : toDay + 86_400_000 - 1,
       before: filter.before ?? undefined,
-      limit: PAGE_SIZE + 1,
+      limit: PAGE_SIZE,
     });
-    const page = rows.slice(0, PAGE_SIZE);
     return {
       viewer,
       filter,
-      rows: page,
-      older: rows.length > PAGE_SIZE ? page.at(-1)!.id : null,
+      rows: events,
+      older: nextBefore,
       types: this.s.auditTypes,
       staff: [...new Set([...staff, "cli"])],
       problem: problems.join(" ") || null,

@@ -47,8 +47,8 @@ export function internalRoutes(d: InternalDeps) {
     .get("/api/sessions", async ({ staff }) => ({ current: staff.id, sessions: await d.sessions.list(staff.email) }), api())
     .post("/api/sessions/sign-out-everywhere", async ({ staff, request }) => ({ ended: await d.signIn.signOutEverywhere(staff.email, d.clientIp(request)) }), api())
     .get("/api/audit", async ({ query }) => {
-      const events = await d.audit.list(auditFilter(query, d.now()));
-      return { events, next_before: events.length === (query.limit ?? 100) ? events.at(-1)!.id : null };
+      const { events, nextBefore } = await d.audit.page(auditFilter(query, d.now()));
+      return { events, next_before: nextBefore };
     }, { ...api(), query: AuditQuery })
     .get("/api/overview", ({ query }) => d.usage.overview({ ...usageRange(query, d.now()), keyId: query.key_id }), { ...api(), query: OverviewQuery })
     .get(
