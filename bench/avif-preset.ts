@@ -14,6 +14,8 @@ import { fmt, progress, sum, table } from "./lib/util.ts";
 export interface Point {
   quality: number;
   effort: number;
+  /** Chroma subsampling: 4:2:0 as lossy WebP always codes, or full-resolution colour (sharp's default). */
+  chromaSubsampling: "4:2:0" | "4:4:4";
 }
 
 interface Measure {
@@ -30,8 +32,11 @@ export interface ImageResult {
   avif: Record<string, Measure>;
 }
 
-/** The key of a sweep point, e.g. `q50e0`. */
-export const pointKey = (p: Point) => `q${p.quality}e${p.effort}`;
+/** The key of a sweep point, e.g. `q50e0c420`. */
+export const pointKey = (p: Point) => `q${p.quality}e${p.effort}c${p.chromaSubsampling.replaceAll(":", "")}`;
+
+/** A sweep point in words, e.g. `quality 55, effort 0, 4:2:0`. */
+export const pointLabel = (p: Point) => `quality ${p.quality}, effort ${p.effort}, ${p.chromaSubsampling}`;
 
 /** Encodes `image` as WebP (preset) and as AVIF at every point; returns time, bytes and SSIM of each. */
 async function measureImage(image: Image, points: Point[]): Promise<ImageResult> {
@@ -47,7 +52,7 @@ async function measureImage(image: Image, points: Point[]): Promise<ImageResult>
   await convert(input, "webp");
   const webp = await one("webp");
   const avif: Record<string, Measure> = {};
-  for (const p of points) avif[pointKey(p)] = await one("avif", { quality: p.quality, effort: p.effort });
+  for (const p of points) avif[pointKey(p)] = await one("avif", { ...p });
   return { image, webp, avif };
 }
 
@@ -116,20 +121,22 @@ export interface AvifStudy {
 /** Runs the preset comparison and the sweep over `images`. */
 export async function runAvifStudy(images: Image[], quick: boolean): Promise<AvifStudy> {
   // Effort 0 is the only level whose time stays at or below WebP's on this corpus, so it gets the
-  // finest quality steps; efforts 1 and 2 show what more effort buys.
-  const grid: [number, number[]][] = quick
+  // finest quality steps; efforts 1 and 2 show what more effort buys, 4:4:4 what full colour costs.
+  const grid: [number, number[], Point["chromaSubsampling"]][] = quick
     ? [
-        [0, [55, 70]],
-        [1, [55]],
+        [0, [55, 70], "4:2:0"],
+        [0, [55], "4:4:4"],
+        [1, [55], "4:2:0"],
       ]
     : [
-        [0, [50, 55, 60, 65, 70, 75, 80]],
-        [1, [55, 60]],
-        [2, [60]],
+        [0, [50, 55, 60, 65, 70, 75, 80], "4:2:0"],
+        [0, [55, 60, 70], "4:4:4"],
+        [1, [55, 60], "4:2:0"],
+        [2, [60], "4:2:0"],
       ];
-  const preset = presets.avif.lossy as { quality: number; effort: number };
-  const avifPreset = { quality: preset.quality, effort: preset.effort };
-  const points = grid.flatMap(([effort, qualities]) => qualities.map((quality) => ({ quality, effort })));
+  const preset = presets.avif.lossy as { quality: number; effort: number; chromaSubsampling?: Point["chromaSubsampling"] };
+  const avifPreset: Point = { quality: preset.quality, effort: preset.effort, chromaSubsampling: preset.chromaSubsampling ?? "4:4:4" };
+  const points = grid.flatMap(([effort, qualities, chromaSubsampling]) => qualities.map((quality) => ({ quality, effort, chromaSubsampling })));
   const all = points.some((p) => pointKey(p) === pointKey(avifPreset)) ? points : [...points, avifPreset];
 
   // The sweep runs on the whole corpus, so the pick and the figure are judged on the same images.
@@ -182,13 +189,14 @@ export function avifMarkdown(s: AvifStudy): string {
     `Sweep on the same ${s.sweep.length} images; WebP: ${fmt(
       sum(s.sweep.map((r) => r.webp.ms)) / sum(s.sweep.map((r) => r.image.mp)),
       0,
-    )} ms/MP. Pick (${s.pick?.rule ?? "none"}): ${s.pick ? `quality ${s.pick.point.quality}, effort ${s.pick.point.effort}` : "—"}.`,
+    )} ms/MP. Pick (${s.pick?.rule ?? "none"}): ${s.pick ? pointLabel(s.pick.point) : "—"}.`,
     "",
     table(
-      ["quality", "effort", "ms/MP", "time ×", "bytes ×", "images below WebP SSIM", "worst Δ SSIM", "mean Δ SSIM", ""],
+      ["quality", "effort", "chroma", "ms/MP", "time ×", "bytes ×", "images below WebP SSIM", "worst Δ SSIM", "mean Δ SSIM", ""],
       s.sweepSummaries.map((p) => [
         p.point.quality,
         p.point.effort,
+        p.point.chromaSubsampling,
         fmt(p.msPerMp, 0),
         fmt(p.timeRatio),
         fmt(p.bytesRatio),

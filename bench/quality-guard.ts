@@ -14,6 +14,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { convertImage } from "../src/convert/pipeline/index.ts";
+import { presets } from "../src/convert/pipeline/presets.ts";
 import type { GuardMode } from "../src/convert/pipeline/guard.ts";
 import { loadCorpus } from "./lib/corpus.ts";
 import { QUALITY_GUARD_BLOCK, writeSection } from "./lib/results.ts";
@@ -318,7 +319,7 @@ async function main() {
       ["generated", generatedRows],
     ]),
     "",
-    "Per image (before = AVIF preset q55 effort 0 alone, after = with the guard; 'tried' counts the output format's settings tried on the sample, the preset included; '+N encodes' the extra encoder runs, the WebP reference and the final encode included):",
+    `Per image (before = AVIF preset ${JSON.stringify(presets.avif.lossy)} alone, after = with the guard, which codes graphics 4:4:4; 'tried' counts the output format's settings tried on the sample, the preset included; '+N encodes' the extra encoder runs, the WebP reference and the final encode included):`,
     "",
     perImage(rows),
     END,

@@ -9,7 +9,7 @@ import sharp from "sharp";
 import { sharpDecoder, sharpEncoder, type EncodeSettings } from "../src/convert/pipeline/encode.ts";
 import { guardedEncode, realGuardDeps, type GuardDeps } from "../src/convert/pipeline/guard.ts";
 import { convertImage } from "../src/convert/pipeline/index.ts";
-import type { RawImage } from "../src/convert/pipeline/sample.ts";
+import { colourShare, flatShare, type RawImage } from "../src/convert/pipeline/sample.ts";
 import { lumaOnWhite, meanSsim } from "../src/convert/pipeline/ssim.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import { convertForm, postBearer, rgba, type Keys } from "./support/convert-helpers.ts";
@@ -101,6 +101,25 @@ describe("the decision", () => {
     expect(report.quality).not.toBe(55);
     expect(report.reasons[0]).toBe("alpha");
     expect(report.extraEncodes).toBe(report.candidates); // the WebP reference plus every trial above the preset
+  });
+
+  test("a photo is coded at 4:2:0 like WebP, translucent or not; a graphic keeps full-resolution colour", async () => {
+    const chroma = async (image: RawImage) => {
+      const { deps, calls } = recording();
+      await guardedEncode(image, "avif", context, deps);
+      return new Set(calls.filter((c) => c.settings.format === "avif" && !c.settings.options.lossless).map((c) => (c.settings.options as { chromaSubsampling?: string }).chromaSubsampling));
+    };
+    expect([...(await chroma(crafted[2]!.image))]).toEqual(["4:2:0"]);
+    expect([...(await chroma(crafted[1]!.image))]).toEqual(["4:4:4"]);
+    expect([...(await chroma(crafted[0]!.image))]).toEqual(["4:2:0"]);
+    // A smooth photo: pixels in equal pairs (as flat as the threshold) but thousands of colours.
+    const sky = craft(256, 192, 3, (x, y) => {
+      const g = ((x >> 1) * 7 + y * 13) % 97;
+      return [60 + g, 110 + (g >> 1), 200 - (y >> 2)];
+    });
+    expect(flatShare(sky)).toBeGreaterThanOrEqual(0.5);
+    expect(colourShare(sky)).toBeGreaterThan(0.05);
+    expect([...(await chroma(sky))]).toEqual(["4:2:0"]);
   });
 
   test("WebP's own preset is the target: no reference encode, the preset is kept", async () => {

@@ -1,6 +1,7 @@
 import { sharpDecoder, sharpEncoder, type Decoder, type EncodeSettings, type Encoder } from "./encode.ts";
+import type { AvifOptions } from "sharp";
 import { presets, type OutputFormat } from "./presets.ts";
-import { flatShare, hasTranslucency, takeSample, type RawImage } from "./sample.ts";
+import { colourShare, flatShare, hasTranslucency, takeSample, type RawImage } from "./sample.ts";
 import { lumaOnWhite, meanSsim, ssimReference } from "./ssim.ts";
 
 /** Which lossy outputs the guard checks (IMGPRESS_QUALITY_GUARD). */
@@ -65,12 +66,19 @@ const AIM_SHARE = 0.95;
 const NEAR_LOSSLESS_COST = 2;
 /** A full encode's time grows about as (bytes ÷ the preset's)^this (AVIF effort 0: 0.97–2.2× the time for 1.7–8× the bytes, exponents 0.25–0.53). */
 const BYTES_EXPONENT = 0.4;
-/** A sample at least this flat is a graphic: lossless is tried too. */
+/**
+ * A sample at least this flat and with fewer distinct colours per pixel than this is a graphic
+ * (lossless is tried too, colour kept at full resolution); flatness alone also catches photos
+ * with large smooth skies (0.5–0.7 on the bench's Bridge and Infinite-Sea, at 0.06–0.07 colours per pixel).
+ */
 const GRAPHIC_FLAT_SHARE = 0.5;
+const GRAPHIC_COLOUR_SHARE = 0.02;
 /** Assumed cost of a trial relative to the preset's, before it is measured. */
 const RAISE_COST = 1.15;
 const TARGET_COST = 1.6;
 const LOSSLESS_COST = 4;
+/** The AVIF preset without chroma subsampling. */
+const FULL_COLOUR_AVIF: AvifOptions = { ...presets.avif.lossy, chromaSubsampling: "4:4:4" };
 /** The reference every lossy output must match: the usual web default. */
 const REFERENCE: EncodeSettings = { format: "webp", options: presets.webp.lossy };
 
@@ -113,8 +121,10 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
     return { settings, bytes, encodeMs: t1 - t0, score };
   };
 
-  const presetOptions = presets[format].lossy;
-  const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE;
+  const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE && colourShare(sample) < GRAPHIC_COLOUR_SHARE;
+  // The AVIF preset halves the colour resolution (4:2:0, as lossy WebP always does, alpha or not),
+  // which photos do not show; a graphic's hard colour edges do, so graphics keep 4:4:4.
+  const presetOptions = format === "avif" && graphic ? FULL_COLOUR_AVIF : presets[format].lossy;
   const isReference = format === REFERENCE.format && presetOptions === REFERENCE.options;
   // The reference's own preset meets the target by definition; only a graphic may do better lossless.
   if (isReference && !graphic) {

@@ -68,3 +68,22 @@ export function flatShare(image: RawImage): number {
   }
   return same / (image.width * image.height);
 }
+
+/**
+ * Distinct colours per pixel (alpha ignored): below ~0.01 for graphics with flat fills, above
+ * ~0.05 for photos, even those whose smooth skies make many pixels equal to their neighbour.
+ */
+export function colourShare(image: RawImage): number {
+  const { data, channels } = image;
+  const seen = new Uint32Array(1 << 19); // one bit per 24-bit colour: 2 MiB
+  let distinct = 0;
+  for (let p = 0; p < data.length; p += channels) {
+    const colour = (data[p]! << 16) | (data[p + 1]! << 8) | data[p + 2]!;
+    const bit = 1 << (colour & 31);
+    if ((seen[colour >>> 5]! & bit) === 0) {
+      seen[colour >>> 5]! |= bit;
+      distinct++;
+    }
+  }
+  return distinct / (image.width * image.height);
+}
