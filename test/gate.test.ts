@@ -5,7 +5,9 @@
  */
 import { describe, expect, test } from "bun:test";
 import { AppError } from "../src/errors.ts";
-import { ConversionGate, type GateOptions } from "../src/convert/gate.ts";
+import { ConversionGate, type GateOptions, type JobWeight } from "../src/convert/gate.ts";
+import { ConvertService, LIGHT_PIXELS } from "../src/convert/service.ts";
+import * as img from "./support/images.ts";
 
 /** A job the test finishes by hand, recording when it started. */
 interface Job {
@@ -20,8 +22,8 @@ function gate(options: Partial<GateOptions> = {}) {
   return new ConversionGate({ concurrency: 2, queueSize: 4, queueTimeoutMs: 60_000, ...options });
 }
 
-/** Submits a job; `log` receives its name when it starts. Finishing a job that has not started yet makes it end as soon as it starts. */
-function submit(g: ConversionGate, name: string, heavy: boolean, log: string[] = []): Job {
+/** Submits a job (`true`: heavy, `false`: normal); `log` receives its name when it starts. Finishing a job that has not started yet makes it end as soon as it starts. */
+function submit(g: ConversionGate, name: string, heavy: boolean | JobWeight, log: string[] = []): Job {
   let outcome: { error?: Error } | null = null;
   let settleNow: (() => void) | null = null;
   const job: Job = {
@@ -37,7 +39,7 @@ function submit(g: ConversionGate, name: string, heavy: boolean, log: string[] =
       settleNow?.();
     },
   };
-  job.promise = g.run(heavy, () => {
+  job.promise = g.run(heavy === true ? "heavy" : heavy === false ? "normal" : heavy, () => {
     job.started = true;
     log.push(name);
     return new Promise<string>((resolve, reject) => {
@@ -124,6 +126,66 @@ describe("running", () => {
     jobs[3]!.finish();
     await Promise.all(jobs.map((j) => j.promise));
     expect(g.stats()).toMatchObject({ running: 0, waiting: 0 });
+  });
+
+  test("two light jobs share a slot; a normal one needs a whole slot", async () => {
+    const g = gate({ concurrency: 1 });
+    const light = ["a", "b", "c"].map((n) => submit(g, n, "light"));
+    await settle();
+    expect(light.map((j) => j.started)).toEqual([true, true, false]);
+    expect(g.stats()).toMatchObject({ running: 2, waiting: 1 });
+    light[0]!.finish();
+    await settle();
+    expect(light[2]!.started).toBe(true);
+    const normal = submit(g, "n", "normal");
+    light[1]!.finish();
+    await settle();
+    expect(normal.started).toBe(false); // half a slot is free, not a whole one
+    light[2]!.finish();
+    await settle();
+    expect(normal.started).toBe(true);
+    normal.finish();
+    await Promise.all([...light, normal].map((j) => j.promise));
+    expect(g.stats()).toMatchObject({ running: 0, waiting: 0 });
+  });
+
+  test("a light job does not overtake a normal one waiting for room", async () => {
+    const g = gate({ concurrency: 1 });
+    const log: string[] = [];
+    const first = submit(g, "first", "light", log);
+    const normal = submit(g, "normal", "normal", log);
+    const later = submit(g, "later", "light", log);
+    await settle();
+    expect(log).toEqual(["first"]); // "later" would fit in the free half, but "normal" came first
+    first.finish();
+    await settle();
+    expect(log).toEqual(["first", "normal"]);
+    normal.finish();
+    await settle();
+    expect(log).toEqual(["first", "normal", "later"]);
+    later.finish();
+    await Promise.all([first, normal, later].map((j) => j.promise));
+  });
+
+  test("the service weighs a conversion by its header: small lossy light, large lossy normal, lossless heavy", async () => {
+    const g = gate({ concurrency: 2 });
+    const weights: JobWeight[] = [];
+    const run = g.run.bind(g);
+    g.run = (weight, job) => {
+      weights.push(weight);
+      return run(weight, job);
+    };
+    const service = new ConvertService(g, { maxPixels: 1e8, timeoutS: 60, qualityGuard: "off" });
+    const upload = (image: Uint8Array, quality: "lossy" | "lossless") => ({ image, stem: "x", options: { format: "webp" as const, quality } });
+    await service.convert(upload(await img.photo(2048, 2048), "lossy"));
+    await service.convert(upload(await img.photo(2049, 2048), "lossy"));
+    await service.convert(upload(await img.photo(64, 48), "lossless"));
+    expect(LIGHT_PIXELS).toBe(2048 * 2048);
+    expect(weights).toEqual(["light", "normal", "heavy"]);
+    // A refused image is refused before it takes room in the gate.
+    const refused = await service.convert(upload(img.pngBomb(), "lossy")).catch((err: AppError) => err);
+    expect((refused as AppError).code).toBe("IMAGE_TOO_LARGE");
+    expect(weights).toHaveLength(3);
   });
 
   test("waiting jobs start first come, first served", async () => {
@@ -257,11 +319,11 @@ describe("errors", () => {
   test("a job that throws synchronously frees its slot", async () => {
     const g = gate({ concurrency: 1 });
     await expect(
-      g.run(false, () => {
+      g.run("normal", () => {
         throw new Error("sync");
       }),
     ).rejects.toThrow("sync");
     expect(g.stats()).toMatchObject({ running: 0, waiting: 0 });
-    expect(await g.run(true, async () => 42)).toBe(42);
+    expect(await g.run("heavy", async () => 42)).toBe(42);
   });
 });

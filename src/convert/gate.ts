@@ -18,27 +18,42 @@ export interface GateStats {
   rejected: number;
 }
 
+/**
+ * How much of the machine a job takes: `light` (a lossy conversion of a small image) half a
+ * slot, `normal` one, `heavy` (lossless) one, and heavy jobs never all of them.
+ */
+export type JobWeight = "light" | "normal" | "heavy";
+
+/** A slot is two units, so two light jobs share one. */
+const UNITS: Record<JobWeight, number> = { light: 1, normal: 2, heavy: 2 };
+
 interface Waiter {
-  heavy: boolean;
+  weight: JobWeight;
   start: () => void;
 }
 
 /**
  * Backpressure for conversions. `admit` caps how many requests may hold an upload in memory
- * (running + queued) and answers 503 at once beyond it; `run` then waits for one of the
- * `concurrency` slots. Heavy jobs (lossless) may occupy all slots but one, so a burst of slow
- * lossless requests cannot starve lossy ones.
+ * (running + queued) and answers 503 at once beyond it; `run` then waits for room in the
+ * `concurrency` slots. A light job takes half a slot: a small image spends a good part of its
+ * conversion on the JavaScript thread (header, sample, scoring) rather than in libvips, so one
+ * per core would leave the cores idle. Heavy jobs (lossless) may occupy all slots but one, so a
+ * burst of slow lossless requests cannot starve lossy ones. First come, first served: no job
+ * overtakes one that waits for room.
  */
 export class ConversionGate {
   private admitted = 0;
   private running = 0;
+  private usedUnits = 0;
   private runningHeavy = 0;
   private rejected = 0;
   private readonly waiting: Waiter[] = [];
   private readonly maxHeavy: number;
+  private readonly capacity: number;
 
   constructor(private readonly options: GateOptions) {
     this.maxHeavy = Math.max(1, options.concurrency - 1);
+    this.capacity = options.concurrency * UNITS.normal;
   }
 
   /** Takes a place for one request, or throws 503 SERVER_BUSY; call the returned function once to leave. */
@@ -56,9 +71,9 @@ export class ConversionGate {
     };
   }
 
-  /** Runs `job` in a conversion slot once one is free, or throws 503 SERVER_BUSY after the queue timeout. */
-  async run<T>(heavy: boolean, job: () => Promise<T>): Promise<T> {
-    await this.acquire(heavy);
+  /** Runs `job` once there is room for its weight, or throws 503 SERVER_BUSY after the queue timeout. */
+  async run<T>(weight: JobWeight, job: () => Promise<T>): Promise<T> {
+    await this.acquire(weight);
     let busyUntil: Promise<unknown> | undefined;
     try {
       return await job();
@@ -69,7 +84,8 @@ export class ConversionGate {
     } finally {
       const release = () => {
         this.running--;
-        if (heavy) this.runningHeavy--;
+        this.usedUnits -= UNITS[weight];
+        if (weight === "heavy") this.runningHeavy--;
         this.pump();
       };
       if (busyUntil) busyUntil.finally(release);
@@ -82,24 +98,30 @@ export class ConversionGate {
     return { admitted: this.admitted, running: this.running, waiting: this.waiting.length, rejected: this.rejected };
   }
 
-  private canStart(heavy: boolean): boolean {
-    return this.running < this.options.concurrency && (!heavy || this.runningHeavy < this.maxHeavy);
+  /** A heavy job held back by the cap waits aside: the jobs behind it may start. */
+  private allowed(weight: JobWeight): boolean {
+    return weight !== "heavy" || this.runningHeavy < this.maxHeavy;
   }
 
-  private take(heavy: boolean): void {
+  private fits(weight: JobWeight): boolean {
+    return this.usedUnits + UNITS[weight] <= this.capacity;
+  }
+
+  private take(weight: JobWeight): void {
     this.running++;
-    if (heavy) this.runningHeavy++;
+    this.usedUnits += UNITS[weight];
+    if (weight === "heavy") this.runningHeavy++;
   }
 
-  private acquire(heavy: boolean): Promise<void> {
-    // Start now if a slot is free and nobody waiting could use it (waiters may be heavy jobs held back by the cap).
-    if (this.canStart(heavy) && this.waiting.every((w) => !this.canStart(w.heavy))) {
-      this.take(heavy);
+  private acquire(weight: JobWeight): Promise<void> {
+    // Start now if there is room and nobody is waiting for room (only cap-held heavy jobs may be waiting).
+    if (this.allowed(weight) && this.fits(weight) && !this.waiting.some((w) => this.allowed(w.weight))) {
+      this.take(weight);
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
-        heavy,
+        weight,
         start: () => {
           clearTimeout(timer);
           resolve();
@@ -109,21 +131,24 @@ export class ConversionGate {
         this.waiting.splice(this.waiting.indexOf(waiter), 1);
         this.rejected++;
         reject(busy("No conversion slot became free in time."));
+        // The one that timed out may have been what the jobs behind it waited for.
+        this.pump();
       }, this.options.queueTimeoutMs);
       this.waiting.push(waiter);
     });
   }
 
-  // First come, first served, except that a heavy job at the head does not block light ones behind it.
+  // First come, first served, except that a heavy job held back by the cap does not block the jobs behind it.
   private pump(): void {
-    for (let i = 0; i < this.waiting.length && this.running < this.options.concurrency; ) {
+    for (let i = 0; i < this.waiting.length; ) {
       const waiter = this.waiting[i]!;
-      if (!this.canStart(waiter.heavy)) {
+      if (!this.allowed(waiter.weight)) {
         i++;
         continue;
       }
+      if (!this.fits(waiter.weight)) break;
       this.waiting.splice(i, 1);
-      this.take(waiter.heavy);
+      this.take(waiter.weight);
       waiter.start();
     }
   }

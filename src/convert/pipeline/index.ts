@@ -3,7 +3,7 @@ import { withDeadline } from "./deadline.ts";
 import { decodeRaw } from "./encode.ts";
 import { translateSharpError } from "./errors.ts";
 import { guardedEncode, realGuardDeps, type GuardDeps, type GuardMode, type QualityReason } from "./guard.ts";
-import { inspect, outputSize } from "./inspect.ts";
+import { inspect, outputSize, type Size } from "./inspect.ts";
 import { mimeTypes, presets, type OutputFormat, type QualityMode } from "./presets.ts";
 import { sniffFormat, type InputFormat } from "./sniff.ts";
 
@@ -44,6 +44,25 @@ export interface ConvertResult {
 // conversion service never does; off, memory stays proportional to the images in flight.
 sharp.cache(false);
 
+/** What the header says, read before any pixel is decoded. */
+export interface Inspected {
+  inputFormat: InputFormat;
+  /** The image's size after orientation: the pixels the decoder will produce. */
+  upright: Size;
+  /** The output's size. */
+  size: Size;
+}
+
+/**
+ * Sniffs the type and reads the header: refuses what cannot be converted (415, 422 with the
+ * image's dimensions) before any pixel is decoded, and tells the caller how large the job is.
+ */
+export async function inspectUpload(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits): Promise<Inspected> {
+  const inputFormat = sniffFormat(input);
+  const upright = await inspect(input, inputFormat, limits.maxPixels);
+  return { inputFormat, upright, size: outputSize(upright, options.maxWidth, options.format) };
+}
+
 /**
  * Converts JPEG/PNG bytes to WebP/AVIF: sniff → check the header → orient → to sRGB (honouring
  * an embedded ICC profile) → scale down → encode (through the quality guard for the lossy
@@ -51,9 +70,12 @@ sharp.cache(false);
  * AppErrors with the codes of docs/api.md. `guardDeps` replaces the guard's encoder, decoder and clock.
  */
 export async function convertImage(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits, guardDeps: GuardDeps = realGuardDeps): Promise<ConvertResult> {
-  const inputFormat = sniffFormat(input);
-  const upright = await inspect(input, inputFormat, limits.maxPixels);
-  const size = outputSize(upright, options.maxWidth, options.format);
+  return convertInspected(input, await inspectUpload(input, options, limits), options, limits, guardDeps);
+}
+
+/** `convertImage` after `inspectUpload`: the caller may have used the header in between (the gate sizes the job by it). */
+export async function convertInspected(input: Uint8Array, inspected: Inspected, options: ConvertOptions, limits: ConvertLimits, guardDeps: GuardDeps = realGuardDeps): Promise<ConvertResult> {
+  const { inputFormat, upright, size } = inspected;
   // failOn "error": a truncated or corrupt file is refused rather than half-decoded. libvips'
   // own timeout stops pixel work early (freeing the CPU); withDeadline also covers the AVIF
   // encoder, which libvips cannot interrupt.
