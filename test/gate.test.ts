@@ -82,7 +82,7 @@ describe("admission", () => {
     expect(g.stats().admitted).toBe(5);
     again();
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, waiting: 0, rejected: 1 });
+    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 1 });
   });
 
   test("leaving twice frees only one place", () => {
@@ -133,7 +133,7 @@ describe("running", () => {
     const light = ["a", "b", "c"].map((n) => submit(g, n, "light"));
     await settle();
     expect(light.map((j) => j.started)).toEqual([true, true, false]);
-    expect(g.stats()).toMatchObject({ running: 2, waiting: 1 });
+    expect(g.stats()).toMatchObject({ running: 2, slotsBusy: 1, waiting: 1 });
     light[0]!.finish();
     await settle();
     expect(light[2]!.started).toBe(true);
@@ -313,7 +313,7 @@ describe("errors", () => {
     jobs[2]!.finish();
     await jobs[2]!.promise;
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, waiting: 0, rejected: 0 });
+    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0 });
   });
 
   test("a job that throws synchronously frees its slot", async () => {

@@ -14,6 +14,8 @@ export interface GateOptions {
 export interface GateStats {
   admitted: number;
   running: number;
+  /** Slots in use: a light job counts a half, so this may be below `running`. */
+  slotsBusy: number;
   waiting: number;
   rejected: number;
 }
@@ -95,7 +97,7 @@ export class ConversionGate {
 
   /** Current counts. */
   stats(): GateStats {
-    return { admitted: this.admitted, running: this.running, waiting: this.waiting.length, rejected: this.rejected };
+    return { admitted: this.admitted, running: this.running, slotsBusy: this.usedUnits / UNITS.normal, waiting: this.waiting.length, rejected: this.rejected };
   }
 
   /** A heavy job held back by the cap waits aside: the jobs behind it may start. */

@@ -147,7 +147,8 @@ export class DashboardService {
       // Five minutes before the session's idle timeout: an unattended tab must let it end.
       pauseS: Math.max(60, this.s.config.staffSessionIdleS - 300),
       fields: [
-        { label: "Conversion slots busy", path: "conversions.running", format: "int", initial: count(l.conversions.running), suffix: `/ ${this.s.config.concurrency}` },
+        { label: "Conversion slots busy", path: "conversions.slotsBusy", format: "decimal", initial: l.conversions.slotsBusy.toFixed(1), suffix: `/ ${this.s.config.concurrency}` },
+        { label: "Conversions running", path: "conversions.running", format: "int", initial: count(l.conversions.running) },
         { label: "Waiting for a slot", path: "conversions.waiting", format: "int", initial: count(l.conversions.waiting) },
         { label: "Requests per second", path: "requests_per_second.last_10s", format: "decimal", initial: l.requests_per_second.last_10s.toFixed(1) },
         { label: "Memory (RSS)", path: "memory.rss", format: "mib", initial: `${(l.memory.rss / 1048576).toFixed(1)} MiB` },

@@ -137,6 +137,9 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     await page.goto(`${server.url}/internal/`);
     await page.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
     expect(await page.locator("[data-live='version']").innerText()).toMatch(/^\d+\.\d+\.\d+/);
+    // Slots in use are fractional (a small lossy conversion counts a half); the count of conversions is whole.
+    expect(await page.locator("[data-live='conversions.slotsBusy']").innerText()).toBe("0.0");
+    expect(await page.locator("[data-live='conversions.running']").innerText()).toBe("0");
   });
 
   test("the live panel pauses when nobody is there, so the session can time out, and resumes on input", async () => {

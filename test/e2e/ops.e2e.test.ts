@@ -78,6 +78,7 @@ describe("/internal/metrics", () => {
     expect(after.get('imgpress_mail_total{outcome="sent"}')).toBe(sink.messages.length);
     expect(sink.messages.length).toBe(2);
     expect(after.get("imgpress_conversions_in_progress")).toBe(0);
+    expect(after.get("imgpress_conversion_slots_busy")).toBe(0);
     expect(after.get("process_resident_memory_bytes")).toBeGreaterThan(10_000_000);
     expect(after.get("process_start_time_seconds")).toBeGreaterThan(Date.now() / 1000 - 600);
     const info = [...after.keys()].find((k) => k.startsWith("imgpress_build_info"));
