@@ -167,7 +167,7 @@ export const settings: readonly Setting[] = [
   {
     key: "queueSize",
     env: "IMGPRESS_QUEUE_SIZE",
-    help: "uploads admitted beyond the running ones; more get 503 SERVER_BUSY (default: 4 × concurrency)",
+    help: "requests admitted beyond IMGPRESS_CONCURRENCY (uploading, waiting, or small conversions in half slots); more get 503 SERVER_BUSY (default: 4 × concurrency)",
     parse: integer,
     fallback: (c) => 4 * (c.concurrency as number),
   },

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { AppError } from "../src/errors.ts";
 import { ConversionGate, type GateOptions, type JobWeight } from "../src/convert/gate.ts";
-import { ConvertService, LIGHT_PIXELS } from "../src/convert/service.ts";
+import { ConvertService } from "../src/convert/service.ts";
 import * as img from "./support/images.ts";
 
 /** A job the test finishes by hand, recording when it started. */
@@ -180,12 +180,18 @@ describe("running", () => {
     await service.convert(upload(await img.photo(2048, 2048), "lossy"));
     await service.convert(upload(await img.photo(2049, 2048), "lossy"));
     await service.convert(upload(await img.photo(64, 48), "lossless"));
-    expect(LIGHT_PIXELS).toBe(2048 * 2048);
     expect(weights).toEqual(["light", "normal", "heavy"]);
-    // A refused image is refused before it takes room in the gate.
-    const refused = await service.convert(upload(img.pngBomb(), "lossy")).catch((err: AppError) => err);
+    // A refused image is refused before it takes room in the gate, and never waited for one.
+    const timing = { queueWaitMs: null as number | null, convertMs: 0 };
+    const refused = await service.convert(upload(img.pngBomb(), "lossy"), timing).catch((err: AppError) => err);
     expect((refused as AppError).code).toBe("IMAGE_TOO_LARGE");
     expect(weights).toHaveLength(3);
+    expect(timing.queueWaitMs).toBeNull();
+    expect(timing.convertMs).toBeGreaterThan(0); // the header read
+    const ok = { queueWaitMs: null as number | null, convertMs: 0 };
+    await service.convert(upload(await img.photo(64, 48), "lossy"), ok);
+    expect(ok.queueWaitMs).toBeGreaterThanOrEqual(0);
+    expect(ok.convertMs).toBeGreaterThan(0);
   });
 
   test("waiting jobs start first come, first served", async () => {
@@ -202,6 +208,24 @@ describe("running", () => {
       await j.promise;
     }
     expect(log).toEqual(["blocker", "a", "b", "c", "d", "e"]);
+  });
+
+  test("when a job waiting for room times out, a light job queued behind it that fits starts at once", async () => {
+    const g = gate({ concurrency: 1, queueTimeoutMs: 40 });
+    const running = submit(g, "running", "light");
+    const normal = submit(g, "normal", "normal"); // needs the whole slot: waits, then times out
+    await new Promise((r) => setTimeout(r, 15));
+    const later = submit(g, "later", "light"); // fits in the free half, but queues behind "normal"
+    await settle();
+    expect(later.started).toBe(false);
+    const err = await normal.promise.catch((e: AppError) => e);
+    expect((err as AppError).code).toBe("SERVER_BUSY");
+    await settle();
+    // Its own timeout is 15 ms later: it started when the job ahead of it left, not by chance.
+    expect(later.started).toBe(true);
+    for (const j of [running, later]) j.finish();
+    await Promise.all([running.promise, later.promise]);
+    expect(g.stats()).toMatchObject({ running: 0, slotsBusy: 0, waiting: 0 });
   });
 
   test("a queued job that waits longer than the queue timeout gets 503 SERVER_BUSY and leaves the queue", async () => {
@@ -232,56 +256,76 @@ describe("running", () => {
 });
 
 describe("heavy (lossless) jobs", () => {
-  test("with 2 slots, a second heavy job waits while a light job arriving later starts at once", async () => {
+  test("with 2 slots, a second heavy job waits while a lossy job arriving later starts at once", async () => {
     const g = gate({ concurrency: 2 });
     const log: string[] = [];
     const h1 = submit(g, "heavy-1", true, log);
     const h2 = submit(g, "heavy-2", true, log);
     await settle();
     expect([h1.started, h2.started]).toEqual([true, false]); // heavy jobs leave one slot free
-    const light = submit(g, "light", false, log);
+    const lossy = submit(g, "lossy", false, log);
     await settle();
-    // BUG: the light job queued behind heavy-2 although a slot was free.
-    expect(light.started).toBe(true);
+    // The cap holds heavy-2 back, not a lack of room: the lossy job behind it takes the free slot.
+    expect(lossy.started).toBe(true);
     expect(g.stats()).toMatchObject({ running: 2, waiting: 1 });
-    light.finish();
+    lossy.finish();
     h1.finish();
     await settle();
     expect(h2.started).toBe(true);
     h2.finish();
-    await Promise.all([h1.promise, h2.promise, light.promise]);
+    await Promise.all([h1.promise, h2.promise, lossy.promise]);
     expect(g.stats()).toMatchObject({ running: 0, waiting: 0 });
   });
 
-  test("with 3 slots, heavy jobs take at most 2 and a light one still gets the third", async () => {
+  test("with 3 slots, heavy jobs take at most 2 and a lossy one still gets the third", async () => {
     const g = gate({ concurrency: 3 });
     const heavy = [1, 2, 3, 4].map((i) => submit(g, `heavy-${i}`, true));
     await settle();
     expect(heavy.map((j) => j.started)).toEqual([true, true, false, false]);
-    const light = submit(g, "light", false);
+    const lossy = submit(g, "lossy", false);
     await settle();
-    expect(light.started).toBe(true);
-    for (const j of [light, ...heavy]) j.finish();
-    await Promise.all([light, ...heavy].map((j) => j.promise));
+    expect(lossy.started).toBe(true);
+    for (const j of [lossy, ...heavy]) j.finish();
+    await Promise.all([lossy, ...heavy].map((j) => j.promise));
     expect(g.stats()).toMatchObject({ running: 0, waiting: 0 });
   });
 
-  test("a heavy job at the head of the queue does not block light jobs behind it when a slot frees", async () => {
+  test("light jobs pass a heavy job held back by the cap, and share the slot it leaves free", async () => {
     const g = gate({ concurrency: 2 });
     const log: string[] = [];
     const h1 = submit(g, "heavy-1", true, log);
-    const l1 = submit(g, "light-1", false, log);
+    const h2 = submit(g, "heavy-2", true, log); // held back by the cap
+    const small = ["a", "b", "c"].map((n) => submit(g, n, "light", log));
     await settle();
-    const h2 = submit(g, "heavy-2", true, log); // waits: heavy cap (1) reached
-    const l2 = submit(g, "light-2", false, log); // waits: no free slot
-    await settle();
-    expect(log).toEqual(["heavy-1", "light-1"]);
-    l1.finish();
-    await settle();
-    expect(log).toEqual(["heavy-1", "light-1", "light-2"]); // heavy-2 still may not start
+    expect(log).toEqual(["heavy-1", "a", "b"]);
+    expect(g.stats()).toMatchObject({ running: 3, slotsBusy: 2, waiting: 2 });
     h1.finish();
     await settle();
-    expect(log).toEqual(["heavy-1", "light-1", "light-2", "heavy-2"]);
+    expect(log).toEqual(["heavy-1", "a", "b", "heavy-2"]); // first come, first served: heavy-2 before c
+    for (const j of [small[0]!, small[1]!]) j.finish();
+    await settle();
+    expect(log.at(-1)).toBe("c");
+    for (const j of [h2, small[2]!]) j.finish();
+    await Promise.all([h1, h2, ...small].map((j) => j.promise));
+    expect(g.stats()).toMatchObject({ running: 0, slotsBusy: 0, waiting: 0 });
+  });
+
+  test("a heavy job at the head of the queue does not block lossy jobs behind it when a slot frees", async () => {
+    const g = gate({ concurrency: 2 });
+    const log: string[] = [];
+    const h1 = submit(g, "heavy-1", true, log);
+    const l1 = submit(g, "lossy-1", false, log);
+    await settle();
+    const h2 = submit(g, "heavy-2", true, log); // waits: heavy cap (1) reached
+    const l2 = submit(g, "lossy-2", false, log); // waits: no free slot
+    await settle();
+    expect(log).toEqual(["heavy-1", "lossy-1"]);
+    l1.finish();
+    await settle();
+    expect(log).toEqual(["heavy-1", "lossy-1", "lossy-2"]); // heavy-2 still may not start
+    h1.finish();
+    await settle();
+    expect(log).toEqual(["heavy-1", "lossy-1", "lossy-2", "heavy-2"]);
     l2.finish();
     h2.finish();
     await Promise.all([h1.promise, l1.promise, h2.promise, l2.promise]);

@@ -9,7 +9,7 @@ import sharp from "sharp";
 import { sharpDecoder, sharpEncoder, type EncodeSettings } from "../src/convert/pipeline/encode.ts";
 import { guardedEncode, realGuardDeps, type GuardDeps } from "../src/convert/pipeline/guard.ts";
 import { convertImage } from "../src/convert/pipeline/index.ts";
-import { colourShare, flatShare, type RawImage } from "../src/convert/pipeline/sample.ts";
+import { flatShare, hasFewColours, type RawImage } from "../src/convert/pipeline/sample.ts";
 import { lumaOnWhite, meanSsim } from "../src/convert/pipeline/ssim.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import { convertForm, postBearer, rgba, type Keys } from "./support/convert-helpers.ts";
@@ -118,8 +118,15 @@ describe("the decision", () => {
       return [60 + g, 110 + (g >> 1), 200 - (y >> 2)];
     });
     expect(flatShare(sky)).toBeGreaterThanOrEqual(0.5);
-    expect(colourShare(sky)).toBeGreaterThan(0.05);
+    expect(hasFewColours(sky, 0.05)).toBe(false);
     expect([...(await chroma(sky))]).toEqual(["4:2:0"]);
+    // A small anti-aliased graphic (text on a flat fill): hundreds of colours, still a graphic.
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="120" height="72"><rect width="120" height="72" fill="#f4f4f4"/><text x="6" y="30" font-size="22" font-family="sans-serif" fill="#c01010">Sale</text><text x="6" y="62" font-size="20" font-family="sans-serif" fill="#1030a0">-40%</text></svg>`;
+    const { data, info } = await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const icon: RawImage = { data, width: info.width, height: info.height, channels: info.channels };
+    expect(hasFewColours(icon, 0.02)).toBe(true);
+    expect(hasFewColours(icon, 0)).toBe(true); // under the 1024 floor by itself
+    expect([...(await chroma(icon))]).toEqual(["4:4:4"]);
   });
 
   test("WebP's own preset is the target: no reference encode, the preset is kept", async () => {

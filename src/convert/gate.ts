@@ -2,9 +2,9 @@ import { AppError } from "../errors.ts";
 
 /** Sizing of the conversion gate. */
 export interface GateOptions {
-  /** Conversions running at once. */
+  /** Conversion slots: a normal or heavy job takes one, a light job half of one. */
   concurrency: number;
-  /** Requests admitted beyond the running ones (uploading or waiting). */
+  /** Requests admitted beyond `concurrency` (uploading, waiting, or light jobs running in half slots). */
   queueSize: number;
   /** Longest wait for a slot. */
   queueTimeoutMs: number;

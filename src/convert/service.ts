@@ -33,9 +33,9 @@ export interface ConversionEvent {
   outcome: string;
   bytesIn: number;
   bytesOut: number;
-  /** Time spent waiting for a conversion slot. */
-  queueWaitMs: number;
-  /** Time inside the pipeline (decode, resize, encode). */
+  /** Time spent waiting for a conversion slot; null when the attempt never reached the gate (its form or header was refused first). */
+  queueWaitMs: number | null;
+  /** Time in the pipeline (header read, decode, resize, encode), the wait for a slot excluded. */
   convertMs: number;
   /** Encoder runs the quality guard added beyond the one encode of the preset (0: guard off or not needed). */
   guardEncodes: number;
@@ -75,7 +75,7 @@ export class ConvertService {
    * reports the attempt (success or error code) to the observers.
    */
   async handle(keyId: string, receive: () => Promise<Upload>): Promise<Converted> {
-    const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: 0, convertMs: 0, guardEncodes: 0, at: 0 };
+    const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: null, convertMs: 0, guardEncodes: 0, at: 0 };
     try {
       const leave = this.gate.admit();
       try {
@@ -104,12 +104,14 @@ export class ConvertService {
    * every slot; lossy ones of at most LIGHT_PIXELS are light).
    */
   async convert(upload: Upload, timing?: Pick<ConversionEvent, "queueWaitMs" | "convertMs">): Promise<Converted> {
-    const queuedAt = performance.now();
+    const inspectedAt = performance.now();
+    let queuedAt: number | undefined;
     let startedAt: number | undefined;
     try {
       const inspected = await inspectUpload(upload.image, upload.options, this.limits);
       const { width, height } = inspected.upright;
       const weight = upload.options.quality === "lossless" ? "heavy" : width * height <= LIGHT_PIXELS ? "light" : "normal";
+      queuedAt = performance.now();
       const result = await this.gate.run(weight, () => {
         startedAt = performance.now();
         return convertInspected(upload.image, inspected, upload.options, this.limits);
@@ -119,8 +121,10 @@ export class ConvertService {
     } finally {
       if (timing) {
         const endedAt = performance.now();
-        timing.queueWaitMs = (startedAt ?? endedAt) - queuedAt;
-        timing.convertMs = endedAt - (startedAt ?? endedAt);
+        // The header read counts as conversion time (it is the pipeline's first step); only a job that reached the gate waited.
+        const headerMs = (queuedAt ?? endedAt) - inspectedAt;
+        timing.queueWaitMs = queuedAt === undefined ? null : (startedAt ?? endedAt) - queuedAt;
+        timing.convertMs = headerMs + endedAt - (startedAt ?? endedAt);
       }
     }
   }

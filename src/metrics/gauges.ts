@@ -30,7 +30,7 @@ export function registerServiceGauges(registry: Registry, gate: ConversionGate, 
     1,
   );
   liveGauge(registry, "imgpress_conversion_slots", "Conversions that may run at once (IMGPRESS_CONCURRENCY).", () => sizes.slots);
-  liveGauge(registry, "imgpress_queue_capacity", "Requests admitted beyond the running ones before 503 SERVER_BUSY (IMGPRESS_QUEUE_SIZE).", () => sizes.queueSize);
+  liveGauge(registry, "imgpress_queue_capacity", "Requests admitted beyond IMGPRESS_CONCURRENCY before 503 SERVER_BUSY (IMGPRESS_QUEUE_SIZE); small conversions running in half slots use these places too.", () => sizes.queueSize);
   liveGauge(registry, "imgpress_conversions_in_progress", "Conversions running now (a small lossy one takes half a slot, so up to twice the slots).", () => gate.stats().running);
   liveGauge(registry, "imgpress_conversion_slots_busy", "Conversion slots in use now (a small lossy conversion counts a half).", () => gate.stats().slotsBusy);
   liveGauge(registry, "imgpress_queue_length", "Requests admitted and not yet converting (uploading or waiting for a slot).", () => {

@@ -78,8 +78,8 @@ export class Metrics {
     this.bytesIn.inc(event.bytesIn);
     this.bytesOut.inc(event.bytesOut);
     if (event.guardEncodes > 0) this.guardEncodes.inc({ format }, event.guardEncodes);
-    // A form that was never read never queued: only attempts that reached the gate have a wait.
-    if (event.format !== null) this.queueWait.observe(event.queueWaitMs / 1000);
+    // Only attempts that reached the gate have a wait (a form or header refused first never queued).
+    if (event.queueWaitMs !== null) this.queueWait.observe(event.queueWaitMs / 1000);
     if (event.outcome === "ok") this.conversionDuration.observe({ format, quality }, event.convertMs / 1000);
   }
 

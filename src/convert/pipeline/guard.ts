@@ -1,7 +1,7 @@
 import { sharpDecoder, sharpEncoder, type Decoder, type EncodeSettings, type Encoder } from "./encode.ts";
 import type { AvifOptions } from "sharp";
 import { presets, type OutputFormat } from "./presets.ts";
-import { colourShare, flatShare, hasTranslucency, takeSample, type RawImage } from "./sample.ts";
+import { flatShare, hasFewColours, hasTranslucency, takeSample, type RawImage } from "./sample.ts";
 import { lumaOnWhite, meanSsim, ssimReference } from "./ssim.ts";
 
 /** Which lossy outputs the guard checks (IMGPRESS_QUALITY_GUARD). */
@@ -67,9 +67,10 @@ const NEAR_LOSSLESS_COST = 2;
 /** A full encode's time grows about as (bytes ÷ the preset's)^this (AVIF effort 0: 0.97–2.2× the time for 1.7–8× the bytes, exponents 0.25–0.53). */
 const BYTES_EXPONENT = 0.4;
 /**
- * A sample at least this flat and with fewer distinct colours per pixel than this is a graphic
- * (lossless is tried too, colour kept at full resolution); flatness alone also catches photos
- * with large smooth skies (0.5–0.7 on the bench's Bridge and Infinite-Sea, at 0.06–0.07 colours per pixel).
+ * A sample at least this flat and with fewer distinct colours per pixel than this (or fewer than
+ * 1024 in all, see hasFewColours) is a graphic: lossless is tried too, colour kept at full
+ * resolution. Flatness alone also catches photos with large smooth skies (0.5–0.7 on the bench's
+ * Bridge and Infinite-Sea, at 0.06–0.07 colours per pixel).
  */
 const GRAPHIC_FLAT_SHARE = 0.5;
 const GRAPHIC_COLOUR_SHARE = 0.02;
@@ -121,7 +122,7 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
     return { settings, bytes, encodeMs: t1 - t0, score };
   };
 
-  const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE && colourShare(sample) < GRAPHIC_COLOUR_SHARE;
+  const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE && hasFewColours(sample, GRAPHIC_COLOUR_SHARE);
   // The AVIF preset halves the colour resolution (4:2:0, as lossy WebP always does, alpha or not),
   // which photos do not show; a graphic's hard colour edges do, so graphics keep 4:4:4.
   const presetOptions = format === "avif" && graphic ? FULL_COLOUR_AVIF : presets[format].lossy;

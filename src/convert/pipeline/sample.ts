@@ -69,21 +69,31 @@ export function flatShare(image: RawImage): number {
   return same / (image.width * image.height);
 }
 
+/** One bit per 24-bit colour (2 MiB), allocated on first use and cleared after each count. */
+let colourBits: Uint32Array | undefined;
+/** Below this many distinct colours an image counts as having few, whatever its size (a small anti-aliased icon has hundreds). */
+const FEW_COLOURS_FLOOR = 1024;
+
 /**
- * Distinct colours per pixel (alpha ignored): below ~0.01 for graphics with flat fills, above
- * ~0.05 for photos, even those whose smooth skies make many pixels equal to their neighbour.
+ * Whether `image` has fewer distinct colours (alpha ignored) than `share` of its pixels, or than
+ * FEW_COLOURS_FLOOR: graphics with flat fills have well under 1 per 100 pixels, photos above 5,
+ * even those whose smooth skies make many pixels equal to their neighbour. Stops at the bound.
  */
-export function colourShare(image: RawImage): number {
+export function hasFewColours(image: RawImage, share: number): boolean {
   const { data, channels } = image;
-  const seen = new Uint32Array(1 << 19); // one bit per 24-bit colour: 2 MiB
+  const bits = (colourBits ??= new Uint32Array(1 << 19));
+  const limit = Math.max(FEW_COLOURS_FLOOR, share * image.width * image.height);
+  const touched: number[] = [];
   let distinct = 0;
-  for (let p = 0; p < data.length; p += channels) {
+  for (let p = 0; p < data.length && distinct < limit; p += channels) {
     const colour = (data[p]! << 16) | (data[p + 1]! << 8) | data[p + 2]!;
+    const word = colour >>> 5;
     const bit = 1 << (colour & 31);
-    if ((seen[colour >>> 5]! & bit) === 0) {
-      seen[colour >>> 5]! |= bit;
-      distinct++;
-    }
+    if ((bits[word]! & bit) !== 0) continue;
+    if (bits[word] === 0) touched.push(word);
+    bits[word]! |= bit;
+    distinct++;
   }
-  return distinct / (image.width * image.height);
+  for (const word of touched) bits[word] = 0;
+  return distinct < limit;
 }
