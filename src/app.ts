@@ -121,7 +121,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   convert.observe(usage.observer);
   convert.observe((event) => metrics.observeConversion(event));
   const lifecycle = new Lifecycle();
-  const readiness = new Readiness(deps.store, databaseFolder(deps.config.databaseUrl), () => lifecycle.draining, undefined, deps.logger);
+  const readiness = new Readiness(deps.store, databaseFolder(deps.config.databaseUrl), () => lifecycle.draining, deps.logger);
   // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
   lifecycle.onShutdown("usage flush", () =>
     usage.flush().catch(async () => {

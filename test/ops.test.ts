@@ -155,7 +155,7 @@ describe("/health/ready", () => {
     h = await createHarness();
     let now = 0;
     const lines: string[] = [];
-    const readiness = new Readiness(h.store, h.dir, () => false, () => now, createLogger("info", (l) => lines.push(l)));
+    const readiness = new Readiness(h.store, h.dir, () => false, createLogger("info", (l) => lines.push(l)), () => now);
     expect((await readiness.check()).ready).toBe(true);
     await h.sqlite.client.execute("PRAGMA query_only = ON");
     now += 1500; // past the one-second reuse of a good database result

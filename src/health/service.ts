@@ -38,8 +38,9 @@ export class Readiness {
     /** The folder of a local database file; null for a remote libSQL server (no disk to check). */
     private readonly dataFolder: string | null,
     private readonly draining: () => boolean = () => false,
-    private readonly clock: () => number = () => performance.now(),
+    /** Where the cause of a failed check goes (the answer itself names only the check). */
     private readonly logger?: Logger,
+    private readonly clock: () => number = () => performance.now(),
   ) {}
 
   /** Runs (or reuses recent results of) every check. */
