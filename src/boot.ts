@@ -2,7 +2,7 @@ import { createApp, createServices, type App, type Services } from "./app.ts";
 import { loadConfig, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { openStore, type Store } from "./db/index.ts";
-import { scrub, shown } from "./db/location.ts";
+import { scrub } from "./db/location.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, smtpMailer } from "./mail/mailer.ts";
 import { loadMasterKey } from "./masterkey.ts";

@@ -13,7 +13,8 @@ import { activityPage } from "../src/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../src/dashboard/pages/keys.ts";
 import { overviewPage } from "../src/dashboard/pages/overview.ts";
 import { settingsPage } from "../src/dashboard/pages/settings.ts";
-import { describeSettings, redactUrl } from "../src/internal/settings.ts";
+import { describeSettings } from "../src/internal/settings.ts";
+import { redactUrl } from "../src/redact.ts";
 import type { KeyListRow, Overview, Series } from "../src/usage/model.ts";
 
 const HOUR = 3_600_000;
@@ -228,6 +229,7 @@ describe("settings show no secret", () => {
   test.each([
     ["https://u:p@h/x?token=1&keep=2", "https://u:******@h/x?token=******&keep=2"],
     ["not a url", "not a url"],
+    ["postgres://u:p#w@h/db", "postgres://******@h/db"],
   ])("redactUrl(%p)", (raw, expected) => expect(redactUrl(raw)).toBe(expected));
 });
 

@@ -19,7 +19,6 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-/** The sum. */
 /** The 95th percentile (nearest rank) of `xs`. */
 export function p95(xs: number[]): number {
   return [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(0.95 * xs.length) - 1)]!;
@@ -30,6 +29,7 @@ export function dbSizeMiB(dir: string): number {
   return ["imgpress.db", "imgpress.db-wal"].reduce((n, f) => n + (existsSync(join(dir, f)) ? statSync(join(dir, f)).size : 0), 0) / 2 ** 20;
 }
 
+/** The sum. */
 export function sum(xs: number[]): number {
   return xs.reduce((a, b) => a + b, 0);
 }

@@ -15,8 +15,8 @@ import type { LiveView } from "./pages/live.ts";
 import type { OverviewView } from "./pages/overview.ts";
 import type { SettingsView } from "./pages/settings.ts";
 import { rangeBounds, rangeName } from "./ranges.ts";
-import { localPath } from "../db/location.ts";
-import { describeSettings, redactUrl } from "../internal/settings.ts";
+import { localPath, shown } from "../db/location.ts";
+import { describeSettings } from "../internal/settings.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
@@ -132,7 +132,7 @@ export class DashboardService {
       currentSession: sessionId,
       settings: describeSettings(c, false).map((x) => ({ env: x.env, help: x.help, value: settingText(x.value) })),
       dataDir: c.dataDir,
-      database: localPath(c.databaseUrl) ?? redactUrl(c.databaseUrl),
+      database: localPath(c.databaseUrl) ?? shown(c.databaseUrl),
       versions: componentVersions(),
       notice,
     };

@@ -1,6 +1,6 @@
-import { redactUrl } from "../internal/settings.ts";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { redactUrl } from "../redact.ts";
 
 /** The file behind a `file:` database URL, or null for a database server (remote libSQL, PostgreSQL). */
 export function localPath(url: string): string | null {
@@ -21,10 +21,7 @@ export function isPostgresUrl(url: string): boolean {
 
 /** A database URL as it may be printed (messages, logs): a file path as typed, any other URL without its password or token. */
 export function shown(url: string): string {
-  if (url.startsWith("file:")) return url;
-  const redacted = redactUrl(url);
-  // An address URL cannot parse is returned as is by redactUrl: mask what sits between "://" and "@".
-  return redacted === url ? url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1******@") : redacted;
+  return url.startsWith("file:") ? url : redactUrl(url);
 }
 
 /** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's message may have quoted it. */

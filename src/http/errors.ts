@@ -17,15 +17,17 @@ export function errorHandler(logger: Logger) {
     meta.route ??= route || undefined;
     const known = toAppError(code, error);
     const fault = known ? null : storageFaultCode(error);
-    const path = new URL(request.url).pathname;
-    if (fault) logger.error("storage unavailable", { requestId: id, path, fault, error: driverMessage(error) });
-    else if (!known) logger.error("unhandled error", { requestId: id, method: request.method, path, error: error as Error });
+    // Only the two logged cases need the path: the usual 4xx answers skip the URL parse.
+    if (fault) logger.error("storage unavailable", { requestId: id, path: pathOf(request), fault, error: driverMessage(error) });
+    else if (!known) logger.error("unhandled error", { requestId: id, method: request.method, path: pathOf(request), error: error as Error });
     const answer = known ?? (fault ? storageUnavailable() : new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${id}).`));
     // The code the client gets, STORAGE_UNAVAILABLE included, is the one the metrics count.
     meta.errorCode = answer.code;
     return errorResponse(answer, { "x-request-id": id });
   });
 }
+
+const pathOf = (request: Request) => new URL(request.url).pathname;
 
 function toAppError(code: string | number, error: unknown): AppError | null {
   if (error instanceof AppError) return error;

@@ -1,11 +1,10 @@
 import { settings, type Config } from "../config.ts";
+import { redactUrl } from "../redact.ts";
 
 /** How a masked secret is shown: only that it is set. */
 const SET = "(set)";
 /** Settings whose whole value is secret, by variable name; also covers rows other features add later. */
 const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSPHRASE|MASTER_KEY|PEPPER|PRIVATE|API_KEY|CREDENTIAL/i;
-/** URL query parameters that carry credentials (libSQL's authToken, …). */
-const SECRET_PARAM = /token|secret|password|passwd|pass|key|auth|sig/i;
 
 /** One effective setting as operators see it. */
 export interface SettingView {
@@ -29,18 +28,4 @@ export function describeSettings(config: Config, reveal: boolean): SettingView[]
     if (typeof value === "string" && /^[a-z][a-z0-9+.-]*:\/\//i.test(value) && !value.startsWith("file:")) return { env: s.env, help: s.help, value: redactUrl(value) };
     return { env: s.env, help: s.help, value };
   });
-}
-
-/** A URL without its password and credential-bearing query parameters; anything else unchanged. */
-export function redactUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return raw;
-  }
-  if (url.password) url.password = "******";
-  for (const name of [...url.searchParams.keys()]) if (SECRET_PARAM.test(name)) url.searchParams.set(name, "******");
-  // URL escapes the asterisks it wrote; show them as typed.
-  return url.toString().replaceAll("%2A", "*");
 }

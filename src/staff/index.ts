@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { parseFormBody } from "../http/form.ts";
 import type { SafeHtml } from "../html/index.ts";
-import { assertSameOrigin, hidden, safeNext, sessionCookie, type staffAuth } from "./auth.ts";
+import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
 import { CodeForm, CsrfForm, LoginForm, LoginQuery } from "./model.ts";
 import { codeForm, loginForm, orRefusal, pageResponse, setupPage } from "./pages.ts";
@@ -66,7 +66,7 @@ export function staffRoutes(d: StaffRouteDeps) {
         await d.signIn.signOut(staff, d.clientIp(request));
         return leave("", "/internal/login");
       },
-      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden() },
+      { ...staffPage(), parse: parseFormBody, body: CsrfForm },
     )
     .post(
       "/logout/everywhere",
@@ -74,7 +74,7 @@ export function staffRoutes(d: StaffRouteDeps) {
         await d.signIn.signOutEverywhere(staff.email, d.clientIp(request));
         return leave("", "/internal/login");
       },
-      { staffPage: true, parse: parseFormBody, body: CsrfForm, ...hidden() },
+      { ...staffPage(), parse: parseFormBody, body: CsrfForm },
     );
 }
 

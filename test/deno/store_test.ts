@@ -20,6 +20,7 @@ import type { IssuedKey } from "../../src/keys/service.ts";
 import { createLogger } from "../../src/log.ts";
 import { smtpMailer } from "../../src/mail/mailer.ts";
 import { loadMasterKey } from "../../src/masterkey.ts";
+import { wrongCode } from "../support/codes.ts";
 import { signedHeaders } from "../support/sign.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
@@ -95,10 +96,6 @@ async function issueKey(via: Instance, email: string) {
 }
 
 /** A six-digit code that is not `code`. */
-function wrongCode(code: string, offset: number): string {
-  return String((Number(code) + offset) % 1_000_000).padStart(6, "0");
-}
-
 Deno.test.beforeAll(async () => {
   sink = await startSmtpSink();
   // Started together on an empty database: the migrations of one must not trip the other.

@@ -221,7 +221,4 @@ export function expectError(res: TestResponse, status: number, code: string): vo
   expect(res.headers.get("content-type") ?? "").toContain("application/json");
 }
 
-/** A six-digit code that is not `code`. */
-export function wrongCode(code: string, offset = 1): string {
-  return String((Number(code) + offset) % 1_000_000).padStart(6, "0");
-}
+export { wrongCode } from "./codes.ts";

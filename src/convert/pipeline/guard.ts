@@ -126,7 +126,8 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   // The AVIF preset halves the colour resolution (4:2:0, as lossy WebP always does, alpha or not),
   // which photos do not show; a graphic's hard colour edges do, so graphics keep 4:4:4.
   const presetOptions = format === "avif" && graphic ? FULL_COLOUR_AVIF : presets[format].lossy;
-  const isReference = format === REFERENCE.format && presetOptions === REFERENCE.options;
+  // WebP's lossy preset is the reference itself.
+  const isReference = format === REFERENCE.format;
   // The reference's own preset meets the target by definition; only a graphic may do better lossless.
   if (isReference && !graphic) {
     const bytes = await deps.encode(image, { format, options: presetOptions });
