@@ -3,6 +3,7 @@ import { Value } from "@sinclair/typebox/value";
 import { availableParallelism, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { domainToASCII } from "node:url";
+import { POSTGRES_DEFAULTS } from "./db/location.ts";
 import { parseAllowEntry } from "./http/ipallow.ts";
 
 /** Every setting of the service with its bounds (the only place they are written); checked by `loadConfig`. */
@@ -124,13 +125,13 @@ export const settings: readonly Setting[] = [
     fallback: (c) => `file:${join(c.dataDir as string, "imgpress.db")}`,
   },
   { key: "databaseAuthToken", env: "IMGPRESS_DATABASE_AUTH_TOKEN", help: "token for a remote libSQL server", parse: text },
-  { key: "databasePoolSize", env: "IMGPRESS_DATABASE_POOL_SIZE", help: "PostgreSQL: most connections this instance opens", parse: integer, fallback: () => 10 },
+  { key: "databasePoolSize", env: "IMGPRESS_DATABASE_POOL_SIZE", help: "PostgreSQL: most connections this instance opens", parse: integer, fallback: () => POSTGRES_DEFAULTS.poolSize },
   {
     key: "databaseTimeoutS",
     env: "IMGPRESS_DATABASE_TIMEOUT_S",
     help: "PostgreSQL: seconds a connection attempt or one statement may take (then 503 STORAGE_UNAVAILABLE)",
     parse: seconds,
-    fallback: () => 10,
+    fallback: () => POSTGRES_DEFAULTS.timeoutS,
   },
   { key: "tlsCert", env: "IMGPRESS_TLS_CERT", help: "PEM certificate file (default: generated self-signed)", parse: text },
   { key: "tlsKey", env: "IMGPRESS_TLS_KEY", help: "PEM private key file (default: generated)", parse: text },

@@ -1,9 +1,9 @@
 import type { PostgresOptions } from "./postgres.ts";
 import { openSqliteStore } from "./sqlite.ts";
-import { isPostgresUrl } from "./location.ts";
+import { isPostgresUrl, POSTGRES_DEFAULTS } from "./location.ts";
 import type { Store } from "./store.ts";
 
-export { databaseFolder, isPostgresUrl, localPath } from "./location.ts";
+export { databaseFolder, isPostgresUrl, localPath, POSTGRES_DEFAULTS } from "./location.ts";
 export type { BatchStatement, Database, Dialect, Store, Tables } from "./store.ts";
 
 /** Where the database is and how to reach it (the database part of Config). */
@@ -17,7 +17,7 @@ export async function openStore(url: string, options: DatabaseOptions = {}): Pro
   if (isPostgresUrl(url)) {
     // Loaded only when asked for: an instance on the embedded file never pays for the driver at start-up.
     const { openPostgresStore } = await import("./postgres.ts");
-    return openPostgresStore(url, { poolSize: options.poolSize ?? 10, timeoutS: options.timeoutS ?? 10 });
+    return openPostgresStore(url, { poolSize: options.poolSize ?? POSTGRES_DEFAULTS.poolSize, timeoutS: options.timeoutS ?? POSTGRES_DEFAULTS.timeoutS });
   }
   return openSqliteStore(url, options.authToken);
 }

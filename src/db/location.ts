@@ -2,6 +2,9 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { redactUrl } from "../redact.ts";
 
+/** PostgreSQL pool size and timeout when none is given: the config's fallbacks too (IMGPRESS_DATABASE_POOL_SIZE, _TIMEOUT_S). */
+export const POSTGRES_DEFAULTS = Object.freeze({ poolSize: 10, timeoutS: 10 });
+
 /** The file behind a `file:` database URL, or null for a database server (remote libSQL, PostgreSQL). */
 export function localPath(url: string): string | null {
   if (!url.startsWith("file:")) return null;

@@ -63,3 +63,25 @@ function slow(timeoutMs: number): AppError {
 function incomplete(why: string): AppError {
   return new AppError(400, "INCOMPLETE_BODY", `The request body is incomplete: ${why}.`);
 }
+
+/** What a small typed body (a staff form, a JSON request) must be. */
+export interface SmallBodyRule {
+  /** The one media type accepted (parameters such as charset are ignored). */
+  type: string;
+  /** The 415 message when the Content-Type is anything else. */
+  wrongType: string;
+  maxBytes: number;
+  /** How the 413 names the body ("form", "JSON body"). */
+  name: string;
+}
+
+/** Reads a body of exactly one media type and at most `rule.maxBytes`, within 10 s: 415, 413, 408 otherwise. */
+export async function readSmallBody(request: Request, rule: SmallBodyRule): Promise<Uint8Array> {
+  const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+  if (type !== rule.type) throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", rule.wrongType);
+  return readBody(request, {
+    maxBytes: rule.maxBytes,
+    timeoutMs: 10_000,
+    tooLarge: () => new AppError(413, "PAYLOAD_TOO_LARGE", `The ${rule.name} is larger than ${rule.maxBytes} bytes.`),
+  });
+}

@@ -23,10 +23,17 @@ export function httpsGuard(behindProxy: boolean) {
  */
 export function internalGuard(allowlist: IpAllowlist, clientIp: (request: Request) => string) {
   return new Elysia({ name: "internal-guard" }).onRequest(({ request }) => {
-    if (!isInternalPath(request.url)) return;
+    if (!reachesInternal(request)) return;
     if (allowlist.has(clientIp(request))) return;
     return errorResponse(notFound(), { "x-request-id": requestMeta(request).id });
   });
+}
+
+/** isInternalPath of the request's URL, worked out once per request: the allowlist guard and the staff headers both ask. */
+export function reachesInternal(request: Request): boolean {
+  const meta = requestMeta(request);
+  meta.internal ??= isInternalPath(request.url);
+  return meta.internal;
 }
 
 /**

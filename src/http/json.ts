@@ -1,5 +1,5 @@
 import { AppError } from "../errors.ts";
-import { readBody } from "./body.ts";
+import { readSmallBody } from "./body.ts";
 
 /** Largest JSON body the credential endpoints accept. */
 export const MAX_JSON_BYTES = 16 * 1024;
@@ -9,14 +9,11 @@ export const MAX_JSON_BYTES = 16 * 1024;
  * malformed document into 400 VALIDATION_ERROR (Elysia's own parser would accept any type).
  */
 export async function parseJsonBody({ request }: { request: Request }): Promise<unknown> {
-  const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/json") {
-    throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as JSON with Content-Type: application/json.");
-  }
-  const bytes = await readBody(request, {
+  const bytes = await readSmallBody(request, {
+    type: "application/json",
+    wrongType: "Send the body as JSON with Content-Type: application/json.",
     maxBytes: MAX_JSON_BYTES,
-    timeoutMs: 10_000,
-    tooLarge: () => new AppError(413, "PAYLOAD_TOO_LARGE", `The JSON body is larger than ${MAX_JSON_BYTES} bytes.`),
+    name: "JSON body",
   });
   let value: unknown;
   try {

@@ -11,6 +11,8 @@ export interface RequestMeta {
   route?: string;
   /** The `code` of the error answer, when the error mapper produced one (for metrics). */
   errorCode?: string;
+  /** Whether the path may reach an /internal/ route (see reachesInternal); worked out once. */
+  internal?: boolean;
 }
 
 const metas = new WeakMap<Request, RequestMeta>();

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { timingSafeEqual } from "../crypto.ts";
 import { AppError } from "../errors.ts";
-import { isInternalPath } from "../http/guards.ts";
+import { reachesInternal } from "../http/guards.ts";
 import type { SessionService, StaffSession } from "./sessions.ts";
 
 /** The session cookie; the `__Host-` prefix makes browsers insist on Secure, Path=/ and no Domain. */
@@ -21,7 +21,7 @@ export const internalHeaders: Record<string, string> = {
 /** Adds `internalHeaders` to every /internal/ response, errors and redirects included. */
 export function internalResponseHeaders() {
   return new Elysia({ name: "internal-headers" }).onRequest(({ request, set }) => {
-    if (isInternalPath(request.url)) Object.assign(set.headers, internalHeaders);
+    if (reachesInternal(request)) Object.assign(set.headers, internalHeaders);
   });
 }
 
