@@ -35,6 +35,7 @@ export const ConfigSchema = t.Object({
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
   usageFlushS: t.Number({ exclusiveMinimum: 0 }),
   shutdownTimeoutS: t.Number({ exclusiveMinimum: 0 }),
+  drainDelayS: t.Number({ minimum: 0, maximum: 600 }),
   metricsToken: t.Optional(t.String()),
   staffEmails: t.Array(t.String()),
   staffSessionIdleS: t.Integer({ minimum: 60, maximum: 86_400 }),
@@ -211,6 +212,13 @@ export const settings: readonly Setting[] = [
     help: "on SIGTERM/SIGINT, longest wait for accepted requests to finish before they are cut",
     parse: seconds,
     fallback: () => 30,
+  },
+  {
+    key: "drainDelayS",
+    env: "IMGPRESS_DRAIN_DELAY_S",
+    help: "on SIGTERM/SIGINT, seconds the listener stays open answering /health/ready with 503 (so a load balancer stops routing here) before it closes",
+    parse: seconds,
+    fallback: () => 0,
   },
   // Metrics and readiness (issue 13)
   {

@@ -102,10 +102,12 @@ function counting(fetch: (request: Request, peer: string | undefined) => Promise
 }
 
 /**
- * The orderly stop: readiness fails at once, the listener closes (no new connections), accepted
- * requests (uploading, queued or converting) finish within IMGPRESS_SHUTDOWN_TIMEOUT_S, the
- * shutdown hooks run (usage flush), the WAL is checkpointed and the database closed. Resolves to
- * the exit status: 0, or 1 when the timeout cut requests or a hook failed.
+ * The orderly stop: readiness fails at once; after IMGPRESS_DRAIN_DELAY_S (0 by default: a load
+ * balancer probing /health/ready sees 503 meanwhile, and requests still arriving are served) the
+ * listener closes (no new connections); accepted requests (uploading, queued or converting) finish
+ * within IMGPRESS_SHUTDOWN_TIMEOUT_S, the shutdown hooks run (usage flush), the WAL is checkpointed
+ * and the database closed. Resolves to the exit status: 0, or 1 when the timeout cut requests or a
+ * hook failed.
  */
 async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "services">, server: Listening, inFlight: InFlight, signal: ShutdownSignal): Promise<number> {
   const { config, logger, store, services } = booted;
@@ -117,7 +119,11 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
   };
   const describe = (s: ReturnType<typeof status>) =>
     `draining: ${s.conversions} conversions in flight, ${s.queued} queued, ${s.uploading} uploading, ${s.requests} requests open`;
-  logger.info(`${signal} received: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
+  if (config.drainDelayS > 0) {
+    logger.info(`${signal} received: readiness answers 503; the listener closes in ${config.drainDelayS} s (IMGPRESS_DRAIN_DELAY_S)`, { delayS: config.drainDelayS, ...status() });
+    await new Promise((resolve) => setTimeout(resolve, config.drainDelayS * 1000));
+    logger.info(`closing the listener: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
+  } else logger.info(`${signal} received: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
   const ticker = setInterval(() => logger.info(describe(status()), status()), DRAIN_STATUS_EVERY_MS);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), config.shutdownTimeoutS * 1000)));

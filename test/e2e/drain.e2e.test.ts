@@ -2,7 +2,8 @@
  * Graceful drain of the real service (E2E_RUNTIME picks Bun or Deno): SIGTERM in the middle of a
  * burst of large conversions lets every accepted request get its image, refuses new connections,
  * logs what it waits for, checkpoints the WAL and exits 0; a second signal exits at once; the
- * shutdown timeout cuts what is left and exits 1.
+ * shutdown timeout cuts what is left and exits 1; IMGPRESS_DRAIN_DELAY_S keeps the listener open,
+ * readiness 503, while new requests are still served.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
@@ -106,6 +107,36 @@ describe("SIGTERM during a burst", () => {
       expect(msgs.some((m) => m.startsWith("shutdown timeout (0.5 s) reached"))).toBe(true);
       expect(msgs).toContain("stopped");
       await Promise.all(answers);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  test("IMGPRESS_DRAIN_DELAY_S: readiness answers 503 over new connections and requests are still served, then the listener closes", async () => {
+    const delayS = 3;
+    const { server, keys } = await start("drain-delay@example.com", { IMGPRESS_DRAIN_DELAY_S: String(delayS) });
+    try {
+      const answers = await burst(server, keys);
+      const signalled = Date.now();
+      server.kill("SIGTERM");
+      await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith(`SIGTERM received: readiness answers 503; the listener closes in ${delayS} s`), 5_000);
+      // A balancer's probe on a new connection sees the 503, not a refused connection.
+      const ready = await server.fetch("/health/ready");
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { checks: { draining: string } }).checks.draining).toBe("shutting down");
+      // A request that still arrives during the delay is served as usual.
+      const late = await convertBearer(server, keys.api_key, await burstForm(await img.photo(300, 200)));
+      expect(late.status).toBe(200);
+      await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith("closing the listener: draining:"), (delayS + 5) * 1000);
+      expect(Date.now() - signalled).toBeGreaterThanOrEqual(delayS * 1000 - 100);
+      const after = await server.fetch("/health").then(
+        (r) => `answered ${r.status}`,
+        () => "refused",
+      );
+      // Still converting the burst (one slot) when the listener closed, or already gone: never answered.
+      expect(after).toBe("refused");
+      for (const r of await Promise.all(answers)) expect(r.status).toBe(200);
+      expect(await server.exited()).toBe(0);
     } finally {
       await server.stop();
     }
