@@ -1,5 +1,6 @@
 import { Buffer } from "node:buffer";
 import { boot, startMaintenance, type Booted } from "./boot.ts";
+import { releaseWhenIdle } from "./convert/idle.ts";
 import { sha256Hex } from "./crypto.ts";
 import { localPath } from "./db/index.ts";
 import { createFetchHandler } from "./http/serve.ts";
@@ -38,6 +39,8 @@ export interface Runtime {
   }): Promise<Listening>;
   /** Calls `handler` on every SIGTERM and SIGINT (the process must not exit by itself). */
   onShutdownSignal(handler: (signal: ShutdownSignal) => void): void;
+  /** Hands freed heap memory back to the system (glibc's malloc_trim); absent where the allocator does it by itself. */
+  releaseFreedMemory?: () => void;
 }
 
 /** Boots the service, listens, and runs until a shutdown signal has let in-flight requests finish; resolves to the exit status. */
@@ -54,6 +57,15 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse }), inFlight),
   });
   const stopMaintenance = startMaintenance(services, config, logger);
+  const { releaseFreedMemory } = runtime;
+  if (releaseFreedMemory) {
+    const release = () => {
+      const startedAt = performance.now();
+      releaseFreedMemory();
+      logger.debug("conversions idle: freed memory handed back", { ms: Math.round((performance.now() - startedAt) * 10) / 10 });
+    };
+    services.convert.observe(releaseWhenIdle(services.convert.gate, release));
+  }
   const dbPath = localPath(config.databaseUrl);
   const releasePid = dbPath ? claimPidFile(dbPath) : () => {};
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";

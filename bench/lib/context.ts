@@ -19,7 +19,7 @@ export function sizes(quick: boolean) {
 /** Concurrent client loops of the saturated runs. */
 export const CLIENTS = 4;
 /** What src/main.ts sets with mallopt() (commit 04ce795), for a reference worker with the same allocator. */
-export const SERVICE_MALLOPT = "arena_max=2,mmap_threshold=1048576";
+export const SERVICE_MALLOPT = "arena_max=2,mmap_threshold=16777216";
 /** How long a process is left alone before its idle RSS is read. */
 export const IDLE_SETTLE_MS = 2000;
 

@@ -1,6 +1,6 @@
 // Optional glibc malloc tuning for the reference worker, to measure in-process what the same call
 // in the service's entry point would do (the src change RESULTS.md proposes): BENCH_MALLOPT=
-// "arena_max=2,mmap_threshold=1048576". Must be imported before sharp so that libvips' worker
+// "arena_max=2,mmap_threshold=16777216". Must be imported before sharp so that libvips' worker
 // threads are created under the new settings. A no-op unless the variable is set.
 import { dlopen, FFIType } from "bun:ffi";
 

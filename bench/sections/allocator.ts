@@ -16,8 +16,8 @@ interface Row {
 }
 
 /**
- * Before/after of the glibc malloc tuning in src/main.ts (mallopt: 2 arenas, fixed 1 MiB mmap
- * threshold, before sharp loads): the server as it is, the same server without the tuning
+ * Before/after of the glibc malloc tuning in src/main.ts (mallopt: 2 arenas, fixed 16 MiB mmap
+ * threshold, before sharp loads; malloc_trim once conversions pause): the server as it is, the same server without the tuning
  * (bench/lib/entry-untuned.ts), and with MALLOC_ARENA_MAX in the environment (sharp then runs
  * libvips threads = cores). Fresh servers per variant; variants alternate within a round; the
  * in-process pool of 2 (glibc defaults) runs in each round for the ratio. No figure of its own.
@@ -29,7 +29,7 @@ export const allocator: Section = {
     await b.releaseService();
     const variants: [string, ServiceOptions["env"], string | undefined][] = [
       ["glibc defaults (src/main.ts without its mallopt calls)", {}, join(import.meta.dir, "..", "lib", "entry-untuned.ts")],
-      ["src/main.ts as is: 2 arenas, 1 MiB mmap threshold, 1 libvips thread", {}, undefined],
+      ["src/main.ts as is: 2 arenas, 16 MiB mmap threshold, trim when idle, 1 libvips thread", {}, undefined],
       ["as is + MALLOC_ARENA_MAX=2 in the environment (libvips threads = cores)", { MALLOC_ARENA_MAX: "2" }, undefined],
     ];
     const jobs = b.jobsOf(b.images, 2);
@@ -64,7 +64,7 @@ export const allocator: Section = {
     const [def, rec] = rows as [Row, Row];
     const markdown =
       "## Allocator settings: before/after\n\n" +
-      "src/main.ts calls mallopt() before sharp loads (2 malloc arenas, fixed 1 MiB mmap threshold). The 'glibc defaults' row runs the same server from bench/lib/entry-untuned.ts, src/main.ts without those calls. " +
+      "src/main.ts calls mallopt() before sharp loads (2 malloc arenas, fixed 16 MiB mmap threshold) and the server calls malloc_trim(0) 2 s after conversions pause. The 'glibc defaults' row runs the same server from bench/lib/entry-untuned.ts, src/main.ts without those calls. " +
       `Fresh servers per variant, ${jobs.length} jobs with ${CLIENTS} clients (throughput and peak RSS, then RSS ${IDLE_SETTLE_MS / 1000} s later), then a fresh server for ${b.P.bigUploads} × 20 MB uploads; ` +
       `${rounds} round(s), variants in rotating order, the in-process pool of 2 (glibc defaults) re-measured each round for the ratio; medians (peaks: maximum). ` +
       `Single-request AVIF latency of ${biggest.name} (${fmt(biggest.mp, 1)} MP) from round 1.\n\n` +

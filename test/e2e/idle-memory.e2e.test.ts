@@ -1,0 +1,45 @@
+/**
+ * Freed memory goes back to the system once conversions pause (src/convert/idle.ts): on Bun the
+ * server calls glibc's malloc_trim about 2 s after the last conversion and logs it at debug level,
+ * once per pause; Deno has no such hook (E2E_RUNTIME=deno: no line).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as img from "../support/images.ts";
+import { burstForm, convertBearer, obtainKeys } from "../support/ops.ts";
+import { e2eRuntime, startServer, type RunningServer } from "../support/server.ts";
+import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+
+const LINE = "conversions idle: freed memory handed back";
+let sink: SmtpSink;
+let server: RunningServer;
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_LOG_LEVEL: "debug" } });
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await sink?.close();
+});
+
+const released = () => server.logs.filter((l) => l.json?.msg === LINE).length;
+
+describe("memory after a pause in conversions", () => {
+  test("is handed back once per pause, after the last conversion of a burst", async () => {
+    const keys = await obtainKeys(server, sink, "idle-memory@example.com");
+    const body = await burstForm(await img.photo(1600, 1200));
+    const answers = await Promise.all(Array.from({ length: 3 }, () => convertBearer(server, keys.api_key, body)));
+    for (const a of answers) expect(a.status).toBe(200);
+    // Nothing yet right after the burst: the release waits for a pause.
+    expect(released()).toBe(0);
+    await Bun.sleep(3500);
+    expect(released()).toBe(e2eRuntime() === "bun" ? 1 : 0);
+    // No conversion since: no second release.
+    await Bun.sleep(2500);
+    expect(released()).toBe(e2eRuntime() === "bun" ? 1 : 0);
+    expect((await convertBearer(server, keys.api_key, body)).status).toBe(200);
+    await Bun.sleep(3500);
+    expect(released()).toBe(e2eRuntime() === "bun" ? 2 : 0);
+  }, 60_000);
+});
