@@ -174,7 +174,7 @@ const KNOWN_MISSES: Record<string, string> = {
   "Ubuntu-Mate-Cold-no-logo.png":
     "Needs about q80 (3.5× the preset's bytes, ~1.3× its encode time). On this 2.5 MP PNG the trials with their decoding and scoring cost about half the preset's encode, so a q80 final encode barely fits the bound and only when the sample's timings happen to be low: it passed in a trace run the same hour (q80, 0.9465), not here, where the trials were spent and the preset returned.",
   "chart.png":
-    "The sample (20 tiles of 64 px) misses the axis labels: on it the preset scores above WebP (+0.0003), on the whole image below (−0.0010), so the guard keeps the preset. On the whole image AVIF effort 0 needs q≈90 (74 KB, 3.8× WebP's bytes).",
+    "The sample (20 tiles of 64 px) misses the axis labels: on it the preset scores above WebP (+0.0003), on the whole image below (−0.0010), so the guard keeps the preset. On the whole image AVIF effort 0 needs q≈90 (74 KB, 3.8× WebP's bytes). Tried: tiles spread from edge to edge instead of centred in equal cells (so the labels along the bottom are sampled): chart rose to q68 (0.9988, still below 0.9991), and in the same run Kleiber.jpg fell below (−0.0004), so the centred layout stays.",
   "starfield.png":
     "AVIF effort 0 smooths isolated stars: q90 scores 0.9943, q≈92 passes at ~395 KB (7× WebP's bytes); q100 (224 KB, 0.9997) costs ~2× the preset's time and effort 2 (26 KB, 0.9995) 3×, beyond the bound, so the best candidate that fits is returned.",
   "Elephants_3840x2160.jpg": "High-bitrate, noisy JPEG: needs q≈72–73, as many bytes as WebP's; the final encode fits the bound only when the estimate from the sample allows it.",
