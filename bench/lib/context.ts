@@ -161,9 +161,9 @@ export class Bench {
 /** The file name of an image. */
 export const filename = (img: Image) => img.path.split("/").at(-1)!;
 
-/** /proc status of `pid` after IDLE_SETTLE_MS. */
-export async function idleRss(pid: number): Promise<Record<string, number>> {
-  await sleep(IDLE_SETTLE_MS);
+/** /proc status of `pid` after `settleMs` (IDLE_SETTLE_MS unless given). */
+export async function idleRss(pid: number, settleMs = IDLE_SETTLE_MS): Promise<Record<string, number>> {
+  await sleep(settleMs);
   return procStatus(pid) ?? {};
 }
 

@@ -1,6 +1,9 @@
 // Section "allocator": before/after of the glibc malloc tuning in src/main.ts.
 import { join } from "node:path";
-import { CLIENTS, IDLE_SETTLE_MS, MiB, filename, idleRss } from "../lib/context.ts";
+import { CLIENTS, MiB, filename, idleRss } from "../lib/context.ts";
+
+/** RSS "after the run" is read this long after the load: past src/convert/idle.ts's 2 s, when the server has trimmed, as in the throughput section. */
+const AFTER_LOAD_SETTLE_MS = 5000;
 import type { Section } from "../lib/figures.ts";
 import { send, signedConvert, startService, type ServiceOptions } from "../lib/service.ts";
 import { PeakRss, fmt, fmtMs, median, progress, table } from "../lib/util.ts";
@@ -49,7 +52,7 @@ export const allocator: Section = {
         row.ips.push(run.ips);
         row.ratio.push(run.ips / pool.ips);
         row.peak.push(run.peakKiB);
-        row.after.push((await idleRss(svc.pid)).VmRSS ?? NaN);
+        row.after.push((await idleRss(svc.pid, AFTER_LOAD_SETTLE_MS)).VmRSS ?? NaN);
         await svc.stop();
         const svc2 = await startService({ kind: "source", dataDir: b.dataDir, env, entry });
         const files = Array.from({ length: b.P.bigUploads }, (_, i) => b.worst[i % b.worst.length]!);
@@ -65,7 +68,7 @@ export const allocator: Section = {
     const markdown =
       "## Allocator settings: before/after\n\n" +
       "src/main.ts calls mallopt() before sharp loads (2 malloc arenas, fixed 16 MiB mmap threshold) and the server calls malloc_trim(0) 2 s after conversions pause. The 'glibc defaults' row runs the same server from bench/lib/entry-untuned.ts, src/main.ts without those calls. " +
-      `Fresh servers per variant, ${jobs.length} jobs with ${CLIENTS} clients (throughput and peak RSS, then RSS ${IDLE_SETTLE_MS / 1000} s later), then a fresh server for ${b.P.bigUploads} × 20 MB uploads; ` +
+      `Fresh servers per variant, ${jobs.length} jobs with ${CLIENTS} clients (throughput and peak RSS, then RSS ${AFTER_LOAD_SETTLE_MS / 1000} s later), then a fresh server for ${b.P.bigUploads} × 20 MB uploads; ` +
       `${rounds} round(s), variants in rotating order, the in-process pool of 2 (glibc defaults) re-measured each round for the ratio; medians (peaks: maximum). ` +
       `Single-request AVIF latency of ${biggest.name} (${fmt(biggest.mp, 1)} MP) from round 1.\n\n` +
       table(
