@@ -16,7 +16,8 @@ import { boot } from "../src/boot.ts";
 import { seedDemoData } from "../src/usage/demo.ts";
 import { openBrowser } from "../test/support/browser.ts";
 import { startServer, type RunningServer } from "../test/support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../test/support/smtp.ts";
+import { staffSignInOverHttps } from "../test/support/staff.ts";
+import { startSmtpSink } from "../test/support/smtp.ts";
 import { DASHBOARD_BLOCK, writeSection } from "./lib/results.ts";
 import { dbSizeMiB, median, p95, table } from "./lib/util.ts";
 
@@ -40,20 +41,6 @@ const RENDER_TARGET_MS = 200;
 const GROWTH_TARGET_MIB = 50;
 
 const log = (msg: string) => console.error(`dashboard bench: ${msg}`);
-
-/** Signs in through the two forms over HTTPS; returns the session cookie. */
-async function signIn(server: RunningServer, sink: SmtpSink): Promise<string> {
-  const origin = new URL(server.url).origin;
-  const post = (path: string, fields: Record<string, string>) =>
-    server.fetch(path, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin }, body: new URLSearchParams(fields).toString() });
-  const before = sink.messages.length;
-  await (await post("/internal/login", { email: STAFF })).text();
-  const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(STAFF));
-  const res = await post("/internal/login/code", { email: STAFF, code: extractOtp(mail) });
-  const cookie = res.headers.get("set-cookie")?.split(";")[0];
-  if (res.status !== 303 || !cookie) throw new Error(`sign-in answered ${res.status}`);
-  return cookie;
-}
 
 async function renderTimes(server: RunningServer, cookie: string): Promise<(string | number)[][]> {
   const get = async (path: string) => {
@@ -143,7 +130,7 @@ try {
   log(`seeded ${seeded.buckets} bucket rows in ${seedS.toFixed(0)} s (${dbMiB.toFixed(0)} MiB)`);
 
   server = await startServer({ dataDir, env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_STAFF_EMAILS: STAFF } });
-  const cookie = await signIn(server, sink);
+  const { cookie } = await staffSignInOverHttps(server, sink, STAFF);
   const renders = await renderTimes(server, cookie);
   log(`live session of ${(LIVE_MS / 60_000).toFixed(1)} min…`);
   const live = await liveSession(server, cookie);

@@ -19,8 +19,9 @@ import * as img from "../support/images.ts";
 import { expectStorageUnavailable, gateStats, obtainKeys, until } from "../support/ops.ts";
 import { createDatabase, psql, startPostgres, type PostgresCluster } from "../support/postgres.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { staffSignInOverHttps } from "../support/staff.ts";
 import { signedHeaders } from "../support/sign.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 /** IMGPRESS_DATABASE_TIMEOUT_S of the service: a connection attempt or statement fails after this. */
 const DB_TIMEOUT_S = 3;
@@ -84,10 +85,6 @@ function signedRequest(body: Body): () => Promise<RawResponse> {
 
 const postJson = (path: string, json: unknown) => bounded(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(json) });
 
-/** A same-origin form post, as the staff login page sends it. */
-const postForm = (path: string, fields: Record<string, string>) =>
-  server.fetch(path, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin: server.url }, body: new URLSearchParams(fields).toString() });
-
 async function expectImage(res: RawResponse, width: number, height: number): Promise<void> {
   expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: null });
   expect(await img.decode(res.bytes)).toMatchObject({ format: "webp", width, height });
@@ -148,12 +145,7 @@ describe("imgpress on PostgreSQL", () => {
     const replayed = await signed();
     expect({ status: replayed.status, code: replayed.body?.code }).toEqual({ status: 401, code: "REPLAYED_REQUEST" });
 
-    const before = sink.messages.length;
-    expect((await postForm("/internal/login", { email: STAFF })).status).toBe(200);
-    const code = extractOtp(await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(STAFF)));
-    const signedIn = await postForm("/internal/login/code", { email: STAFF, code });
-    expect(signedIn.status).toBe(303);
-    const cookie = signedIn.headers.get("set-cookie")!.split(";")[0]!;
+    const { cookie } = await staffSignInOverHttps(server, sink, STAFF);
     expect((await server.fetch("/internal/", { headers: { cookie }, redirect: "manual" })).status).toBe(200);
     const me = await server.json("GET", "/internal/api/me", undefined, { cookie });
     expect({ status: me.status, email: me.body.email }).toEqual({ status: 200, email: STAFF });

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { convertForm } from "../support/convert-helpers.ts";
 import { photo } from "../support/images.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { staffSignInOverHttps } from "../support/staff.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const STAFF = "ops@example.com";
@@ -35,16 +36,7 @@ const post = (path: string, fields: Record<string, string>, cookie = "") =>
     body: new URLSearchParams(fields).toString(),
   });
 
-async function signIn(email: string): Promise<{ cookie: string; csrf: string }> {
-  const before = sink.messages.length;
-  expect((await post("/internal/login", { email })).status).toBe(200);
-  const code = extractOtp(await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(email)));
-  const res = await post("/internal/login/code", { email, code });
-  expect(res.status).toBe(303);
-  const cookie = res.headers.get("set-cookie")!.split(";")[0]!;
-  const me = await server.fetch("/internal/api/me", { headers: { cookie } });
-  return { cookie, csrf: ((await me.json()) as { csrf_token: string }).csrf_token };
-}
+const signIn = (email: string) => staffSignInOverHttps(server, sink, email);
 
 async function obtainKey(email: string): Promise<string> {
   const before = sink.messages.length;

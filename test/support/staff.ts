@@ -6,7 +6,8 @@
  *   await h.request("POST", "/internal/api/keys/x/revoke", staffJson(s));
  */
 import type { Harness, RequestOptions, TestResponse } from "./harness.ts";
-import { extractOtp } from "./smtp.ts";
+import type { RunningServer } from "./server.ts";
+import { extractOtp, type SmtpSink } from "./smtp.ts";
 
 /** The origin of `h.request` URLs (http://localhost). */
 export const OWN_ORIGIN = "http://localhost";
@@ -58,4 +59,22 @@ export async function staffSignIn(h: Harness, email: string): Promise<StaffLogin
   if (res.status !== 303 || !cookie) throw new Error(`sign-in of ${email} answered ${res.status}: ${res.text}`);
   const me = await h.request("GET", "/internal/api/me", { ip: LOOPBACK, headers: { cookie } });
   return { email, cookie, csrf: me.body.csrf_token };
+}
+
+/** The same sign-in against a running server over HTTPS (e2e tests, the dashboard bench): the two forms, then GET /internal/api/me for the CSRF token. */
+export async function staffSignInOverHttps(server: Pick<RunningServer, "url" | "fetch">, sink: SmtpSink, email: string): Promise<StaffLogin> {
+  const origin = new URL(server.url).origin;
+  const post = (path: string, fields: Record<string, string>) =>
+    server.fetch(path, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin }, body: new URLSearchParams(fields).toString() });
+  const before = sink.messages.length;
+  const asked = await post("/internal/login", { email });
+  await asked.arrayBuffer();
+  if (asked.status !== 200) throw new Error(`POST /internal/login answered ${asked.status}`);
+  const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(email));
+  const res = await post("/internal/login/code", { email, code: extractOtp(mail) });
+  await res.arrayBuffer();
+  const cookie = res.headers.get("set-cookie")?.split(";")[0];
+  if (res.status !== 303 || !cookie) throw new Error(`sign-in of ${email} answered ${res.status}`);
+  const me = await server.fetch("/internal/api/me", { headers: { cookie } });
+  return { email, cookie, csrf: ((await me.json()) as { csrf_token: string }).csrf_token };
 }
