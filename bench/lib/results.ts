@@ -60,6 +60,9 @@ export const QUALITY_GUARD_BLOCK = /<!-- quality-guard:start[^>]*-->[\s\S]*?<!--
 /** The "PostgreSQL vs the embedded file" section that bench/postgres.ts writes (it starts its own PostgreSQL cluster). */
 export const POSTGRES_BLOCK = /<!-- postgres bench:start[^>]*-->[\s\S]*?<!-- postgres bench:end -->/;
 
+/** The "CPU profile of a 300 px request" section that bench/profile.ts writes (a profiled server per client kind). */
+export const PROFILE_BLOCK = /<!-- profile bench:start[^>]*-->[\s\S]*?<!-- profile bench:end -->/;
+
 /** Replaces the `block` section of bench/RESULTS.md with `markdown` (which carries its own markers), or appends it; returns the file's path. */
 export function writeSection(block: RegExp, markdown: string): string {
   const file = join(ROOT, "bench", "RESULTS.md");
@@ -70,7 +73,7 @@ export function writeSection(block: RegExp, markdown: string): string {
 }
 
 /** The sections of RESULTS.md that standalone scripts write and `npm run bench` carries over unchanged, in this order. */
-export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK];
+export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, PROFILE_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK];
 
 /** The whole of RESULTS.md. */
 export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine: string; corpus: string; sections: string[]; history: string }): string {
