@@ -17,25 +17,26 @@ export const throughput: Section = {
     // The pool size that reaches the limit, chosen before any ratio is taken: picking the best of
     // the sizes' runs inside a round made that round's limit the luckiest of several noisy runs.
     progress(`throughput: in-process pools of ${P.pools.join(", ")} to find the limit's size`);
-    const sizes: Run[] = [];
-    for (const size of P.pools) sizes.push(await b.runPool(ref, jobs, size, `in-process pool of ${size} (choosing the size)`));
-    const best = Number(sizes.reduce((x, y) => (y.ips > x.ips ? y : x)).label.match(/pool of (\d+)/)![1]);
+    const sizes: { size: number; run: Run }[] = [];
+    for (const size of P.pools) sizes.push({ size, run: await b.runPool(ref, jobs, size, `in-process pool of ${size} (choosing the size)`) });
+    const best = sizes.reduce((x, y) => (y.run.ips > x.run.ips ? y : x)).size;
     const rounds: { svc: Run; ipx: Run; pools: Run[]; limit: number; ipxLimit: number; tuned: Run }[] = [];
     for (let round = 0; round < P.rounds; round++) {
       progress(`throughput round ${round + 1}/${P.rounds}: ${jobs.length} jobs (${fmt(mp, 0)} MP)`);
-      // The service and ipx each run between two runs of the limit's pool, in an order that
-      // rotates each round; each is compared with the mean of the pool runs around it (the
+      // The service and ipx each run between two runs of the limit's pool, which of them first
+      // alternating by round; each is compared with the mean of the pool runs around it (the
       // machine's speed drifts by ±20 % within minutes: other tenants).
       const pools = [await b.runPool(ref, jobs, best)];
-      const around = async (run: () => Promise<Run>) => {
+      const between = async (run: () => Promise<Run>) => {
         const r = await run();
         pools.push(await b.runPool(ref, jobs, best));
         return { run: r, limit: (pools.at(-2)!.ips + pools.at(-1)!.ips) / 2 };
       };
-      const pair = [() => around(() => b.runService(svc, keys, jobs)), () => around(() => b.runIpx(peer, jobs))];
-      const first = await pair[round % 2]!();
-      const second = await pair[(round + 1) % 2]!();
-      const [s, i] = round % 2 ? [second, first] : [first, second];
+      const measured: Partial<Record<"svc" | "ipx", Awaited<ReturnType<typeof between>>>> = {};
+      for (const who of round % 2 ? (["ipx", "svc"] as const) : (["svc", "ipx"] as const)) {
+        measured[who] = await between(() => (who === "svc" ? b.runService(svc, keys, jobs) : b.runIpx(peer, jobs)));
+      }
+      const [s, i] = [measured.svc!, measured.ipx!];
       const tuned = await b.runPool(refTuned, jobs, 2, "in-process pool of 2, service's malloc settings");
       rounds.push({ svc: s.run, ipx: i.run, pools, limit: s.limit, ipxLimit: i.limit, tuned });
     }
@@ -45,7 +46,8 @@ export const throughput: Section = {
     const pRatio = median(pRatios);
     const svcPeak = Math.max(...rounds.map((r) => r.svc.peakKiB));
     const ipxPeak = Math.max(...rounds.map((r) => r.ipx.peakKiB));
-    const poolPeak = Math.max(...[...sizes, ...rounds.flatMap((r) => r.pools)].filter((p) => p.label.includes("pool of 2")).map((p) => p.peakKiB));
+    const poolsOf2 = [...sizes.filter((x) => x.size === 2).map((x) => x.run), ...(best === 2 ? rounds.flatMap((r) => r.pools) : [])];
+    const poolPeak = Math.max(...poolsOf2.map((p) => p.peakKiB));
     const tunedRatio = median(rounds.map((r) => r.svc.ips / r.tuned.ips));
     // The most any server running this encoder can reach against ipx: the in-process limit / ipx.
     const ceiling = median(rounds.map((r) => r.ipxLimit / r.ipx.ips));
@@ -86,11 +88,11 @@ export const throughput: Section = {
       table(
         ["round", "run", "images/s", "ms/image", "MP/s", "peak RSS", "errors"],
         [
-          ...sizes.map((x) => ["–", x] as const),
+          ...sizes.map((x) => ["–", x.run] as const),
           ...rounds.flatMap((r, n) => [r.svc, r.ipx, ...r.pools, r.tuned].map((x) => [n + 1, x] as const)),
         ].map(([n, x]) => [n, x.label, fmt(x.ips), fmt(x.ms / x.count, 0), fmt((mp * 1000) / x.ms, 1), MiB(x.peakKiB), x.errors.length ? `${x.errors.length}: ${x.errors[0]}` : "0"]),
       ) +
       `\n\nRSS of the service 5 s after the throughput runs (idle again): ${MiB(after?.VmRSS ?? NaN)}.`;
-    return { figures, markdown, raw: { throughput: rounds, poolSizes: sizes, peerCeiling: ceiling, idleAfterWork: after } };
+    return { figures, markdown, raw: { throughput: rounds, poolSizes: sizes.map((x) => x.run), peerCeiling: ceiling, idleAfterWork: after } };
   },
 };
