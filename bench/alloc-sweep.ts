@@ -33,7 +33,7 @@ interface Variant {
 const mallopt = (name: string, label: string, spec: string, env: Record<string, string> = {}): Variant => ({ name, label, env: { BENCH_MALLOPT: spec, ...env }, entry: UNTUNED });
 
 const VARIANTS: Variant[] = [
-  { name: "as-is", label: "src/main.ts: arena_max 2, mmap 1 MiB", env: {} },
+  { name: "as-is", label: "src/main.ts: arena_max 2, mmap 16 MiB", env: {} },
   { name: "defaults", label: "glibc defaults", env: {}, entry: UNTUNED },
   mallopt("a2-dyn", "arena_max 2, dynamic mmap threshold", "arena_max=2"),
   mallopt("a2-m4", "arena_max 2, mmap 4 MiB", `arena_max=2,mmap_threshold=${4 * MB}`),
