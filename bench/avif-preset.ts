@@ -9,6 +9,7 @@ import { loadCorpus, type Image } from "./lib/corpus.ts";
 import { convert, encodeWith, presets } from "./lib/pipeline.ts";
 import { decodeOnWhite, meanSsim } from "./lib/ssim.ts";
 import { fmt, progress, sum, table } from "./lib/util.ts";
+import { within } from "../src/timeout.ts";
 
 /** One AVIF setting of the sweep. */
 export interface Point {
@@ -38,13 +39,19 @@ export const pointKey = (p: Point) => `q${p.quality}e${p.effort}c${p.chromaSubsa
 /** A sweep point in words, e.g. `quality 55, effort 0, 4:2:0`. */
 export const pointLabel = (p: Point) => `quality ${p.quality}, effort ${p.effort}, ${p.chromaSubsampling}`;
 
+/** The slowest point (effort 2, ~0.4 s/MP) takes ~9 s on the corpus's 24 MP image. */
+const ENCODE_LIMIT_MS = 120_000;
+
 /** Encodes `image` as WebP (preset) and as AVIF at every point; returns time, bytes and SSIM of each. */
 async function measureImage(image: Image, points: Point[]): Promise<ImageResult> {
   const input = readFileSync(image.path);
   const reference = await decodeOnWhite(input);
   const one = async (format: "webp" | "avif", options?: object): Promise<Measure> => {
     const t0 = performance.now();
-    const out = options ? await encodeWith(input, format, options) : await convert(input, format);
+    const work = options ? encodeWith(input, format, options) : convert(input, format);
+    // A sharp call once never settled here (2026-11-24, Painting-Colors.jpg: no thread busy, the
+    // run asleep for 30 min); a stalled encode now stops the run with a message instead.
+    const out = await within(work, ENCODE_LIMIT_MS, () => new Error(`avif sweep: ${format} ${JSON.stringify(options ?? "preset")} of ${image.name} did not settle within ${ENCODE_LIMIT_MS / 1000} s`));
     const ms = performance.now() - t0;
     return { ms, bytes: out.length, ssim: meanSsim(reference, await decodeOnWhite(out)) };
   };
