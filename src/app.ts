@@ -79,6 +79,13 @@ export interface Services {
   requests: RequestCounter;
 }
 
+/**
+ * A conversion answered 504 keeps its slot while the encoder it cannot interrupt runs on; after
+ * this many time limits (5 minutes at the default 60 s) that work is presumed hung and the slot
+ * is given back, so a hung encoder cannot take the server's capacity for good.
+ */
+export const ABANDON_AFTER_LIMITS = 5;
+
 /** Builds the services from their dependencies. */
 export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
@@ -89,6 +96,14 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     concurrency: deps.config.concurrency,
     queueSize: deps.config.queueSize,
     queueTimeoutMs: deps.config.queueTimeoutS * 1000,
+    abandonAfterMs: deps.config.convertTimeoutS * 1000 * ABANDON_AFTER_LIMITS,
+    onAbandoned: (weight) => {
+      metrics.observeAbandoned();
+      deps.logger.error(
+        `a conversion that timed out had still not stopped ${ABANDON_AFTER_LIMITS} × IMGPRESS_CONVERT_TIMEOUT_S later: its slot is given back; its memory may stay in use until it stops`,
+        { weight, abandoned: gate.stats().abandoned },
+      );
+    },
   });
   const metrics = new Metrics(gate, { slots: deps.config.concurrency, queueSize: deps.config.queueSize });
   // Every service that sends mail gets this one, so imgpress_mail_total sees every message.

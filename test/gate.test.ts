@@ -1,7 +1,8 @@
 /**
  * The conversion gate (backpressure): admission cap with 503 + Retry-After, queue timeout, FIFO
  * order, heavy (lossless) jobs never holding every slot, and counts that always return to zero.
- * Jobs are promises the test resolves by hand, so nothing depends on timing.
+ * Jobs are promises the test resolves by hand, so nothing depends on timing; the abandon tests
+ * use a short real timer.
  */
 import { describe, expect, test } from "bun:test";
 import { AppError } from "../src/errors.ts";
@@ -19,7 +20,7 @@ interface Job {
 }
 
 function gate(options: Partial<GateOptions> = {}) {
-  return new ConversionGate({ concurrency: 2, queueSize: 4, queueTimeoutMs: 60_000, ...options });
+  return new ConversionGate({ concurrency: 2, queueSize: 4, queueTimeoutMs: 60_000, abandonAfterMs: Infinity, ...options });
 }
 
 /** Submits a job (`true`: heavy, `false`: normal); `log` receives its name when it starts. Finishing a job that has not started yet makes it end as soon as it starts. */
@@ -82,7 +83,7 @@ describe("admission", () => {
     expect(g.stats().admitted).toBe(5);
     again();
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 1 });
+    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 1, abandoned: 0 });
   });
 
   test("leaving twice frees only one place", () => {
@@ -242,7 +243,7 @@ describe("running", () => {
     expect({ status: (err as AppError).status, code: (err as AppError).code }).toEqual({ status: 503, code: "SERVER_BUSY" });
     expect((err as AppError).headers["retry-after"]).toBeDefined();
     expect(late.started).toBe(false);
-    expect(g.stats()).toMatchObject({ running: 1, waiting: 0, rejected: 1 });
+    expect(g.stats()).toMatchObject({ running: 1, waiting: 0, rejected: 1, abandoned: 0 });
     blocker.finish();
     await blocker.promise;
     // The timed-out job never runs later, and the slot is free for new work.
@@ -357,7 +358,7 @@ describe("errors", () => {
     jobs[2]!.finish();
     await jobs[2]!.promise;
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0 });
+    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0 });
   });
 
   test("a job that throws synchronously frees its slot", async () => {
@@ -369,5 +370,61 @@ describe("errors", () => {
     ).rejects.toThrow("sync");
     expect(g.stats()).toMatchObject({ running: 0, waiting: 0 });
     expect(await g.run("heavy", async () => 42)).toBe(42);
+  });
+});
+
+/** A job that gives up at its time limit like withDeadline does: its error carries the work still running. */
+function timedOut(g: ConversionGate, weight: JobWeight, stillRunning: Promise<unknown>): Promise<unknown> {
+  const run = g.run(weight, async () => {
+    throw Object.assign(new AppError(504, "CONVERSION_TIMEOUT", "over the limit"), { stillRunning });
+  });
+  return run.catch((err: AppError) => err.code);
+}
+
+describe("timed-out work the job could not cancel", () => {
+  test("keeps its slot until the work stops, then frees it once", async () => {
+    const g = gate({ concurrency: 1 });
+    let stop!: () => void;
+    expect(await timedOut(g, "normal", new Promise<void>((r) => (stop = r)))).toBe("CONVERSION_TIMEOUT");
+    expect(g.stats()).toMatchObject({ running: 1, slotsBusy: 1 });
+    const next = submit(g, "next", false);
+    await settle();
+    expect(next.started).toBe(false);
+    stop();
+    await settle();
+    expect(next.started).toBe(true);
+    next.finish();
+    await next.promise;
+    expect(g.stats()).toMatchObject({ running: 0, slotsBusy: 0, abandoned: 0 });
+  });
+
+  test("work that never stops loses its slot after abandonAfterMs: counted, reported, and the next job starts", async () => {
+    const reported: JobWeight[] = [];
+    const g = gate({ concurrency: 1, abandonAfterMs: 40, onAbandoned: (w) => reported.push(w) });
+    let stop!: () => void;
+    expect(await timedOut(g, "heavy", new Promise<void>((r) => (stop = r)))).toBe("CONVERSION_TIMEOUT");
+    const next = submit(g, "next", false);
+    await settle();
+    expect(next.started).toBe(false);
+    for (let i = 0; i < 100 && !next.started; i++) await Bun.sleep(10);
+    expect(next.started).toBe(true);
+    expect(reported).toEqual(["heavy"]);
+    expect(g.stats()).toMatchObject({ running: 1, slotsBusy: 1, abandoned: 1 });
+    // The hung work ending late must not free the slot a second time.
+    stop();
+    await settle();
+    expect(g.stats()).toMatchObject({ running: 1, slotsBusy: 1 });
+    next.finish();
+    await next.promise;
+    expect(g.stats()).toMatchObject({ running: 0, slotsBusy: 0, abandoned: 1 });
+  });
+
+  test("work that stops before abandonAfterMs is not counted as abandoned", async () => {
+    const reported: JobWeight[] = [];
+    const g = gate({ concurrency: 1, abandonAfterMs: 40, onAbandoned: (w) => reported.push(w) });
+    expect(await timedOut(g, "light", Promise.resolve())).toBe("CONVERSION_TIMEOUT");
+    await Bun.sleep(80);
+    expect(reported).toEqual([]);
+    expect(g.stats()).toMatchObject({ running: 0, slotsBusy: 0, abandoned: 0 });
   });
 });

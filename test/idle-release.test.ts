@@ -38,7 +38,7 @@ function handClock() {
 }
 
 function setup() {
-  const gate = new ConversionGate({ concurrency: 2, queueSize: 4, queueTimeoutMs: 60_000 });
+  const gate = new ConversionGate({ concurrency: 2, queueSize: 4, queueTimeoutMs: 60_000, abandonAfterMs: Infinity });
   const clock = handClock();
   let releases = 0;
   const observer = releaseWhenIdle(gate, () => releases++, DELAY_MS, clock.timers);

@@ -13,6 +13,7 @@ import { ConfigError, loadConfig } from "../src/config.ts";
 import { Readiness } from "../src/health/service.ts";
 import { createFetchHandler } from "../src/http/serve.ts";
 import { withRoutableUrl } from "../src/http/serve.ts";
+import { AppError } from "../src/errors.ts";
 import { createLogger } from "../src/log.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
@@ -118,6 +119,26 @@ describe("exact counts", () => {
     } finally {
       await sink.close();
     }
+  });
+});
+
+describe("a hung conversion", () => {
+  test("after 5 × IMGPRESS_CONVERT_TIMEOUT_S its slot is given back: logged at error, counted in metrics and /internal/status", async () => {
+    h = await createHarness({ env: { IMGPRESS_CONVERT_TIMEOUT_S: "0.02", IMGPRESS_CONCURRENCY: "1" } });
+    const gate = h.services.convert.gate;
+    // What withDeadline hands the gate when the encoder outlives its limit; this one never stops.
+    const hung = Object.assign(new AppError(504, "CONVERSION_TIMEOUT", "over the limit"), { stillRunning: new Promise(() => {}) });
+    await expect(gate.run("normal", () => Promise.reject(hung))).rejects.toBe(hung);
+    expect(gate.stats()).toMatchObject({ running: 1, slotsBusy: 1, abandoned: 0 });
+    for (let i = 0; i < 100 && gate.stats().running > 0; i++) await Bun.sleep(10);
+    expect(gate.stats()).toMatchObject({ running: 0, slotsBusy: 0, abandoned: 1 });
+    const line = h.logs.map((l) => JSON.parse(l)).find((l) => /had still not stopped/.test(l.msg));
+    expect(line).toMatchObject({ level: "error", weight: "normal", abandoned: 1 });
+    expect((await scrape(h)).get("imgpress_conversions_abandoned_total")).toBe(1);
+    const live = await h.request("GET", "/internal/status", { ip: "127.0.0.1" });
+    expect(live.body.conversions).toMatchObject({ running: 0, abandoned: 1 });
+    // The slot really is free: a conversion runs.
+    expect(await gate.run("normal", async () => "converted")).toBe("converted");
   });
 });
 
@@ -252,7 +273,7 @@ describe("offline docs page", () => {
 describe("alert rules of docs/operations.md", () => {
   test("pass promtool check rules", async () => {
     const result = await promtool(["rules", join(ROOT, "docs/prometheus/imgpress-rules.yml")]);
-    expect(result.output).toContain("SUCCESS: 3 rules found");
+    expect(result.output).toContain("SUCCESS: 4 rules found");
     expect(result.code).toBe(0);
   });
 

@@ -8,6 +8,13 @@ export interface GateOptions {
   queueSize: number;
   /** Longest wait for a slot. */
   queueTimeoutMs: number;
+  /**
+   * How long a job that gave up at its time limit keeps its slot while the work it could not
+   * cancel runs on; after that the work is presumed hung and the slot is given back. Infinity: never.
+   */
+  abandonAfterMs: number;
+  /** Told when a slot is given back that way (a log line, a metric); must not throw. */
+  onAbandoned?: (weight: JobWeight) => void;
 }
 
 /** Live numbers for /internal/status and the bench. */
@@ -18,6 +25,8 @@ export interface GateStats {
   slotsBusy: number;
   waiting: number;
   rejected: number;
+  /** Jobs whose slot was given back while their work had still not stopped (`abandonAfterMs`); such work may still hold memory. */
+  abandoned: number;
 }
 
 /**
@@ -49,6 +58,7 @@ export class ConversionGate {
   private usedUnits = 0;
   private runningHeavy = 0;
   private rejected = 0;
+  private abandoned = 0;
   private readonly waiting: Waiter[] = [];
   private readonly maxHeavy: number;
   private readonly capacity: number;
@@ -84,20 +94,44 @@ export class ConversionGate {
       busyUntil = (err as { stillRunning?: Promise<unknown> }).stillRunning;
       throw err;
     } finally {
-      const release = () => {
-        this.running--;
-        this.usedUnits -= UNITS[weight];
-        if (weight === "heavy") this.runningHeavy--;
-        this.pump();
-      };
-      if (busyUntil) busyUntil.finally(release);
-      else release();
+      if (busyUntil) this.releaseWhenSettled(weight, busyUntil);
+      else this.release(weight);
     }
   }
 
   /** Current counts. */
   stats(): GateStats {
-    return { admitted: this.admitted, running: this.running, slotsBusy: this.usedUnits / UNITS.normal, waiting: this.waiting.length, rejected: this.rejected };
+    return { admitted: this.admitted, running: this.running, slotsBusy: this.usedUnits / UNITS.normal, waiting: this.waiting.length, rejected: this.rejected, abandoned: this.abandoned };
+  }
+
+  private release(weight: JobWeight): void {
+    this.running--;
+    this.usedUnits -= UNITS[weight];
+    if (weight === "heavy") this.runningHeavy--;
+    this.pump();
+  }
+
+  // The slot stays taken while the work runs on, so timeouts cannot pile encoders onto the cores;
+  // but work that never settles (seen once: a sharp call whose promise never settled, no thread
+  // busy) would hold it for good, and a few of them would stop the server converting.
+  private releaseWhenSettled(weight: JobWeight, busyUntil: Promise<unknown>): void {
+    let released = false;
+    const releaseOnce = () => {
+      if (released) return;
+      released = true;
+      clearTimeout(timer);
+      this.release(weight);
+    };
+    const timer = Number.isFinite(this.options.abandonAfterMs)
+      ? setTimeout(() => {
+          this.abandoned++;
+          releaseOnce();
+          this.options.onAbandoned?.(weight);
+        }, this.options.abandonAfterMs)
+      : undefined;
+    // A stopping process must not wait for work it would give up anyway.
+    (timer as { unref?: () => void } | undefined)?.unref?.();
+    busyUntil.then(releaseOnce, releaseOnce);
   }
 
   /** A heavy job held back by the cap waits aside: the jobs behind it may start. */

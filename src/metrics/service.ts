@@ -59,6 +59,7 @@ export class Metrics {
   private readonly authFailures = this.counter("imgpress_auth_failures_total", "401 answers (bad key, signature or one-time code), by error code.", ["reason"]);
   private readonly otpRequests = this.counter("imgpress_otp_requests_total", "Answers of request-otp: sent, or the error code.", ["outcome"]);
   private readonly otpVerifications = this.counter("imgpress_otp_verifications_total", "Answers of verify-otp: issued, or the error code.", ["outcome"]);
+  private readonly abandoned = this.counter("imgpress_conversions_abandoned_total", "Conversion slots given back while the work of a timed-out conversion had still not stopped (presumed hung encoder).");
   private readonly mail = this.counter("imgpress_mail_total", "E-mails handed to the mail transport: sent or failed.", ["outcome"]);
 
   constructor(gate: ConversionGate, sizes: GateSizes, runtime: string = runtimeName()) {
@@ -107,6 +108,11 @@ export class Metrics {
   /** Mail observer: one call per message handed to the transport. */
   observeMail(outcome: "sent" | "failed"): void {
     this.mail.inc({ outcome });
+  }
+
+  /** Gate observer: a timed-out conversion's slot was given back before its work stopped. */
+  observeAbandoned(): void {
+    this.abandoned.inc();
   }
 
   /** The exposition text. */
