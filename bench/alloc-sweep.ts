@@ -17,7 +17,7 @@ import { loadCorpus } from "./lib/corpus.ts";
 import { send, signedConvert, startService, type Service } from "./lib/service.ts";
 import { CLIENT_KINDS, kindLabel, poolRate, prepare, saturate } from "./lib/thumb-client.ts";
 import { loadThumbs } from "./lib/thumbs.ts";
-import { PeakRss, cpuMs, fmt, median, progress, table } from "./lib/util.ts";
+import { PeakRss, cpuMs, fmt, median, minorFaults, progress, table } from "./lib/util.ts";
 
 const WORK = join(import.meta.dir, ".work");
 const UNTUNED = join(import.meta.dir, "lib", "entry-untuned.ts");
@@ -42,6 +42,7 @@ const VARIANTS: Variant[] = [
   mallopt("a2-m32", "arena_max 2, mmap 32 MiB", `arena_max=2,mmap_threshold=${32 * MB}`),
   mallopt("a2-m16-t32", "arena_max 2, mmap 16 MiB, trim 32 MiB", `arena_max=2,mmap_threshold=${16 * MB},trim_threshold=${32 * MB}`),
   mallopt("a2-m16-t64", "arena_max 2, mmap 16 MiB, trim 64 MiB", `arena_max=2,mmap_threshold=${16 * MB},trim_threshold=${64 * MB}`),
+  mallopt("a2-m16-p16", "arena_max 2, mmap 16 MiB, top pad 16 MiB", `arena_max=2,mmap_threshold=${16 * MB},top_pad=${16 * MB}`),
   mallopt("a2-m32-t64", "arena_max 2, mmap 32 MiB, trim 64 MiB", `arena_max=2,mmap_threshold=${32 * MB},trim_threshold=${64 * MB}`),
   mallopt("a4-m16", "arena_max 4, mmap 16 MiB", `arena_max=4,mmap_threshold=${16 * MB}`),
   mallopt("a8-m16", "arena_max 8, mmap 16 MiB", `arena_max=8,mmap_threshold=${16 * MB}`),
@@ -56,16 +57,18 @@ interface Row {
   largePeak: number[];
   thumbs: Record<string, number[]>;
   thumbsCpu: number[];
+  /** Minor page faults per thumbnail job (the converting process). */
+  thumbsFaults: number[];
   after: number[];
   big: number[];
   failed: number;
 }
 
-/** Runs `run` and returns its result with the CPU ms per job `pid` spent meanwhile. */
-async function withCpu<T>(pid: number, jobs: number, run: () => Promise<T>): Promise<[T, number]> {
-  const c0 = cpuMs(pid);
+/** Runs `run` and returns its result with the CPU ms and minor page faults per job `pid` had meanwhile. */
+async function withCpu<T>(pid: number, jobs: number, run: () => Promise<T>): Promise<[T, number, number]> {
+  const [c0, f0] = [cpuMs(pid), minorFaults(pid)];
   const r = await run();
-  return [r, (cpuMs(pid) - c0) / jobs];
+  return [r, (cpuMs(pid) - c0) / jobs, (minorFaults(pid) - f0) / jobs];
 }
 
 const { values } = parseArgs({ options: { rounds: { type: "string" }, only: { type: "string" }, kinds: { type: "string" } } });
@@ -89,8 +92,8 @@ try {
   const keys = await b.keys();
   await b.releaseService();
   const jobs = b.jobsOf(b.images, 2);
-  const rows = new Map<string, Row>(variants.map((v) => [v.name, { large: [], largeCpu: [], largePeak: [], thumbs: {}, thumbsCpu: [], after: [], big: [], failed: 0 }]));
-  const pools = { large: [] as number[], thumbs: [] as number[] };
+  const rows = new Map<string, Row>(variants.map((v) => [v.name, { large: [], largeCpu: [], largePeak: [], thumbs: {}, thumbsCpu: [], thumbsFaults: [], after: [], big: [], failed: 0 }]));
+  const pools = { large: [] as number[], thumbs: [] as number[], thumbsFaults: [] as number[] };
   const start = async (v: Variant) => {
     const s = await startService({ kind: "source", dataDir: b.dataDir, env: v.env, entry: v.entry });
     running.add(s);
@@ -123,12 +126,14 @@ try {
         const svc = servers.get(v.name)!;
         const target = { base: svc.base, ca: svc.ca, keys };
         const uploads = thumbs.map((j) => prepare(target, kind, j, b.bytesOf(j)));
-        const [tpool, poolCpu] = await withCpu(b.ref.pid, thumbs.length, () => poolRate(b.ref, thumbs, 4));
+        const [tpool, poolCpu, poolFaults] = await withCpu(b.ref.pid, thumbs.length, () => poolRate(b.ref, thumbs, 4));
         pools.thumbs.push(poolCpu);
-        const [ips, cpu] = await withCpu(svc.pid, thumbs.length, () => saturate(target, kind.keepAlive, uploads, 4));
+        pools.thumbsFaults.push(poolFaults);
+        const [ips, cpu, faults] = await withCpu(svc.pid, thumbs.length, () => saturate(target, kind.keepAlive, uploads, 4));
         (row.thumbs[kindLabel(kind)] ??= []).push(ips / tpool);
         row.thumbsCpu.push(cpu);
-        progress(`  ${v.name} thumbs ${kindLabel(kind)} ×${fmt(ips / tpool, 3)}, CPU ${fmt(cpu, 1)} vs ${fmt(poolCpu, 1)} ms/job`);
+        row.thumbsFaults.push(faults);
+        progress(`  ${v.name} thumbs ${kindLabel(kind)} ×${fmt(ips / tpool, 3)}, CPU ${fmt(cpu, 1)} vs ${fmt(poolCpu, 1)} ms/job, minor faults ${fmt(faults, 0)} vs ${fmt(poolFaults, 0)} per job`);
       }
     }
     for (const v of order) rows.get(v.name)!.after.push((await idleRss(servers.get(v.name)!.pid)).VmRSS ?? NaN);
@@ -147,12 +152,12 @@ try {
     }
   }
   console.log(
-    `\n${rounds} round(s); in-process CPU per job (glibc defaults): large ${fmt(median(pools.large), 0)} ms, thumbs ${fmt(median(pools.thumbs), 1)} ms; load average now ${readFileSync("/proc/loadavg", "utf8").trim()}\n\n` +
+    `\n${rounds} round(s); in-process CPU per job (glibc defaults): large ${fmt(median(pools.large), 0)} ms, thumbs ${fmt(median(pools.thumbs), 1)} ms and ${fmt(median(pools.thumbsFaults), 0)} minor page faults; load average now ${readFileSync("/proc/loadavg", "utf8").trim()}\n\n` +
       table(
-        ["variant", "large ÷ pool of 2", "large CPU ms/img", "peak RSS (large)", "RSS after", "peak RSS (8 × 20 MB)", ...kinds.map((k) => `thumbs ${kindLabel(k)}`), "thumbs CPU ms/job", "failed"],
+        ["variant", "large ÷ pool of 2", "large CPU ms/img", "peak RSS (large)", "RSS after", "peak RSS (8 × 20 MB)", ...kinds.map((k) => `thumbs ${kindLabel(k)}`), "thumbs CPU ms/job", "thumbs minor faults/job", "failed"],
         variants.map((v) => {
           const r = rows.get(v.name)!;
-          return [v.label, fmt(median(r.large), 3), fmt(median(r.largeCpu), 0), MiB(Math.max(...r.largePeak)), MiB(median(r.after)), MiB(Math.max(...r.big)), ...kinds.map((k) => fmt(median(r.thumbs[kindLabel(k)]!), 3)), fmt(median(r.thumbsCpu), 1), r.failed];
+          return [v.label, fmt(median(r.large), 3), fmt(median(r.largeCpu), 0), MiB(Math.max(...r.largePeak)), MiB(median(r.after)), MiB(Math.max(...r.big)), ...kinds.map((k) => fmt(median(r.thumbs[kindLabel(k)]!), 3)), fmt(median(r.thumbsCpu), 1), fmt(median(r.thumbsFaults), 0), r.failed];
         }),
       ),
   );

@@ -127,6 +127,11 @@ export function childEnv(extra: Record<string, string | undefined> = {}): Record
   return out;
 }
 
+/** Minor page faults of process `pid` so far (/proc/<pid>/stat): memory the kernel had to map in afresh. */
+export function minorFaults(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[7]);
+}
+
 /** CPU time (user + system) of a process so far, in ms, from /proc (robust to other load, unlike wall time). */
 export function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
