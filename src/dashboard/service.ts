@@ -150,6 +150,8 @@ export class DashboardService {
         { label: "Conversion slots busy", path: "conversions.slotsBusy", format: "decimal", initial: l.conversions.slotsBusy.toFixed(1), suffix: `/ ${this.s.config.concurrency}` },
         { label: "Conversions running", path: "conversions.running", format: "int", initial: count(l.conversions.running) },
         { label: "Waiting for a slot", path: "conversions.waiting", format: "int", initial: count(l.conversions.waiting) },
+        // Non-zero means an encoder hung and its memory may still be held (docs/operations.md, "Hung conversions").
+        { label: "Hung conversions given up", path: "conversions.abandoned", format: "int", initial: count(l.conversions.abandoned) },
         { label: "Requests per second", path: "requests_per_second.last_10s", format: "decimal", initial: l.requests_per_second.last_10s.toFixed(1) },
         { label: "Memory (RSS)", path: "memory.rss", format: "mib", initial: `${(l.memory.rss / 1048576).toFixed(1)} MiB` },
         { label: "Uptime", path: "uptime_s", format: "uptime", initial: duration(l.uptime_s) },

@@ -140,6 +140,7 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     // Slots in use are fractional (a small lossy conversion counts a half); the count of conversions is whole.
     expect(await page.locator("[data-live='conversions.slotsBusy']").innerText()).toBe("0.0");
     expect(await page.locator("[data-live='conversions.running']").innerText()).toBe("0");
+    expect(await page.locator("[data-live='conversions.abandoned']").innerText()).toBe("0");
   });
 
   test("the live panel pauses when nobody is there, so the session can time out, and resumes on input", async () => {
