@@ -23,18 +23,19 @@ export const ConfigSchema = t.Object({
   allowedEmails: t.Array(t.String(), { minItems: 1 }),
   masterKey: t.Optional(t.String()),
   maxPixels: t.Integer({ minimum: 1 }),
-  convertTimeoutS: t.Number({ exclusiveMinimum: 0 }),
-  uploadTimeoutS: t.Number({ exclusiveMinimum: 0 }),
+  // At most a day: these become timers, and setTimeout fires at once beyond ~24.8 days.
+  convertTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
+  uploadTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
   concurrency: t.Integer({ minimum: 1, maximum: 256 }),
   queueSize: t.Integer({ minimum: 0, maximum: 10_000 }),
-  queueTimeoutS: t.Number({ exclusiveMinimum: 0 }),
+  queueTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
   authSchemes: t.Array(t.Union([t.Literal("bearer"), t.Literal("signed")]), { minItems: 1 }),
   signatureBody: t.Union([t.Literal("lenient"), t.Literal("strict")]),
   signatureToleranceS: t.Integer({ minimum: 1, maximum: 86_400 }),
   internalAllow: t.Array(t.String()),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
-  usageFlushS: t.Number({ exclusiveMinimum: 0 }),
-  shutdownTimeoutS: t.Number({ exclusiveMinimum: 0 }),
+  usageFlushS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
+  shutdownTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
   drainDelayS: t.Number({ minimum: 0, maximum: 600 }),
   metricsToken: t.Optional(t.String()),
   staffEmails: t.Array(t.String()),
@@ -295,7 +296,10 @@ function allowedBy(schema: TSchema): string {
   if (schema.anyOf) return `one of ${(schema.anyOf as TSchema[]).map((s) => s.const).join(", ")}`;
   if (schema.type === "array") return `a comma list${schema.minItems ? ` of at least ${schema.minItems} entry` : ""}, each ${allowedBy(schema.items)}`;
   if (schema.type === "integer") return schema.maximum === undefined ? `a whole number of at least ${schema.minimum}` : `a whole number from ${schema.minimum} to ${schema.maximum}`;
-  if (schema.type === "number") return schema.exclusiveMinimum === 0 ? "a positive number" : `a number from ${schema.minimum ?? 0}`;
+  if (schema.type === "number") {
+    const upTo = schema.maximum === undefined ? "" : ` to ${schema.maximum}`;
+    return schema.exclusiveMinimum === 0 ? `a positive number${upTo && ` up${upTo}`}` : `a number from ${schema.minimum ?? 0}${upTo}`;
+  }
   if (schema.type === "boolean") return "true or false";
   return "a string";
 }

@@ -125,12 +125,16 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_MAX_PIXELS", "0"],
     ["IMGPRESS_CONVERT_TIMEOUT_S", "0"],
     ["IMGPRESS_CONVERT_TIMEOUT_S", "-5"],
+    // A day at most: beyond ~24.8 days setTimeout would fire at once (every conversion a 504).
+    ["IMGPRESS_CONVERT_TIMEOUT_S", "3000000"],
+    ["IMGPRESS_UPLOAD_TIMEOUT_S", "86401"],
     ["IMGPRESS_UPLOAD_TIMEOUT_S", "soon"],
     ["IMGPRESS_CONCURRENCY", "0"],
     ["IMGPRESS_CONCURRENCY", "257"],
     ["IMGPRESS_QUEUE_SIZE", "-1"],
     ["IMGPRESS_QUEUE_SIZE", "10001"],
     ["IMGPRESS_QUEUE_TIMEOUT_S", "0"],
+    ["IMGPRESS_QUEUE_TIMEOUT_S", "86401"],
     ["IMGPRESS_AUTH_SCHEMES", "basic"],
     ["IMGPRESS_AUTH_SCHEMES", "bearer,oauth"],
     ["IMGPRESS_SIGNATURE_BODY", "loose"],
@@ -139,8 +143,10 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_LOG_LEVEL", "verbose"],
     ["IMGPRESS_INTERNAL_ALLOW", "localhost"],
     ["IMGPRESS_USAGE_FLUSH_S", "0"],
+    ["IMGPRESS_USAGE_FLUSH_S", "86401"],
     ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "0"],
     ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "never"],
+    ["IMGPRESS_SHUTDOWN_TIMEOUT_S", "86401"],
     ["IMGPRESS_DRAIN_DELAY_S", "-1"],
     ["IMGPRESS_DRAIN_DELAY_S", "601"],
     ["IMGPRESS_INTERNAL_ALLOW", "127.0.0.1,10.0.0.0/33"],
@@ -155,6 +161,15 @@ describe("an invalid value stops with a message naming the variable and what is 
     const err = configError(() => loadConfig({ [variable]: value }));
     expect(err.message).toContain(variable);
     expect(err.message).toMatch(/expected .+/);
+  });
+
+  test.each([
+    ["IMGPRESS_CONVERT_TIMEOUT_S", "3000000", "expected a positive number up to 86400."],
+    ["IMGPRESS_CONVERT_TIMEOUT_S", "0", "expected a positive number up to 86400."],
+    ["IMGPRESS_DRAIN_DELAY_S", "601", "expected a number from 0 to 600."],
+    ["IMGPRESS_DATABASE_TIMEOUT_S", "0.5", "expected a number from 1 to 600."],
+  ])("%s=%p says what is allowed, bounds included", (variable, value, expected) => {
+    expect(configError(() => loadConfig({ [variable]: value })).message).toBe(`${variable} is invalid: ${expected}`);
   });
 
   test("every setting in the table is covered above", () => {

@@ -419,6 +419,13 @@ describe("timed-out work the job could not cancel", () => {
     expect(g.stats()).toMatchObject({ running: 0, slotsBusy: 0, abandoned: 1 });
   });
 
+  test("an abandonAfterMs beyond setTimeout's range (a huge IMGPRESS_CONVERT_TIMEOUT_S) never gives the slot up early", async () => {
+    const g = gate({ concurrency: 1, abandonAfterMs: 5 * 500_000 * 1000 });
+    expect(await timedOut(g, "normal", new Promise(() => {}))).toBe("CONVERSION_TIMEOUT");
+    await Bun.sleep(50);
+    expect(g.stats()).toMatchObject({ running: 1, slotsBusy: 1, abandoned: 0 });
+  });
+
   test("work that stops before abandonAfterMs is not counted as abandoned", async () => {
     const reported: JobWeight[] = [];
     const g = gate({ concurrency: 1, abandonAfterMs: 40, onAbandoned: (w) => reported.push(w) });

@@ -10,7 +10,8 @@ export interface GateOptions {
   queueTimeoutMs: number;
   /**
    * How long a job that gave up at its time limit keeps its slot while the work it could not
-   * cancel runs on; after that the work is presumed hung and the slot is given back. Infinity: never.
+   * cancel runs on; after that the work is presumed hung and the slot is given back. Infinity (or
+   * anything beyond setTimeout's ~24.8 days): never.
    */
   abandonAfterMs: number;
   /** Told when a slot is given back that way (a log line, a metric); must not throw. */
@@ -34,6 +35,9 @@ export interface GateStats {
  * slot, `normal` one, `heavy` (lossless) one, and heavy jobs never all of them.
  */
 export type JobWeight = "light" | "normal" | "heavy";
+
+/** setTimeout's longest delay (~24.8 days); a longer one would fire at once. Beyond it the gate never gives a slot up. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A slot is two units, so two light jobs share one. */
 const UNITS: Record<JobWeight, number> = { light: 1, normal: 2, heavy: 2 };
@@ -122,7 +126,7 @@ export class ConversionGate {
       clearTimeout(timer);
       this.release(weight);
     };
-    const timer = Number.isFinite(this.options.abandonAfterMs)
+    const timer = this.options.abandonAfterMs <= MAX_TIMER_MS
       ? setTimeout(() => {
           this.abandoned++;
           releaseOnce();
