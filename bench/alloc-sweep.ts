@@ -17,7 +17,7 @@ import { loadCorpus } from "./lib/corpus.ts";
 import { send, signedConvert, startService, type Service } from "./lib/service.ts";
 import { CLIENT_KINDS, kindLabel, poolRate, prepare, saturate } from "./lib/thumb-client.ts";
 import { loadThumbs } from "./lib/thumbs.ts";
-import { PeakRss, cpuMs, fmt, median, minorFaults, progress, table } from "./lib/util.ts";
+import { PeakRss, fmt, median, procCounters, progress, table } from "./lib/util.ts";
 
 const WORK = join(import.meta.dir, ".work");
 const UNTUNED = join(import.meta.dir, "lib", "entry-untuned.ts");
@@ -65,10 +65,11 @@ interface Row {
 }
 
 /** Runs `run` and returns its result with the CPU ms and minor page faults per job `pid` had meanwhile. */
-async function withCpu<T>(pid: number, jobs: number, run: () => Promise<T>): Promise<[T, number, number]> {
-  const [c0, f0] = [cpuMs(pid), minorFaults(pid)];
+async function withCpuAndFaults<T>(pid: number, jobs: number, run: () => Promise<T>): Promise<[T, number, number]> {
+  const before = procCounters(pid);
   const r = await run();
-  return [r, (cpuMs(pid) - c0) / jobs, (minorFaults(pid) - f0) / jobs];
+  const after = procCounters(pid);
+  return [r, (after.cpuMs - before.cpuMs) / jobs, (after.minorFaults - before.minorFaults) / jobs];
 }
 
 const { values } = parseArgs({ options: { rounds: { type: "string" }, only: { type: "string" }, kinds: { type: "string" } } });
@@ -111,9 +112,9 @@ try {
     for (const v of order) {
       const row = rows.get(v.name)!;
       const svc = servers.get(v.name)!;
-      const [pool, poolCpu] = await withCpu(b.ref.pid, jobs.length, () => b.runPool(b.ref, jobs, 2, "in-process pool of 2 (large)"));
+      const [pool, poolCpu] = await withCpuAndFaults(b.ref.pid, jobs.length, () => b.runPool(b.ref, jobs, 2, "in-process pool of 2 (large)"));
       pools.large.push(poolCpu);
-      const [run, cpu] = await withCpu(svc.pid, jobs.length, () => b.runService(svc, keys, jobs, `${v.name} (large)`));
+      const [run, cpu] = await withCpuAndFaults(svc.pid, jobs.length, () => b.runService(svc, keys, jobs, `${v.name} (large)`));
       row.large.push(run.ips / pool.ips);
       row.largeCpu.push(cpu);
       row.largePeak.push(run.peakKiB);
@@ -126,10 +127,10 @@ try {
         const svc = servers.get(v.name)!;
         const target = { base: svc.base, ca: svc.ca, keys };
         const uploads = thumbs.map((j) => prepare(target, kind, j, b.bytesOf(j)));
-        const [tpool, poolCpu, poolFaults] = await withCpu(b.ref.pid, thumbs.length, () => poolRate(b.ref, thumbs, 4));
+        const [tpool, poolCpu, poolFaults] = await withCpuAndFaults(b.ref.pid, thumbs.length, () => poolRate(b.ref, thumbs, 4));
         pools.thumbs.push(poolCpu);
         pools.thumbsFaults.push(poolFaults);
-        const [ips, cpu, faults] = await withCpu(svc.pid, thumbs.length, () => saturate(target, kind.keepAlive, uploads, 4));
+        const [ips, cpu, faults] = await withCpuAndFaults(svc.pid, thumbs.length, () => saturate(target, kind.keepAlive, uploads, 4));
         (row.thumbs[kindLabel(kind)] ??= []).push(ips / tpool);
         row.thumbsCpu.push(cpu);
         row.thumbsFaults.push(faults);

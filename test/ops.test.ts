@@ -130,7 +130,7 @@ describe("a hung conversion", () => {
     const hung = Object.assign(new AppError(504, "CONVERSION_TIMEOUT", "over the limit"), { stillRunning: new Promise(() => {}) });
     await expect(gate.run("normal", () => Promise.reject(hung))).rejects.toBe(hung);
     expect(gate.stats()).toMatchObject({ running: 1, slotsBusy: 1, abandoned: 0 });
-    for (let i = 0; i < 100 && gate.stats().running > 0; i++) await Bun.sleep(10);
+    for (let i = 0; i < 500 && gate.stats().running > 0; i++) await Bun.sleep(10);
     expect(gate.stats()).toMatchObject({ running: 0, slotsBusy: 0, abandoned: 1 });
     const line = h.logs.map((l) => JSON.parse(l)).find((l) => /had still not stopped/.test(l.msg));
     expect(line).toMatchObject({ level: "error", weight: "normal", abandoned: 1 });

@@ -127,13 +127,17 @@ export function childEnv(extra: Record<string, string | undefined> = {}): Record
   return out;
 }
 
-/** Minor page faults of process `pid` so far (/proc/<pid>/stat): memory the kernel had to map in afresh. */
-export function minorFaults(pid: number): number {
-  return Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[7]);
+/**
+ * A process's counters so far, from one read of /proc/<pid>/stat: CPU time (user + system) in ms,
+ * robust to other load unlike wall time, and minor page faults (memory the kernel had to map in afresh).
+ */
+export function procCounters(pid: number): { cpuMs: number; minorFaults: number } {
+  // Fields after the command's closing parenthesis: state is 0, minflt 7, utime 11, stime 12 (clock ticks, USER_HZ = 100).
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return { cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100, minorFaults: Number(fields[7]) };
 }
 
-/** CPU time (user + system) of a process so far, in ms, from /proc (robust to other load, unlike wall time). */
+/** CPU time (user + system) of a process so far, in ms (procCounters). */
 export function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  return procCounters(pid).cpuMs;
 }
