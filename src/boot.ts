@@ -27,7 +27,7 @@ export async function boot(options: {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
   const store = await openConfiguredStore(config);
-  const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(logger, options.write);
+  const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
   const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };
   const services = await createServices(deps);
   return { config, logger, store, services, app: createApp(deps, services) };

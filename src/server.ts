@@ -3,6 +3,7 @@ import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { releaseWhenIdle } from "./convert/idle.ts";
 import { sha256Hex } from "./crypto.ts";
 import { localPath } from "./db/index.ts";
+import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile } from "./pidfile.ts";
 import { loadTls } from "./tls/index.ts";
@@ -46,6 +47,7 @@ export interface Runtime {
 /** Boots the service, listens, and runs until a shutdown signal has let in-flight requests finish; resolves to the exit status. */
 export async function serve(flags: Record<string, string>, runtime: Runtime): Promise<number> {
   const { config, logger, store, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset });
+  if (!config.smtpUrl) logger.warn(DEVELOPMENT_MAIL_WARNING);
   const tls = config.behindProxy ? undefined : await loadTls(config);
   const inFlight: InFlight = { count: 0 };
   const server = await runtime.listen({

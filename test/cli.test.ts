@@ -71,6 +71,8 @@ describe("keys list", () => {
     const r = await runCli(["keys", "list"], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("no keys");
+    // No SMTP server is configured, but a command sends no e-mail: no development-transport warning.
+    expect(r.stderr).not.toContain("IMGPRESS_SMTP_URL");
   });
 
   test("shows each key by id, prefix, owner and site, never a secret", async () => {

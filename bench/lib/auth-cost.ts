@@ -41,7 +41,7 @@ export async function servicesOn(store: Store, config: Config) {
     config,
     store,
     logger,
-    mailer: logMailer(logger, () => {}),
+    mailer: logMailer(() => {}),
     masterKey: new Uint8Array(Buffer.from(config.masterKey!, "hex")),
     loadDocsAsset: async () => new Blob([]),
   });

@@ -1,5 +1,4 @@
 import nodemailer from "nodemailer";
-import type { Logger } from "../log.ts";
 
 /** One outgoing e-mail with both a plain-text and an HTML body. */
 export interface MailMessage {
@@ -33,12 +32,13 @@ export function smtpMailer(url: string, from: string): Mailer {
   };
 }
 
+/** What the server logs at start when it uses logMailer (the CLI's commands send no mail, so they do not say it). */
+export const DEVELOPMENT_MAIL_WARNING =
+  "IMGPRESS_SMTP_URL is not set: e-mails (including one-time codes) are PRINTED TO THIS LOG instead of being sent. " +
+  "This development transport is not for production.";
+
 /** Development transport used when no SMTP server is configured: prints each message to the log. */
-export function logMailer(logger: Logger, write: (text: string) => void = (t) => console.log(t)): Mailer {
-  logger.warn(
-    "IMGPRESS_SMTP_URL is not set: e-mails (including one-time codes) are PRINTED TO THIS LOG instead of being sent. " +
-      "This development transport is not for production.",
-  );
+export function logMailer(write: (text: string) => void = (t) => console.log(t)): Mailer {
   return {
     isDevelopment: true,
     async send(message) {

@@ -110,6 +110,8 @@ describe("health", () => {
     try {
       // Behind a proxy the service answers plain HTTP only to requests marked as forwarded HTTPS.
       expect((await proxied.fetch("/health/ready")).status).toBe(403);
+      // Started without IMGPRESS_SMTP_URL: the server says, once, where e-mails go instead.
+      expect(proxied.logs.filter((l) => l.json?.level === "warn" && String(l.json?.msg).startsWith("IMGPRESS_SMTP_URL is not set"))).toHaveLength(1);
       expect((await runCli(["health"], { ...proxied.env, IMGPRESS_PORT: String(proxied.port) })).code).toBe(0);
     } finally {
       await proxied.stop();

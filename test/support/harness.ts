@@ -133,7 +133,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     store,
     logger,
     // The development transport only when a test blanks IMGPRESS_SMTP_URL on purpose.
-    mailer: config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(logger, (text) => logs.push(text)),
+    mailer: config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer((text) => logs.push(text)),
     masterKey: await loadMasterKey(config),
     loadDocsAsset: async () => new Blob(["/* scalar stand-in */"], { type: "text/javascript" }),
     now: clock.now,
