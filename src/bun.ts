@@ -15,6 +15,8 @@ export const bunRuntime: Runtime = {
       tls: options.tls,
       idleTimeout: options.idleTimeoutS,
       maxRequestBodySize: options.maxBodyBytes,
+      // Never Bun's development error page (it shows source code), whatever NODE_ENV says.
+      development: false,
       fetch: (request, srv) => options.fetch(request, srv.requestIP(request)?.address),
     });
     return { port: server.port ?? options.port, stop: () => server.stop(false) };

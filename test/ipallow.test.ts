@@ -50,4 +50,8 @@ describe("isInternalPath", () => {
   ] as const)("%s → %p", (path, internal) => {
     expect(isInternalPath(`http://localhost${path}`)).toBe(internal);
   });
+
+  test("a URL that cannot be read counts as internal (the allowlist decides)", () => {
+    expect(isInternalPath("/health")).toBe(true);
+  });
 });

@@ -41,6 +41,8 @@ export function reachesInternal(request: Request): boolean {
  * three times), case-folded, backslashes as slashes, empty and dot segments resolved.
  */
 export function isInternalPath(url: string): boolean {
+  // Unreadable: treated as internal, so the allowlist decides (createFetchHandler refuses such URLs first).
+  if (!URL.canParse(url)) return true;
   let path = new URL(url).pathname;
   for (let i = 0; i < 3; i++) {
     let decoded: string;

@@ -40,15 +40,25 @@ export function createFetchHandler(
     const request = withRoutableUrl(received);
     const meta = attachMeta(request, peer);
     options.counter?.tick();
-    const response =
-      headerBytes(request) > MAX_HEADER_BYTES
+    // Bun hands over a relative URL when the Host header is missing or not a host name (`a b`,
+    // `x?`), Deno a URL built from it (`a@b` reads as user `a`, host `b`); the app, which reads
+    // paths from absolute URLs, never sees such a request.
+    const absolute = URL.canParse(request.url);
+    const response = !absolute || !validHost(request.headers.get("host"))
+      ? errorResponse(new AppError(400, "INVALID_HOST", "The Host header is missing or is not a valid host name."), { connection: "close" })
+      : headerBytes(request) > MAX_HEADER_BYTES
         ? errorResponse(new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" })
-        : await handle(request);
+        : await handle(request).catch((err: Error) => {
+            // The app maps its errors itself; one escaping it must not reach the runtime, whose
+            // development error page shows source code.
+            logger.error("request failed outside the app", { requestId: meta.id, error: err.message });
+            return errorResponse(new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${meta.id}).`));
+          });
     response.headers.set("x-request-id", meta.id);
     // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
     for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
-    const path = new URL(request.url).pathname;
+    const path = absolute ? new URL(request.url).pathname : request.url.split("?")[0]!.slice(0, 200);
     logger.info("request", {
       requestId: meta.id,
       method: request.method,
@@ -61,6 +71,14 @@ export function createFetchHandler(
   };
 }
 
+/** RFC 3986's host (a name of unreserved, %-encoded and sub-delimiter characters, or an IP literal) and optional port. */
+const HOST_HEADER = /^(?:\[[0-9a-f:.]+\]|[a-z0-9\-._~%!$&'()*+,;=]+)(?::\d{0,5})?$/i;
+
+/** True unless a Host header was sent and is not a host (HTTP/2 sends none: its `:authority` made the URL). */
+function validHost(host: string | null): boolean {
+  return host === null || HOST_HEADER.test(host);
+}
+
 /**
  * Elysia finds the path by searching for the first "/" from index 11 of the URL (just past
  * "https://" plus a three-character host), so with a one- or two-character Host header
@@ -70,6 +88,7 @@ export function createFetchHandler(
  */
 export function withRoutableUrl(request: Request): Request {
   const url = request.url;
+  if (!url.includes("://")) return request;
   const pathStart = url.indexOf("/", url.indexOf("://") + 3);
   if (pathStart === -1 || pathStart >= 11) return request;
   return new Request(`${url.slice(0, url.indexOf("://") + 3)}localhost${url.slice(pathStart)}`, request);

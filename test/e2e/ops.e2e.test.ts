@@ -122,7 +122,12 @@ describe("health", () => {
 });
 
 /** Sends one raw HTTP/1.1 request over TLS with exactly the given Host header; returns the status line. */
-function rawGet(path: string, host: string): Promise<string> {
+async function rawGet(path: string, host: string): Promise<string> {
+  return (await rawExchange(path, host)).split("\r\n")[0]!;
+}
+
+/** Sends one raw HTTP/1.1 request over TLS with exactly the given Host header; returns the whole answer. */
+function rawExchange(path: string, host: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: "127.0.0.1", port: server.port, ca: server.ca, servername: "localhost", ALPNProtocols: ["http/1.1"] }, () => {
       socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
@@ -132,7 +137,7 @@ function rawGet(path: string, host: string): Promise<string> {
     socket.on("data", (chunk) => (received += chunk.toString("latin1")));
     socket.on("end", () => {
       clearTimeout(timer);
-      resolve(received.split("\r\n")[0]!);
+      resolve(received);
     });
     socket.on("error", (err) => {
       clearTimeout(timer);
@@ -146,5 +151,17 @@ describe("Host header of any length", () => {
     expect(await rawGet("/health", host)).toBe("HTTP/1.1 200 OK");
     expect(await rawGet("/health/ready", host)).toBe("HTTP/1.1 200 OK");
     expect(await rawGet("/no-such-route", host)).toBe("HTTP/1.1 404 Not Found");
+  });
+
+  // Bun passes such a request on with a relative URL; it used to escape the app and get Bun's
+  // development error page (500, HTML with source lines).
+  test.each(["", "a b", "abcdefgh?", "x#", "a/b", "a@b"])("Host: %j is refused with the JSON 400, on any path", async (host) => {
+    for (const path of ["/health", "/internal/status", "/v1/plugin/convert"]) {
+      const answer = await rawExchange(path, host);
+      expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
+      expect(answer).toContain('"code":"INVALID_HOST"');
+      expect(answer).not.toContain("<html");
+    }
+    expect((await server.fetch("/health")).status).toBe(200);
   });
 });
