@@ -190,7 +190,7 @@ export function createApp(deps: AppDeps, services: Services) {
   const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
   return new Elysia()
     .use(errorHandler(logger))
-    .use(httpsGuard(config.behindProxy))
+    .use(httpsGuard(config.behindProxy, new IpAllowlist(config.trustedProxies)))
     .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
     .use(internalResponseHeaders())
     .use(routeRecorder())

@@ -33,6 +33,7 @@ export const ConfigSchema = t.Object({
   signatureBody: t.Union([t.Literal("lenient"), t.Literal("strict")]),
   signatureToleranceS: t.Integer({ minimum: 1, maximum: 86_400 }),
   internalAllow: t.Array(t.String()),
+  trustedProxies: t.Array(t.String(), { minItems: 1 }),
   logLevel: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")]),
   usageFlushS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
   shutdownTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
@@ -143,6 +144,13 @@ export const settings: readonly Setting[] = [
     help: "serve plain HTTP behind a TLS-terminating proxy that sets X-Forwarded-Proto: https",
     parse: bool,
     fallback: () => false,
+  },
+  {
+    key: "trustedProxies",
+    env: "IMGPRESS_TRUSTED_PROXIES",
+    help: "with IMGPRESS_BEHIND_PROXY: the proxy's addresses and CIDR ranges (comma list); other peers get 403 HTTPS_REQUIRED",
+    parse: (raw) => list(raw).map(parseAllowEntry),
+    fallback: () => ["127.0.0.1", "::1"],
   },
   { key: "smtpUrl", env: "IMGPRESS_SMTP_URL", help: "smtp://user:pass@host:587 or smtps://… (default: log transport)", parse: urlWith(["smtp:", "smtps:"]) },
   {

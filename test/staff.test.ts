@@ -74,6 +74,19 @@ describe("the network allowlist", () => {
     expect(res.status).toBe(404);
   });
 
+  test("behind a proxy a peer that is not a trusted proxy is refused, whatever it forwards", async () => {
+    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_TRUSTED_PROXIES: "10.0.0.5, fd00::/8" });
+    const forged = { "x-forwarded-proto": "https", "x-forwarded-for": "127.0.0.1" };
+    for (const ip of ["127.0.0.1", "203.0.113.9", "10.0.0.6", "::ffff:10.0.0.6"]) {
+      for (const path of ["/internal/login", "/health"]) {
+        const res = await h.request("GET", path, { ip, headers: forged });
+        expect({ ip, path, status: res.status, code: (res.body as { code?: string }).code }).toEqual({ ip, path, status: 403, code: "HTTPS_REQUIRED" });
+      }
+    }
+    // The proxy itself (also as a mapped IPv4 peer, or inside a range) is believed.
+    for (const ip of ["10.0.0.5", "::ffff:10.0.0.5", "fd00::7"]) expect((await h.request("GET", "/internal/login", { ip, headers: forged })).status).toBe(200);
+  });
+
   test("without proxy mode X-Forwarded-For is ignored", async () => {
     const res = await h.request("GET", "/internal/login", { ip: "203.0.113.9", headers: { "x-forwarded-for": "127.0.0.1" } });
     expect(res.status).toBe(404);

@@ -1,16 +1,18 @@
 import { Elysia } from "elysia";
 import { AppError, errorResponse, notFound } from "../errors.ts";
 import type { IpAllowlist } from "./ipallow.ts";
-import { requestMeta } from "./meta.ts";
+import { fromTrustedProxy, requestMeta } from "./meta.ts";
 
 /**
- * Behind a TLS-terminating proxy the server itself speaks HTTP, so it insists that the proxy
- * vouches for HTTPS on every request; anything else is refused with 403 HTTPS_REQUIRED.
+ * Behind a TLS-terminating proxy the server itself speaks HTTP, so it insists that one of the
+ * operator's proxies (`proxies`) sent the request and vouches for HTTPS; anything else is refused
+ * with 403 HTTPS_REQUIRED. A client that reaches the port directly could write any
+ * X-Forwarded-For (an allowlisted address for /internal/) and X-Forwarded-Proto.
  */
-export function httpsGuard(behindProxy: boolean) {
+export function httpsGuard(behindProxy: boolean, proxies: IpAllowlist) {
   return new Elysia({ name: "https-guard" }).onRequest(({ request }) => {
     if (!behindProxy) return;
-    if (request.headers.get("x-forwarded-proto")?.trim().toLowerCase() === "https") return;
+    if (fromTrustedProxy(request, proxies) && request.headers.get("x-forwarded-proto")?.trim().toLowerCase() === "https") return;
     return errorResponse(new AppError(403, "HTTPS_REQUIRED", "Use HTTPS: this service does not answer plain HTTP."), {
       "x-request-id": requestMeta(request).id,
     });

@@ -43,6 +43,15 @@ export function clientAddress(request: Request, behindProxy: boolean): string {
   return normalizeIp(requestMeta(request).peer ?? "unknown");
 }
 
+/**
+ * Whether the TCP peer is one of the operator's proxies, whose X-Forwarded-* headers may be
+ * believed. A request with no peer (built in process, e.g. by a test) has no network to come from.
+ */
+export function fromTrustedProxy(request: Request, proxies: { has(ip: string): boolean }): boolean {
+  const peer = requestMeta(request).peer;
+  return peer === undefined || proxies.has(normalizeIp(peer));
+}
+
 // IPv4 peers on a dual-stack socket appear as ::ffff:a.b.c.d.
 function normalizeIp(ip: string): string {
   return ip.startsWith("::ffff:") && ip.includes(".") ? ip.slice(7) : ip;
