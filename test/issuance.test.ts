@@ -221,6 +221,18 @@ describe("rate limits", () => {
     expect((await h.requestOtp({ email: "user21@example.com" }, { ip: "198.51.100.8" })).status).toBe(200);
   });
 
+  test("requests refused for the e-mail address do not use up the IP address's quota", async () => {
+    const ip = { ip: "198.51.100.9" };
+    expect((await h.requestOtp({ email: "retry@example.com" }, ip)).status).toBe(200);
+    // A client retrying in a loop: every retry is refused by the per-address limit…
+    for (let i = 0; i < 25; i++) expectError(await h.requestOtp({ email: "retry@example.com" }, ip), 429, "RATE_LIMITED");
+    // …and the IP address still has 19 requests of its 20 for other addresses.
+    for (let i = 0; i < 19; i++) expect((await h.requestOtp({ email: `site${i}@example.com` }, ip)).status).toBe(200);
+    const limited = await h.requestOtp({ email: "site19@example.com" }, ip);
+    expectError(limited, 429, "RATE_LIMITED");
+    expect(limited.body.message).toContain("IP address");
+  });
+
   test("thirty verifications per client IP per 5 minutes", async () => {
     for (const res of await verifyMany(30, "owner@example.com", "198.51.100.7")) expectError(res, 401, "INVALID_OTP");
     const limited = await h.verifyOtp({ email: "owner@example.com", otp: "000000" }, { ip: "198.51.100.7" });

@@ -55,8 +55,12 @@ export class OtpService {
     if (!isAllowed(email, this.d.allowedEmails)) {
       throw new AppError(403, "EMAIL_NOT_ALLOWED", "This address is not allowed to obtain keys on this server.");
     }
-    await this.d.limiter.hit(`otp-ip:${input.ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many code requests from this address.");
-    await this.d.limiter.hit(`otp-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", "A code was requested for this e-mail address recently.");
+    // The e-mail address's limit is asked first, so that retries refused by it (a plugin's
+    // retry loop, a shared host's many sites) do not use up the IP address's hourly quota.
+    const perAddress = "A code was requested for this e-mail address recently.";
+    await this.d.limiter.check(`otp-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", perAddress);
+    await this.d.limiter.hit(`otp-ip:${input.ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many code requests from this IP address.");
+    await this.d.limiter.hit(`otp-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", perAddress);
 
     const { code, codeHash } = await this.codes.create(email, { siteUrl });
     try {
@@ -74,7 +78,7 @@ export class OtpService {
    * 401 INVALID_OTP; the guess that burns a code answers 429 TOO_MANY_ATTEMPTS.
    */
   async verify(input: { email: string; otp: string; siteUrl?: string; ip: string }) {
-    await this.d.limiter.hit(`verify-ip:${input.ip}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many verification attempts from this address.");
+    await this.d.limiter.hit(`verify-ip:${input.ip}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many verification attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const siteUrlGiven = input.siteUrl === undefined ? undefined : normalizeSiteUrl(input.siteUrl);
     const invalid = new AppError(401, "INVALID_OTP", "The code is wrong, expired or already used. Request a new one.");

@@ -35,14 +35,25 @@ export class RateLimiter {
     throw rateLimited(code, what, await this.retryAfter(bucket, rules, now));
   }
 
+  /**
+   * Throws what `hit` would throw if `bucket` is exhausted, without recording anything: asked
+   * before a hit on another bucket, so that a request refused here does not use up that one.
+   */
+  async check(bucket: string, rules: readonly RateRule[], code = "RATE_LIMITED", what = "Too many requests."): Promise<void> {
+    const now = this.now();
+    const wait = await this.retryAfter(bucket, rules, now);
+    if (wait > 0) throw rateLimited(code, what, wait);
+  }
+
   /** Deletes events older than any rule can see. */
   async prune(maxWindowMs: number): Promise<void> {
     const { rateEvents } = this.store.tables;
     await this.store.db.delete(rateEvents).where(lt(rateEvents.at, this.now() - maxWindowMs));
   }
 
+  /** How long until every rule of `bucket` admits one more event; 0 when they do now. */
   private async retryAfter(bucket: string, rules: readonly RateRule[], now: number): Promise<number> {
-    let wait = 1000;
+    let wait = 0;
     const { rateEvents } = this.store.tables;
     for (const rule of rules) {
       const recent = await this.store.db

@@ -43,15 +43,18 @@ export class StaffSignIn {
    */
   async requestCode(raw: string, ip: string): Promise<string> {
     const email = normalizeEmail(raw);
-    await this.d.limiter.hit(`staff-ip:${ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many sign-in requests from this address.");
-    await this.d.limiter.hit(`staff-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", "A code was requested for this e-mail address recently.");
+    // As for client codes (issuance/service.ts): a refusal for the e-mail address costs the IP address nothing.
+    const perAddress = "A code was requested for this e-mail address recently.";
+    await this.d.limiter.check(`staff-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", perAddress);
+    await this.d.limiter.hit(`staff-ip:${ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many sign-in requests from this IP address.");
+    await this.d.limiter.hit(`staff-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", perAddress);
     this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message }));
     return email;
   }
 
   /** Exchanges a code for a new session token; wrong, expired, used and burnt codes are refused (and audited). */
   async verify(input: { email: string; code: string; ip: string; userAgent: string }): Promise<{ email: string; token: string }> {
-    await this.d.limiter.hit(`staff-verify-ip:${input.ip}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this address.");
+    await this.d.limiter.hit(`staff-verify-ip:${input.ip}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const result = /^\d{6}$/.test(input.code) ? await this.codes.consume(email, input.code) : ({ ok: false, burnt: false } as const);
     if (!result.ok || !(await this.d.staff.isStaff(email))) {
