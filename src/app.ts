@@ -92,8 +92,10 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const keys = new KeyService(deps.store, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
   await pinMasterKey(deps.store, deps.masterKey, masterKeyOrigin(deps.config), () => keys.opensStoredSecrets());
   const limiter = new RateLimiter(deps.store, now);
+  const memoryBudgetBytes = deps.config.memoryBudgetMb * 2 ** 20;
   const gate = new ConversionGate({
     concurrency: deps.config.concurrency,
+    memoryBudgetBytes,
     queueSize: deps.config.queueSize,
     queueTimeoutMs: deps.config.queueTimeoutS * 1000,
     abandonAfterMs: deps.config.convertTimeoutS * 1000 * ABANDON_AFTER_LIMITS,
@@ -131,7 +133,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     },
     now,
   );
-  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS, qualityGuard: deps.config.qualityGuard }, now);
+  const convert = new ConvertService(gate, { maxPixels: deps.config.maxPixels, timeoutS: deps.config.convertTimeoutS, qualityGuard: deps.config.qualityGuard, memoryBudgetBytes }, now);
   const usage = new UsageRecorder(deps.store, deps.logger, {}, now);
   convert.observe(usage.observer);
   convert.observe((event) => metrics.observeConversion(event));

@@ -1,6 +1,6 @@
 import { Type as t, type Static, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { availableParallelism, hostname } from "node:os";
+import { availableParallelism, hostname, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { domainToASCII } from "node:url";
 import { POSTGRES_DEFAULTS } from "./db/location.ts";
@@ -23,6 +23,7 @@ export const ConfigSchema = t.Object({
   allowedEmails: t.Array(t.String(), { minItems: 1 }),
   masterKey: t.Optional(t.String()),
   maxPixels: t.Integer({ minimum: 1 }),
+  memoryBudgetMb: t.Integer({ minimum: 64, maximum: 16 * 1024 * 1024 }),
   // At most a day: these become timers, and setTimeout fires at once beyond ~24.8 days.
   convertTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
   uploadTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
@@ -172,6 +173,13 @@ export const settings: readonly Setting[] = [
   },
   { key: "masterKey", env: "IMGPRESS_MASTER_KEY", help: "32-byte key (64 hex or base64) that encrypts stored secrets (default: generated file in the data dir)", parse: text },
   { key: "maxPixels", env: "IMGPRESS_MAX_PIXELS", help: "largest decoded image (width × height) accepted", parse: integer, fallback: () => 100_000_000 },
+  {
+    key: "memoryBudgetMb",
+    env: "IMGPRESS_MEMORY_BUDGET_MB",
+    help: "memory the running conversions may take together, by estimate (MiB); a conversion estimated above it gets 422 IMAGE_TOO_LARGE (default: half the machine's memory)",
+    parse: integer,
+    fallback: () => Math.max(256, Math.floor(totalmem() / 2 / 2 ** 20)),
+  },
   { key: "convertTimeoutS", env: "IMGPRESS_CONVERT_TIMEOUT_S", help: "time limit of one conversion", parse: seconds, fallback: () => 60 },
   { key: "uploadTimeoutS", env: "IMGPRESS_UPLOAD_TIMEOUT_S", help: "time limit for receiving one request body", parse: seconds, fallback: () => 60 },
   { key: "concurrency", env: "IMGPRESS_CONCURRENCY", help: "conversion slots: conversions running at once, a small lossy one (≤ 2048×2048) taking half a slot (default: CPU count)", parse: integer, fallback: () => Math.min(availableParallelism(), 256) },

@@ -24,7 +24,7 @@ function gate(options: Partial<GateOptions> = {}) {
 }
 
 /** Submits a job (`true`: heavy, `false`: normal); `log` receives its name when it starts. Finishing a job that has not started yet makes it end as soon as it starts. */
-function submit(g: ConversionGate, name: string, heavy: boolean | JobWeight, log: string[] = []): Job {
+function submit(g: ConversionGate, name: string, heavy: boolean | JobWeight, log: string[] = [], memory = 0): Job {
   let outcome: { error?: Error } | null = null;
   let settleNow: (() => void) | null = null;
   const job: Job = {
@@ -47,7 +47,7 @@ function submit(g: ConversionGate, name: string, heavy: boolean | JobWeight, log
       settleNow = () => (outcome!.error ? reject(outcome!.error) : resolve(name));
       if (outcome) settleNow();
     });
-  });
+  }, memory);
   job.promise.catch(() => {}); // observed by the tests that expect a rejection
   return job;
 }
@@ -83,7 +83,7 @@ describe("admission", () => {
     expect(g.stats().admitted).toBe(5);
     again();
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 1, abandoned: 0 });
+    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 1, abandoned: 0, memoryReservedMiB: 0 });
   });
 
   test("leaving twice frees only one place", () => {
@@ -127,6 +127,42 @@ describe("running", () => {
     jobs[3]!.finish();
     await Promise.all(jobs.map((j) => j.promise));
     expect(g.stats()).toMatchObject({ running: 0, waiting: 0 });
+  });
+
+  test("jobs whose memory estimates do not fit the budget together run one after another, in order", async () => {
+    const MiB = 2 ** 20;
+    const g = gate({ concurrency: 4, memoryBudgetBytes: 300 * MiB });
+    const log: string[] = [];
+    const a = submit(g, "a", "light", log, 200 * MiB);
+    const b = submit(g, "b", "light", log, 200 * MiB);
+    const c = submit(g, "c", "light", log, 50 * MiB);
+    await settle();
+    // b waits for memory, and c (which would fit) does not overtake it.
+    expect(log).toEqual(["a"]);
+    expect(g.stats()).toMatchObject({ running: 1, waiting: 2, memoryReservedMiB: 200 });
+    a.finish();
+    await settle();
+    expect(log).toEqual(["a", "b", "c"]);
+    expect(g.stats()).toMatchObject({ running: 2, memoryReservedMiB: 250 });
+    b.finish();
+    c.finish();
+    await Promise.all([a.promise, b.promise, c.promise]);
+    expect(g.stats()).toMatchObject({ running: 0, memoryReservedMiB: 0 });
+  });
+
+  test("a job estimated above the whole budget still runs, alone", async () => {
+    const MiB = 2 ** 20;
+    const g = gate({ concurrency: 4, memoryBudgetBytes: 100 * MiB });
+    const log: string[] = [];
+    const big = submit(g, "big", false, log, 150 * MiB);
+    const small = submit(g, "small", "light", log, 1 * MiB);
+    await settle();
+    expect(log).toEqual(["big"]);
+    big.finish();
+    await settle();
+    expect(log).toEqual(["big", "small"]);
+    small.finish();
+    await small.promise;
   });
 
   test("two light jobs share a slot; a normal one needs a whole slot", async () => {
@@ -358,7 +394,7 @@ describe("errors", () => {
     jobs[2]!.finish();
     await jobs[2]!.promise;
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0 });
+    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0, memoryReservedMiB: 0 });
   });
 
   test("a job that throws synchronously frees its slot", async () => {

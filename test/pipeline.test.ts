@@ -300,6 +300,18 @@ describe("hostile input", () => {
     await expectHealthy();
   });
 
+  test("a conversion whose memory estimate exceeds the budget is refused from the header; a smaller output or lossy WebP fits", async () => {
+    const input = await img.photo(1000, 1000);
+    // 1 MP: lossy AVIF ≈ 28 MB, lossy WebP ≈ 8 MB (src/convert/pipeline/memory.ts); the budget is 16 MiB.
+    const limits = { ...LIMITS, memoryBudgetBytes: 16 * 2 ** 20 };
+    const err = await rejection(convert(input, { format: "avif" }, limits));
+    expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
+    expect(err.message).toContain("1000×1000");
+    expect(err.message).toContain("MiB");
+    await expectImage((await convert(input, { format: "webp" }, limits)).bytes, { format: "webp", width: 1000, height: 1000 });
+    await expectImage((await convert(input, { format: "avif", maxWidth: 500 }, limits)).bytes, { format: "avif", width: 500, height: 500 });
+  });
+
   test("IMGPRESS_MAX_PIXELS is honoured exactly: at the limit converts, one pixel over is refused", async () => {
     const input = await img.photo(100, 50); // 5000 pixels
     await expectImage((await convert(input, {}, { ...LIMITS, maxPixels: 5000 })).bytes, { format: "webp", width: 100, height: 50 });

@@ -16,6 +16,11 @@ export interface GateOptions {
   abandonAfterMs: number;
   /** Told when a slot is given back that way (a log line, a metric); must not throw. */
   onAbandoned?: (weight: JobWeight) => void;
+  /**
+   * Most memory the running jobs may take together (their estimates, bytes): a job waits until
+   * its estimate fits beside the running ones, except that a job may always run alone. Default: no limit.
+   */
+  memoryBudgetBytes?: number;
 }
 
 /** Live numbers for /internal/status and the bench. */
@@ -28,6 +33,8 @@ export interface GateStats {
   rejected: number;
   /** Jobs whose slot was given back while their work had still not stopped (`abandonAfterMs`); such work may still hold memory. */
   abandoned: number;
+  /** The running jobs' memory estimates together, MiB. */
+  memoryReservedMiB: number;
 }
 
 /**
@@ -44,6 +51,7 @@ const UNITS: Record<JobWeight, number> = { light: 1, normal: 2, heavy: 2 };
 
 interface Waiter {
   weight: JobWeight;
+  memory: number;
   start: () => void;
 }
 
@@ -60,6 +68,7 @@ export class ConversionGate {
   private admitted = 0;
   private running = 0;
   private usedUnits = 0;
+  private usedMemory = 0;
   private runningHeavy = 0;
   private rejected = 0;
   private abandoned = 0;
@@ -87,9 +96,12 @@ export class ConversionGate {
     };
   }
 
-  /** Runs `job` once there is room for its weight, or throws 503 SERVER_BUSY after the queue timeout. */
-  async run<T>(weight: JobWeight, job: () => Promise<T>): Promise<T> {
-    await this.acquire(weight);
+  /**
+   * Runs `job` once there is room for its weight and its memory estimate (bytes), or throws 503
+   * SERVER_BUSY after the queue timeout.
+   */
+  async run<T>(weight: JobWeight, job: () => Promise<T>, memory = 0): Promise<T> {
+    await this.acquire(weight, memory);
     let busyUntil: Promise<unknown> | undefined;
     try {
       return await job();
@@ -98,19 +110,21 @@ export class ConversionGate {
       busyUntil = (err as { stillRunning?: Promise<unknown> }).stillRunning;
       throw err;
     } finally {
-      if (busyUntil) this.releaseWhenSettled(weight, busyUntil);
-      else this.release(weight);
+      if (busyUntil) this.releaseWhenSettled(weight, memory, busyUntil);
+      else this.release(weight, memory);
     }
   }
 
   /** Current counts. */
   stats(): GateStats {
-    return { admitted: this.admitted, running: this.running, slotsBusy: this.usedUnits / UNITS.normal, waiting: this.waiting.length, rejected: this.rejected, abandoned: this.abandoned };
+    const memoryReservedMiB = Math.round(this.usedMemory / 2 ** 20);
+    return { admitted: this.admitted, running: this.running, slotsBusy: this.usedUnits / UNITS.normal, waiting: this.waiting.length, rejected: this.rejected, abandoned: this.abandoned, memoryReservedMiB };
   }
 
-  private release(weight: JobWeight): void {
+  private release(weight: JobWeight, memory: number): void {
     this.running--;
     this.usedUnits -= UNITS[weight];
+    this.usedMemory -= memory;
     if (weight === "heavy") this.runningHeavy--;
     this.pump();
   }
@@ -118,13 +132,13 @@ export class ConversionGate {
   // The slot stays taken while the work runs on, so timeouts cannot pile encoders onto the cores;
   // but work that never settles (seen once: a sharp call whose promise never settled, no thread
   // busy) would hold it for good, and a few of them would stop the server converting.
-  private releaseWhenSettled(weight: JobWeight, busyUntil: Promise<unknown>): void {
+  private releaseWhenSettled(weight: JobWeight, memory: number, busyUntil: Promise<unknown>): void {
     let released = false;
     const releaseOnce = () => {
       if (released) return;
       released = true;
       clearTimeout(timer);
-      this.release(weight);
+      this.release(weight, memory);
     };
     const timer = this.options.abandonAfterMs <= MAX_TIMER_MS
       ? setTimeout(() => {
@@ -143,25 +157,28 @@ export class ConversionGate {
     return weight !== "heavy" || this.runningHeavy < this.maxHeavy;
   }
 
-  private fits(weight: JobWeight): boolean {
-    return this.usedUnits + UNITS[weight] <= this.capacity;
+  private fits(weight: JobWeight, memory: number): boolean {
+    const memoryFits = this.running === 0 || this.usedMemory + memory <= (this.options.memoryBudgetBytes ?? Infinity);
+    return memoryFits && this.usedUnits + UNITS[weight] <= this.capacity;
   }
 
-  private take(weight: JobWeight): void {
+  private take(weight: JobWeight, memory: number): void {
     this.running++;
     this.usedUnits += UNITS[weight];
+    this.usedMemory += memory;
     if (weight === "heavy") this.runningHeavy++;
   }
 
-  private acquire(weight: JobWeight): Promise<void> {
+  private acquire(weight: JobWeight, memory: number): Promise<void> {
     // Start now if there is room and nobody is waiting for room (only cap-held heavy jobs may be waiting).
-    if (this.allowed(weight) && this.fits(weight) && !this.waiting.some((w) => this.allowed(w.weight))) {
-      this.take(weight);
+    if (this.allowed(weight) && this.fits(weight, memory) && !this.waiting.some((w) => this.allowed(w.weight))) {
+      this.take(weight, memory);
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         weight,
+        memory,
         start: () => {
           clearTimeout(timer);
           resolve();
@@ -186,9 +203,9 @@ export class ConversionGate {
         i++;
         continue;
       }
-      if (!this.fits(waiter.weight)) break;
+      if (!this.fits(waiter.weight, waiter.memory)) break;
       this.waiting.splice(i, 1);
-      this.take(waiter.weight);
+      this.take(waiter.weight, waiter.memory);
       waiter.start();
     }
   }

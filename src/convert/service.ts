@@ -112,10 +112,14 @@ export class ConvertService {
       const { width, height } = inspected.upright;
       const weight = upload.options.quality === "lossless" ? "heavy" : width * height <= LIGHT_PIXELS ? "light" : "normal";
       queuedAt = performance.now();
-      const result = await this.gate.run(weight, () => {
-        startedAt = performance.now();
-        return convertInspected(upload.image, inspected, upload.options, this.limits);
-      });
+      const result = await this.gate.run(
+        weight,
+        () => {
+          startedAt = performance.now();
+          return convertInspected(upload.image, inspected, upload.options, this.limits);
+        },
+        inspected.memoryBytes,
+      );
       const { bytes, mime, quality, qualityReasons, guardEncodes } = result;
       return { bytes, mime, extension: upload.options.format, stem: upload.stem, originalSize: upload.image.length, quality, qualityReasons, guardEncodes };
     } finally {

@@ -3,7 +3,9 @@ import { withDeadline } from "./deadline.ts";
 import { decodeRaw } from "./encode.ts";
 import { translateSharpError } from "./errors.ts";
 import { guardedEncode, realGuardDeps, type GuardDeps, type GuardMode, type QualityReason } from "./guard.ts";
+import { AppError } from "../../errors.ts";
 import { inspect, outputSize, type Size } from "./inspect.ts";
+import { conversionMemoryBytes } from "./memory.ts";
 import { mimeTypes, presets, type OutputFormat, type QualityMode } from "./presets.ts";
 import { sniffFormat, type InputFormat } from "./sniff.ts";
 
@@ -21,6 +23,8 @@ export interface ConvertLimits {
   timeoutS: number;
   /** Which lossy outputs the quality guard checks; `off` when absent. */
   qualityGuard?: GuardMode;
+  /** Largest memory estimate (conversionMemoryBytes) a conversion may have; no limit when absent. */
+  memoryBudgetBytes?: number;
 }
 
 /** A converted image and the facts the response reports. */
@@ -51,16 +55,29 @@ export interface Inspected {
   upright: Size;
   /** The output's size. */
   size: Size;
+  /** About how much memory the conversion will take at its peak (conversionMemoryBytes). */
+  memoryBytes: number;
 }
 
 /**
  * Sniffs the type and reads the header: refuses what cannot be converted (415, 422 with the
- * image's dimensions) before any pixel is decoded, and tells the caller how large the job is.
+ * image's dimensions, 422 when it would need more memory than the budget) before any pixel is
+ * decoded, and tells the caller how large the job is.
  */
 export async function inspectUpload(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits): Promise<Inspected> {
   const inputFormat = sniffFormat(input);
   const upright = await inspect(input, inputFormat, limits.maxPixels);
-  return { inputFormat, upright, size: outputSize(upright, options.maxWidth, options.format) };
+  const size = outputSize(upright, options.maxWidth, options.format);
+  const memoryBytes = conversionMemoryBytes(upright, size, options.format, options.quality);
+  if (limits.memoryBudgetBytes !== undefined && memoryBytes > limits.memoryBudgetBytes) {
+    const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
+    throw new AppError(
+      422,
+      "IMAGE_TOO_LARGE",
+      `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${options.format.toUpperCase()} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(limits.memoryBudgetBytes)} MiB); send a smaller max_width${options.format === "avif" || options.quality === "lossless" ? " or ask for lossy WebP, which needs the least" : ""}.`,
+    );
+  }
+  return { inputFormat, upright, size, memoryBytes };
 }
 
 /**
