@@ -29,6 +29,8 @@ export const statusTitles: Record<number, string> = {
   422: "Unprocessable Entity",
   429: "Too Many Requests",
   431: "Request Header Fields Too Large",
+  // nginx's code for a client that went away before its answer; nobody reads the body, the log and metrics do.
+  499: "Client Closed Request",
   500: "Internal Server Error",
   502: "Bad Gateway",
   503: "Service Unavailable",

@@ -150,6 +150,33 @@ describe("running", () => {
     expect(g.stats()).toMatchObject({ running: 0, memoryReservedMiB: 0 });
   });
 
+  test("a waiting job whose client went away leaves the queue with 499 and never runs; the one behind it moves up", async () => {
+    const g = gate({ concurrency: 1 });
+    const log: string[] = [];
+    const running = submit(g, "running", false, log);
+    const gone = new AbortController();
+    const lost = g.run("normal", async () => log.push("lost"), 0, gone.signal);
+    const next = submit(g, "next", false, log);
+    await settle();
+    expect(g.stats()).toMatchObject({ running: 1, waiting: 2 });
+    gone.abort();
+    const err = await lost.catch((e: AppError) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect({ status: (err as AppError).status, code: (err as AppError).code }).toEqual({ status: 499, code: "CLIENT_CLOSED_REQUEST" });
+    expect(g.stats()).toMatchObject({ running: 1, waiting: 1, rejected: 0 });
+    running.finish();
+    await settle();
+    expect(log).toEqual(["running", "next"]);
+    next.finish();
+    await next.promise;
+    // Already gone before asking: refused at once, whatever room there is.
+    const early = new AbortController();
+    early.abort();
+    expect(await g.run("light", async () => log.push("early"), 0, early.signal).catch((e: AppError) => e.code)).toBe("CLIENT_CLOSED_REQUEST");
+    expect(log).toEqual(["running", "next"]);
+    expect(g.stats()).toMatchObject({ running: 0, waiting: 0, memoryReservedMiB: 0 });
+  });
+
   test("a job estimated above the whole budget still runs, alone", async () => {
     const MiB = 2 ** 20;
     const g = gate({ concurrency: 4, memoryBudgetBytes: 100 * MiB });

@@ -98,10 +98,11 @@ export class ConversionGate {
 
   /**
    * Runs `job` once there is room for its weight and its memory estimate (bytes), or throws 503
-   * SERVER_BUSY after the queue timeout.
+   * SERVER_BUSY after the queue timeout, or 499 CLIENT_CLOSED_REQUEST when `signal` (the
+   * request's: aborted when the client disconnects) aborts first: nobody would read the result.
    */
-  async run<T>(weight: JobWeight, job: () => Promise<T>, memory = 0): Promise<T> {
-    await this.acquire(weight, memory);
+  async run<T>(weight: JobWeight, job: () => Promise<T>, memory = 0, signal?: AbortSignal): Promise<T> {
+    await this.acquire(weight, memory, signal);
     let busyUntil: Promise<unknown> | undefined;
     try {
       return await job();
@@ -169,7 +170,8 @@ export class ConversionGate {
     if (weight === "heavy") this.runningHeavy++;
   }
 
-  private acquire(weight: JobWeight, memory: number): Promise<void> {
+  private acquire(weight: JobWeight, memory: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(clientGone());
     // Start now if there is room and nobody is waiting for room (only cap-held heavy jobs may be waiting).
     if (this.allowed(weight) && this.fits(weight, memory) && !this.waiting.some((w) => this.allowed(w.weight))) {
       this.take(weight, memory);
@@ -181,16 +183,26 @@ export class ConversionGate {
         memory,
         start: () => {
           clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
           resolve();
         },
       };
-      const timer = setTimeout(() => {
+      const leaveQueue = (err: AppError) => {
         this.waiting.splice(this.waiting.indexOf(waiter), 1);
-        this.rejected++;
-        reject(busy("No conversion slot became free in time."));
-        // The one that timed out may have been what the jobs behind it waited for.
+        signal?.removeEventListener("abort", onAbort);
+        reject(err);
+        // The one that left may have been what the jobs behind it waited for.
         this.pump();
+      };
+      const timer = setTimeout(() => {
+        this.rejected++;
+        leaveQueue(busy("No conversion slot became free in time."));
       }, this.options.queueTimeoutMs);
+      const onAbort = () => {
+        clearTimeout(timer);
+        leaveQueue(clientGone());
+      };
+      signal?.addEventListener("abort", onAbort);
       this.waiting.push(waiter);
     });
   }
@@ -209,6 +221,10 @@ export class ConversionGate {
       waiter.start();
     }
   }
+}
+
+function clientGone(): AppError {
+  return new AppError(499, "CLIENT_CLOSED_REQUEST", "The client closed the connection before its conversion started; it was not converted.");
 }
 
 function busy(why: string): AppError {

@@ -20,7 +20,7 @@ export function convertRoutes(convert: ConvertService, authenticator: RequestAut
         const body = await readBody(request, bodyLimits);
         await credential.verifyBody(body);
         return readUpload(parseMultipart(body, request.headers.get("content-type")));
-      });
+      }, request.signal);
       return imageResponse(result);
     },
     // parse "none": the body is read once, by the route, so the signature covers the exact bytes.

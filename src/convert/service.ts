@@ -72,16 +72,17 @@ export class ConvertService {
 
   /**
    * Admits one request for `keyId`, lets `receive` read and validate its upload, converts it, and
-   * reports the attempt (success or error code) to the observers.
+   * reports the attempt (success or error code) to the observers. `signal` is the request's: a
+   * job still waiting for a slot when it aborts (the client left) is dropped.
    */
-  async handle(keyId: string, receive: () => Promise<Upload>): Promise<Converted> {
+  async handle(keyId: string, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Converted> {
     const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: null, convertMs: 0, guardEncodes: 0, at: 0 };
     try {
       const leave = this.gate.admit();
       try {
         const upload = await receive();
         Object.assign(event, { format: upload.options.format, quality: upload.options.quality, bytesIn: upload.image.length });
-        const result = await this.convert(upload, event);
+        const result = await this.convert(upload, event, signal);
         event.bytesOut = result.bytes.length;
         event.guardEncodes = result.guardEncodes;
         return result;
@@ -103,7 +104,7 @@ export class ConvertService {
    * slot, and the job's weight comes from its size (lossless jobs are heavy so they cannot take
    * every slot; lossy ones of at most LIGHT_PIXELS are light).
    */
-  async convert(upload: Upload, timing?: Pick<ConversionEvent, "queueWaitMs" | "convertMs">): Promise<Converted> {
+  async convert(upload: Upload, timing?: Pick<ConversionEvent, "queueWaitMs" | "convertMs">, signal?: AbortSignal): Promise<Converted> {
     const inspectedAt = performance.now();
     let queuedAt: number | undefined;
     let startedAt: number | undefined;
@@ -119,6 +120,7 @@ export class ConvertService {
           return convertInspected(upload.image, inspected, upload.options, this.limits);
         },
         inspected.memoryBytes,
+        signal,
       );
       const { bytes, mime, quality, qualityReasons, guardEncodes } = result;
       return { bytes, mime, extension: upload.options.format, stem: upload.stem, originalSize: upload.image.length, quality, qualityReasons, guardEncodes };
