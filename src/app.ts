@@ -97,6 +97,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     concurrency: deps.config.concurrency,
     memoryBudgetBytes,
     queueSize: deps.config.queueSize,
+    maxAdmittedPerOwner: deps.config.keyMaxAdmitted,
     queueTimeoutMs: deps.config.queueTimeoutS * 1000,
     abandonAfterMs: deps.config.convertTimeoutS * 1000 * ABANDON_AFTER_LIMITS,
     onAbandoned: (weight) => {

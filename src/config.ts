@@ -30,6 +30,7 @@ export const ConfigSchema = t.Object({
   concurrency: t.Integer({ minimum: 1, maximum: 256 }),
   queueSize: t.Integer({ minimum: 0, maximum: 10_000 }),
   queueTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
+  keyMaxAdmitted: t.Integer({ minimum: 1, maximum: 10_256 }),
   authSchemes: t.Array(t.Union([t.Literal("bearer"), t.Literal("signed")]), { minItems: 1 }),
   signatureBody: t.Union([t.Literal("lenient"), t.Literal("strict")]),
   signatureToleranceS: t.Integer({ minimum: 1, maximum: 86_400 }),
@@ -191,6 +192,13 @@ export const settings: readonly Setting[] = [
     fallback: (c) => 4 * (c.concurrency as number),
   },
   { key: "queueTimeoutS", env: "IMGPRESS_QUEUE_TIMEOUT_S", help: "longest wait for a conversion slot before 503 SERVER_BUSY", parse: seconds, fallback: () => 30 },
+  {
+    key: "keyMaxAdmitted",
+    env: "IMGPRESS_KEY_MAX_ADMITTED",
+    help: "most requests one API key may have admitted at once (uploading, waiting or converting); more get 429 RATE_LIMITED (default: half of IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE)",
+    parse: integer,
+    fallback: (c) => Math.max(1, Math.ceil(((c.concurrency as number) + (c.queueSize as number)) / 2)),
+  },
   {
     key: "authSchemes",
     env: "IMGPRESS_AUTH_SCHEMES",

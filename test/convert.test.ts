@@ -402,7 +402,7 @@ describe("503 SERVER_BUSY", () => {
   });
 
   test("a burst against a small gate: every answer is an image or 503, and the gate drains", async () => {
-    const busy = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "1" }, smtp: h.smtp });
+    const busy = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "1", IMGPRESS_KEY_MAX_ADMITTED: "2" }, smtp: h.smtp }); // one key: no per-key share
     try {
       const k = await busy.issueKey("burst@example.com");
       const bodies = await Promise.all(Array.from({ length: 6 }, (_, i) => convertForm(photo, { max_width: String(40 + i) })));

@@ -100,6 +100,24 @@ describe("admission", () => {
     expect(g.stats().admitted).toBe(0);
   });
 
+  test("one owner holds at most its share of the places (429 RATE_LIMITED); the others still get in", () => {
+    const g = gate({ concurrency: 2, queueSize: 6, maxAdmittedPerOwner: 3 });
+    const mine = Array.from({ length: 3 }, () => g.admit("key_a"));
+    const err = busy(() => g.admit("key_a"));
+    expect({ status: err.status, code: err.code, retry: err.headers["retry-after"] }).toEqual({ status: 429, code: "RATE_LIMITED", retry: "5" });
+    expect(err.message).toContain("3 conversions in progress");
+    // Not a refusal for lack of room: the gate's rejected count is for 503s.
+    expect(g.stats()).toMatchObject({ admitted: 3, rejected: 0 });
+    const theirs = [g.admit("key_b"), g.admit("key_b"), g.admit("key_c")];
+    mine[0]!();
+    mine[0]!(); // leaving twice frees one place only
+    const again = g.admit("key_a");
+    expect(busy(() => g.admit("key_a")).code).toBe("RATE_LIMITED");
+    for (const leave of [...mine, ...theirs, again]) leave();
+    expect(g.stats().admitted).toBe(0);
+    for (let i = 0; i < 3; i++) g.admit("key_a");
+  });
+
   test("queueSize 0 and concurrency 1 admit exactly one request", () => {
     const g = gate({ concurrency: 1, queueSize: 0 });
     const leave = g.admit();

@@ -6,6 +6,11 @@ export interface GateOptions {
   concurrency: number;
   /** Requests admitted beyond `concurrency` (uploading, waiting, or light jobs running in half slots). */
   queueSize: number;
+  /**
+   * Most places one owner (an API key) may hold at once, so that one client's stalled uploads or
+   * burst cannot take every place from the others. Default: no limit beyond the total.
+   */
+  maxAdmittedPerOwner?: number;
   /** Longest wait for a slot. */
   queueTimeoutMs: number;
   /**
@@ -73,6 +78,7 @@ export class ConversionGate {
   private rejected = 0;
   private abandoned = 0;
   private readonly waiting: Waiter[] = [];
+  private readonly admittedBy = new Map<string, number>();
   private readonly maxHeavy: number;
   private readonly capacity: number;
 
@@ -81,18 +87,30 @@ export class ConversionGate {
     this.capacity = options.concurrency * UNITS.normal;
   }
 
-  /** Takes a place for one request, or throws 503 SERVER_BUSY; call the returned function once to leave. */
-  admit(): () => void {
+  /**
+   * Takes a place for one request of `owner`, or throws 503 SERVER_BUSY (no place left) or 429
+   * RATE_LIMITED (the owner holds its share); call the returned function once to leave.
+   */
+  admit(owner = ""): () => void {
     if (this.admitted >= this.options.concurrency + this.options.queueSize) {
       this.rejected++;
       throw busy("The server is converting as many images as it can hold.");
     }
+    const held = this.admittedBy.get(owner) ?? 0;
+    const share = this.options.maxAdmittedPerOwner ?? Infinity;
+    if (held >= share) {
+      throw new AppError(429, "RATE_LIMITED", `This key already has ${share} conversions in progress (uploading, waiting or running); send the next when one has finished. Retry in 5 s.`, { "retry-after": "5" });
+    }
     this.admitted++;
+    this.admittedBy.set(owner, held + 1);
     let left = false;
     return () => {
       if (left) return;
       left = true;
       this.admitted--;
+      const rest = this.admittedBy.get(owner)! - 1;
+      if (rest > 0) this.admittedBy.set(owner, rest);
+      else this.admittedBy.delete(owner);
     };
   }
 

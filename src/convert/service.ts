@@ -78,7 +78,7 @@ export class ConvertService {
   async handle(keyId: string, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Converted> {
     const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: null, convertMs: 0, guardEncodes: 0, at: 0 };
     try {
-      const leave = this.gate.admit();
+      const leave = this.gate.admit(keyId);
       try {
         const upload = await receive();
         Object.assign(event, { format: upload.options.format, quality: upload.options.quality, bytesIn: upload.image.length });

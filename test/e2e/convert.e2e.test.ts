@@ -49,7 +49,8 @@ beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "imgpress-convert-e2e-"));
   sink = await startSmtpSink();
   server = await startServer({
-    env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: String(CONCURRENCY), IMGPRESS_QUEUE_SIZE: String(QUEUE) },
+    // The bursts below come from one key and test the whole gate: no per-key share.
+    env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: String(CONCURRENCY), IMGPRESS_QUEUE_SIZE: String(QUEUE), IMGPRESS_KEY_MAX_ADMITTED: String(CONCURRENCY + QUEUE) },
   });
   caFile = join(tmp, "ca.pem");
   await writeFile(caFile, server.ca);

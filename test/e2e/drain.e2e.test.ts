@@ -29,9 +29,9 @@ afterAll(async () => {
   await sink?.close();
 });
 
-/** A server with one conversion slot, so a burst forms a queue behind it. */
+/** A server with one conversion slot, so a burst (of one key: no per-key share) forms a queue behind it. */
 async function start(email: string, env: Record<string, string> = {}): Promise<{ server: RunningServer; keys: Keys }> {
-  const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8", ...env } });
+  const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8", IMGPRESS_KEY_MAX_ADMITTED: "9", ...env } });
   return { server, keys: await obtainKeys(server, sink, email) };
 }
 

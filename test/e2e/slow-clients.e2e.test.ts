@@ -9,7 +9,7 @@ import { connect, type TLSSocket } from "node:tls";
 import { convertForm, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { convertBearer, obtainKeys } from "../support/ops.ts";
-import { e2eRuntime, startServer, type RunningServer } from "../support/server.ts";
+import { e2eRuntime, runCli, startServer, type RunningServer } from "../support/server.ts";
 import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const TRICKLERS = 60;
@@ -134,6 +134,36 @@ describe("slow clients", () => {
     } finally {
       await one.stop();
     }
+  }, 60_000);
+
+  test("one key's stalled uploads take only its share of the places: its next request gets 429, another key still converts", async () => {
+    const places = (await (await server.fetch("/internal/status")).json()).conversions;
+    expect(places.admitted).toBe(0);
+    const other = await obtainKeys(server, sink, "other@example.com");
+    const body = await convertForm(await img.photo(320, 240));
+    const stall = async () => {
+      const c = await open();
+      c.socket.write(
+        `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${keys.api_key}\r\n` +
+          `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
+      );
+      c.socket.write(body.bytes.subarray(0, body.bytes.length - 1));
+      return c;
+    };
+    // The server's default share: half of IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE (2 + 8 on a 2-core machine: 5).
+    const share = Number(/IMGPRESS_KEY_MAX_ADMITTED=(\d+)/.exec((await runCli(["settings"], server.env)).stdout)![1]);
+    const stalled = [];
+    for (let i = 0; i < share; i++) stalled.push(await stall());
+    for (const deadline = Date.now() + 10_000; (await (await server.fetch("/internal/status")).json()).conversions.admitted < share; await Bun.sleep(20)) {
+      if (Date.now() > deadline) throw new Error("the stalled uploads were never admitted");
+    }
+    const refused = await convertBearer(server, keys.api_key, body);
+    expect({ status: refused.status, code: refused.body?.code, retry: refused.headers.get("retry-after") }).toEqual({ status: 429, code: "RATE_LIMITED", retry: "5" });
+    expect((await convertBearer(server, other.api_key, body)).status).toBe(200);
+    // The stalled ones end at the upload timeout (2 s here) with 408.
+    for (const c of stalled) await answered(c, 20_000);
+    for (const c of stalled) expect(c.received()).toStartWith("HTTP/1.1 408");
+    expect((await convertBearer(server, keys.api_key, body)).status).toBe(200);
   }, 60_000);
 
   test("a 60 KB Content-Type header is answered 431; the server stays healthy", async () => {
