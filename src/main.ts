@@ -7,7 +7,7 @@ import { dlopen, FFIType } from "bun:ffi";
  * of page-faulting fresh memory (bench/RESULTS.md, "Thumbnails"); a large photo's still go back.
  */
 const MMAP_THRESHOLD = 16 * 1024 * 1024;
-const releaseFreedMemory = tuneGlibcMalloc();
+const trimMalloc = tuneGlibcMalloc();
 // Imported only now, so that libvips' worker threads start under the allocator settings above.
 const [{ runMain }, { bunRuntime }] = await Promise.all([import("./cli/run.ts"), import("./bun.ts")]);
 
@@ -36,6 +36,16 @@ function tuneGlibcMalloc(): (() => void) | undefined {
     // no glibc: leave the allocator as it is
     return undefined;
   }
+}
+
+/**
+ * Once conversions pause: a full garbage collection first, so that the large buffers only the
+ * garbage still points to (a decoded image the quality guard held, an upload) are freed (JSC may
+ * otherwise keep a 300 MB one for minutes), then malloc_trim hands the freed memory back.
+ */
+function releaseFreedMemory(): void {
+  Bun.gc(true);
+  trimMalloc?.();
 }
 
 process.exit(await runMain(process.argv.slice(2), { ...bunRuntime, releaseFreedMemory }));

@@ -40,7 +40,7 @@ export interface Runtime {
   }): Promise<Listening>;
   /** Calls `handler` on every SIGTERM and SIGINT (the process must not exit by itself). */
   onShutdownSignal(handler: (signal: ShutdownSignal) => void): void;
-  /** Hands freed heap memory back to the system (glibc's malloc_trim); absent where the allocator does it by itself. */
+  /** Frees the garbage and hands freed heap memory back to the system (Bun: a full GC, then glibc's malloc_trim); absent where the runtime has no such hook. */
   releaseFreedMemory?: () => void;
 }
 
