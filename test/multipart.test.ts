@@ -102,6 +102,7 @@ describe("hand-written bodies (also checked against the runtime's parser)", () =
     { name: "boundary after another parameter", contentType: "multipart/form-data; charset=utf-8; boundary=xyz", b: "xyz" },
     { name: "boundary followed by another parameter", contentType: "multipart/form-data; boundary=xyz; charset=utf-8", b: "xyz" },
     { name: "mixed-case media type and parameter", contentType: "Multipart/Form-Data; Boundary=xyz", b: "xyz" },
+    { name: "a parameter whose name ends in 'boundary' is not the boundary", contentType: "multipart/form-data; xboundary=ZZ; boundary=xyz", b: "xyz" },
   ])("$name", async ({ contentType, b }) => {
     const body = bytes(part(b, "format", "avif") + part(b, "image", "PIXELS", "p.png") + `--${b}--\r\n`);
     const parts = parseMultipart(body, contentType);
@@ -184,6 +185,7 @@ describe("not multipart/form-data → 415 UNSUPPORTED_MEDIA_TYPE", () => {
     ["multipart/mixed", "multipart/mixed; boundary=B"],
     ["form-data without a boundary", "multipart/form-data"],
     ["form-data with an empty boundary", "multipart/form-data; boundary="],
+    ["form-data with only a look-alike parameter", "multipart/form-data; xboundary=B"],
   ] as const)("%s", (_name, contentType) => {
     const err = refusal(() => parseMultipart(bytes('--B\r\nContent-Disposition: form-data; name="x"\r\n\r\nv\r\n--B--\r\n'), contentType));
     expect({ status: err.status, code: err.code }).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });

@@ -287,6 +287,8 @@ describe("hostile input", () => {
   test("the 415 message names what was sent", async () => {
     expect((await rejection(convert(await img.gifBytes()))).message).toContain("GIF");
     expect((await rejection(convert(img.bmpBytes()))).message).toContain("BMP");
+    const avif = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123" } }).avif().toBuffer();
+    expect((await rejection(convert(avif))).message).toContain("is an AVIF/HEIF file");
   });
 
   test("the pixel limit is decided from the header, before any pixel is decoded", async () => {

@@ -155,9 +155,13 @@ describe("no credentials → 401 UNAUTHORIZED", () => {
     ["Basic authorization", { authorization: "Basic dXNlcjpwYXNz" }],
     ["Bearer without a token", { authorization: "Bearer " }],
     ["a bare token", { authorization: "imp_abc" }],
-  ])("%s", async (_name, headers) => {
+    ["two tokens", { authorization: "Bearer imp_abc imp_def" }],
+  ])("%s", async (_name, headers: Record<string, string>) => {
     const b = await body();
-    expect401(await postConvert(h, { body: b.bytes, contentType: b.contentType, headers }), "UNAUTHORIZED");
+    const res = await postConvert(h, { body: b.bytes, contentType: b.contentType, headers });
+    expect401(res, "UNAUTHORIZED");
+    // A header that was sent is named as malformed, not as missing.
+    expect(res.body.message).toContain(headers.authorization === undefined ? "Missing credentials" : "must be exactly: Bearer <api_key>");
   });
 
   test("no body either", async () => {

@@ -15,7 +15,8 @@ const CRLF_CRLF = Buffer.from("\r\n\r\n");
  * `body`, so a 20 MB upload is never copied; the runtime's FormData would copy it into a Blob.
  */
 export function parseMultipart(body: Uint8Array, contentType: string | null): FormPart[] {
-  const boundary = /^multipart\/form-data\s*;.*?boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType ?? "");
+  // A parameter named exactly `boundary` (not `xboundary`), wherever it stands among the others.
+  const boundary = /^multipart\/form-data\s*;(?:[^;]*;)*?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType ?? "");
   if (!boundary) {
     throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", "Send the request as multipart/form-data with the image in the field `image`.");
   }

@@ -56,6 +56,8 @@ export class RequestAuthenticator {
     const signed = headers.has("x-signature") || headers.has("x-timestamp");
     const bearer = /^bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
     if (!signed && !bearer && !headers.has("x-api-key")) {
+      // Sent but not one Bearer key (Basic, an empty or two-word token, two headers merged with a comma).
+      if (headers.has("authorization")) throw unauthorized("UNAUTHORIZED", "The Authorization header must be exactly: Bearer <api_key>.");
       throw unauthorized("UNAUTHORIZED", "Missing credentials: send Authorization: Bearer <api_key>, or x-api-key, x-timestamp and x-signature.");
     }
     const scheme: Scheme = signed || !bearer ? "signed" : "bearer";

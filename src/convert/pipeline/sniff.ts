@@ -21,7 +21,7 @@ export function sniffFormat(bytes: Uint8Array): InputFormat {
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "jpeg";
   if (startsWith(bytes, PNG_SIGNATURE)) return "png";
   const known = KNOWN.find(([, magic, offset]) => startsWith(bytes, magic, offset));
-  const what = known ? `a ${known[0]} file` : "not a JPEG or PNG file";
+  const what = known ? `${/^[AEIOU]/.test(known[0]) ? "an" : "a"} ${known[0]} file` : "not a JPEG or PNG file";
   throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `The image is ${what}; only JPEG and PNG can be converted.`);
 }
 
