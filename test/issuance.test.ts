@@ -373,6 +373,7 @@ describe("request bodies", () => {
     { path: VERIFY, json: { otp: "123456" }, field: "email", note: "verify-otp { otp: '123456' }" },
     { path: VERIFY, json: { email: "owner@example.com" }, field: "otp", note: "verify-otp { email: 'owner@example.com' }" },
     { path: VERIFY, json: { email: "owner@example.com", otp: "123456", site_url: {} }, field: "site_url", note: "verify-otp { email: 'owner@example.com', otp: '123456', site_url: {} }" },
+    { path: REQUEST, json: { email: ["owner@example.com"] }, field: "email: expected a string, got an array", note: "request-otp { email: [ 'owner@example.com' ] }" },
   ])("$note → 400 VALIDATION_ERROR naming $field", async ({ path, json, field }) => {
     const res = await h.request("POST", path, { json });
     expectError(res, 400, "VALIDATION_ERROR");

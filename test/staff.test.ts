@@ -405,6 +405,12 @@ describe("the JSON API", () => {
     expect(future.body.events).toEqual([]);
     expectError(await h.request("GET", "/internal/api/audit?type=nope", staffJson(s)), 400, "VALIDATION_ERROR");
     expectError(await h.request("GET", "/internal/api/audit?since=yesterday", staffJson(s)), 400, "VALIDATION_ERROR");
+    // The message names the query parameter (a coerced number out of bounds comes without a path) and a union's literals.
+    const tooMany = await h.request("GET", "/internal/api/audit?limit=9999", staffJson(s));
+    expectError(tooMany, 400, "VALIDATION_ERROR");
+    expect(tooMany.body.message).toStartWith("limit: ");
+    const sorted = await h.request("GET", "/internal/api/keys?sort=secret", staffJson(s));
+    expect(sorted.body.message).toMatch(/^sort: must be one of "/);
   });
 
   test("staff list and live state", async () => {

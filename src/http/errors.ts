@@ -15,7 +15,7 @@ export function errorHandler(logger: Logger) {
     const id = meta.id;
     // The metrics read the answer's code and route here, where every error is named, and nowhere else.
     meta.route ??= route || undefined;
-    const known = toAppError(code, error);
+    const known = toAppError(code, error, request);
     const fault = known ? null : storageFaultCode(error);
     // Only the two logged cases need the path: the usual 4xx answers skip the URL parse.
     if (fault) logger.error("storage unavailable", { requestId: id, path: pathOf(request), fault, error: driverMessage(error) });
@@ -29,11 +29,11 @@ export function errorHandler(logger: Logger) {
 
 const pathOf = (request: Request) => new URL(request.url).pathname;
 
-function toAppError(code: string | number, error: unknown): AppError | null {
+function toAppError(code: string | number, error: unknown, request: Request): AppError | null {
   if (error instanceof AppError) return error;
   // Elysia wraps whatever a parser throws in a ParseError; our parsers throw AppErrors on purpose.
   if (code === "PARSE" && (error as Error).cause instanceof AppError) return (error as Error).cause as AppError;
-  if (error instanceof ValidationError) return validationError(error);
+  if (error instanceof ValidationError) return validationError(error, request);
   switch (code) {
     case "NOT_FOUND":
       return notFound();
@@ -46,10 +46,32 @@ function toAppError(code: string | number, error: unknown): AppError | null {
   }
 }
 
+interface ValueError {
+  path?: string;
+  summary?: string;
+  message?: string;
+  value?: unknown;
+  schema?: { type?: string; anyOf?: { const?: unknown }[] };
+}
+
 // Elysia reports JSON-pointer paths ("/site_url"); the message names the field the way the client wrote it.
-function validationError(error: ValidationError): AppError {
-  const first = error.all[0] as { path?: string; summary?: string; message?: string } | undefined;
-  const field = first?.path?.replace(/^\//, "").replaceAll("/", ".") || "body";
-  const detail = first?.summary ?? first?.message ?? "is invalid";
-  return new AppError(400, "VALIDATION_ERROR", `${field}: ${detail}`);
+function validationError(error: ValidationError, request: Request): AppError {
+  const first = error.all[0] as ValueError | undefined;
+  const field = first?.path?.replace(/^\//, "").replaceAll("/", ".") || coercedQueryField(first, request) || "body";
+  return new AppError(400, "VALIDATION_ERROR", `${field}: ${describe(first)}`);
+}
+
+// A query number that fails its bounds after coercion comes without a path: the parameter holding that value is the one.
+function coercedQueryField(first: ValueError | undefined, request: Request): string | undefined {
+  if (first?.value === undefined || !URL.canParse(request.url)) return undefined;
+  for (const [name, value] of new URL(request.url).searchParams) if (value === String(first.value)) return name;
+  return undefined;
+}
+
+// Elysia's own summaries name a literal union's members by type ("one of: 'string', 'string'") and print an array as its first item.
+function describe(first: ValueError | undefined): string {
+  const literals = first?.schema?.anyOf?.map((s) => s.const);
+  if (literals?.length && literals.every((v) => v !== undefined)) return `must be one of ${literals.map((v) => JSON.stringify(v)).join(", ")}`;
+  if (Array.isArray(first?.value) && first?.schema?.type && first.schema.type !== "array") return `expected a ${first.schema.type}, got an array`;
+  return first?.summary ?? first?.message ?? "is invalid";
 }
