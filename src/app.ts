@@ -193,7 +193,8 @@ export function createApp(deps: AppDeps, services: Services) {
   const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
   return new Elysia()
     .use(errorHandler(logger))
-    .use(httpsGuard(config.behindProxy, new IpAllowlist(config.trustedProxies)))
+    // Loopback always: `imgpress health` probes from this machine whatever the proxy's address.
+    .use(httpsGuard(config.behindProxy, new IpAllowlist([...config.trustedProxies, "127.0.0.1", "::1"])))
     .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
     .use(internalResponseHeaders())
     .use(routeRecorder())

@@ -1,10 +1,26 @@
 import { Type as t, type Static, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { availableParallelism, hostname, totalmem } from "node:os";
+import process from "node:process";
 import { join, resolve } from "node:path";
 import { domainToASCII } from "node:url";
 import { POSTGRES_DEFAULTS } from "./db/location.ts";
 import { parseAllowEntry } from "./http/ipallow.ts";
+
+/** The memory budget where the runtime may not read the machine's memory (Deno without --allow-sys=systemMemoryInfo). */
+const FALLBACK_MEMORY_BUDGET_MB = 2048;
+
+/** The memory this process may use: the machine's, or its cgroup's limit when lower (a container); undefined when the runtime may not tell. */
+function availableMemoryBytes(): number | undefined {
+  try {
+    const total = totalmem();
+    // Bun reports the machine's memory without a limit, Deno 2^63.
+    const limit = (process as { constrainedMemory?: () => number | undefined }).constrainedMemory?.() ?? 0;
+    return limit > 0 && limit < total ? limit : total;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Every setting of the service with its bounds (the only place they are written); checked by `loadConfig`. */
 export const ConfigSchema = t.Object({
@@ -150,7 +166,7 @@ export const settings: readonly Setting[] = [
   {
     key: "trustedProxies",
     env: "IMGPRESS_TRUSTED_PROXIES",
-    help: "with IMGPRESS_BEHIND_PROXY: the proxy's addresses and CIDR ranges (comma list); other peers get 403 HTTPS_REQUIRED",
+    help: "with IMGPRESS_BEHIND_PROXY: the proxy's addresses and CIDR ranges (comma list; loopback is always trusted); other peers get 403 HTTPS_REQUIRED",
     parse: (raw) => list(raw).map(parseAllowEntry),
     fallback: () => ["127.0.0.1", "::1"],
   },
@@ -177,9 +193,12 @@ export const settings: readonly Setting[] = [
   {
     key: "memoryBudgetMb",
     env: "IMGPRESS_MEMORY_BUDGET_MB",
-    help: "memory the running conversions may take together, by estimate (MiB); a conversion estimated above it gets 422 IMAGE_TOO_LARGE (default: half the machine's memory)",
+    help: "memory the running conversions may take together, by estimate (MiB); a conversion estimated above it gets 422 IMAGE_TOO_LARGE (default: 3/4 of the machine's or the container's memory)",
     parse: integer,
-    fallback: () => Math.max(256, Math.floor(totalmem() / 2 / 2 ** 20)),
+    fallback: () => {
+      const bytes = availableMemoryBytes();
+      return bytes === undefined ? FALLBACK_MEMORY_BUDGET_MB : Math.max(256, Math.floor((bytes * 3) / 4 / 2 ** 20));
+    },
   },
   { key: "convertTimeoutS", env: "IMGPRESS_CONVERT_TIMEOUT_S", help: "time limit of one conversion", parse: seconds, fallback: () => 60 },
   { key: "uploadTimeoutS", env: "IMGPRESS_UPLOAD_TIMEOUT_S", help: "time limit for receiving one request body", parse: seconds, fallback: () => 60 },
@@ -195,9 +214,13 @@ export const settings: readonly Setting[] = [
   {
     key: "keyMaxAdmitted",
     env: "IMGPRESS_KEY_MAX_ADMITTED",
-    help: "most requests one API key may have admitted at once (uploading, waiting or converting); more get 429 RATE_LIMITED (default: half of IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE)",
+    help: "most requests one API key may have admitted at once (uploading, waiting or converting); more get 429 TOO_MANY_IN_PROGRESS (default: every place but IMGPRESS_CONCURRENCY of them, and at least half)",
     parse: integer,
-    fallback: (c) => Math.max(1, Math.ceil(((c.concurrency as number) + (c.queueSize as number)) / 2)),
+    // Others keep `concurrency` places (enough to run), or half when there are fewer places than that.
+    fallback: (c) => {
+      const places = (c.concurrency as number) + (c.queueSize as number);
+      return Math.max(1, Math.ceil(places / 2), places - (c.concurrency as number));
+    },
   },
   {
     key: "authSchemes",

@@ -100,11 +100,11 @@ describe("admission", () => {
     expect(g.stats().admitted).toBe(0);
   });
 
-  test("one owner holds at most its share of the places (429 RATE_LIMITED); the others still get in", () => {
+  test("one owner holds at most its share of the places (429 TOO_MANY_IN_PROGRESS); the others still get in", () => {
     const g = gate({ concurrency: 2, queueSize: 6, maxAdmittedPerOwner: 3 });
     const mine = Array.from({ length: 3 }, () => g.admit("key_a"));
     const err = busy(() => g.admit("key_a"));
-    expect({ status: err.status, code: err.code, retry: err.headers["retry-after"] }).toEqual({ status: 429, code: "RATE_LIMITED", retry: "5" });
+    expect({ status: err.status, code: err.code, retry: err.headers["retry-after"] }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
     expect(err.message).toContain("3 conversions in progress");
     // Not a refusal for lack of room: the gate's rejected count is for 503s.
     expect(g.stats()).toMatchObject({ admitted: 3, rejected: 0 });
@@ -112,7 +112,7 @@ describe("admission", () => {
     mine[0]!();
     mine[0]!(); // leaving twice frees one place only
     const again = g.admit("key_a");
-    expect(busy(() => g.admit("key_a")).code).toBe("RATE_LIMITED");
+    expect(busy(() => g.admit("key_a")).code).toBe("TOO_MANY_IN_PROGRESS");
     for (const leave of [...mine, ...theirs, again]) leave();
     expect(g.stats().admitted).toBe(0);
     for (let i = 0; i < 3; i++) g.admit("key_a");

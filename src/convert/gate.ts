@@ -89,7 +89,7 @@ export class ConversionGate {
 
   /**
    * Takes a place for one request of `owner`, or throws 503 SERVER_BUSY (no place left) or 429
-   * RATE_LIMITED (the owner holds its share); call the returned function once to leave.
+   * TOO_MANY_IN_PROGRESS (the owner holds its share); call the returned function once to leave.
    */
   admit(owner = ""): () => void {
     if (this.admitted >= this.options.concurrency + this.options.queueSize) {
@@ -99,7 +99,7 @@ export class ConversionGate {
     const held = this.admittedBy.get(owner) ?? 0;
     const share = this.options.maxAdmittedPerOwner ?? Infinity;
     if (held >= share) {
-      throw new AppError(429, "RATE_LIMITED", `This key already has ${share} conversions in progress (uploading, waiting or running); send the next when one has finished. Retry in 5 s.`, { "retry-after": "5" });
+      throw new AppError(429, "TOO_MANY_IN_PROGRESS", `This key already has ${share} conversions in progress (uploading, waiting or running); send the next when one has finished.`, { "retry-after": "5" });
     }
     this.admitted++;
     this.admittedBy.set(owner, held + 1);

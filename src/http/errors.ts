@@ -61,11 +61,16 @@ function validationError(error: ValidationError, request: Request): AppError {
   return new AppError(400, "VALIDATION_ERROR", `${field}: ${describe(first)}`);
 }
 
-// A query number that fails its bounds after coercion comes without a path: the parameter holding that value is the one.
+/**
+ * A query number that fails its bounds after coercion comes without a path: it is named by the one
+ * parameter whose number is that value, or as "query" when none or several are (never as "body").
+ */
 function coercedQueryField(first: ValueError | undefined, request: Request): string | undefined {
-  if (first?.value === undefined || !URL.canParse(request.url)) return undefined;
-  for (const [name, value] of new URL(request.url).searchParams) if (value === String(first.value)) return name;
-  return undefined;
+  if (typeof first?.value !== "number" || !URL.canParse(request.url)) return undefined;
+  const params = [...new URL(request.url).searchParams];
+  if (params.length === 0) return undefined;
+  const holders = params.filter(([, value]) => value.trim() !== "" && Number(value) === first.value);
+  return holders.length === 1 ? holders[0]![0] : "query";
 }
 
 // Elysia's own summaries name a literal union's members by type ("one of: 'string', 'string'") and print an array as its first item.

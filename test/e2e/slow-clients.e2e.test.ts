@@ -111,8 +111,8 @@ describe("slow clients", () => {
       const until = async (what: string, ok: (c: { running: number; waiting: number }) => boolean) => {
         for (const deadline = Date.now() + 20_000; !ok(await status()); await Bun.sleep(20)) if (Date.now() > deadline) throw new Error(`never ${what}`);
       };
-      // A lossless AVIF of a large image holds the only slot for a few seconds.
-      const slow = convertBearer(one, k.api_key, await convertForm(await img.photo(3000, 2000), { format: "avif", quality: "lossless" }));
+      // A lossless AVIF of a 12 MP image holds the only slot for several seconds.
+      const slow = convertBearer(one, k.api_key, await convertForm(await img.photo(4000, 3000), { format: "avif", quality: "lossless" }));
       await until("running", (c) => c.running === 1);
       const c = await open(one);
       const body = await convertForm(await img.photo(320, 240));
@@ -150,7 +150,7 @@ describe("slow clients", () => {
       c.socket.write(body.bytes.subarray(0, body.bytes.length - 1));
       return c;
     };
-    // The server's default share: half of IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE (2 + 8 on a 2-core machine: 5).
+    // The server's default share: every place but IMGPRESS_CONCURRENCY of them (8 of 2 + 8 on a 2-core machine).
     const share = Number(/IMGPRESS_KEY_MAX_ADMITTED=(\d+)/.exec((await runCli(["settings"], server.env)).stdout)![1]);
     const stalled = [];
     for (let i = 0; i < share; i++) stalled.push(await stall());
@@ -158,7 +158,7 @@ describe("slow clients", () => {
       if (Date.now() > deadline) throw new Error("the stalled uploads were never admitted");
     }
     const refused = await convertBearer(server, keys.api_key, body);
-    expect({ status: refused.status, code: refused.body?.code, retry: refused.headers.get("retry-after") }).toEqual({ status: 429, code: "RATE_LIMITED", retry: "5" });
+    expect({ status: refused.status, code: refused.body?.code, retry: refused.headers.get("retry-after") }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
     expect((await convertBearer(server, other.api_key, body)).status).toBe(200);
     // The stalled ones end at the upload timeout (2 s here) with 408.
     for (const c of stalled) await answered(c, 20_000);
