@@ -206,7 +206,8 @@ export class ConversionGate {
         },
       };
       const leaveQueue = (err: AppError) => {
-        this.waiting.splice(this.waiting.indexOf(waiter), 1);
+        const at = this.waiting.indexOf(waiter);
+        if (at !== -1) this.waiting.splice(at, 1);
         signal?.removeEventListener("abort", onAbort);
         reject(err);
         // The one that left may have been what the jobs behind it waited for.
