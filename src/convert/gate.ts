@@ -62,12 +62,12 @@ interface Waiter {
 
 /**
  * Backpressure for conversions. `admit` caps how many requests may hold an upload in memory
- * (running + queued) and answers 503 at once beyond it; `run` then waits for room in the
- * `concurrency` slots. A light job takes half a slot: a small image spends a good part of its
+ * (running + queued) and answers 503 at once beyond it, 429 beyond one owner's share; `run` then
+ * waits for room in the `concurrency` slots and in the memory budget. A light job takes half a slot: a small image spends a good part of its
  * conversion on the JavaScript thread (header, sample, scoring) rather than in libvips, so one
  * per core would leave the cores idle. Heavy jobs (lossless) may occupy all slots but one, so a
  * burst of slow lossless requests cannot starve lossy ones. First come, first served: no job
- * overtakes one that waits for room.
+ * overtakes one that waits for room (slots or memory), so a large job is never starved by small ones.
  */
 export class ConversionGate {
   private admitted = 0;
