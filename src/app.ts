@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { Elysia } from "elysia";
 import { RequestAuthenticator } from "./requestauth/service.ts";
 import { authRoutes } from "./issuance/index.ts";
@@ -185,6 +186,16 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   };
 }
 
+/**
+ * Who may speak for clients in proxy mode: the configured proxies, loopback, and the listen
+ * address when it is one (`imgpress health` probes from this machine, from that address when the
+ * server listens on it alone): a TCP peer with the machine's own address is a local process.
+ */
+function trustedPeers(config: Config): string[] {
+  const own = isIP(config.host) && config.host !== "0.0.0.0" && config.host !== "::" ? [config.host] : [];
+  return [...config.trustedProxies, "127.0.0.1", "::1", ...own];
+}
+
 /** The whole HTTP surface on one page. */
 export function createApp(deps: AppDeps, services: Services) {
   const { config, logger } = deps;
@@ -193,8 +204,7 @@ export function createApp(deps: AppDeps, services: Services) {
   const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
   return new Elysia()
     .use(errorHandler(logger))
-    // Loopback always: `imgpress health` probes from this machine whatever the proxy's address.
-    .use(httpsGuard(config.behindProxy, new IpAllowlist([...config.trustedProxies, "127.0.0.1", "::1"])))
+    .use(httpsGuard(config.behindProxy, new IpAllowlist(trustedPeers(config))))
     .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
     .use(internalResponseHeaders())
     .use(routeRecorder())

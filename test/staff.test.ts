@@ -85,6 +85,11 @@ describe("the network allowlist", () => {
     }
     // Loopback stays trusted (imgpress health on the instance's machine): its health probe passes.
     expect((await h.request("GET", "/health", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https" } })).status).toBe(200);
+    // So does the listen address when the server listens on one alone (imgpress health probes from it).
+    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_TRUSTED_PROXIES: "10.0.0.5", IMGPRESS_HOST: "192.0.2.2" });
+    expect((await h.request("GET", "/health", { ip: "192.0.2.2", headers: { "x-forwarded-proto": "https" } })).status).toBe(200);
+    expect((await h.request("GET", "/health", { ip: "192.0.2.3", headers: { "x-forwarded-proto": "https" } })).status).toBe(403);
+    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_TRUSTED_PROXIES: "10.0.0.5, fd00::/8" });
     // The proxy itself (also as a mapped IPv4 peer, or inside a range) is believed.
     for (const ip of ["10.0.0.5", "::ffff:10.0.0.5", "fd00::7"]) expect((await h.request("GET", "/internal/login", { ip, headers: forged })).status).toBe(200);
   });

@@ -3,16 +3,18 @@ import type { OutputFormat, QualityMode } from "./presets.ts";
 
 /**
  * Peak memory per output pixel of each encoder, the decoded pixels the pipeline holds included
- * (bytes; measured as the process's peak RSS over one conversion of a 4–25 MP photo, 2026-11-24,
- * rounded up: lossy WebP 5.5–5.7, lossy AVIF 20–27 with the quality guard, lossless WebP 28,
- * lossless AVIF 35 MiB per megapixel). AVIF's encoder keeps several full-size planes.
+ * (bytes; the process's RSS growth over one conversion, 2026-11-24, the worst case found, rounded
+ * up). Lossy WebP: 5.5–5.7 MiB per megapixel on smooth photos, 15–16 on noise-textured ones
+ * (libwebp's buffers grow with the output's entropy, which the client controls); lossy AVIF 20–27
+ * with the quality guard; lossless WebP 28; lossless AVIF 35 for photos, 50 for a PNG with alpha.
+ * AVIF's encoder keeps several full-size planes.
  */
 const BYTES_PER_OUTPUT_PIXEL: Record<OutputFormat, Record<QualityMode, number>> = {
-  webp: { lossy: 6, lossless: 30 },
-  avif: { lossy: 28, lossless: 36 },
+  webp: { lossy: 16, lossless: 30 },
+  avif: { lossy: 28, lossless: 54 },
 };
-/** The decoder's buffers while the image streams into the resize (JPEG shrinks on load; PNG does not). */
-const BYTES_PER_INPUT_PIXEL = 2;
+/** The decoder's buffers while the image streams into the resize (JPEG shrinks on load; PNG does not; 16-bit and CMYK take more). */
+const BYTES_PER_INPUT_PIXEL = 3;
 
 /** About how much memory converting an image of `upright` pixels to `size` in `format` takes at its peak. */
 export function conversionMemoryBytes(upright: Size, size: Size, format: OutputFormat, quality: QualityMode): number {
