@@ -66,8 +66,9 @@ function validationError(error: ValidationError, request: Request): AppError {
  * parameter whose number is that value, or as "query" when none or several are (never as "body").
  */
 function coercedQueryField(first: ValueError | undefined, request: Request): string | undefined {
-  if (typeof first?.value !== "number" || !URL.canParse(request.url)) return undefined;
-  const params = [...new URL(request.url).searchParams];
+  const url = URL.parse(request.url);
+  if (typeof first?.value !== "number" || !url) return undefined;
+  const params = [...url.searchParams];
   if (params.length === 0) return undefined;
   const holders = params.filter(([, value]) => value.trim() !== "" && Number(value) === first.value);
   return holders.length === 1 ? holders[0]![0] : "query";

@@ -44,8 +44,9 @@ export function reachesInternal(request: Request): boolean {
  */
 export function isInternalPath(url: string): boolean {
   // Unreadable: treated as internal, so the allowlist decides (createFetchHandler refuses such URLs first).
-  if (!URL.canParse(url)) return true;
-  let path = new URL(url).pathname;
+  const parsed = URL.parse(url);
+  if (!parsed) return true;
+  let path = parsed.pathname;
   for (let i = 0; i < 3; i++) {
     let decoded: string;
     try {

@@ -43,8 +43,8 @@ export function createFetchHandler(
     // Bun hands over a relative URL when the Host header is missing or not a host name (`a b`,
     // `x?`), Deno a URL built from it (`a@b` reads as user `a`, host `b`); the app, which reads
     // paths from absolute URLs, never sees such a request.
-    const absolute = URL.canParse(request.url);
-    const response = !absolute || !validHost(request.headers.get("host"))
+    const url = URL.parse(request.url);
+    const response = !url || !validHost(request.headers.get("host"))
       ? errorResponse(new AppError(400, "INVALID_HOST", "The Host header is missing or is not a valid host name."), { connection: "close" })
       : headerBytes(request) > MAX_HEADER_BYTES
         ? errorResponse(new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" })
@@ -58,7 +58,7 @@ export function createFetchHandler(
     // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
     for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
-    const path = absolute ? new URL(request.url).pathname : request.url.split("?")[0]!.slice(0, 200);
+    const path = url ? url.pathname : request.url.split("?")[0]!.slice(0, 200);
     logger.info("request", {
       requestId: meta.id,
       method: request.method,
