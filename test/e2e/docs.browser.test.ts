@@ -24,6 +24,8 @@ describe.skipIf(!hasChromium())("/v1/docs in chromium", () => {
     const requested: string[] = [];
     page.on("request", (r) => requested.push(r.url()));
     await page.goto(`${server.url}/v1/docs#tag/operations/GET/health`, { waitUntil: "networkidle" });
+    // The page renders the operations after the network is idle; on a loaded machine that takes a while.
+    await page.getByRole("button", { name: /Test Request/ }).first().waitFor({ timeout: 20_000 });
     const labels = (await page.locator("button:visible, a:visible").allInnerTexts()).map((t) => t.trim()).filter(Boolean);
     expect(labels.some((l) => l.startsWith("Test Request"))).toBe(true);
     for (const online of [/Ask AI/i, /MCP/, /Deploy/, /Developer Tools/, /Share/, /Configure/, /Powered by/i]) {
