@@ -379,7 +379,7 @@ describe("503 SERVER_BUSY", () => {
       const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
       controller.enqueue(full.bytes.subarray(0, 100));
       const first = postConvert(busy, { body: stream, contentType: full.contentType, headers: { authorization: `Bearer ${k.api_key}` } });
-      for (let i = 0; i < 50 && busy.services.convert.gate.stats().admitted === 0; i++) await Bun.sleep(5);
+      for (let i = 0; i < 1000 && busy.services.convert.gate.stats().admitted === 0; i++) await Bun.sleep(5);
       expect(busy.services.convert.gate.stats().admitted).toBe(1);
 
       const second = await postBearer(busy, k, await convertForm(photo));

@@ -182,9 +182,16 @@ describe("recording real conversions", () => {
         await convertForm(await img.photo(96, 64), { format: "avif", quality: "lossless" }),
       ];
       for (const body of uploads) expect((await postBearer(g, key, body)).status).toBe(200);
+      // The default guard leaves WebP and lossless alone.
+      expect(events.slice(2).map((e) => e.guardEncodes)).toEqual([0, 0]);
+      // A lossy AVIF encodes the WebP reference when its time bound allows; a stall on a loaded
+      // machine can stop it before that, so convert more until one did (the tables must carry it).
+      for (let i = 0; i < 5 && events.every((e) => e.guardEncodes === 0); i++) {
+        expect((await postBearer(g, key, await convertForm(await img.photo(96, 64), { format: "avif" }))).status).toBe(200);
+      }
       const expected = events.reduce((n, e) => n + e.guardEncodes, 0);
-      // Every lossy AVIF at least encodes the WebP reference; the default guard leaves WebP and lossless alone.
-      expect(events.map((e) => e.guardEncodes > 0)).toEqual([true, true, false, false]);
+      expect(expected).toBeGreaterThan(0);
+      const lossy = events.filter((e) => e.quality === "lossy").length;
       await g.services.usage.flush();
 
       const tables = await g.store.all<{ t: string; format: string; quality: string; ge: number }>(sql`
@@ -205,7 +212,7 @@ describe("recording real conversions", () => {
 
       const api = (path: string) => g.request("GET", path, staffJson(staff));
       const overview = await api("/internal/api/overview?from=1d");
-      expect(overview.body.totals).toMatchObject({ conversions: 4, guardEncodes: expected });
+      expect(overview.body.totals).toMatchObject({ conversions: events.length, guardEncodes: expected });
       expect(overview.body.byFormatQuality.find((r: { format: string; quality: string }) => r.format === "avif" && r.quality === "lossy").guardEncodes).toBe(expected);
       const series = await api("/internal/api/usage/series?from=1d&step=hour");
       expect(series.body.points.reduce((n: number, p: { guardEncodes: number }) => n + p.guardEncodes, 0)).toBe(expected);
@@ -214,8 +221,8 @@ describe("recording real conversions", () => {
       const detail = await api(`/internal/api/keys/${list.body.rows[0].id}?from=1d`);
       expect([detail.body.key.guardEncodes, detail.body.usage.totals.guardEncodes]).toEqual([expected, expected]);
 
-      // The dashboard: the range's total and its share of the three lossy conversions.
-      const perLossy = (expected / 3).toFixed(2);
+      // The dashboard: the range's total and its share of the lossy conversions.
+      const perLossy = (expected / lossy).toFixed(2);
       const page = await g.request("GET", "/internal/?range=24h", { ip: LOOPBACK, headers: { cookie: staff.cookie } });
       expect(page.text).toContain(`data-figure="guard-encodes">${expected}<span class="sub">re-encodes · ${perLossy} per lossy conversion</span>`);
       const keyPage = await g.request("GET", `/internal/keys/${list.body.rows[0].id}?range=24h`, { ip: LOOPBACK, headers: { cookie: staff.cookie } });

@@ -65,6 +65,9 @@ beforeAll(async () => {
     IMGPRESS_SMTP_URL: sink.url,
     IMGPRESS_MAIL_FROM: "imgpress@example.com",
     IMGPRESS_CACHE_DIR: join(root, "cache"),
+    // The bursts below send one key's requests to every instance at once, as many as two
+    // instances admit; the per-key share (a fraction of the places, by core count) must not refuse them.
+    IMGPRESS_KEY_MAX_ADMITTED: "100",
   };
   // All three at the same moment on the fresh database: they race for its migrations. Those that
   // started are kept even when another failed, so that afterAll stops them.

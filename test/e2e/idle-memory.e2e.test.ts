@@ -26,6 +26,13 @@ afterAll(async () => {
 
 const released = () => server.logs.filter((l) => l.json?.msg === LINE).length;
 
+/** Waits (up to 10 s) until the release line has been logged `count` times. */
+async function releasedTimes(count: number): Promise<void> {
+  for (const deadline = Date.now() + 10_000; released() < count; await Bun.sleep(100)) {
+    if (Date.now() > deadline) throw new Error(`released ${released()} times, expected ${count}`);
+  }
+}
+
 describe("memory after a pause in conversions", () => {
   test("is handed back once per pause, after the last conversion of a burst", async () => {
     const keys = await obtainKeys(server, sink, "idle-memory@example.com");
@@ -34,13 +41,14 @@ describe("memory after a pause in conversions", () => {
     for (const a of answers) expect(a.status).toBe(200);
     // Nothing yet right after the burst: the release waits for a pause.
     expect(released()).toBe(0);
-    await Bun.sleep(3500);
-    expect(released()).toBe(e2eRuntime() === "bun" ? 1 : 0);
+    if (e2eRuntime() === "bun") await releasedTimes(1);
+    else await Bun.sleep(3500);
     // No conversion since: no second release.
     await Bun.sleep(2500);
     expect(released()).toBe(e2eRuntime() === "bun" ? 1 : 0);
     expect((await convertBearer(server, keys.api_key, body)).status).toBe(200);
-    await Bun.sleep(3500);
+    if (e2eRuntime() === "bun") await releasedTimes(2);
+    else await Bun.sleep(3500);
     expect(released()).toBe(e2eRuntime() === "bun" ? 2 : 0);
   }, 60_000);
 
@@ -49,10 +57,18 @@ describe("memory after a pause in conversions", () => {
   test.skipIf(e2eRuntime() !== "bun")("the buffers of a large conversion are collected at the pause", async () => {
     const keys = await obtainKeys(server, sink, "idle-buffers@example.com");
     const body = await convertForm(await img.photo(6000, 4000), { format: "avif" });
+    const arrayBuffers = async () => ((await (await server.fetch("/internal/status")).json()).memory as { arrayBuffers: number }).arrayBuffers;
     const before = released();
     expect((await convertBearer(server, keys.api_key, body)).status).toBe(200);
-    for (const deadline = Date.now() + 10_000; released() === before; await Bun.sleep(100)) if (Date.now() > deadline) throw new Error("no release");
-    const memory = (await (await server.fetch("/internal/status")).json()).memory as { arrayBuffers: number };
-    expect(memory.arrayBuffers).toBeLessThan(24 * 2 ** 20);
+    await releasedTimes(before + 1);
+    // The collector scans stacks conservatively, so a stale pointer can keep a buffer one collection
+    // longer: a small conversion brings another pause. Never collected, it would stay above 72 MB.
+    const small = await burstForm(await img.photo(320, 240));
+    for (let pause = 1; pause < 3 && (await arrayBuffers()) >= 24 * 2 ** 20; pause++) {
+      const count = released();
+      expect((await convertBearer(server, keys.api_key, small)).status).toBe(200);
+      await releasedTimes(count + 1);
+    }
+    expect(await arrayBuffers()).toBeLessThan(24 * 2 ** 20);
   }, 60_000);
 });

@@ -13,8 +13,8 @@ import { e2eRuntime, runCli, startServer, type RunningServer } from "../support/
 import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const TRICKLERS = 60;
-/** Bun cuts incomplete headers after its fixed 10 s deadline (checked every 4 s, so 10–15 s). */
-const HEADER_CUT_WITHIN_MS = 20_000;
+/** Bun cuts incomplete headers after its fixed 10 s deadline (checked every 4 s, so 10–15 s; more room for a busy machine). */
+const HEADER_CUT_WITHIN_MS = 25_000;
 
 let sink: SmtpSink;
 let server: RunningServer;
@@ -104,7 +104,8 @@ describe("slow clients", () => {
 
   // Deno (2.9.5) does not abort request.signal when the client goes away while the handler runs, so there the job still runs.
   test.skipIf(e2eRuntime() !== "bun")("a client that disconnects while its conversion waits for a slot: the job is dropped, never converted", async () => {
-    const one = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1" } });
+    // Generous time limits: the slow conversion below must outlast the queued one on any machine, never time out.
+    const one = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_CONVERT_TIMEOUT_S: "300", IMGPRESS_QUEUE_TIMEOUT_S: "300" } });
     try {
       const k = await obtainKeys(one, sink, "gone@example.com");
       const status = async () => (await (await one.fetch("/internal/status")).json()).conversions as { running: number; waiting: number };
@@ -137,33 +138,42 @@ describe("slow clients", () => {
   }, 60_000);
 
   test("one key's stalled uploads take only its share of the places: its next request gets 429, another key still converts", async () => {
-    const places = (await (await server.fetch("/internal/status")).json()).conversions;
-    expect(places.admitted).toBe(0);
-    const other = await obtainKeys(server, sink, "other@example.com");
-    const body = await convertForm(await img.photo(320, 240));
-    const stall = async () => {
-      const c = await open();
-      c.socket.write(
-        `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${keys.api_key}\r\n` +
-          `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
-      );
-      c.socket.write(body.bytes.subarray(0, body.bytes.length - 1));
-      return c;
-    };
-    // The server's default share: every place but IMGPRESS_CONCURRENCY of them (8 of 2 + 8 on a 2-core machine).
-    const share = Number(/IMGPRESS_KEY_MAX_ADMITTED=(\d+)/.exec((await runCli(["settings"], server.env)).stdout)![1]);
-    const stalled = [];
-    for (let i = 0; i < share; i++) stalled.push(await stall());
-    for (const deadline = Date.now() + 10_000; (await (await server.fetch("/internal/status")).json()).conversions.admitted < share; await Bun.sleep(20)) {
-      if (Date.now() > deadline) throw new Error("the stalled uploads were never admitted");
+    // A server of its own: the places are fixed (2 + 8, whatever the machine's cores) and the upload
+    // timeout leaves room to open every stalled connection on a busy machine before the first ends.
+    const own = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_UPLOAD_TIMEOUT_S: "5", IMGPRESS_CONCURRENCY: "2", IMGPRESS_QUEUE_SIZE: "8" } });
+    try {
+      const admitted = async () => (await (await own.fetch("/internal/status")).json()).conversions.admitted as number;
+      const [mine, other] = [await obtainKeys(own, sink, "stalls@example.com"), await obtainKeys(own, sink, "other@example.com")];
+      const body = await convertForm(await img.photo(320, 240));
+      const stall = async () => {
+        const c = await open(own);
+        c.socket.write(
+          `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${mine.api_key}\r\n` +
+            `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
+        );
+        c.socket.write(body.bytes.subarray(0, body.bytes.length - 1));
+        return c;
+      };
+      // The server's default share: every place but IMGPRESS_CONCURRENCY of them (8 of 2 + 8).
+      const share = Number(/IMGPRESS_KEY_MAX_ADMITTED=(\d+)/.exec((await runCli(["settings"], own.env)).stdout)![1]);
+      expect(share).toBe(8);
+      const stalled = [];
+      for (let i = 0; i < share; i++) stalled.push(await stall());
+      for (const deadline = Date.now() + 10_000; (await admitted()) < share; await Bun.sleep(20)) {
+        if (Date.now() > deadline) throw new Error("the stalled uploads were never admitted");
+      }
+      const refused = await convertBearer(own, mine.api_key, body);
+      expect({ status: refused.status, code: refused.body?.code, retry: refused.headers.get("retry-after") }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
+      // Still all held: the refusal above was the share's, not a race with the upload timeout.
+      expect(await admitted()).toBe(share);
+      expect((await convertBearer(own, other.api_key, body)).status).toBe(200);
+      // The stalled ones end at the upload timeout (5 s here) with 408.
+      for (const c of stalled) await answered(c, 30_000);
+      for (const c of stalled) expect(c.received()).toStartWith("HTTP/1.1 408");
+      expect((await convertBearer(own, mine.api_key, body)).status).toBe(200);
+    } finally {
+      await own.stop();
     }
-    const refused = await convertBearer(server, keys.api_key, body);
-    expect({ status: refused.status, code: refused.body?.code, retry: refused.headers.get("retry-after") }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
-    expect((await convertBearer(server, other.api_key, body)).status).toBe(200);
-    // The stalled ones end at the upload timeout (2 s here) with 408.
-    for (const c of stalled) await answered(c, 20_000);
-    for (const c of stalled) expect(c.received()).toStartWith("HTTP/1.1 408");
-    expect((await convertBearer(server, keys.api_key, body)).status).toBe(200);
   }, 60_000);
 
   test("a 60 KB Content-Type header is answered 431; the server stays healthy", async () => {
