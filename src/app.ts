@@ -199,12 +199,13 @@ function trustedPeers(config: Config): string[] {
 /** The whole HTTP surface on one page. */
 export function createApp(deps: AppDeps, services: Services) {
   const { config, logger } = deps;
-  const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
+  const proxies = config.behindProxy ? new IpAllowlist(trustedPeers(config)) : undefined;
+  const clientIp = (request: Request) => clientAddress(request, proxies);
   const auth = staffAuth(services.sessions, config.behindProxy);
   const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
   return new Elysia()
     .use(errorHandler(logger))
-    .use(httpsGuard(config.behindProxy, new IpAllowlist(trustedPeers(config))))
+    .use(httpsGuard(proxies))
     .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
     .use(internalResponseHeaders())
     .use(routeRecorder())

@@ -4,14 +4,14 @@ import type { IpAllowlist } from "./ipallow.ts";
 import { fromTrustedProxy, requestMeta } from "./meta.ts";
 
 /**
- * Behind a TLS-terminating proxy the server itself speaks HTTP, so it insists that one of the
- * operator's proxies (`proxies`) sent the request and vouches for HTTPS; anything else is refused
+ * Behind a TLS-terminating proxy (`proxies` given: not in proxy mode, none) the server itself
+ * speaks HTTP, so it insists that one of the operator's proxies sent the request and vouches for HTTPS; anything else is refused
  * with 403 HTTPS_REQUIRED. A client that reaches the port directly could write any
  * X-Forwarded-For (an allowlisted address for /internal/) and X-Forwarded-Proto.
  */
-export function httpsGuard(behindProxy: boolean, proxies: IpAllowlist) {
+export function httpsGuard(proxies: IpAllowlist | undefined) {
   return new Elysia({ name: "https-guard" }).onRequest(({ request }) => {
-    if (!behindProxy) return;
+    if (!proxies) return;
     if (fromTrustedProxy(request, proxies) && request.headers.get("x-forwarded-proto")?.trim().toLowerCase() === "https") return;
     return errorResponse(new AppError(403, "HTTPS_REQUIRED", "Use HTTPS: this service does not answer plain HTTP."), {
       "x-request-id": requestMeta(request).id,
