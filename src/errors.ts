@@ -69,3 +69,8 @@ export function rateLimited(code: string, message: string, retryAfterMs: number)
 export function notFound(): AppError {
   return new AppError(404, "NOT_FOUND", "No such route. See /v1/docs for the API.");
 }
+
+/** 500 naming the request id, the one detail the operator needs to find the logged cause. */
+export function internalError(requestId: string): AppError {
+  return new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${requestId}).`);
+}

@@ -1,8 +1,8 @@
 import { Elysia, ValidationError } from "elysia";
 import { driverMessage, storageFaultCode, storageUnavailable } from "../db/faults.ts";
-import { AppError, errorResponse, notFound } from "../errors.ts";
+import { AppError, internalError, notFound } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { requestMeta } from "./meta.ts";
+import { answerError, requestMeta } from "./meta.ts";
 
 /**
  * The single error mapper: AppError as is, Elysia's validation/parse/not-found errors in the same
@@ -13,17 +13,15 @@ export function errorHandler(logger: Logger) {
   return new Elysia({ name: "error-handler" }).error({ AppError }).onError({ as: "global" }, ({ code, error, request, route }) => {
     const meta = requestMeta(request);
     const id = meta.id;
-    // The metrics read the answer's code and route here, where every error is named, and nowhere else.
+    // The metrics label errors by route too; routing has happened when an error reaches here.
     meta.route ??= route || undefined;
     const known = toAppError(code, error, request);
     const fault = known ? null : storageFaultCode(error);
     // Only the two logged cases need the path: the usual 4xx answers skip the URL parse.
     if (fault) logger.error("storage unavailable", { requestId: id, path: pathOf(request), fault, error: driverMessage(error) });
     else if (!known) logger.error("unhandled error", { requestId: id, method: request.method, path: pathOf(request), error: error as Error });
-    const answer = known ?? (fault ? storageUnavailable() : new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${id}).`));
     // The code the client gets, STORAGE_UNAVAILABLE included, is the one the metrics count.
-    meta.errorCode = answer.code;
-    return errorResponse(answer, { "x-request-id": id });
+    return answerError(request, known ?? (fault ? storageUnavailable() : internalError(id)));
   });
 }
 
@@ -66,8 +64,9 @@ function validationError(error: ValidationError, request: Request): AppError {
  * parameter whose number is that value, or as "query" when none or several are (never as "body").
  */
 function coercedQueryField(first: ValueError | undefined, request: Request): string | undefined {
+  if (typeof first?.value !== "number") return undefined;
   const url = URL.parse(request.url);
-  if (typeof first?.value !== "number" || !url) return undefined;
+  if (!url) return undefined;
   const params = [...url.searchParams];
   if (params.length === 0) return undefined;
   const holders = params.filter(([, value]) => value.trim() !== "" && Number(value) === first.value);

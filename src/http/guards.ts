@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
-import { AppError, errorResponse, notFound } from "../errors.ts";
+import { AppError, notFound } from "../errors.ts";
 import type { IpAllowlist } from "./ipallow.ts";
-import { fromTrustedProxy, requestMeta } from "./meta.ts";
+import { answerError, fromTrustedProxy, requestMeta } from "./meta.ts";
 
 /**
  * Behind a TLS-terminating proxy (`proxies` given: not in proxy mode, none) the server itself
@@ -13,9 +13,7 @@ export function httpsGuard(proxies: IpAllowlist | undefined) {
   return new Elysia({ name: "https-guard" }).onRequest(({ request }) => {
     if (!proxies) return;
     if (fromTrustedProxy(request, proxies) && request.headers.get("x-forwarded-proto")?.trim().toLowerCase() === "https") return;
-    return errorResponse(new AppError(403, "HTTPS_REQUIRED", "Use HTTPS: this service does not answer plain HTTP."), {
-      "x-request-id": requestMeta(request).id,
-    });
+    return answerError(request, new AppError(403, "HTTPS_REQUIRED", "Use HTTPS: this service does not answer plain HTTP."));
   });
 }
 
@@ -27,7 +25,7 @@ export function internalGuard(allowlist: IpAllowlist, clientIp: (request: Reques
   return new Elysia({ name: "internal-guard" }).onRequest(({ request }) => {
     if (!reachesInternal(request)) return;
     if (allowlist.has(clientIp(request))) return;
-    return errorResponse(notFound(), { "x-request-id": requestMeta(request).id });
+    return answerError(request, notFound());
   });
 }
 

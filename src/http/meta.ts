@@ -1,5 +1,6 @@
 import { Buffer } from "node:buffer";
 import { randomBytes } from "../crypto.ts";
+import { type AppError, errorResponse } from "../errors.ts";
 
 /** Per-request facts the runtime knows and the app needs: an id for logs, the peer address, the start time. */
 export interface RequestMeta {
@@ -9,7 +10,7 @@ export interface RequestMeta {
   startedAt: number;
   /** The matched route template, once routing has happened (for metrics labels). */
   route?: string;
-  /** The `code` of the error answer, when the error mapper produced one (for metrics). */
+  /** The `code` of the error answer (set by answerError, for metrics). */
   errorCode?: string;
   /** Whether the path may reach an /internal/ route (see reachesInternal); worked out once. */
   internal?: boolean;
@@ -27,6 +28,16 @@ export function attachMeta(request: Request, peer: string | undefined): RequestM
 /** The request's facts; requests built by hand (e.g. in tests) get an id and no peer. */
 export function requestMeta(request: Request): RequestMeta {
   return metas.get(request) ?? attachMeta(request, undefined);
+}
+
+/**
+ * The JSON error answer to `request`, with its id; records the code for the metrics. Every error
+ * answer goes through here (the error mapper, the guards, the refusals before the app).
+ */
+export function answerError(request: Request, error: AppError, headers: Record<string, string> = {}): Response {
+  const meta = requestMeta(request);
+  meta.errorCode = error.code;
+  return errorResponse(error, { ...headers, "x-request-id": meta.id });
 }
 
 /**

@@ -1,7 +1,7 @@
-import { AppError, errorResponse } from "../errors.ts";
+import { AppError, internalError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { RequestCounter } from "./counter.ts";
-import { attachMeta, type RequestMeta } from "./meta.ts";
+import { answerError, attachMeta, type RequestMeta } from "./meta.ts";
 
 /** What every response carries, whatever produced it. */
 const securityHeaders: Record<string, string> = {
@@ -27,9 +27,10 @@ function headerBytes(request: Request): number {
 }
 
 /**
- * Wraps `app.handle` for a runtime's server: attaches the request id and peer address, adds the
- * common headers, writes one structured log line per request (never headers or bodies) and
- * tells the observer.
+ * Wraps `app.handle` for a runtime's server: attaches the request id and peer address, refuses
+ * what the app must never see (a malformed Host, oversized headers), turns an error escaping the
+ * app into the JSON 500, adds the common headers, writes one structured log line per request
+ * (never headers or bodies) and tells the observer.
  */
 export function createFetchHandler(
   handle: (request: Request) => Promise<Response>,
@@ -40,35 +41,42 @@ export function createFetchHandler(
     const request = withRoutableUrl(received);
     const meta = attachMeta(request, peer);
     options.counter?.tick();
-    // Bun hands over a relative URL when the Host header is missing or not a host name (`a b`,
-    // `x?`), Deno a URL built from it (`a@b` reads as user `a`, host `b`); the app, which reads
-    // paths from absolute URLs, never sees such a request.
     const url = URL.parse(request.url);
-    const response = !url || !validHost(request.headers.get("host"))
-      ? errorResponse(new AppError(400, "INVALID_HOST", "The Host header is missing or is not a valid host name."), { connection: "close" })
-      : headerBytes(request) > MAX_HEADER_BYTES
-        ? errorResponse(new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" })
-        : await handle(request).catch((err: Error) => {
-            // The app maps its errors itself; one escaping it must not reach the runtime, whose
-            // development error page shows source code.
-            logger.error("request failed outside the app", { requestId: meta.id, error: err.message });
-            return errorResponse(new AppError(500, "INTERNAL_ERROR", `Something went wrong on our side (request ${meta.id}).`));
-          });
+    const response = refusal(request, url) ?? (await handleSafely(handle, request, meta, logger));
     response.headers.set("x-request-id", meta.id);
     // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
     for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
     const path = url ? url.pathname : request.url.split("?")[0]!.slice(0, 200);
-    logger.info("request", {
-      requestId: meta.id,
-      method: request.method,
-      path,
-      status: response.status,
-      ms: Math.round((performance.now() - meta.startedAt) * 10) / 10,
-    });
+    logger.info("request", { requestId: meta.id, method: request.method, path, status: response.status, ms: Math.round((performance.now() - meta.startedAt) * 10) / 10 });
     options.observe?.(request, response, meta);
     return response;
   };
+}
+
+/**
+ * The answer to a request the app must not see, if it is one. Bun hands over a relative URL
+ * when the Host header is missing or not a host name (`a b`, `x?`), Deno a URL built from it
+ * (`a@b` reads as user `a`, host `b`); the app reads paths from absolute URLs.
+ */
+function refusal(request: Request, url: URL | null): Response | undefined {
+  if (!url || !validHost(request.headers.get("host"))) {
+    return answerError(request, new AppError(400, "INVALID_HOST", "The Host header is missing or is not a valid host name."), { connection: "close" });
+  }
+  if (headerBytes(request) > MAX_HEADER_BYTES) {
+    return answerError(request, new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" });
+  }
+  return undefined;
+}
+
+/** The app's answer; an error escaping the app becomes the JSON 500 (the runtime's own error page shows source code). */
+async function handleSafely(handle: (request: Request) => Promise<Response>, request: Request, meta: RequestMeta, logger: Logger): Promise<Response> {
+  try {
+    return await handle(request);
+  } catch (err) {
+    logger.error("request failed outside the app", { requestId: meta.id, error: (err as Error).message });
+    return answerError(request, internalError(meta.id));
+  }
 }
 
 /** RFC 3986's host (a name of unreserved, %-encoded and sub-delimiter characters, or an IP literal) and optional port. */
