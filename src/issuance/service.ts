@@ -26,6 +26,9 @@ export const otpLimits = {
   verifyPerIp: [{ limit: 30, windowMs: 5 * MINUTE }],
 } as const;
 
+/** The 429 message of a code request refused for its e-mail address (client keys and staff sign-in alike). */
+export const RECENT_CODE = "A code was requested for this e-mail address recently.";
+
 /** What the OTP flow needs from the rest of the service. */
 export interface OtpDeps {
   store: Store;
@@ -55,12 +58,11 @@ export class OtpService {
     if (!isAllowed(email, this.d.allowedEmails)) {
       throw new AppError(403, "EMAIL_NOT_ALLOWED", "This address is not allowed to obtain keys on this server.");
     }
-    // The e-mail address's limit is asked first, so that retries refused by it (a plugin's
-    // retry loop, a shared host's many sites) do not use up the IP address's hourly quota.
-    const perAddress = "A code was requested for this e-mail address recently.";
-    await this.d.limiter.check(`otp-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", perAddress);
-    await this.d.limiter.hit(`otp-ip:${input.ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many code requests from this IP address.");
-    await this.d.limiter.hit(`otp-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", perAddress);
+    // Retries refused for the address (a plugin's retry loop, a shared host's many sites) do not use up the IP's hourly quota.
+    await this.d.limiter.hitBoth(
+      { bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
+      { bucket: `otp-ip:${input.ip}`, rules: otpLimits.requestPerIp, what: "Too many code requests from this IP address." },
+    );
 
     const { code, codeHash } = await this.codes.create(email, { siteUrl });
     try {

@@ -8,6 +8,13 @@ export interface RateRule {
   windowMs: number;
 }
 
+/** A bucket with its rules and what its 429 says. */
+export interface LimitedBucket {
+  bucket: string;
+  rules: readonly RateRule[];
+  what: string;
+}
+
 /**
  * Sliding-window rate limiting stored in the database, so every instance sharing it agrees.
  * The check and the record are one SQL statement run under the bucket's exclusive lock, so
@@ -43,6 +50,17 @@ export class RateLimiter {
     const now = this.now();
     const wait = await this.retryAfter(bucket, rules, now);
     if (wait > 0) throw rateLimited(code, what, wait);
+  }
+
+  /**
+   * Records one event in `narrow` (e.g. one e-mail address) and one in `wide` (e.g. the client's
+   * IP address). `narrow` is asked first, so a request it refuses (a client retrying too soon)
+   * costs `wide` nothing; a request `wide` refuses is recorded in neither.
+   */
+  async hitBoth(narrow: LimitedBucket, wide: LimitedBucket, code = "RATE_LIMITED"): Promise<void> {
+    await this.check(narrow.bucket, narrow.rules, code, narrow.what);
+    await this.hit(wide.bucket, wide.rules, code, wide.what);
+    await this.hit(narrow.bucket, narrow.rules, code, narrow.what);
   }
 
   /** Deletes events older than any rule can see. */

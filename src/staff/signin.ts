@@ -2,7 +2,7 @@ import type { AuditLog } from "../audit/service.ts";
 import type { Store } from "../db/index.ts";
 import type { staffCodes } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
-import { otpLimits } from "../issuance/service.ts";
+import { otpLimits, RECENT_CODE } from "../issuance/service.ts";
 import { normalizeEmail } from "../issuance/email.ts";
 import type { Logger } from "../log.ts";
 import type { Mailer } from "../mail/mailer.ts";
@@ -43,11 +43,10 @@ export class StaffSignIn {
    */
   async requestCode(raw: string, ip: string): Promise<string> {
     const email = normalizeEmail(raw);
-    // As for client codes (issuance/service.ts): a refusal for the e-mail address costs the IP address nothing.
-    const perAddress = "A code was requested for this e-mail address recently.";
-    await this.d.limiter.check(`staff-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", perAddress);
-    await this.d.limiter.hit(`staff-ip:${ip}`, otpLimits.requestPerIp, "RATE_LIMITED", "Too many sign-in requests from this IP address.");
-    await this.d.limiter.hit(`staff-email:${email}`, otpLimits.requestPerAddress, "RATE_LIMITED", perAddress);
+    await this.d.limiter.hitBoth(
+      { bucket: `staff-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
+      { bucket: `staff-ip:${ip}`, rules: otpLimits.requestPerIp, what: "Too many sign-in requests from this IP address." },
+    );
     this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message }));
     return email;
   }
