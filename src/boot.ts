@@ -4,7 +4,7 @@ import { driverMessage } from "./db/faults.ts";
 import { openStore, type Store } from "./db/index.ts";
 import { scrub } from "./db/location.ts";
 import { createLogger, type Logger } from "./log.ts";
-import { logMailer, smtpMailer } from "./mail/mailer.ts";
+import { logMailer, type Mailer, smtpMailer } from "./mail/mailer.ts";
 import { loadMasterKey } from "./masterkey.ts";
 
 /** A booted service, before any listening socket: shared by every runtime entry and the CLI. */
@@ -12,6 +12,8 @@ export interface Booted {
   config: Config;
   logger: Logger;
   store: Store;
+  /** The mail transport chosen from the config (the log in development). */
+  mailer: Mailer;
   services: Services;
   app: App;
 }
@@ -30,7 +32,7 @@ export async function boot(options: {
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
   const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };
   const services = await createServices(deps);
-  return { config, logger, store, services, app: createApp(deps, services) };
+  return { config, logger, store, mailer, services, app: createApp(deps, services) };
 }
 
 /**

@@ -210,7 +210,7 @@ export const settings: readonly Setting[] = [
     parse: integer,
     fallback: (c) => 4 * (c.concurrency as number),
   },
-  { key: "queueTimeoutS", env: "IMGPRESS_QUEUE_TIMEOUT_S", help: "longest wait for a conversion slot before 503 SERVER_BUSY", parse: seconds, fallback: () => 30 },
+  { key: "queueTimeoutS", env: "IMGPRESS_QUEUE_TIMEOUT_S", help: "longest wait for room to convert (a slot, and memory) before 503 SERVER_BUSY", parse: seconds, fallback: () => 30 },
   {
     key: "keyMaxAdmitted",
     env: "IMGPRESS_KEY_MAX_ADMITTED",
@@ -335,6 +335,8 @@ export function loadConfig(env: Record<string, string | undefined>, flags: Recor
   if (Boolean(out.tlsCert) !== Boolean(out.tlsKey)) {
     throw new ConfigError("IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY must be set together.");
   }
+  // Deeply: the lists (allowed e-mails, proxies, allowlist…) are shared by every service.
+  for (const value of Object.values(out)) if (Array.isArray(value)) Object.freeze(value);
   return Object.freeze(out as Static<typeof ConfigSchema>);
 }
 

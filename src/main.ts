@@ -17,9 +17,12 @@ const [{ runMain }, { bunRuntime }] = await Promise.all([import("./cli/run.ts"),
  * stays there. Two arenas and a fixed mmap threshold (buffers above it, a large photo's pixels,
  * are mmap'ed and returned on free) cut peak RSS under load from ~880 to ~500 MiB at unchanged
  * throughput (bench/RESULTS.md). Setting MALLOC_ARENA_MAX at exec time would do the same, but a
- * downloaded binary cannot rely on its caller's environment. Returns malloc_trim, which the
- * server calls once conversions pause (src/convert/idle.ts), so that what the arenas keep for
- * the next images is handed back when there are none. Not glibc (e.g. musl): nothing to tune.
+ * downloaded binary cannot rely on its caller's environment, so the two are set here unless the
+ * caller did set glibc's own variables (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_: read here,
+ * before the config, because they are the allocator's, not imgpress settings). Returns
+ * malloc_trim, which releaseFreedMemory calls once conversions pause (src/convert/idle.ts), so that
+ * what the arenas keep for the next images is handed back when there are none. Not glibc (e.g.
+ * musl): nothing to tune.
  */
 function tuneGlibcMalloc(): (() => void) | undefined {
   const M_MMAP_THRESHOLD = -3;

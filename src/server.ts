@@ -46,8 +46,8 @@ export interface Runtime {
 
 /** Boots the service, listens, and runs until a shutdown signal has let in-flight requests finish; resolves to the exit status. */
 export async function serve(flags: Record<string, string>, runtime: Runtime): Promise<number> {
-  const { config, logger, store, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset });
-  if (!config.smtpUrl) logger.warn(DEVELOPMENT_MAIL_WARNING);
+  const { config, logger, store, mailer, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset });
+  if (mailer.isDevelopment) logger.warn(DEVELOPMENT_MAIL_WARNING);
   const tls = config.behindProxy ? undefined : await loadTls(config);
   const inFlight: InFlight = { count: 0 };
   const server = await runtime.listen({

@@ -11,7 +11,7 @@ export interface GateOptions {
    * burst cannot take every place from the others. Default: no limit beyond the total.
    */
   maxAdmittedPerOwner?: number;
-  /** Longest wait for a slot. */
+  /** Longest wait for room (a slot, and memory when a budget is set). */
   queueTimeoutMs: number;
   /**
    * How long a job that gave up at its time limit keeps its slot while the work it could not
@@ -215,7 +215,7 @@ export class ConversionGate {
       };
       const timer = setTimeout(() => {
         this.rejected++;
-        leaveQueue(busy("No conversion slot became free in time."));
+        leaveQueue(busy("No room to convert (a slot and memory) became free in time."));
       }, this.options.queueTimeoutMs);
       const onAbort = () => {
         clearTimeout(timer);

@@ -23,8 +23,8 @@ const realTimers: Timers = {
 /**
  * A conversion observer that calls `release` once nothing has been admitted for `delayMs` after
  * the last conversion, and again only after further conversions. The allocator keeps freed pixel
- * buffers for reuse, which saves page faults while images keep coming; `release` (glibc's
- * malloc_trim) hands them back to the system when the load is over.
+ * buffers for reuse, which saves page faults while images keep coming; `release` (under Bun a full
+ * garbage collection, then glibc's malloc_trim) hands them back to the system when the load is over.
  */
 export function releaseWhenIdle(gate: Pick<ConversionGate, "stats">, release: () => void, delayMs = IDLE_RELEASE_MS, timers: Timers = realTimers): ConversionObserver {
   let timer: unknown;

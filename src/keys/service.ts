@@ -23,8 +23,9 @@ export interface ActiveKey {
 /** A key row for operators (never with the secret). */
 export type KeyRow = Omit<typeof apiKeys.$inferSelect, "keyHash" | "secretSealed">;
 
-/** Recognisable prefixes so a leaked key is easy to spot in code or logs. */
+/** Recognisable prefix of an API key, so a leaked one is easy to spot in code or logs. */
 export const API_KEY_PREFIX = "imp_";
+/** Recognisable prefix of a secret key (signing requests), likewise. */
 export const SECRET_KEY_PREFIX = "imps_";
 
 /** Issues, finds and revokes API key pairs (their usage counters are written by the usage recorder). */
