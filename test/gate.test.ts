@@ -47,7 +47,7 @@ function submit(g: ConversionGate, name: string, heavy: boolean | JobWeight, log
       settleNow = () => (outcome!.error ? reject(outcome!.error) : resolve(name));
       if (outcome) settleNow();
     });
-  }, memory);
+  }, { memoryBytes: memory });
   job.promise.catch(() => {}); // observed by the tests that expect a rejection
   return job;
 }
@@ -173,7 +173,7 @@ describe("running", () => {
     const log: string[] = [];
     const running = submit(g, "running", false, log);
     const gone = new AbortController();
-    const lost = g.run("normal", async () => log.push("lost"), 0, gone.signal);
+    const lost = g.run("normal", async () => log.push("lost"), { signal: gone.signal });
     const next = submit(g, "next", false, log);
     await settle();
     expect(g.stats()).toMatchObject({ running: 1, waiting: 2 });
@@ -190,7 +190,7 @@ describe("running", () => {
     // Already gone before asking: refused at once, whatever room there is.
     const early = new AbortController();
     early.abort();
-    expect(await g.run("light", async () => log.push("early"), 0, early.signal).catch((e: AppError) => e.code)).toBe("CLIENT_CLOSED_REQUEST");
+    expect(await g.run("light", async () => log.push("early"), { signal: early.signal }).catch((e: AppError) => e.code)).toBe("CLIENT_CLOSED_REQUEST");
     expect(log).toEqual(["running", "next"]);
     expect(g.stats()).toMatchObject({ running: 0, waiting: 0, memoryReservedMiB: 0 });
   });

@@ -98,9 +98,7 @@ export class ConversionGate {
     }
     const held = this.admittedBy.get(owner) ?? 0;
     const share = this.options.maxAdmittedPerOwner ?? Infinity;
-    if (held >= share) {
-      throw new AppError(429, "TOO_MANY_IN_PROGRESS", `This key already has ${share} conversions in progress (uploading, waiting or running); send the next when one has finished.`, { "retry-after": "5" });
-    }
+    if (held >= share) throw tooManyInProgress(share);
     this.admitted++;
     this.admittedBy.set(owner, held + 1);
     let left = false;
@@ -115,12 +113,12 @@ export class ConversionGate {
   }
 
   /**
-   * Runs `job` once there is room for its weight and its memory estimate (bytes), or throws 503
-   * SERVER_BUSY after the queue timeout, or 499 CLIENT_CLOSED_REQUEST when `signal` (the
-   * request's: aborted when the client disconnects) aborts first: nobody would read the result.
+   * Runs `job` once there is room for its weight and its memory estimate (`memoryBytes`), or
+   * throws 503 SERVER_BUSY after the queue timeout, or 499 CLIENT_CLOSED_REQUEST when `signal`
+   * (the request's: aborted when the client disconnects) aborts first: nobody would read the result.
    */
-  async run<T>(weight: JobWeight, job: () => Promise<T>, memory = 0, signal?: AbortSignal): Promise<T> {
-    await this.acquire(weight, memory, signal);
+  async run<T>(weight: JobWeight, job: () => Promise<T>, { memoryBytes = 0, signal }: { memoryBytes?: number; signal?: AbortSignal } = {}): Promise<T> {
+    await this.acquire(weight, memoryBytes, signal);
     let busyUntil: Promise<unknown> | undefined;
     try {
       return await job();
@@ -129,8 +127,8 @@ export class ConversionGate {
       busyUntil = (err as { stillRunning?: Promise<unknown> }).stillRunning;
       throw err;
     } finally {
-      if (busyUntil) this.releaseWhenSettled(weight, memory, busyUntil);
-      else this.release(weight, memory);
+      if (busyUntil) this.releaseWhenSettled(weight, memoryBytes, busyUntil);
+      else this.release(weight, memoryBytes);
     }
   }
 
@@ -244,6 +242,11 @@ export class ConversionGate {
 
 function clientGone(): AppError {
   return new AppError(499, "CLIENT_CLOSED_REQUEST", "The client closed the connection before its conversion started; it was not converted.");
+}
+
+// The gate's owners are API keys (ConvertService admits by key id), hence the wording.
+function tooManyInProgress(share: number): AppError {
+  return new AppError(429, "TOO_MANY_IN_PROGRESS", `This key already has ${share} conversions in progress (uploading, waiting or running); send the next when one has finished.`, { "retry-after": "5" });
 }
 
 function busy(why: string): AppError {

@@ -119,8 +119,7 @@ export class ConvertService {
           startedAt = performance.now();
           return convertInspected(upload.image, inspected, upload.options, this.limits);
         },
-        inspected.memoryBytes,
-        signal,
+        { memoryBytes: inspected.memoryBytes, signal },
       );
       const { bytes, mime, quality, qualityReasons, guardEncodes } = result;
       return { bytes, mime, extension: upload.options.format, stem: upload.stem, originalSize: upload.image.length, quality, qualityReasons, guardEncodes };

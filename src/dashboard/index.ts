@@ -1,4 +1,4 @@
-import { Elysia, t } from "elysia";
+import { Elysia } from "elysia";
 import { notFound as unknownRoute } from "../errors.ts";
 import { html } from "../html/index.ts";
 import { parseFormBody } from "../http/form.ts";
@@ -10,6 +10,7 @@ import { htmlPage, orRefusal, pageResponse } from "../staff/pages.ts";
 import type { StaffSession } from "../staff/sessions.ts";
 import { assetAt } from "./assets.ts";
 import type { Notice, Viewer } from "./layout.ts";
+import { EmailForm, PageQuery } from "./model.ts";
 import { activityPage } from "./pages/activity.ts";
 import { keyPage, keysPage } from "./pages/keys.ts";
 import { overviewPage } from "./pages/overview.ts";
@@ -25,12 +26,6 @@ export interface DashboardRouteDeps {
   revocation: KeyRevocation;
   clientIp: (request: Request) => string;
 }
-
-const text = (max = 320) => t.Optional(t.String({ maxLength: max }));
-// Every query value is optional text: the service falls back on anything it does not know, so a
-// mistyped bookmark still opens a page; only absurd lengths are refused.
-const PageQuery = t.Object({ range: text(40), q: text(200), status: text(40), sort: text(40), order: text(40), page: text(40), type: text(64), staff: text(), from: text(40), to: text(40), before: text(40), done: text(40) });
-const EmailForm = t.Object({ email: t.String({ maxLength: 320 }), csrf: text(200) });
 
 /** Fixed confirmations after a form (never text from the URL: a link must not be able to put words on the page). */
 const DONE: Record<string, Notice> = {

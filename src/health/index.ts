@@ -1,6 +1,6 @@
-import { Elysia, t } from "elysia";
+import { Elysia } from "elysia";
 import { AppError, statusTitles } from "../errors.ts";
-import { NotReadyResponse, ReadyResponse } from "./model.ts";
+import { LiveResponse, NotReadyResponse, ReadyResponse } from "./model.ts";
 import type { Readiness } from "./service.ts";
 
 /** Liveness (`/health`, cheap) and readiness (`/health/ready`, for load balancers and container checks). */
@@ -14,7 +14,7 @@ export function healthRoutes(database: { ping(): Promise<void> }, readiness: Rea
         });
         return { status: "ok" as const };
       },
-      { response: t.Object({ status: t.Literal("ok") }), detail: { summary: "Liveness and database check", tags: ["operations"] } },
+      { response: LiveResponse, detail: { summary: "Liveness and database check", tags: ["operations"] } },
     )
     .get(
       "/health/ready",

@@ -8,6 +8,9 @@ export const ReadinessChecks = t.Object({
   draining: t.String({ description: "`ok`, or `shutting down` once a graceful stop began", examples: ["ok"] }),
 });
 
+/** 200 of /health. */
+export const LiveResponse = t.Object({ status: t.Literal("ok") });
+
 /** 200 of /health/ready. */
 export const ReadyResponse = t.Object({ status: t.Literal("ready"), checks: ReadinessChecks });
 

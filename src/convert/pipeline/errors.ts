@@ -21,3 +21,21 @@ export function translateSharpError(err: Error): AppError {
   if (/out of memory|cannot allocate|alloc/i.test(message)) return new AppError(500, "CONVERSION_FAILED", "The image could not be converted.");
   return invalidImage(message);
 }
+
+/** 422 IMAGE_TOO_LARGE for a job whose memory estimate exceeds the whole budget, with what would fit better. */
+export function needsTooMuchMemory(
+  upright: { width: number; height: number },
+  size: { width: number; height: number },
+  options: { format: string; quality: string },
+  memoryBytes: number,
+  budgetBytes: number,
+): AppError {
+  const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
+  // Lossy WebP needs the least per pixel (pipeline/memory.ts), so it is the other way out.
+  const otherWay = options.format === "avif" || options.quality === "lossless" ? " or ask for lossy WebP, which needs the least" : "";
+  return new AppError(
+    422,
+    "IMAGE_TOO_LARGE",
+    `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${options.format.toUpperCase()} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(budgetBytes)} MiB); send a smaller max_width${otherWay}.`,
+  );
+}

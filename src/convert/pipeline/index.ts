@@ -1,9 +1,8 @@
 import sharp, { type Sharp } from "sharp";
 import { withDeadline } from "./deadline.ts";
 import { decodeRaw } from "./encode.ts";
-import { translateSharpError } from "./errors.ts";
+import { needsTooMuchMemory, translateSharpError } from "./errors.ts";
 import { guardedEncode, realGuardDeps, type GuardDeps, type GuardMode, type QualityReason } from "./guard.ts";
-import { AppError } from "../../errors.ts";
 import { inspect, outputSize, type Size } from "./inspect.ts";
 import { conversionMemoryBytes } from "./memory.ts";
 import { mimeTypes, presets, type OutputFormat, type QualityMode } from "./presets.ts";
@@ -70,12 +69,7 @@ export async function inspectUpload(input: Uint8Array, options: ConvertOptions, 
   const size = outputSize(upright, options.maxWidth, options.format);
   const memoryBytes = conversionMemoryBytes(upright, size, options.format, options.quality);
   if (limits.memoryBudgetBytes !== undefined && memoryBytes > limits.memoryBudgetBytes) {
-    const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
-    throw new AppError(
-      422,
-      "IMAGE_TOO_LARGE",
-      `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${options.format.toUpperCase()} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(limits.memoryBudgetBytes)} MiB); send a smaller max_width${options.format === "avif" || options.quality === "lossless" ? " or ask for lossy WebP, which needs the least" : ""}.`,
-    );
+    throw needsTooMuchMemory(upright, size, options, memoryBytes, limits.memoryBudgetBytes);
   }
   return { inputFormat, upright, size, memoryBytes };
 }
