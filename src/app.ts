@@ -78,6 +78,8 @@ export interface Services {
   revocation: KeyRevocation;
   /** Requests per second for the live panel; ticked by the runtime's fetch handler. */
   requests: RequestCounter;
+  /** The staff pages' data. */
+  dashboard: DashboardService;
 }
 
 /**
@@ -166,6 +168,18 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     now,
   });
   const revocation = new KeyRevocation(keys, audit);
+  const usageQueries = new UsageQueries(deps.store, now);
+  const requests = new RequestCounter();
+  const dashboard = new DashboardService({
+    usage: usageQueries,
+    audit,
+    auditTypes: AUDIT_TYPES,
+    staff,
+    sessions,
+    live: () => liveState(gate, requests),
+    config: deps.config,
+    now,
+  });
   return {
     keys,
     otp,
@@ -173,7 +187,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     authenticator,
     convert,
     usage,
-    usageQueries: new UsageQueries(deps.store, now),
+    usageQueries,
     lifecycle,
     metrics,
     readiness,
@@ -182,7 +196,8 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     sessions,
     staffSignIn,
     revocation,
-    requests: new RequestCounter(),
+    requests,
+    dashboard,
   };
 }
 
@@ -230,16 +245,7 @@ export function createApp(deps: AppDeps, services: Services) {
         staff: services.staff,
         revocation: services.revocation,
         clientIp,
-        dashboard: new DashboardService({
-          usage: services.usageQueries,
-          audit: services.audit,
-          auditTypes: AUDIT_TYPES,
-          staff: services.staff,
-          sessions: services.sessions,
-          live: () => liveState(services.convert.gate, services.requests),
-          config,
-          now: deps.now ?? Date.now,
-        }),
+        dashboard: services.dashboard,
       }),
     )
     .use(metricsRoutes(services.metrics, config.metricsToken))
