@@ -1,21 +1,38 @@
-import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { pid } from "node:process";
 
 /**
- * `<database file>.pid`: written by a serving process, removed when it stops. `imgpress restore`
- * refuses while the process named there is alive. A crash leaves the file behind, but its process
- * is then gone, so it is ignored.
+ * `<database file>.pid`: written by a serving process, removed when it stops. A second server on
+ * the same file is refused (it would hide the first from this record), and so is `imgpress
+ * restore` while the process named there is alive. A crash leaves the file behind, but its
+ * process is then gone, so it is ignored.
  */
 export function pidFilePath(databasePath: string): string {
   return `${databasePath}.pid`;
 }
 
-/** Records this process as the server of `databasePath`; returns the function that removes the record. */
+/**
+ * Records this process as the server of `databasePath`, or throws when a live server already is
+ * (restore and backup safety rely on knowing it); returns the function that removes the record.
+ */
 export function claimPidFile(databasePath: string): () => void {
   const path = pidFilePath(databasePath);
-  writeFileSync(path, `${pid}\n`, { mode: 0o644 });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // Exclusive create: of two servers starting at once, one gets the record.
+      writeFileSync(path, `${pid}\n`, { mode: 0o644, flag: "wx" });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
+      const holder = liveServerPid(databasePath);
+      if (holder !== null) {
+        throw new Error(`another server (pid ${holder}) is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR (if no server runs, delete ${path})`);
+      }
+      // Left by a crash (or half written): its process is gone.
+      rmSync(path, { force: true });
+    }
+  }
   return () => {
-    // Another server started on the same file later owns the record now: leave it.
     if (serverPid(databasePath) === pid) unlinkSync(path);
   };
 }

@@ -48,15 +48,25 @@ export interface Runtime {
 export async function serve(flags: Record<string, string>, runtime: Runtime): Promise<number> {
   const { config, logger, store, mailer, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset });
   if (mailer.isDevelopment) logger.warn(DEVELOPMENT_MAIL_WARNING);
-  const tls = config.behindProxy ? undefined : await loadTls(config);
+  const dbPath = localPath(config.databaseUrl);
+  const releasePid = dbPath ? claimPidFile(dbPath) : () => {};
+  // Whatever stops the start from here (a bad certificate, the port taken) gives the record back.
+  const started = async () => {
+    const tls = config.behindProxy ? undefined : await loadTls(config);
+    const server = await runtime.listen({
+      host: config.host,
+      port: config.port,
+      tls,
+      idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
+      maxBodyBytes: 1024 * 1024 * 1024,
+      fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse }), inFlight),
+    });
+    return { tls, server };
+  };
   const inFlight: InFlight = { count: 0 };
-  const server = await runtime.listen({
-    host: config.host,
-    port: config.port,
-    tls,
-    idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
-    maxBodyBytes: 1024 * 1024 * 1024,
-    fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse }), inFlight),
+  const { tls, server } = await started().catch((err) => {
+    releasePid();
+    throw err;
   });
   const stopMaintenance = startMaintenance(services, config, logger);
   const { releaseFreedMemory } = runtime;
@@ -68,8 +78,6 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     };
     services.convert.observe(releaseWhenIdle(services.convert.gate, release));
   }
-  const dbPath = localPath(config.databaseUrl);
-  const releasePid = dbPath ? claimPidFile(dbPath) : () => {};
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
   logger.info("imgpress listening", {
     version,

@@ -94,6 +94,19 @@ describe("backup during a burst, restore into a new folder", () => {
     expect((await readFile(join(server.dataDir, "imgpress.db"))).equals(dbBefore)).toBe(true);
   });
 
+  // A second server on the folder would overwrite the pid record and, stopping, delete it: a
+  // restore could then replace the database under the first one.
+  test("a second server on the same folder is refused; the first keeps its record, so restore still refuses", async () => {
+    // Same port too: the record is claimed before listening, so this is the answer, not "port in use".
+    const second = await runCli(["serve"], server.env);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(new RegExp(`another server \\(pid \\d+\\) is already serving .*imgpress\\.db; stop it first`));
+    const r = await runCli(["restore", file()], server.env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/a server \(pid \d+\) is using/);
+    expect((await server.fetch("/health")).status).toBe(200);
+  });
+
   test("restore refuses a damaged snapshot before touching anything", async () => {
     const damaged = join(tmp, "damaged.db");
     const bytes = await readFile(file());
