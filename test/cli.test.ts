@@ -102,7 +102,7 @@ describe("keys list", () => {
 
   test("--email filters by owner", async () => {
     const [alice, bob] = await seedKeys([{ email: "alice@example.com" }, { email: "bob@example.com" }]);
-    const r = await runCli(["keys", "list", "--email", "BOB@example.com"], env);
+    const r = await runCli(["keys", "list", "--email", " BOB@example.com "], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(bob!.id);
     expect(r.stdout).not.toContain(alice!.id);
@@ -138,6 +138,29 @@ describe("keys revoke", () => {
     if (revokeFirst) expect((await runCli(["keys", "revoke", key!.id], env)).code).toBe(0);
     const r = await runCli(["keys", "revoke", id(key!)], env);
     expect(r.code).toBe(1);
+  });
+
+  test("a pasted key instead of its id is refused without printing it back, and nothing is revoked", async () => {
+    const [key] = await seedKeys([{ email: "alice@example.com" }]);
+    for (const pasted of [key!.apiKey, `imps_${"x".repeat(40)}`]) {
+      const r = await runCli(["keys", "revoke", pasted], env);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toContain("not its id");
+      expect(output(r)).not.toContain(pasted);
+    }
+    expect((await runCli(["keys", "list"], env)).stdout).toContain(key!.id);
+  });
+
+  test("a second id, an unknown option or a typo is refused (exit 2) and nothing is revoked", async () => {
+    const [a, b] = await seedKeys([{ email: "alice@example.com" }, { email: "bob@example.com" }]);
+    for (const argv of [["keys", "revoke", a!.id, b!.id], ["keys", "revoke", a!.id, "--frob"], ["keys", "revoke", "--al", a!.id]]) {
+      const r = await runCli(argv, env);
+      expect({ argv, code: r.code }).toEqual({ argv, code: 2 });
+      expect(r.stderr).toContain("see imgpress --help");
+    }
+    const list = (await runCli(["keys", "list"], env)).stdout;
+    expect(list).toContain(a!.id);
+    expect(list).toContain(b!.id);
   });
 
   test("revoke without an id prints the usage and exits 2", async () => {

@@ -2,7 +2,7 @@ import { flagName, settings, type Config } from "../config.ts";
 import type { Services } from "../app.ts";
 import { parseDuration } from "../audit/service.ts";
 import { describeSettings } from "../internal/settings.ts";
-import type { KeyRow } from "../keys/service.ts";
+import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyRow } from "../keys/service.ts";
 import { version } from "../version.ts";
 
 /** The text of `imgpress --help`, generated from the settings table so it cannot drift. */
@@ -49,11 +49,16 @@ Environment only (compiled executable):
 export async function runKeysCommand(words: string[], flags: Record<string, string>, services: Services, out: (line: string) => void): Promise<number> {
   const [action, target] = words;
   if (action === "list") {
-    const rows = await services.keys.list({ activeOnly: flags.all !== "true", email: flags.email?.toLowerCase() });
+    const rows = await services.keys.list({ activeOnly: flags.all !== "true", email: flags.email?.trim().toLowerCase() });
     out(flags.json === "true" ? JSON.stringify(rows, null, 2) : formatTable(rows));
     return 0;
   }
   if (action === "revoke" && target) {
+    // A pasted key, not its id: never echo it (terminals and logs keep what is printed).
+    if (target.startsWith(API_KEY_PREFIX) || target.startsWith(SECRET_KEY_PREFIX)) {
+      out(`that is a key itself, not its id: revoke by the key_… id that imgpress keys list shows (or imgpress keys revoke-email ADDRESS)`);
+      return 2;
+    }
     const done = await services.revocation.revoke(target, "cli");
     out(done ? `revoked ${target}` : `no active key with id ${target}`);
     return done ? 0 : 1;

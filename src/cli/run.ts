@@ -2,7 +2,7 @@ import { boot } from "../boot.ts";
 import { ConfigError, loadConfig } from "../config.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
-import { parseArgs } from "./args.ts";
+import { checkUsage, parseArgs, UsageError } from "./args.ts";
 import { runBackup, runRestore } from "./backup.ts";
 import { runHealthCommand } from "./health.ts";
 import { runMigrateData } from "./migrate-data.ts";
@@ -13,9 +13,11 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
   const out = (line: string) => console.log(line);
   const err = (line: string) => console.error(line);
   try {
-    const { words, flags } = parseArgs(argv);
+    const parsed = parseArgs(argv);
+    const { words, flags } = parsed;
     if (flags.help) return out(helpText()), 0;
     if (flags.version) return out(`imgpress ${version} (${runtime.name})`), 0;
+    checkUsage(parsed);
     const [command = "serve", ...rest] = words;
     if (command === "serve") return await serve(flags, runtime);
     if (command === "backup") return await runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
@@ -39,6 +41,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     }
   } catch (e) {
     if (e instanceof ConfigError) return err(`imgpress: ${e.message}`), 2;
+    if (e instanceof UsageError) return err(`imgpress: ${e.message}; see imgpress --help`), 2;
     err(`imgpress: ${(e as Error).message}`);
     return 1;
   }
