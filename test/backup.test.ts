@@ -6,14 +6,16 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { copyFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createClient } from "@libsql/client";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { convertForm, readResponse, type Keys } from "./support/convert-helpers.ts";
 import * as img from "./support/images.ts";
 import { burstForm, convertBearer, gateStats, obtainKeys, until } from "./support/ops.ts";
 import { signedHeaders } from "./support/sign.ts";
-import { runCli, startServer, type RunningServer } from "./support/server.ts";
+import { cleanEnv } from "./support/imgpress.ts";
+import { e2eRuntime, ROOT, runCli, runtimeCommand, startServer, type RunningServer } from "./support/server.ts";
 import { startSmtpSink, type SmtpSink } from "./support/smtp.ts";
 
 let sink: SmtpSink;
@@ -193,6 +195,55 @@ describe("backup during a burst, restore into a new folder", () => {
     expect(existsSync(aside!)).toBe(true);
     await copyFile(aside!, join(tmp, "aside-copy.db")); // still a readable file
   }, 30_000);
+});
+
+describe("backup and restore: paths that are not what they should be, and interruptions", () => {
+  test("backup into a missing folder, or of a folder without a database: one line, exit 1, nothing created", async () => {
+    const dir = join(tmp, "paths");
+    const missing = await runCli(["backup", join(dir, "nope", "b.db")], server.env);
+    expect({ code: missing.code, err: missing.stderr.trim() }).toEqual({ code: 1, err: `imgpress backup: the folder ${join(dir, "nope")} does not exist; create it first or choose another path` });
+    const empty = join(dir, "empty-data");
+    const none = await runCli(["backup", join(tmp, "none.db"), "--without-key"], { IMGPRESS_DATA_DIR: empty });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain(`imgpress backup: no database at ${join(empty, "imgpress.db")}`);
+    expect(existsSync(join(empty, "imgpress.db"))).toBe(false);
+    expect(existsSync(join(tmp, "none.db"))).toBe(false);
+  });
+
+  test("restore of a folder or of a missing file: one line naming it, exit 1", async () => {
+    for (const what of [tmp, join(tmp, "no-such.db")]) {
+      const r = await runCli(["restore", what], { IMGPRESS_DATA_DIR: join(tmp, "restore-paths") });
+      expect({ code: r.code, err: r.stderr.trim() }).toEqual({ code: 1, err: `imgpress restore: ${what} is not a file` });
+    }
+  });
+
+  // A large database takes a while to copy; an operator's Ctrl-C or a service manager's SIGTERM
+  // must not leave a half-written copy (hundreds of MB, the master key's database) behind.
+  test("SIGTERM during a backup's copy leaves no partial file", async () => {
+    const dir = join(tmp, "signal");
+    const env = { ...cleanEnv(), IMGPRESS_DATA_DIR: join(dir, "data") };
+    expect((await runCli(["migrate"], env)).code).toBe(0);
+    const db = createClient({ url: `file:${join(dir, "data", "imgpress.db")}` });
+    await db.execute("CREATE TABLE filler (b BLOB)");
+    for (let i = 0; i < 60; i++) await db.execute({ sql: "INSERT INTO filler VALUES (randomblob(1048576))", args: [] });
+    db.close();
+    const out = join(dir, "out");
+    await mkdir(out);
+    const sub = Bun.spawn([...runtimeCommand(e2eRuntime(), env.IMGPRESS_DATA_DIR), "backup", join(out, "b.db")], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
+    const reader = sub.stderr.getReader();
+    let said = "";
+    while (!said.includes("copying about")) {
+      const chunk = await reader.read();
+      if (chunk.done) throw new Error(`backup ended before copying: ${said}`);
+      said += new TextDecoder().decode(chunk.value);
+    }
+    sub.kill("SIGTERM");
+    const code = await sub.exited;
+    console.log("EXITCODE", code);
+    // Stopped mid-copy: 143 and nothing; had the copy ended first, the whole backup. Never a partial file.
+    if (code === 143) expect(readdirSync(out)).toEqual([]);
+    else expect({ code, files: readdirSync(out) }).toEqual({ code: 0, files: ["b.db"] });
+  }, 60_000);
 });
 
 describe("a database server instead of the embedded file", () => {

@@ -1,5 +1,6 @@
 import { Buffer } from "node:buffer";
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { rmSync } from "node:fs";
+import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { moveAside, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
@@ -27,6 +28,41 @@ function notAFile(url: string, postgres: string, libsql: string): string {
 }
 
 /**
+ * Until `release`, SIGINT and SIGTERM remove the files named by `leaveNothing` and exit (130 /
+ * 143) instead of leaving a half-written copy behind (hundreds of MB for a large database); a
+ * signal during `uninterrupted` (moving databases into place) waits for it to finish first.
+ */
+function interruptible(io: Output) {
+  let leftovers: string[] = [];
+  let busy = false;
+  let pending: NodeJS.Signals | null = null;
+  const stop = (signal: NodeJS.Signals) => {
+    for (const path of leftovers) rmSync(path, { force: true });
+    io.err(`imgpress: stopped by ${signal}${leftovers.length ? "; the partial copy was removed" : ""}`);
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  };
+  const onSignal = (signal: NodeJS.Signals) => (busy ? (pending = signal) : stop(signal));
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    leaveNothing: (paths: string[]) => void (leftovers = paths),
+    async uninterrupted<T>(steps: () => Promise<T>): Promise<T> {
+      busy = true;
+      try {
+        return await steps();
+      } finally {
+        busy = false;
+        if (pending) stop(pending);
+      }
+    },
+    release() {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}
+
+/**
  * `imgpress backup [FILE] [--without-key]`: an online snapshot of the database while the server
  * runs. By default the file also carries the master key (so it restores on its own) and the
  * output says to keep it like a password; `--without-key` leaves the key out and says what that costs.
@@ -38,10 +74,19 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
   if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;
+  if (!(await isFolder(dirname(dest)))) return io.err(`imgpress backup: the folder ${dirname(dest)} does not exist; create it first or choose another path`), 1;
+  if (!(await isFile(source))) return io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1;
   const started = Date.now();
-  const result = await writeSnapshot(source, dest, masterKey, (expected) => {
-    if (expected >= LARGE_BYTES) io.err(`backup: copying about ${(expected / MiB).toFixed(1)} MiB into ${dest}…`);
-  });
+  const signals = interruptible(io);
+  const result = await writeSnapshot(
+    source,
+    dest,
+    masterKey,
+    (expected) => {
+      if (expected >= LARGE_BYTES) io.err(`backup: copying about ${(expected / MiB).toFixed(1)} MiB into ${dest}…`);
+    },
+    signals.leaveNothing,
+  ).finally(() => signals.release());
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${result.keys} key pairs, ${seconds} s)`);
   io.out(
@@ -62,9 +107,20 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   if (!target) return io.err(`imgpress restore: ${notAFile(config.databaseUrl, "restore a pg_dump with pg_restore", "restore it with that server's tools")}`), 1;
   const inUse = serverInUse(target);
   if (inUse !== null) return io.err(`imgpress restore: ${inUse}`), 1;
+  if (!(await isFile(resolve(file)))) return io.err(`imgpress restore: ${resolve(file)} is not a file`), 1;
   const suffix = `.before-restore-${stamp()}`;
   const stage = `${target}.restore-${crypto.randomUUID()}`;
   await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+  const signals = interruptible(io);
+  signals.leaveNothing([stage, `${stage}-journal`]);
+  try {
+    return await restoreStaged(config, file, target, stage, suffix, signals, io);
+  } finally {
+    signals.release();
+  }
+}
+
+async function restoreStaged(config: Config, file: string, target: string, stage: string, suffix: string, signals: ReturnType<typeof interruptible>, io: Output): Promise<number> {
   const info = await stageSnapshot(resolve(file), stage).catch((err: Error) => {
     throw new Error(`restore refused, nothing changed: ${err.message}`);
   });
@@ -93,12 +149,25 @@ export async function runRestore(config: Config, file: string | undefined, io: O
     await rm(stage, { force: true });
     throw err;
   }
-  const aside = await moveAside(target, suffix);
-  await rename(stage, target);
+  // Moving the old database aside and the new one in: a signal now waits, or the folder would be left without a database.
+  const aside = await signals.uninterrupted(async () => {
+    const moved = await moveAside(target, suffix);
+    await rename(stage, target);
+    signals.leaveNothing([]);
+    return moved;
+  });
   const store = await openStore(`file:${target}`);
   await store.shutdown();
   if (aside) io.out(`previous database kept as ${aside}`);
   const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";
   io.out(`restored ${resolve(file)}${taken} into ${target} (${info.keys} key pairs; integrity check ok)`);
   return 0;
+}
+
+async function isFolder(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => null))?.isDirectory() ?? false;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => null))?.isFile() ?? false;
 }

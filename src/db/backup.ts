@@ -1,6 +1,6 @@
 import { createClient, type Client } from "@libsql/client";
 import { Buffer } from "node:buffer";
-import { copyFile, chmod, rename, rm, stat } from "node:fs/promises";
+import { copyFile, chmod, rename, rm, stat, writeFile } from "node:fs/promises";
 import { timingSafeEqual } from "../crypto.ts";
 
 /**
@@ -27,18 +27,23 @@ export interface SnapshotInfo {
  * Writes a consistent snapshot of `source` (a local file) to `dest`, carrying `masterKey` when
  * given. The copy is made under a temporary name and renamed into place, so `dest` never holds a
  * half-written backup. `starting` hears the expected size first: libSQL runs `VACUUM INTO` as one
- * blocking call, so there is no progress to report until it ends. Returns the snapshot's size in
- * bytes and key count.
+ * blocking call, so there is no progress to report until it ends. `interrupted` hears the files
+ * to remove if the command is stopped meanwhile. Returns the snapshot's size in bytes and key count.
  */
 export async function writeSnapshot(
   source: string,
   dest: string,
   masterKey: Uint8Array | null,
   starting: (expectedBytes: number) => void,
+  interrupted?: (leftovers: string[]) => void,
 ): Promise<{ bytes: number; keys: number }> {
   if (await exists(dest)) throw new Error(`${dest} already exists; choose another file name`);
   const temp = `${dest}.${crypto.randomUUID()}.partial`;
   starting((await sizeOf(source)) + (await sizeOf(`${source}-wal`)));
+  // Created empty, owner-only, before the copy: the snapshot (and SQLite's journal beside it,
+  // which takes the file's mode) is never readable by others, not even while it is written.
+  interrupted?.([temp, `${temp}-journal`]);
+  await writeFile(temp, "", { mode: 0o600, flag: "wx" });
   const client = createClient({ url: `file:${source}` });
   try {
     await client.execute("PRAGMA busy_timeout = 5000");
