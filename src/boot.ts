@@ -5,7 +5,7 @@ import { openStore, type Store } from "./db/index.ts";
 import { scrub } from "./db/location.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, type Mailer, smtpMailer } from "./mail/mailer.ts";
-import { loadMasterKey } from "./masterkey.ts";
+import { loadMasterKey, requireKeyOfPinnedDatabase } from "./masterkey.ts";
 
 /** A booted service, before any listening socket: shared by every runtime entry and the CLI. */
 export interface Booted {
@@ -30,6 +30,7 @@ export async function boot(options: {
   const logger = createLogger(config.logLevel, options.write);
   const store = await openConfiguredStore(config);
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
+  await requireKeyOfPinnedDatabase(store, config);
   const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };
   const services = await createServices(deps);
   return { config, logger, store, mailer, services, app: createApp(deps, services) };

@@ -45,6 +45,22 @@ export async function masterKeyCheck(key: Uint8Array): Promise<string> {
 }
 
 /**
+ * Throws when no master key is configured and its file is missing although the database was
+ * pinned to a key: loadMasterKey would generate a new one, which pinMasterKey then refuses, and
+ * the new file would stay behind as if it were the right key. Nothing is written.
+ */
+export async function requireKeyOfPinnedDatabase(store: Store, config: Config): Promise<void> {
+  if (config.masterKey || (await existingMasterKey(config))) return;
+  const { db, tables: { databaseFacts } } = store;
+  const pinned = (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0];
+  if (pinned === undefined) return;
+  throw new ConfigError(
+    `the master key file ${masterKeyPath(config)} is missing, and this database was created with a master key: put that file back (it is kept with your backups), ` +
+      "or set IMGPRESS_MASTER_KEY to the key; a new key could not open the stored secret keys. Nothing was written (docs/operations.md#the-master-key).",
+  );
+}
+
+/**
  * Refuses to go on with a master key other than the one the database was first used with (a
  * restored `--without-key` backup, an instance configured with another key). The first start
  * stores a one-way check value; a database from before the check is pinned only if the key opens

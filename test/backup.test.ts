@@ -161,7 +161,15 @@ describe("backup during a burst, restore into a new folder", () => {
     const r = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: dir });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("holds no master key");
+    expect(r.stderr).toContain("this folder has none: before starting the server, put the key");
     expect(existsSync(join(dir, "master.key"))).toBe(false);
+    // Started without it, every command refuses and names the missing file; no new key is made up.
+    for (const argv of [["keys", "list"], ["serve"]]) {
+      const started = await runCli(argv, { IMGPRESS_DATA_DIR: dir });
+      expect(started.code).toBe(2);
+      expect(started.stderr).toContain(`the master key file ${join(dir, "master.key")} is missing, and this database was created with a master key`);
+      expect(existsSync(join(dir, "master.key"))).toBe(false);
+    }
   }, 30_000);
 
   test("--without-key restore: refused into a folder with another master key, quiet with the same one", async () => {

@@ -143,7 +143,10 @@ async function restoreStaged(config: Config, file: string, target: string, stage
           `restore refused, nothing changed: the backup holds no master key and its database was created under another key than the current one (${masterKeyOrigin(config)}); put that key in place, then restore again`,
         );
       }
-      if (matches === null) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
+      if (matches === null && current) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
+      if (matches === null && !current) {
+        io.err(`warning: this backup holds no master key and this folder has none: before starting the server, put the key its database was created with in place (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY)`);
+      }
     }
   } catch (err) {
     await rm(stage, { force: true });
