@@ -3,6 +3,7 @@
  * E2E_RUNTIME) against a database in a temporary data folder.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -187,10 +188,21 @@ describe("keys revoke", () => {
 });
 
 describe("migrate and configuration errors", () => {
-  test("migrate prepares the database and exits 0", async () => {
-    const r = await runCli(["migrate"], env);
+  test("migrate prepares the database and exits 0; a data folder it creates is owner-only", async () => {
+    const fresh = join(dir, "new", "data");
+    const r = await runCli(["migrate"], { IMGPRESS_DATA_DIR: fresh });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("up to date");
+    expect(statSync(fresh).mode & 0o777).toBe(0o700);
+  });
+
+  test("a data folder that is a file: one line saying so, exit 1", async () => {
+    const file = join(env.IMGPRESS_DATA_DIR!, "not-a-folder");
+    mkdirSync(env.IMGPRESS_DATA_DIR!, { recursive: true });
+    writeFileSync(file, "x");
+    const r = await runCli(["migrate"], { IMGPRESS_DATA_DIR: file });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining(`${file} (the database's folder) exists but is not a folder`)]);
   });
 
   test.each([

@@ -18,7 +18,12 @@ export interface SqliteStore extends Store {
 /** Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL or a remote libSQL server. */
 export async function openSqliteStore(url: string, authToken?: string): Promise<SqliteStore> {
   const path = localPath(url);
-  if (path) await mkdir(dirname(path), { recursive: true });
+  // Owner-only when created here: the folder holds the master key, the database and the TLS key.
+  if (path) {
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      throw err.code === "EEXIST" || err.code === "ENOTDIR" ? new Error(`${dirname(path)} (the database's folder) exists but is not a folder`) : err;
+    });
+  }
   // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
   // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
   const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
