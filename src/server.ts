@@ -53,14 +53,19 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
   // Whatever stops the start from here (a bad certificate, the port taken) gives the record back.
   const started = async () => {
     const tls = config.behindProxy ? undefined : await loadTls(config);
-    const server = await runtime.listen({
-      host: config.host,
-      port: config.port,
-      tls,
-      idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
-      maxBodyBytes: 1024 * 1024 * 1024,
-      fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse }), inFlight),
-    });
+    const server = await runtime
+      .listen({
+        host: config.host,
+        port: config.port,
+        tls,
+        idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
+        maxBodyBytes: 1024 * 1024 * 1024,
+        fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse }), inFlight),
+      })
+      .catch((err: Error) => {
+        // Bun says only "Failed to start server" or ENOENT (an unresolvable host): name the address.
+        throw new Error(`cannot listen on ${config.host}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): ${err.message}`);
+      });
     return { tls, server };
   };
   const inFlight: InFlight = { count: 0 };
@@ -82,7 +87,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
   logger.info("imgpress listening", {
     version,
     runtime: runtime.name,
-    url: `${config.behindProxy ? "http" : "https"}://${config.host}:${server.port}`,
+    url: `${config.behindProxy ? "http" : "https"}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`,
     scheme,
     dataDir: config.dataDir,
     ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: await fingerprint(tls.cert) } : {}),

@@ -3,7 +3,7 @@
  * E2E_RUNTIME) against a database in a temporary data folder.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -194,6 +194,19 @@ describe("migrate and configuration errors", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("up to date");
     expect(statSync(fresh).mode & 0o777).toBe(0o700);
+  });
+
+  test("serve on an address it cannot listen on: one line naming it, exit 1, no pid record left", async () => {
+    const r = await runCli(["serve"], { ...env, IMGPRESS_HOST: "999.1.1.1", IMGPRESS_PORT: "0" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("imgpress: cannot listen on 999.1.1.1:0 (IMGPRESS_HOST, IMGPRESS_PORT)");
+    expect(existsSync(join(dir, "imgpress.db.pid"))).toBe(false);
+  });
+
+  test("health --url that is not a URL is a usage error (exit 2)", async () => {
+    const r = await runCli(["health", "--url", "garbage"], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--url is not a URL: garbage");
   });
 
   test("a data folder that is a file: one line saying so, exit 1", async () => {

@@ -4,7 +4,7 @@
  * that writes and parses one there).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.ts";
@@ -67,5 +67,37 @@ describe("the certificate the server writes into the data folder", () => {
     const to = Date.parse(s.validTo);
     expect(from).toBeLessThan(Date.now());
     expect(to - Date.now()).toBeGreaterThan(3649 * 86_400_000);
+  });
+});
+
+describe("TLS files that are not what they should be", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "imgpress-tls-bad-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("a damaged cert.pem (the copy for clients) is put right from the pair actually served", async () => {
+    const config = loadConfig({ IMGPRESS_DATA_DIR: dir });
+    const first = await loadTls(config);
+    await writeFile(first.certPath, "garbage\n");
+    const again = await loadTls(config);
+    expect(again.cert).toBe(first.cert);
+    expect(await readFile(again.certPath, "utf8")).toBe(first.cert);
+  });
+
+  test("operator files without PEM content or missing: the message names the file and its variable", async () => {
+    const good = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir }));
+    const junk = join(dir, "junk.pem");
+    await writeFile(junk, "not pem at all\n");
+    const key = join(dir, "key.pem");
+    await writeFile(key, good.key);
+    const tls = (cert: string, k: string) => loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: k }));
+    await expect(tls(junk, key)).rejects.toThrow(`IMGPRESS_TLS_CERT ${junk} holds no PEM certificate`);
+    await expect(tls(good.certPath, junk)).rejects.toThrow(`IMGPRESS_TLS_KEY ${junk} holds no PEM private key`);
+    await expect(tls(join(dir, "missing.pem"), key)).rejects.toThrow(`cannot read the TLS files (IMGPRESS_TLS_CERT ${join(dir, "missing.pem")}`);
+    expect((await tls(good.certPath, key)).cert).toBe(good.cert);
   });
 });

@@ -1,3 +1,4 @@
+import { UsageError } from "./args.ts";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
@@ -16,7 +17,8 @@ const PROBE_TIMEOUT_MS = 5000;
  * a TLS proxy) is sent `X-Forwarded-Proto: https`, as the proxy would, or the HTTPS guard answers 403.
  */
 export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, out: (line: string) => void): Promise<number> {
-  const url = new URL(flags.url ?? defaultUrl(env, flags));
+  const url = URL.parse(flags.url ?? defaultUrl(env, flags));
+  if (!url) throw new UsageError(`--url is not a URL: ${flags.url}`);
   try {
     const { status, body } = await probe(url);
     out(`${status} ${body.trim()}`);

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Config } from "../config.ts";
 import { readOrCreate } from "../files.ts";
 import { selfSignedCertificate, type TlsPair } from "./selfsigned.ts";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 
 /**
  * The certificate the server presents: the operator's PEM files when configured, otherwise a
@@ -11,7 +11,12 @@ import { readFile } from "node:fs/promises";
  */
 export async function loadTls(config: Config): Promise<TlsPair & { generated: boolean; certPath: string }> {
   if (config.tlsCert && config.tlsKey) {
-    const [cert, key] = await Promise.all([readFile(config.tlsCert, "utf8"), readFile(config.tlsKey, "utf8")]);
+    const [cert, key] = await Promise.all([readFile(config.tlsCert, "utf8"), readFile(config.tlsKey, "utf8")]).catch((err: Error) => {
+      throw new Error(`cannot read the TLS files (IMGPRESS_TLS_CERT ${config.tlsCert}, IMGPRESS_TLS_KEY ${config.tlsKey}): ${err.message}`);
+    });
+    // Bun and Deno would refuse them only at listen, with an OpenSSL code that names neither file.
+    if (!cert.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`IMGPRESS_TLS_CERT ${config.tlsCert} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key)) throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} holds no PEM private key (-----BEGIN … PRIVATE KEY-----)`);
     return { cert, key, generated: false, certPath: config.tlsCert };
   }
   const names = [...new Set(["localhost", "127.0.0.1", "::1", hostname(), ...(isWildcard(config.host) ? [] : [config.host])])];
@@ -23,7 +28,8 @@ export async function loadTls(config: Config): Promise<TlsPair & { generated: bo
   });
   const key = bundle.slice(0, bundle.indexOf("-----BEGIN CERTIFICATE-----"));
   const cert = bundle.slice(key.length);
-  await readOrCreate(certPath, async () => cert, 0o644);
+  // The copy clients are given: put right if it was edited or damaged, so it always matches what is served.
+  if ((await readOrCreate(certPath, async () => cert, 0o644)) !== cert) await writeFile(certPath, cert, { mode: 0o644 });
   return { cert, key, generated: true, certPath };
 }
 
