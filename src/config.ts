@@ -105,25 +105,23 @@ const list = (raw: string) =>
     .filter(Boolean);
 const word = (raw: string) => raw.trim();
 const urlWith = (schemes: string[]) => (raw: string) => {
-  let url: URL;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    throw `a URL starting with ${schemes.join(" or ")}`;
-  }
-  if (!schemes.includes(url.protocol)) throw `a URL starting with ${schemes.join(" or ")}`;
+  const url = URL.parse(raw.trim());
+  const wanted = `a URL starting with ${schemes.join(" or ")}`;
+  // A URL of the right scheme that does not parse (a bad port, an unclosed [): say so, not which schemes.
+  if (!url) throw schemes.some((s) => raw.trim().toLowerCase().startsWith(s)) ? `${wanted} that is well formed (check the host, port and %-encoding of the password)` : wanted;
+  if (!schemes.includes(url.protocol)) throw wanted;
   return raw.trim();
 };
 const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
 
 // Allowlist entries are compared with normalised addresses, whose domains are lower-case ASCII (punycode).
-function allowlistEntry(entry: string): string {
+function allowlistEntry(entry: string, allowed = "*, addresses or @domain entries"): string {
   const value = entry.toLowerCase();
   if (value === "*") return value;
   const at = value.lastIndexOf("@");
   const local = value.slice(0, Math.max(at, 0));
   const domain = at >= 0 ? domainToASCII(value.slice(at + 1)) : "";
-  if (!domain.includes(".") || /[\s@<>(),;:"[\]\\]/.test(local)) throw `*, addresses or @domain entries (bad entry: ${entry})`;
+  if (!domain.includes(".") || /[\s@<>(),;:"[\]\\]/.test(local)) throw `${allowed} (bad entry: ${entry})`;
   return `${local}@${domain}`;
 }
 
@@ -185,7 +183,7 @@ export const settings: readonly Setting[] = [
     key: "allowedEmails",
     env: "IMGPRESS_ALLOWED_EMAILS",
     help: "comma list of addresses and @domain entries allowed to obtain keys; * = anyone",
-    parse: (raw) => list(raw).map(allowlistEntry),
+    parse: (raw) => list(raw).map((entry) => allowlistEntry(entry)),
     fallback: () => ["*"],
   },
   { key: "masterKey", env: "IMGPRESS_MASTER_KEY", help: "32-byte key (64 hex or base64) that encrypts stored secrets (default: generated file in the data dir)", parse: text },
@@ -285,7 +283,7 @@ export const settings: readonly Setting[] = [
     help: "comma list of staff addresses (exact); `imgpress staff add` adds more in the database",
     parse: (raw) =>
       list(raw).map((entry) => {
-        const email = allowlistEntry(entry);
+        const email = allowlistEntry(entry, "exact e-mail addresses");
         if (email.startsWith("@") || email === "*") throw `exact e-mail addresses (bad entry: ${entry})`;
         return email;
       }),
@@ -324,7 +322,10 @@ export function loadConfig(env: Record<string, string | undefined>, flags: Recor
     try {
       out[s.key] = s.parse(raw);
     } catch (allowed) {
-      throw new ConfigError(`${origins[s.key]} is invalid: expected ${allowed}.`);
+      // A number's parser knows its form, the schema its range: "-1" is told both.
+      const schema = ConfigSchema.properties[s.key];
+      const expected = schema.type === "integer" ? allowedBy(schema) : allowed;
+      throw new ConfigError(`${origins[s.key]} is invalid: expected ${expected}.`);
     }
   }
   const error = Value.Errors(ConfigSchema, out).First();

@@ -173,6 +173,10 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_CONVERT_TIMEOUT_S", "0", "expected a positive number up to 86400."],
     ["IMGPRESS_DRAIN_DELAY_S", "601", "expected a number from 0 to 600."],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "0.5", "expected a number from 1 to 600."],
+    ["IMGPRESS_PORT", "-1", "expected a whole number from 0 to 65535."],
+    ["IMGPRESS_SMTP_URL", "smtp://u:p@[bad", "expected a URL starting with smtp: or smtps: that is well formed (check the host, port and %-encoding of the password)."],
+    ["IMGPRESS_SMTP_URL", "ftp://mail.example.com", "expected a URL starting with smtp: or smtps:."],
+    ["IMGPRESS_STAFF_EMAILS", "not-an-email", "expected exact e-mail addresses (bad entry: not-an-email)."],
   ])("%s=%p says what is allowed, bounds included", (variable, value, expected) => {
     expect(configError(() => loadConfig({ [variable]: value })).message).toBe(`${variable} is invalid: ${expected}`);
   });
