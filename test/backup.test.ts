@@ -218,6 +218,18 @@ describe("backup and restore: paths that are not what they should be, and interr
     expect(existsSync(join(tmp, "none.db"))).toBe(false);
   });
 
+  test("backup into a folder (existing, or named with a trailing slash) writes the default name inside it", async () => {
+    const into = join(tmp, "into");
+    await mkdir(into);
+    for (const target of [into, `${into}/`]) {
+      const r = await runCli(["backup", target, "--without-key"], server.env);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`backup written: ${into}/imgpress-backup-\\d{8}-\\d{6}\\.db `));
+      await Bun.sleep(1100); // the default name has whole seconds
+    }
+    expect(readdirSync(into)).toHaveLength(2);
+  });
+
   test("restore of a folder or of a missing file: one line naming it, exit 1", async () => {
     for (const what of [tmp, join(tmp, "no-such.db")]) {
       const r = await runCli(["restore", what], { IMGPRESS_DATA_DIR: join(tmp, "restore-paths") });

@@ -63,14 +63,16 @@ function interruptible(io: Output) {
 }
 
 /**
- * `imgpress backup [FILE] [--without-key]`: an online snapshot of the database while the server
+ * `imgpress backup [FILE|FOLDER/] [--without-key]`: an online snapshot of the database while the server
  * runs. By default the file also carries the master key (so it restores on its own) and the
  * output says to keep it like a password; `--without-key` leaves the key out and says what that costs.
  */
 export async function runBackup(config: Config, file: string | undefined, flags: Record<string, string>, io: Output): Promise<number> {
   const source = localPath(config.databaseUrl);
   if (!source) return io.err(`imgpress backup: ${notAFile(config.databaseUrl, "back it up with pg_dump", "use that server's own backups")}`), 1;
-  const dest = resolve(file ?? `imgpress-backup-${stamp()}.db`);
+  // A folder (existing, or written with a trailing slash) gets the default name inside it.
+  const name = `imgpress-backup-${stamp()}.db`;
+  const dest = file === undefined ? resolve(name) : /[/\\]$/.test(file) || (await isFolder(file)) ? resolve(file, name) : resolve(file);
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
   if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;

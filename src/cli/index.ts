@@ -19,7 +19,7 @@ Usage:
   imgpress keys revoke ID          revoke one key pair
   imgpress keys revoke-email ADDRESS
                                    revoke every active key of an address
-  imgpress backup [FILE] [--without-key]
+  imgpress backup [FILE|FOLDER/] [--without-key]
                                    online snapshot of the embedded database file, with the
                                    master key unless --without-key (keep it like a password)
   imgpress restore FILE            replace the database file with a verified snapshot (server
