@@ -13,7 +13,7 @@ export function pidFilePath(databasePath: string): string {
 
 /**
  * Records this process as the server of `databasePath`, or throws when a live server already is
- * (restore and backup safety rely on knowing it); returns the function that removes the record.
+ * (restore relies on knowing it); returns the function that removes the record.
  */
 export function claimPidFile(databasePath: string): () => void {
   const path = pidFilePath(databasePath);

@@ -4,10 +4,10 @@ import type { IpAllowlist } from "./ipallow.ts";
 import { answerError, fromTrustedProxy, requestMeta } from "./meta.ts";
 
 /**
- * Behind a TLS-terminating proxy (`proxies` given: not in proxy mode, none) the server itself
- * speaks HTTP, so it insists that one of the operator's proxies sent the request and vouches for HTTPS; anything else is refused
- * with 403 HTTPS_REQUIRED. A client that reaches the port directly could write any
- * X-Forwarded-For (an allowlisted address for /internal/) and X-Forwarded-Proto.
+ * Behind a TLS-terminating proxy (`proxies` given; none outside proxy mode) the server itself
+ * speaks HTTP, so it insists that one of the operator's proxies sent the request and vouches for
+ * HTTPS; anything else is refused with 403 HTTPS_REQUIRED. A client that reaches the port directly
+ * could write any X-Forwarded-For (an allowlisted address for /internal/) and X-Forwarded-Proto.
  */
 export function httpsGuard(proxies: IpAllowlist | undefined) {
   return new Elysia({ name: "https-guard" }).onRequest(({ request }) => {
