@@ -1,7 +1,7 @@
 import { createApp, createServices, type App, type Services } from "./app.ts";
 import { loadConfig, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
-import { openStore, type Store } from "./db/index.ts";
+import { localPath, openStore, type Store } from "./db/index.ts";
 import { scrub } from "./db/location.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, type Mailer, smtpMailer } from "./mail/mailer.ts";
@@ -45,7 +45,10 @@ async function openConfiguredStore(config: Config): Promise<Store> {
   try {
     return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
   } catch (err) {
-    throw new Error(scrub(`cannot open the database ${config.databaseUrl}: ${driverMessage(err)}`, [config.databaseUrl]), { cause: err });
+    const message = driverMessage(err);
+    // SQLite's code 14 (CANTOPEN) says nothing of why: on a local file it is the folder's permissions or a read-only mount.
+    const hint = localPath(config.databaseUrl) && /CANTOPEN|unable to open database|: 14\b/i.test(message) ? " (is the data folder writable by this user, and not on a read-only mount?)" : "";
+    throw new Error(scrub(`cannot open the database ${config.databaseUrl}: ${message}${hint}`, [config.databaseUrl]), { cause: err });
   }
 }
 
