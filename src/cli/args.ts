@@ -82,7 +82,8 @@ const USAGE: Record<string, Usage> = {
   "keys revoke-email": { words: [1, 1], options: [] },
   backup: { words: [0, 1], options: ["without-key"] },
   restore: { words: [1, 1], options: [] },
-  "migrate-data": { words: [0, 0], options: ["from", "to"] },
+  // Its own usage line names --from and --to when words are left over.
+  "migrate-data": { words: [0, Infinity], options: ["from", "to"] },
   "staff list": { words: [0, 0], options: [] },
   "staff add": { words: [1, 1], options: [] },
   "staff remove": { words: [1, 1], options: [] },
