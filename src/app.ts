@@ -215,7 +215,7 @@ function trustedPeers(config: Config): string[] {
 export function createApp(deps: AppDeps, services: Services) {
   const { config, logger } = deps;
   const proxies = config.behindProxy ? new IpAllowlist(trustedPeers(config)) : undefined;
-  const clientIp = (request: Request) => clientAddress(request, proxies);
+  const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
   const auth = staffAuth(services.sessions, config.behindProxy);
   const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
   return new Elysia()

@@ -61,26 +61,20 @@ describe("the network allowlist", () => {
     expect(res.status).toBe(open ? 200 : 404);
   });
 
-  test("behind a proxy the right-most X-Forwarded-For address that is not a trusted proxy counts", async () => {
+  test("behind a proxy only the right-most X-Forwarded-For address counts", async () => {
     await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF });
     const via = (xff: string) => h.request("GET", "/internal/login", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https", "x-forwarded-for": xff } });
-    // What a client wrote itself stays left of the address the proxy appended.
     expect((await via("127.0.0.1, 203.0.113.9")).status).toBe(404);
-    // A browser on the proxy's machine (every entry a trusted proxy: the left-most is the client).
-    expect((await via("127.0.0.1")).status).toBe(200);
-    expect((await via("::1, 127.0.0.1")).status).toBe(200);
-    // A local proxy in the chain that forwards for an outside client: that client counts.
-    expect((await via("203.0.113.9, 127.0.0.1")).status).toBe(404);
+    expect((await via("203.0.113.9, 127.0.0.1")).status).toBe(200);
   });
 
-  test("behind a chain of trusted proxies (CDN → balancer) the address the first of them appended counts", async () => {
-    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_TRUSTED_PROXIES: "10.0.0.5, 198.51.100.0/24", IMGPRESS_INTERNAL_ALLOW: "192.0.2.10" });
+  // Walking left past trusted entries (as for a CDN chain) would let a client inside a trusted
+  // range write the allowed address itself; chains are resolved by the balancer (docs/scaling.md).
+  test("behind a proxy entries left of the right-most are never believed, even after a trusted proxy's address", async () => {
+    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_TRUSTED_PROXIES: "10.0.0.0/8", IMGPRESS_INTERNAL_ALLOW: "192.0.2.10" });
     const via = (xff: string) => h.request("GET", "/internal/login", { ip: "10.0.0.5", headers: { "x-forwarded-proto": "https", "x-forwarded-for": xff } });
-    expect((await via("192.0.2.10, 198.51.100.7")).status).toBe(200);
-    expect((await via("192.0.2.11, 198.51.100.7")).status).toBe(404);
-    // A client that writes the allowed address itself is still itself.
-    expect((await via("192.0.2.10, 203.0.113.9, 198.51.100.7")).status).toBe(404);
-    expect((await via(" 192.0.2.10 ,, 198.51.100.7 ")).status).toBe(200);
+    expect((await via("192.0.2.10, 10.0.0.9")).status).toBe(404);
+    expect((await via("10.0.0.9, 192.0.2.10")).status).toBe(200);
   });
 
   test("behind a proxy a request without X-Forwarded-For is outside, though the proxy itself is loopback", async () => {

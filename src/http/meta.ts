@@ -41,21 +41,16 @@ export function answerError(request: Request, error: AppError, headers: Record<s
 }
 
 /**
- * The client's address: the TCP peer, or behind a proxy (`proxies` given: the operator's trusted
- * proxies) the right-most X-Forwarded-For entry that is not one of those proxies. Each proxy
- * appends the address it received from; entries left of the first untrusted one are whatever
- * that client wrote. A chain of trusted proxies (CDN → balancer → imgpress) is walked through, so
- * rate limits and the allowlist see the client, not the CDN; when every entry is a trusted proxy,
- * the left-most is the client (a probe from the proxy machine itself). Behind a proxy without
- * that header the client is "unknown", never the proxy's own (often loopback, hence allowlisted)
- * address.
+ * The client's address: the TCP peer, or behind a proxy the right-most X-Forwarded-For entry,
+ * the one the operator's own proxy appended (entries further left are client-controlled, even
+ * when they name another trusted proxy: a client inside a trusted range could write them).
+ * Behind a proxy without that header the client is "unknown", never the proxy's own (often
+ * loopback, hence allowlisted) address.
  */
-export function clientAddress(request: Request, proxies?: { has(ip: string): boolean }): string {
-  if (proxies) {
-    const entries = (request.headers.get("x-forwarded-for") ?? "").split(",").map((e) => normalizeIp(e.trim())).filter(Boolean);
-    let i = entries.length - 1;
-    while (i > 0 && proxies.has(entries[i]!)) i--;
-    return entries[i] ?? "unknown";
+export function clientAddress(request: Request, behindProxy: boolean): string {
+  if (behindProxy) {
+    const forwarded = request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim();
+    return forwarded ? normalizeIp(forwarded) : "unknown";
   }
   return normalizeIp(requestMeta(request).peer ?? "unknown");
 }
