@@ -25,5 +25,12 @@ export function createLogger(level: LogLevel = "info", write: (line: string) => 
 }
 
 function errorFields(err: Error): Record<string, unknown> {
+  // Drizzle wraps a driver's error as "Failed query: <sql> params: <values>": the values are e-mail
+  // addresses and key hashes, so the driver's own words (the cause) stand for it, and the stack's
+  // header, which repeats the message, is left out.
+  if (err.message.startsWith("Failed query:") && err.cause instanceof Error) {
+    const frames = err.stack?.split("\n").filter((line) => line.trimStart().startsWith("at ")) ?? [];
+    return { name: err.name, message: `database query failed: ${err.cause.message.split("\n")[0]}`, stack: frames.slice(0, 7).join("\n") };
+  }
   return { name: err.name, message: err.message, stack: err.stack?.split("\n").slice(0, 8).join("\n") };
 }

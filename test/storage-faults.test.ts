@@ -8,6 +8,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
 import { storageFaultCode } from "../src/db/faults.ts";
+import { createLogger } from "../src/log.ts";
 import { otpCodes } from "../src/db/schema.ts";
 import { convertForm, postBearer, postSigned } from "./support/convert-helpers.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
@@ -68,11 +69,34 @@ describe("storageFaultCode", () => {
     [{ code: "SQLITE_IOERR_WRITE", rawCode: 778 }, "SQLITE_IOERR_WRITE"],
     [{ code: "SQLITE_CANTOPEN" }, "SQLITE_CANTOPEN"],
     [{ message: "Failed query", cause: { code: "SQLITE_READONLY", rawCode: 8 } }, "SQLITE_READONLY"],
+    // PostgreSQL: a rotated password (28P01) and a dropped database (3D000) are the storage's, not the request's.
+    [{ message: "Failed query", cause: { code: "28P01" } }, "28P01"],
+    [{ code: "3D000" }, "3D000"],
+    [{ code: "08006" }, "08006"],
+    [{ code: "23505" }, null],
     [{ code: "SQLITE_CONSTRAINT_PRIMARYKEY", rawCode: 1555 }, null],
     [{ code: "ENOENT" }, null],
     [new Error("boom"), null],
     [undefined, null],
   ])("case %# is classified", (err, expected) => {
     expect(storageFaultCode(err)).toBe(expected);
+  });
+});
+
+describe("a failed query in the log", () => {
+  test("names the driver's words, never the query's parameters (e-mail addresses, key hashes)", () => {
+    const lines: string[] = [];
+    const logger = createLogger("error", (l) => lines.push(l));
+    const driver = Object.assign(new Error('password authentication failed for user "imp"'), { code: "28P01" });
+    const wrapped = new Error('Failed query: select "at" from "rate_events" where "bucket" = $1\nparams: otp-email:z@example.com,1700000000000', { cause: driver });
+    logger.error("unhandled error", { error: wrapped });
+    const line = JSON.parse(lines[0]!);
+    expect(line.error.message).toBe('database query failed: password authentication failed for user "imp"');
+    expect(lines[0]).not.toContain("z@example.com");
+    expect(lines[0]).not.toContain("rate_events");
+    expect(line.error.stack).toContain("at ");
+    // Other errors keep their own message.
+    logger.error("unhandled error", { error: new Error("boom") });
+    expect(JSON.parse(lines[1]!).error.message).toBe("boom");
   });
 });

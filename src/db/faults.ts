@@ -16,10 +16,12 @@ const STORAGE_FAULTS: Record<number, string> = {
 
 /**
  * PostgreSQL SQLSTATE classes and codes, and postgres.js / socket error codes, that say the same of
- * a database server: unreachable or restarting, out of disk or connections, read-only, or a
- * statement past IMGPRESS_DATABASE_TIMEOUT_S. Each clears by itself once the server is back.
+ * a database server: unreachable or restarting, refusing the login, the database dropped, out of
+ * disk or connections, read-only, or a statement past IMGPRESS_DATABASE_TIMEOUT_S. Each clears by itself once the server is back.
  */
-const POSTGRES_FAULT_CLASSES = ["08", "53", "57P"];
+// 28: the server refuses the login (a rotated password), 3D: the database is gone; both clear once
+// the operator fixes them, and the log line names the cause.
+const POSTGRES_FAULT_CLASSES = ["08", "28", "3D", "53", "57P"];
 const POSTGRES_FAULT_CODES = new Set([
   "25006", // read_only_sql_transaction (a standby, or default_transaction_read_only)
   "57014", // query_canceled: statement_timeout

@@ -212,6 +212,35 @@ describe("imgpress on PostgreSQL", () => {
     converted++;
   }, 60_000);
 
+  // A rotated password (or a dropped database) is the storage's fault, as an outage is: 503 with
+  // Retry-After, and the log says why, without the query's parameters (addresses, key hashes).
+  test("the login refused while serving (password rotated): 503 STORAGE_UNAVAILABLE, the cause logged, serving again once it is put back", async () => {
+    const role = `rot_${Math.random().toString(36).slice(2, 8)}`;
+    const admin = new URL(url);
+    await psql(url, `CREATE ROLE ${role} LOGIN PASSWORD 'first-pw'; GRANT ALL ON SCHEMA public TO ${role}`);
+    const own = await createDatabase("e2e_rotate");
+    await psql(own, `ALTER DATABASE "${new URL(own).pathname.slice(1)}" OWNER TO ${role}`);
+    const asRole = Object.assign(new URL(own), { username: role, password: "first-pw" }).href;
+    const rotating = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_DATABASE_URL: asRole, IMGPRESS_DATABASE_TIMEOUT_S: String(DB_TIMEOUT_S), IMGPRESS_DATABASE_POOL_SIZE: "2" } });
+    try {
+      const k = await obtainKeys(rotating, sink, "rotate@example.com");
+      const form = await convertForm(await img.photo(40, 30));
+      const headers = { "content-type": form.contentType, authorization: `Bearer ${k.api_key}` };
+      const convert = async () => readResponse(await rotating.fetch("/v1/plugin/convert", { method: "POST", body: form.bytes as Uint8Array<ArrayBuffer>, headers }));
+      expect((await convert()).status).toBe(200);
+      await psql(`${admin.protocol}//${admin.username}:${admin.password}@${admin.host}/postgres`, `ALTER ROLE ${role} PASSWORD 'second-pw'; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '${role}'`);
+      // The first may meet the terminated connection (57P01); the next ones reconnect and are refused the login (28P01).
+      for (let i = 0; i < 3; i++) expectStorageUnavailable(await convert());
+      const line = await rotating.waitForLog((l) => JSON.stringify(l.json ?? {}).includes("password authentication failed"));
+      expect(JSON.stringify(line.json)).not.toContain("rotate@example.com");
+      expect(rotating.logs.filter((l) => l.json?.status === 500)).toEqual([]);
+      await psql(`${admin.protocol}//${admin.username}:${admin.password}@${admin.host}/postgres`, `ALTER ROLE ${role} PASSWORD 'first-pw'`);
+      await until(async () => (await convert()).status === 200, RECOVERY_MS, "a conversion to succeed once the password is back");
+    } finally {
+      await rotating.stop();
+    }
+  }, 60_000);
+
   describe("start-up errors: one line naming the database, password masked, exit status ≠ 0", () => {
     let dataDir: string;
     beforeAll(async () => {
