@@ -112,6 +112,21 @@ const urlWith = (schemes: string[]) => (raw: string) => {
   if (!schemes.includes(url.protocol)) throw wanted;
   return raw.trim();
 };
+// The sslmode values the PostgreSQL driver (postgres.js) gives libpq's meaning; any other word it
+// would read as verify-full. Host and port in the query (libpq's socket form) it ignores, and
+// would connect to localhost:5432 instead: refused rather than followed somewhere else.
+const SSL_MODES = ["disable", "prefer", "require", "verify-full"];
+function postgresQueryChecked(url: string): string {
+  const parsed = URL.parse(url)!;
+  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") return url;
+  const sslmode = parsed.searchParams.get("sslmode");
+  if (sslmode !== null && !SSL_MODES.includes(sslmode)) throw `a PostgreSQL URL whose sslmode is one of ${SSL_MODES.join(", ")} (got ${sslmode})`;
+  for (const name of ["host", "hostaddr", "port"]) {
+    if (parsed.searchParams.has(name)) throw `a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?${name}= and Unix sockets are not supported`;
+  }
+  return url;
+}
+
 const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
 
 // Allowlist entries are compared with normalised addresses, whose domains are lower-case ASCII (punycode).
@@ -140,7 +155,7 @@ export const settings: readonly Setting[] = [
     key: "databaseUrl",
     env: "IMGPRESS_DATABASE_URL",
     help: "file:… (embedded, default), postgres://user:pass@host:5432/db (shared by several instances; sslmode honoured), or a libSQL server libsql://…, http(s)://…",
-    parse: urlWith(["file:", "postgres:", "postgresql:", "libsql:", "http:", "https:", "ws:", "wss:"]),
+    parse: (raw) => postgresQueryChecked(urlWith(["file:", "postgres:", "postgresql:", "libsql:", "http:", "https:", "ws:", "wss:"])(raw)),
     fallback: (c) => `file:${join(c.dataDir as string, "imgpress.db")}`,
   },
   { key: "databaseAuthToken", env: "IMGPRESS_DATABASE_AUTH_TOKEN", help: "token for a remote libSQL server", parse: text },
