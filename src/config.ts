@@ -119,6 +119,12 @@ const SSL_MODES = ["disable", "prefer", "require", "verify-full"];
 function postgresQueryChecked(url: string): string {
   const parsed = URL.parse(url)!;
   if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") return url;
+  try {
+    decodeURIComponent(parsed.username);
+    decodeURIComponent(parsed.password);
+  } catch {
+    throw "a PostgreSQL URL whose user name and password are %-encoded (a % in them is written %25)";
+  }
   const sslmode = parsed.searchParams.get("sslmode");
   if (sslmode !== null && !SSL_MODES.includes(sslmode)) throw `a PostgreSQL URL whose sslmode is one of ${SSL_MODES.join(", ")} (got ${sslmode})`;
   for (const name of ["host", "hostaddr", "port"]) {

@@ -177,6 +177,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_SMTP_URL", "smtp://u:p@[bad", "expected a URL starting with smtp: or smtps: that is well formed (check the host, port and %-encoding of the password)."],
     ["IMGPRESS_SMTP_URL", "ftp://mail.example.com", "expected a URL starting with smtp: or smtps:."],
     ["IMGPRESS_STAFF_EMAILS", "not-an-email", "expected exact e-mail addresses (bad entry: not-an-email)."],
+    ["IMGPRESS_DATABASE_URL", "postgres://u:a%zz@db.example/x", "expected a PostgreSQL URL whose user name and password are %-encoded (a % in them is written %25)."],
     ["IMGPRESS_DATABASE_URL", "postgres://u:p@db.example/x?sslmode=verify-ca", "expected a PostgreSQL URL whose sslmode is one of disable, prefer, require, verify-full (got verify-ca)."],
     ["IMGPRESS_DATABASE_URL", "postgresql://u:p@localhost/x?host=/run/postgresql&port=5433", "expected a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?host= and Unix sockets are not supported."],
   ])("%s=%p says what is allowed, bounds included", (variable, value, expected) => {

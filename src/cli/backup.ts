@@ -1,5 +1,4 @@
 import { Buffer } from "node:buffer";
-import { rmSync } from "node:fs";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
@@ -8,6 +7,7 @@ import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { timingSafeEqual } from "../crypto.ts";
 import { existingMasterKey, masterKeyCheck, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
 import { serverInUse } from "../pidfile.ts";
+import { interruptible } from "./interrupt.ts";
 
 /** Where CLI output goes: results on `out`, progress and warnings on `err`. */
 export interface Output {
@@ -25,41 +25,6 @@ function notAFile(url: string, postgres: string, libsql: string): string {
   return isPostgresUrl(url)
     ? `the database is PostgreSQL; backup and restore work on the embedded file only: ${postgres} and keep the master key with it (docs/scaling.md#backup)`
     : `the database is a remote libSQL server; ${libsql}`;
-}
-
-/**
- * Until `release`, SIGINT and SIGTERM remove the files named by `leaveNothing` and exit (130 /
- * 143) instead of leaving a half-written copy behind (hundreds of MB for a large database); a
- * signal during `uninterrupted` (moving databases into place) waits for it to finish first.
- */
-function interruptible(io: Output) {
-  let leftovers: string[] = [];
-  let busy = false;
-  let pending: NodeJS.Signals | null = null;
-  const stop = (signal: NodeJS.Signals) => {
-    for (const path of leftovers) rmSync(path, { force: true });
-    io.err(`imgpress: stopped by ${signal}${leftovers.length ? "; the partial copy was removed" : ""}`);
-    process.exit(signal === "SIGINT" ? 130 : 143);
-  };
-  const onSignal = (signal: NodeJS.Signals) => (busy ? (pending = signal) : stop(signal));
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  return {
-    leaveNothing: (paths: string[]) => void (leftovers = paths),
-    async uninterrupted<T>(steps: () => Promise<T>): Promise<T> {
-      busy = true;
-      try {
-        return await steps();
-      } finally {
-        busy = false;
-        if (pending) stop(pending);
-      }
-    },
-    release() {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-    },
-  };
 }
 
 /**

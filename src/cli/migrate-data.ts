@@ -3,6 +3,7 @@ import { driverMessage } from "../db/faults.ts";
 import type { DatabaseOptions } from "../db/index.ts";
 import { scrub, shown } from "../db/location.ts";
 import type { Output } from "./backup.ts";
+import { interruptible } from "./interrupt.ts";
 import { table } from "./index.ts";
 
 /** A progress line at every this many rows of a table (and at its end): a large table shows it moves, a small one prints once. */
@@ -19,6 +20,8 @@ export async function runMigrateData(words: string[], flags: Record<string, stri
   const clean = (text: string) => scrub(text, [from, to]);
   io.err(clean(`migrate-data: copying ${shown(from)} into ${shown(to)}`));
   let counts: TableCount[];
+  // The copy is one transaction on the target: a stop rolls it back (the connection closes with the process).
+  const signals = interruptible(io, "nothing was copied into the target (its transaction is rolled back; empty tables may remain, as after any failure); run the same command again");
   try {
     counts = await copyDatabase(from, to, {
       storeOptions: options,
@@ -29,6 +32,8 @@ export async function runMigrateData(words: string[], flags: Record<string, stri
   } catch (err) {
     if (err instanceof CopyRefused) return io.err(clean(`migrate-data refused, nothing written: ${err.message}`)), 1;
     return io.err(clean(`migrate-data failed, nothing written to the target: ${driverMessage(err)}`)), 1;
+  } finally {
+    signals.release();
   }
   io.out(table(["TABLE", "SOURCE", "TARGET"], counts.map((c) => [c.table, String(c.source), String(c.target)])));
   const rows = counts.reduce((sum, c) => sum + c.target, 0);
