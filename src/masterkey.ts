@@ -50,10 +50,13 @@ export async function masterKeyCheck(key: Uint8Array): Promise<string> {
  * the new file would stay behind as if it were the right key. Nothing is written.
  */
 export async function requireKeyOfPinnedDatabase(store: Store, config: Config): Promise<void> {
-  if (config.masterKey || (await existingMasterKey(config))) return;
+  if (config.masterKey) return;
   const { db, tables: { databaseFacts } } = store;
+  // The pin first, the file second: a process starting beside this one writes its key file before
+  // it pins, so a pin seen here means that file exists by now (the other order raced: a file not
+  // yet written, then the other process's pin, refused a concurrent first start).
   const pinned = (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0];
-  if (pinned === undefined) return;
+  if (pinned === undefined || (await existingMasterKey(config))) return;
   throw new ConfigError(
     `the master key file ${masterKeyPath(config)} is missing, and this database was created with a master key: put that file back (it is kept with your backups), ` +
       "or set IMGPRESS_MASTER_KEY to the key; a new key could not open the stored secret keys. Nothing was written (docs/operations.md#the-master-key).",
