@@ -6,7 +6,7 @@ import { localPath } from "./db/index.ts";
 import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile } from "./pidfile.ts";
-import { loadTls } from "./tls/index.ts";
+import { loadTls, urlHost } from "./tls/index.ts";
 import { version } from "./version.ts";
 
 /** A listening server as the runtime reports it. */
@@ -87,7 +87,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
   logger.info("imgpress listening", {
     version,
     runtime: runtime.name,
-    url: `${config.behindProxy ? "http" : "https"}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`,
+    url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${server.port}`,
     scheme,
     dataDir: config.dataDir,
     ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: await fingerprint(tls.cert) } : {}),

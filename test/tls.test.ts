@@ -48,7 +48,7 @@ describe("self-signed certificate parsed by node:crypto X509Certificate", () => 
   });
 });
 
-describe("the certificate the server writes into the data folder", () => {
+describe("the certificate the server writes into the data folder, and TLS files that are not what they should be", () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "imgpress-tls-"));
@@ -67,16 +67,6 @@ describe("the certificate the server writes into the data folder", () => {
     const to = Date.parse(s.validTo);
     expect(from).toBeLessThan(Date.now());
     expect(to - Date.now()).toBeGreaterThan(3649 * 86_400_000);
-  });
-});
-
-describe("TLS files that are not what they should be", () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "imgpress-tls-bad-"));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
   });
 
   test("a damaged cert.pem (the copy for clients) is put right from the pair actually served", async () => {

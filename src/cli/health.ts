@@ -1,8 +1,7 @@
 import { UsageError } from "./args.ts";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { isIP } from "node:net";
-import { isWildcard } from "../tls/index.ts";
+import { isWildcard, urlHost } from "../tls/index.ts";
 import { loadConfig } from "../config.ts";
 
 /** How long the probe waits for an answer before reporting failure. */
@@ -17,8 +16,9 @@ const PROBE_TIMEOUT_MS = 5000;
  * a TLS proxy) is sent `X-Forwarded-Proto: https`, as the proxy would, or the HTTPS guard answers 403.
  */
 export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, out: (line: string) => void): Promise<number> {
-  const url = URL.parse(flags.url ?? defaultUrl(env, flags));
-  if (!url) throw new UsageError(`--url is not a URL: ${flags.url}`);
+  const raw = flags.url ?? defaultUrl(env, flags);
+  const url = URL.parse(raw);
+  if (!url) throw new UsageError(`${flags.url ? "--url" : "the address from IMGPRESS_HOST and IMGPRESS_PORT"} is not a URL: ${raw}`);
   try {
     const { status, body } = await probe(url);
     out(`${status} ${body.trim()}`);
@@ -31,7 +31,7 @@ export async function runHealthCommand(flags: Record<string, string>, env: Recor
 
 function defaultUrl(env: Record<string, string | undefined>, flags: Record<string, string>): string {
   const config = loadConfig(env, flags);
-  const host = isWildcard(config.host) ? "127.0.0.1" : isIP(config.host) === 6 ? `[${config.host}]` : config.host;
+  const host = isWildcard(config.host) ? "127.0.0.1" : urlHost(config.host);
   return `${config.behindProxy ? "http" : "https"}://${host}:${config.port}/health/ready`;
 }
 

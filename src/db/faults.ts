@@ -17,7 +17,8 @@ const STORAGE_FAULTS: Record<number, string> = {
 /**
  * PostgreSQL SQLSTATE classes and codes, and postgres.js / socket error codes, that say the same of
  * a database server: unreachable or restarting, refusing the login, the database dropped, out of
- * disk or connections, read-only, or a statement past IMGPRESS_DATABASE_TIMEOUT_S. Each clears by itself once the server is back.
+ * disk or connections, read-only, or a statement past IMGPRESS_DATABASE_TIMEOUT_S. Each clears once
+ * the server is back or the operator has fixed it, without a restart.
  */
 // 28: the server refuses the login (a rotated password), 3D: the database is gone; both clear once
 // the operator fixes them, and the log line names the cause.

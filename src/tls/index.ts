@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config.ts";
@@ -36,4 +37,9 @@ export async function loadTls(config: Config): Promise<TlsPair & { generated: bo
 /** Whether `host` listens on every address (so a local client should use loopback). */
 export function isWildcard(host: string): boolean {
   return host === "0.0.0.0" || host === "::" || host === "";
+}
+
+/** `host` as it is written in a URL: an IPv6 address in brackets. */
+export function urlHost(host: string): string {
+  return isIP(host) === 6 ? `[${host}]` : host;
 }
