@@ -9,7 +9,7 @@
 //
 // Findings (2026-11-23, docs/performance.md "Throughput on thumbnails and the allocator"): a fixed
 // 8 MiB threshold recovers most of the thumbnails' CPU for ~+35–65 MiB of peak, not enough for 0.95.
-import { readFileSync } from "node:fs";
+import { cpSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Bench, filename, idleRss, MiB } from "./lib/context.ts";
@@ -83,6 +83,7 @@ const kinds = values.kinds === "2" ? [CLIENT_KINDS[0]!, CLIENT_KINDS[3]!] : CLIE
 const corpus = await loadCorpus(WORK, false);
 const b = await Bench.start(false, corpus.images, corpus.worst, [corpus.dir, join(WORK, "corpus")]);
 const running = new Set<Service>();
+const dataDirOf = (v: Variant) => `${b.dataDir}-${v.name}`;
 const stopAll = async () => {
   for (const s of running) await s.stop();
   running.clear();
@@ -95,8 +96,11 @@ try {
   const jobs = b.jobsOf(b.images, 2);
   const rows = new Map<string, Row>(variants.map((v) => [v.name, { large: [], largeCpu: [], largePeak: [], thumbs: {}, thumbsCpu: [], thumbsFaults: [], after: [], big: [], failed: 0 }]));
   const pools = { large: [] as number[], thumbs: [] as number[], thumbsFaults: [] as number[] };
+  // A data folder has one server (src/pidfile.ts), and the variants' servers run side by side: each
+  // gets its own copy of the folder that issued the keys.
+  for (const v of variants) cpSync(b.dataDir, dataDirOf(v), { recursive: true });
   const start = async (v: Variant) => {
-    const s = await startService({ kind: "source", dataDir: b.dataDir, env: v.env, entry: v.entry });
+    const s = await startService({ kind: "source", dataDir: dataDirOf(v), env: v.env, entry: v.entry });
     running.add(s);
     return s;
   };
@@ -166,5 +170,6 @@ try {
 } finally {
   await stopAll();
   await b.close();
+  for (const dir of [b.dataDir, ...variants.map(dataDirOf)]) rmSync(dir, { recursive: true, force: true });
 }
 process.exit(0);
