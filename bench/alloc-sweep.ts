@@ -6,6 +6,7 @@
 // load drifting on the shared machine hits both sides of a ratio alike; variants rotate per round.
 //
 //   bun bench/alloc-sweep.ts [--rounds=2] [--kinds=2] [--only=as-is,a2-m8,…]   prints a markdown table
+//   bun bench/alloc-sweep.ts --sustained=5 [--rounds=…] [--only=…]   peak RSS of back-to-back large-photo runs
 //
 // Findings (2026-11-23, docs/performance.md "Throughput on thumbnails and the allocator"): a fixed
 // 8 MiB threshold recovers most of the thumbnails' CPU for ~+35–65 MiB of peak, not enough for 0.95.
@@ -36,6 +37,7 @@ const VARIANTS: Variant[] = [
   { name: "as-is", label: "src/main.ts: arena_max 2, mmap 16 MiB", env: {} },
   { name: "defaults", label: "glibc defaults", env: {}, entry: UNTUNED },
   mallopt("a2-dyn", "arena_max 2, dynamic mmap threshold", "arena_max=2"),
+  mallopt("a2-dyn-idle", "arena_max 2, dynamic mmap threshold, release when idle (as src/main.ts)", "arena_max=2", { BENCH_IDLE_RELEASE: "1" }),
   mallopt("a2-m4", "arena_max 2, mmap 4 MiB", `arena_max=2,mmap_threshold=${4 * MB}`),
   mallopt("a2-m8", "arena_max 2, mmap 8 MiB", `arena_max=2,mmap_threshold=${8 * MB}`),
   mallopt("a2-m16", "arena_max 2, mmap 16 MiB", `arena_max=2,mmap_threshold=${16 * MB}`),
@@ -72,8 +74,10 @@ async function withCpuAndFaults<T>(pid: number, jobs: number, run: () => Promise
   return [r, (after.cpuMs - before.cpuMs) / jobs, (after.minorFaults - before.minorFaults) / jobs];
 }
 
-const { values } = parseArgs({ options: { rounds: { type: "string" }, only: { type: "string" }, kinds: { type: "string" } } });
+const { values } = parseArgs({ options: { rounds: { type: "string" }, only: { type: "string" }, kinds: { type: "string" }, sustained: { type: "string" } } });
 const rounds = Number(values.rounds ?? 1);
+// --sustained=N: only the large-photo load, N runs back to back per fresh server, peak RSS of each.
+const sustained = Number(values.sustained ?? 0);
 const only = new Set((values.only ?? "").split(",").filter(Boolean));
 const variants = only.size ? [...only].map((n) => VARIANTS.find((v) => v.name === n)!) : VARIANTS;
 if (variants.some((v) => !v)) throw new Error(`unknown variant; variants: ${VARIANTS.map((v) => v.name).join(", ")}`);
@@ -108,7 +112,24 @@ try {
     running.delete(s);
     await s.stop();
   };
-  for (let round = 0; round < rounds; round++) {
+  if (sustained > 0) {
+    // Peak RSS per run of a fresh server under the large-photo load repeated back to back: what a
+    // busy server settles at, where the table below measures a server's first bursts.
+    const peaks = new Map<string, string[]>(variants.map((v) => [v.name, []]));
+    for (let round = 0; round < rounds; round++) {
+      for (const v of variants.map((_, k) => variants[(k + round) % variants.length]!)) {
+        const svc = await start(v);
+        for (let run = 1; run <= sustained; run++) {
+          const r = await b.runService(svc, keys, jobs, `${v.name} (sustained ${run}/${sustained})`);
+          peaks.get(v.name)!.push(`${Math.round(r.peakKiB / 1024)}`);
+        }
+        peaks.get(v.name)!.push("/");
+        await stop(svc);
+      }
+    }
+    console.log(`\nPeak RSS (MiB) of each run of ${jobs.length} large photos, ${sustained} runs back to back per fresh server, ${rounds} round(s) ("/" between servers)\n\n` + table(["variant", "peaks"], variants.map((v) => [v.label, peaks.get(v.name)!.join(" ")])));
+  }
+  for (let round = 0; round < (sustained > 0 ? 0 : rounds); round++) {
     const order = variants.map((_, k) => variants[(k + round) % variants.length]!);
     const servers = new Map<string, Service>();
     for (const v of order) servers.set(v.name, await start(v));
@@ -156,7 +177,7 @@ try {
       await stop(svc);
     }
   }
-  console.log(
+  if (sustained === 0) console.log(
     `\n${rounds} round(s); in-process CPU per job (glibc defaults): large ${fmt(median(pools.large), 0)} ms, thumbs ${fmt(median(pools.thumbs), 1)} ms and ${fmt(median(pools.thumbsFaults), 0)} minor page faults; load average now ${readFileSync("/proc/loadavg", "utf8").trim()}\n\n` +
       table(
         ["variant", "large ÷ pool of 2", "large CPU ms/img", "peak RSS (large)", "RSS after", "peak RSS (8 × 20 MB)", ...kinds.map((k) => `thumbs ${kindLabel(k)}`), "thumbs CPU ms/job", "thumbs minor faults/job", "failed"],
@@ -166,7 +187,7 @@ try {
         }),
       ),
   );
-  console.log(JSON.stringify({ pools, rows: Object.fromEntries(rows) }));
+  if (sustained === 0) console.log(JSON.stringify({ pools, rows: Object.fromEntries(rows) }));
 } finally {
   await stopAll();
   await b.close();

@@ -8,7 +8,7 @@ const PARAMS: Record<string, number> = { trim_threshold: -1, top_pad: -2, mmap_t
 
 const spec = process.env.BENCH_MALLOPT;
 const libc =
-  spec || process.env.BENCH_MALLOC_TRIM
+  spec || process.env.BENCH_MALLOC_TRIM || process.env.BENCH_IDLE_RELEASE
     ? dlopen("libc.so.6", {
         mallopt: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
         malloc_trim: { args: [FFIType.u64], returns: FFIType.i32 },
@@ -26,3 +26,15 @@ if (spec && libc) {
 export function afterConversion(): void {
   if (process.env.BENCH_MALLOC_TRIM) libc?.symbols.malloc_trim(0);
 }
+
+/**
+ * With BENCH_IDLE_RELEASE=1, what src/main.ts hands the server as `releaseFreedMemory` (a full GC,
+ * then malloc_trim once conversions pause), so that a BENCH_MALLOPT variant differs from the
+ * server as is in its mallopt() values alone; undefined otherwise.
+ */
+export const idleRelease = process.env.BENCH_IDLE_RELEASE
+  ? () => {
+      Bun.gc(true);
+      libc?.symbols.malloc_trim(0);
+    }
+  : undefined;
