@@ -10,6 +10,8 @@
 //
 // Findings (2026-11-23, docs/performance.md "Throughput on thumbnails and the allocator"): a fixed
 // 8 MiB threshold recovers most of the thumbnails' CPU for ~+35–65 MiB of peak, not enough for 0.95.
+// On an AMD EPYC host (2026-11-24, same doc, "Sustained load"): a2-dyn-idle reads ~0.86 of the pool
+// against ~0.77 as is, and with --sustained both settings settle at 530–680 MiB.
 import { cpSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -88,6 +90,8 @@ const corpus = await loadCorpus(WORK, false);
 const b = await Bench.start(false, corpus.images, corpus.worst, [corpus.dir, join(WORK, "corpus")]);
 const running = new Set<Service>();
 const dataDirOf = (v: Variant) => `${b.dataDir}-${v.name}`;
+// Variants rotate per round, so none always runs first (or right after a given other).
+const orderOf = (round: number) => variants.map((_, k) => variants[(k + round) % variants.length]!);
 const stopAll = async () => {
   for (const s of running) await s.stop();
   running.clear();
@@ -117,7 +121,7 @@ try {
     // busy server settles at, where the table below measures a server's first bursts.
     const peaks = new Map<string, string[]>(variants.map((v) => [v.name, []]));
     for (let round = 0; round < rounds; round++) {
-      for (const v of variants.map((_, k) => variants[(k + round) % variants.length]!)) {
+      for (const v of orderOf(round)) {
         const svc = await start(v);
         for (let run = 1; run <= sustained; run++) {
           const r = await b.runService(svc, keys, jobs, `${v.name} (sustained ${run}/${sustained})`);
@@ -130,7 +134,7 @@ try {
     console.log(`\nPeak RSS (MiB) of each run of ${jobs.length} large photos, ${sustained} runs back to back per fresh server, ${rounds} round(s) ("/" between servers)\n\n` + table(["variant", "peaks"], variants.map((v) => [v.label, peaks.get(v.name)!.join(" ")])));
   }
   for (let round = 0; round < (sustained > 0 ? 0 : rounds); round++) {
-    const order = variants.map((_, k) => variants[(k + round) % variants.length]!);
+    const order = orderOf(round);
     const servers = new Map<string, Service>();
     for (const v of order) servers.set(v.name, await start(v));
     // Large photos: the pool of 2 right before each variant.
