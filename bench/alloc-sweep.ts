@@ -40,6 +40,7 @@ const VARIANTS: Variant[] = [
   { name: "defaults", label: "glibc defaults", env: {}, entry: UNTUNED },
   mallopt("a2-dyn", "arena_max 2, dynamic mmap threshold", "arena_max=2"),
   mallopt("a2-dyn-idle", "arena_max 2, dynamic mmap threshold, release when idle (as src/main.ts)", "arena_max=2", { BENCH_IDLE_RELEASE: "1" }),
+  mallopt("a1-m16-idle", "arena_max 1, mmap 16 MiB, release when idle", `arena_max=1,mmap_threshold=${16 * MB}`, { BENCH_IDLE_RELEASE: "1" }),
   mallopt("a2-m4", "arena_max 2, mmap 4 MiB", `arena_max=2,mmap_threshold=${4 * MB}`),
   mallopt("a2-m8", "arena_max 2, mmap 8 MiB", `arena_max=2,mmap_threshold=${8 * MB}`),
   mallopt("a2-m16", "arena_max 2, mmap 16 MiB", `arena_max=2,mmap_threshold=${16 * MB}`),
