@@ -104,21 +104,22 @@ const list = (raw: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 const word = (raw: string) => raw.trim();
-const urlWith = (schemes: string[]) => (raw: string) => {
+// `check` sees the parsed URL of an accepted scheme and throws what is wrong with it.
+const urlWith = (schemes: string[], check?: (url: URL) => void) => (raw: string) => {
   const url = URL.parse(raw.trim());
   const wanted = `a URL starting with ${schemes.join(" or ")}`;
   // A URL of the right scheme that does not parse (a bad port, an unclosed [): say so, not which schemes.
   if (!url) throw schemes.some((s) => raw.trim().toLowerCase().startsWith(s)) ? `${wanted} that is well formed (check the host, port and %-encoding of the password)` : wanted;
   if (!schemes.includes(url.protocol)) throw wanted;
+  check?.(url);
   return raw.trim();
 };
 // The sslmode values the PostgreSQL driver (postgres.js) gives libpq's meaning; any other word it
 // would read as verify-full. Host and port in the query (libpq's socket form) it ignores, and
 // would connect to localhost:5432 instead: refused rather than followed somewhere else.
 const SSL_MODES = ["disable", "prefer", "require", "verify-full"];
-function postgresQueryChecked(url: string): string {
-  const parsed = URL.parse(url)!;
-  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") return url;
+function checkPostgresUrl(parsed: URL): void {
+  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") return;
   try {
     decodeURIComponent(parsed.username);
     decodeURIComponent(parsed.password);
@@ -130,7 +131,6 @@ function postgresQueryChecked(url: string): string {
   for (const name of ["host", "hostaddr", "port"]) {
     if (parsed.searchParams.has(name)) throw `a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?${name}= and Unix sockets are not supported`;
   }
-  return url;
 }
 
 const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
@@ -161,7 +161,7 @@ export const settings: readonly Setting[] = [
     key: "databaseUrl",
     env: "IMGPRESS_DATABASE_URL",
     help: "file:… (embedded, default), postgres://user:pass@host:5432/db (shared by several instances; sslmode honoured), or a libSQL server libsql://…, http(s)://…",
-    parse: (raw) => postgresQueryChecked(urlWith(["file:", "postgres:", "postgresql:", "libsql:", "http:", "https:", "ws:", "wss:"])(raw)),
+    parse: urlWith(["file:", "postgres:", "postgresql:", "libsql:", "http:", "https:", "ws:", "wss:"], checkPostgresUrl),
     fallback: (c) => `file:${join(c.dataDir as string, "imgpress.db")}`,
   },
   { key: "databaseAuthToken", env: "IMGPRESS_DATABASE_AUTH_TOKEN", help: "token for a remote libSQL server", parse: text },

@@ -1,4 +1,5 @@
-import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, stat, unlink, writeFile } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import { dirname } from "node:path";
 
 /**
@@ -22,4 +23,9 @@ export async function readOrCreate(path: string, make: () => Promise<string>, mo
     await unlink(temp).catch(() => {});
   }
   return readFile(path, "utf8");
+}
+
+/** What `stat` says of `path`, or null when there is nothing there (or it cannot be looked at). */
+export async function statOf(path: string): Promise<Stats | null> {
+  return stat(path).catch(() => null);
 }

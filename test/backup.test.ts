@@ -259,7 +259,6 @@ describe("backup and restore: paths that are not what they should be, and interr
     }
     sub.kill("SIGTERM");
     const code = await sub.exited;
-    console.log("EXITCODE", code);
     // Stopped mid-copy: 143 and nothing; had the copy ended first, the whole backup. Never a partial file.
     if (code === 143) expect(readdirSync(out)).toEqual([]);
     else expect({ code, files: readdirSync(out) }).toEqual({ code: 0, files: ["b.db"] });

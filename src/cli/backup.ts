@@ -1,5 +1,5 @@
 import { Buffer } from "node:buffer";
-import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { moveAside, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
@@ -7,6 +7,7 @@ import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { timingSafeEqual } from "../crypto.ts";
 import { existingMasterKey, masterKeyCheck, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
 import { serverInUse } from "../pidfile.ts";
+import { statOf } from "../files.ts";
 import { interruptible } from "./interrupt.ts";
 
 /** Where CLI output goes: results on `out`, progress and warnings on `err`. */
@@ -135,9 +136,9 @@ async function restoreStaged(config: Config, file: string, target: string, stage
 }
 
 async function isFolder(path: string): Promise<boolean> {
-  return (await stat(path).catch(() => null))?.isDirectory() ?? false;
+  return (await statOf(path))?.isDirectory() ?? false;
 }
 
 async function isFile(path: string): Promise<boolean> {
-  return (await stat(path).catch(() => null))?.isFile() ?? false;
+  return (await statOf(path))?.isFile() ?? false;
 }

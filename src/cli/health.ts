@@ -1,8 +1,8 @@
-import { UsageError } from "./args.ts";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { isWildcard, urlHost } from "../tls/index.ts";
 import { loadConfig } from "../config.ts";
+import { isWildcard, urlHost } from "../tls/index.ts";
+import { UsageError } from "./args.ts";
 
 /** How long the probe waits for an answer before reporting failure. */
 const PROBE_TIMEOUT_MS = 5000;

@@ -1,6 +1,7 @@
 import { createClient, type Client } from "@libsql/client";
 import { Buffer } from "node:buffer";
-import { copyFile, chmod, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, chmod, rename, rm, writeFile } from "node:fs/promises";
+import { statOf } from "../files.ts";
 import { timingSafeEqual } from "../crypto.ts";
 
 /**
@@ -125,15 +126,9 @@ async function countKeys(client: Client): Promise<number> {
 }
 
 async function sizeOf(path: string): Promise<number> {
-  return stat(path).then(
-    (s) => s.size,
-    () => 0,
-  );
+  return (await statOf(path))?.size ?? 0;
 }
 
 async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
+  return (await statOf(path)) !== null;
 }
