@@ -3,9 +3,6 @@ import { ConfigError, loadConfig } from "../config.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
-import { runBackup, runRestore } from "./backup.ts";
-import { runHealthCommand } from "./health.ts";
-import { runMigrateData } from "./migrate-data.ts";
 import { helpText, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
@@ -20,14 +17,15 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     checkUsage(parsed);
     const [command = "serve", ...rest] = words;
     if (command === "serve") return await serve(flags, runtime);
-    if (command === "backup") return await runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
-    if (command === "restore") return await runRestore(loadConfig(runtime.env, flags), rest[0], { out, err });
+    // The one-off commands' modules load only when asked for: a server's start-up need not read them.
+    if (command === "backup") return await (await import("./backup.ts")).runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
+    if (command === "restore") return await (await import("./backup.ts")).runRestore(loadConfig(runtime.env, flags), rest[0], { out, err });
     if (command === "migrate-data") {
       const config = loadConfig(runtime.env, flags);
       const options = { authToken: config.databaseAuthToken, poolSize: 2, timeoutS: config.databaseTimeoutS };
-      return await runMigrateData(rest, flags, options, { out, err });
+      return await (await import("./migrate-data.ts")).runMigrateData(rest, flags, options, { out, err });
     }
-    if (command === "health") return await runHealthCommand(flags, runtime.env, out);
+    if (command === "health") return await (await import("./health.ts")).runHealthCommand(flags, runtime.env, out);
     if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) return err(`unknown command "${command}"; see imgpress --help`), 2;
     const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
     try {

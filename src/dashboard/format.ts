@@ -3,43 +3,49 @@
  * (1 KB = 1000 bytes), as file managers and the `X-*-Size` headers' readers usually do.
  */
 
-const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
-const oneDecimal = new Intl.NumberFormat("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
-const twoDecimals = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+// Made on a page's first use, not at import: the first Intl object loads ICU's locale data, ~3 ms
+// of every start-up (bench/README.md, "Start-up") that a server whose dashboard nobody opens needn't pay.
+let formats: Intl.NumberFormat[] | undefined;
+
+/** `n` with exactly `decimals` decimals and thousands separators (en-US). */
+function fixed(n: number, decimals: 0 | 1 | 2): string {
+  formats ??= [0, 1, 2].map((d) => new Intl.NumberFormat("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }));
+  return formats[decimals]!.format(n);
+}
 
 /** A whole count with thousands separators: 12,345. */
 export function count(n: number): string {
-  return integer.format(n);
+  return fixed(n, 0);
 }
 
 /** A byte size with a decimal unit: 950 B, 12.3 KB, 4.1 MB, 2.0 GB; a minus sign when negative. */
 export function bytes(n: number): string {
   const sign = n < 0 ? "−" : "";
   let value = Math.abs(n);
-  if (value < 1000) return `${sign}${integer.format(value)} B`;
+  if (value < 1000) return `${sign}${fixed(value, 0)} B`;
   for (const unit of ["KB", "MB", "GB", "TB"]) {
     value /= 1000;
-    if (value < 999.95 || unit === "TB") return `${sign}${oneDecimal.format(value)} ${unit}`;
+    if (value < 999.95 || unit === "TB") return `${sign}${fixed(value, 1)} ${unit}`;
   }
-  return `${sign}${integer.format(n)} B`;
+  return `${sign}${fixed(n, 0)} B`;
 }
 
 /** A percentage with one decimal; an en dash when there is nothing to divide. */
 export function percent(n: number | null): string {
-  return n === null ? "–" : `${oneDecimal.format(n)} %`;
+  return n === null ? "–" : `${fixed(n, 1)} %`;
 }
 
 /** A ratio with two decimals (0.73, 2.90); an en dash when there is nothing to divide. */
 export function ratio(n: number | null): string {
-  return n === null ? "–" : twoDecimals.format(n);
+  return n === null ? "–" : fixed(n, 2);
 }
 
 /** Milliseconds, whole from 10 ms up; seconds from 10 s up; an en dash for no value. */
 export function ms(n: number | null): string {
   if (n === null) return "–";
   if (n === 0) return "0 ms";
-  if (n >= 10_000) return `${oneDecimal.format(n / 1000)} s`;
-  return n >= 10 ? `${integer.format(n)} ms` : `${oneDecimal.format(n)} ms`;
+  if (n >= 10_000) return `${fixed(n / 1000, 1)} s`;
+  return n >= 10 ? `${fixed(n, 0)} ms` : `${fixed(n, 1)} ms`;
 }
 
 /** An uptime such as "3 d 4 h", "2 h 5 min" or "42 s". */

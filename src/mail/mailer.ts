@@ -1,4 +1,4 @@
-import nodemailer from "nodemailer";
+import type { Transporter } from "nodemailer";
 
 /** One outgoing e-mail with both a plain-text and an HTML body. */
 export interface MailMessage {
@@ -15,19 +15,27 @@ export interface Mailer {
   readonly isDevelopment: boolean;
 }
 
-/** Delivers through an SMTP server (`smtp://user:pass@host:587`, `smtps://…`) with bounded timeouts. */
+/**
+ * Delivers through an SMTP server (`smtp://user:pass@host:587`, `smtps://…`) with bounded timeouts.
+ * nodemailer is loaded with the first message, not at start: it is ~300 KiB of the executable's
+ * ~1.8 MiB of JavaScript, 5–15 ms of every start-up (bench/README.md, "Start-up"), against the
+ * seconds an SMTP exchange takes anyway.
+ */
 export function smtpMailer(url: string, from: string): Mailer {
-  const transport = nodemailer.createTransport({
-    url,
-    // A hung SMTP server must not hold a request for minutes.
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 20_000,
-  });
+  let transport: Promise<Transporter> | undefined;
+  const connect = async () =>
+    (await import("nodemailer")).default.createTransport({
+      url,
+      // A hung SMTP server must not hold a request for minutes.
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 20_000,
+    });
   return {
     isDevelopment: false,
     async send(message) {
-      await transport.sendMail({ from, ...message });
+      transport ??= connect();
+      await (await transport).sendMail({ from, ...message });
     },
   };
 }
