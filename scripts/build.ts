@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, rmSync, statSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
 import { nativePlugin, newReport } from "./build/native-plugin.ts";
+import { scalarThemePlugin } from "./build/scalar-theme-plugin.ts";
 import { resolveTarget, type TargetSpec } from "./build/targets.ts";
 
 /** The program's entry point, relative to the project root. */
@@ -50,7 +51,7 @@ export async function buildTarget(spec: TargetSpec): Promise<void> {
       // A bunfig.toml in the server's working folder must not change how it runs.
       autoloadBunfig: false,
     },
-    plugins: [nativePlugin(t, report)],
+    plugins: [nativePlugin(t, report), scalarThemePlugin(ROOT)],
     throw: false,
   });
   if (!result.success) {
