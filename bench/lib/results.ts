@@ -89,7 +89,7 @@ export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine:
     "",
     summary,
     "",
-    missed.length ? "### Missed targets: what was found and tried\n\n" + missed.map((f) => `- **${f.figure}**: ${f.tried ?? "see the section below."}`).join("\n") : "All targets met.",
+    missed.length ? "### Missed targets: what was found and tried\n\n" + missedNotes(missed).join("\n") : "All targets met.",
     "",
     "## Machine",
     "",
@@ -112,3 +112,39 @@ export function summaryTable(figures: Figure[]): string {
     figures.map((f) => [f.figure, f.measured, fmt(f.ratio, f.figure === "auth cost" ? 4 : 3), f.against, f.target, f.met ? "met" : "**missed**"]),
   );
 }
+
+/** Shortest shared ending (in characters) that is quoted once rather than under every figure that ends with it. */
+const SHARED_NOTE_MIN = 200;
+
+/**
+ * One bullet per missed figure with what was found and tried. Figures that share a note (the four
+ * thumbnail client kinds) print their own findings and then refer to the first figure that printed
+ * the shared part, instead of repeating several hundred words four times.
+ */
+export function missedNotes(missed: readonly Figure[]): string[] {
+  const printed: Figure[] = [];
+  return missed.map((f) => {
+    const text = f.tried ?? "see the section below.";
+    for (const earlier of printed) {
+      const shared = sharedSentences(text, earlier.tried ?? "");
+      if (shared >= SHARED_NOTE_MIN) {
+        const own = text.slice(0, text.length - shared).trim();
+        return `- **${f.figure}**: ${own ? `${own} ` : ""}The rest as for **${earlier.figure}**.`;
+      }
+    }
+    printed.push(f);
+    return `- **${f.figure}**: ${text}`;
+  });
+}
+
+/** Length of the longest common ending of `a` and `b` that starts at a sentence start in `a`. */
+function sharedSentences(a: string, b: string): number {
+  let n = 0;
+  while (n < a.length && n < b.length && a[a.length - 1 - n] === b[b.length - 1 - n]) n++;
+  // Move the start forward to the first sentence that lies wholly inside the common ending.
+  const start = a.length - n;
+  if (start === 0 || (start >= 2 && a.slice(start - 2, start) === ". ")) return n;
+  const next = a.indexOf(". ", start);
+  return next < 0 ? 0 : a.length - (next + 2);
+}
+
