@@ -23,7 +23,7 @@ export interface Mailer {
  */
 export function smtpMailer(url: string, from: string): Mailer {
   let transport: Promise<Transporter> | undefined;
-  const connect = async () =>
+  const loadTransport = async () =>
     (await import("nodemailer")).default.createTransport({
       url,
       // A hung SMTP server must not hold a request for minutes.
@@ -34,7 +34,7 @@ export function smtpMailer(url: string, from: string): Mailer {
   return {
     isDevelopment: false,
     async send(message) {
-      transport ??= connect();
+      transport ??= loadTransport();
       await (await transport).sendMail({ from, ...message });
     },
   };
