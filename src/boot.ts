@@ -29,6 +29,8 @@ export async function boot(options: {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
   const store = await openConfiguredStore(config);
+  // After an upgrade the operator sees what changed in the database, once, at the start that did it.
+  if (store.migrationsApplied.length > 0) logger.info("database migrated", { migrations: store.migrationsApplied });
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
   await requireKeyOfPinnedDatabase(store, config);
   const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };

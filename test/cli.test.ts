@@ -9,7 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { boot } from "../src/boot.ts";
+import { migrateReport } from "../src/cli/index.ts";
 import { settings } from "../src/config.ts";
+import { sqliteMigrations } from "../src/db/migrations.gen.ts";
 import type { IssuedKey } from "../src/keys/service.ts";
 import { runCli, type CliResult } from "./support/server.ts";
 
@@ -194,6 +196,24 @@ describe("migrate and configuration errors", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("up to date");
     expect(statSync(fresh).mode & 0o777).toBe(0o700);
+  });
+
+  test("migrate names the migrations it applied, and says when there was none to apply", async () => {
+    const fresh = join(dir, "migrate-report", "data");
+    const first = await runCli(["migrate"], { IMGPRESS_DATA_DIR: fresh });
+    expect(first.code).toBe(0);
+    const tags = sqliteMigrations.map((m) => m.tag);
+    expect(first.stdout.trim()).toBe(`applied ${tags.length} migrations (${tags.join(", ")}); database is up to date`);
+    // The log line a server writes at the start that migrated (the CLI sends its log to stderr).
+    expect(first.stderr).toContain('"msg":"database migrated"');
+    const again = await runCli(["migrate"], { IMGPRESS_DATA_DIR: fresh });
+    expect(again.code).toBe(0);
+    expect(again.stdout.trim()).toBe("database is up to date: no migration to apply");
+    expect(again.stderr).not.toContain("database migrated");
+  });
+
+  test("migrateReport: one migration is singular", () => {
+    expect(migrateReport(["0007_x"])).toBe("applied 1 migration (0007_x); database is up to date");
   });
 
   test("serve on an address it cannot listen on: one line naming it, exit 1, no pid record left", async () => {

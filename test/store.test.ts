@@ -234,6 +234,10 @@ describe("PostgreSQL migrations", () => {
       const applied = await psql(url, "SELECT count(*) FROM __drizzle_migrations");
       const { postgresMigrations } = await import("../src/db/migrations.gen.ts");
       expect(Number(applied)).toBe(postgresMigrations.length);
+      // One store did the work and says so (the server logs it); the seven that waited applied nothing.
+      const reports = stores.map((s) => s.migrationsApplied.length).sort((a, b) => b - a);
+      expect(reports).toEqual([postgresMigrations.length, 0, 0, 0, 0, 0, 0, 0]);
+      expect(stores.find((s) => s.migrationsApplied.length > 0)!.migrationsApplied).toEqual(postgresMigrations.map((m) => m.tag));
       expect(await psql(url, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'api_keys'")).toBe("1");
     } finally {
       await Promise.all(stores.map((s) => s.close()));

@@ -144,3 +144,9 @@ function formatBytes(n: number): string {
   if (abs < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 ** 2).toFixed(1)} MiB`;
 }
+
+/** What `imgpress migrate` says: the migrations it applied, or that there were none to apply. */
+export function migrateReport(applied: readonly string[]): string {
+  if (applied.length === 0) return "database is up to date: no migration to apply";
+  return `applied ${applied.length} migration${applied.length === 1 ? "" : "s"} (${applied.join(", ")}); database is up to date`;
+}

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from "../config.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
-import { helpText, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
+import { helpText, migrateReport, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
 export async function runMain(argv: readonly string[], runtime: Runtime): Promise<number> {
@@ -29,7 +29,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) return err(`unknown command "${command}"; see imgpress --help`), 2;
     const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
     try {
-      if (command === "migrate") return out("database is up to date"), 0;
+      if (command === "migrate") return out(migrateReport(booted.store.migrationsApplied)), 0;
       if (command === "staff") return await runStaffCommand(rest, booted.services, out);
       if (command === "settings") return await runSettingsCommand(flags, booted.config, booted.services, out);
       if (command === "audit") return await runAuditCommand(flags, booted.services, Date.now(), out);

@@ -31,8 +31,9 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     // "relation already exists, skipping" and the like are not for the operator's log.
     onnotice: () => {},
   });
+  let migrationsApplied: string[];
   try {
-    await migratePostgres(client, postgresMigrations);
+    migrationsApplied = await migratePostgres(client, postgresMigrations);
   } catch (err) {
     await client.end({ timeout: 1 });
     throw err;
@@ -47,6 +48,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     dialect: "postgres",
     db,
     tables: schema as unknown as Tables,
+    migrationsApplied,
     all: async <T>(query: SQL) => [...(await pg.execute(query))] as T[],
     batch: (build) =>
       pg.transaction(async (tx) => {

@@ -31,7 +31,7 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
     // WAL lets the CLI read while the server writes; switching waits for a concurrently starting process.
     await client.execute("PRAGMA journal_mode = WAL");
   }
-  await migrateSqlite(client, sqliteMigrations);
+  const migrationsApplied = await migrateSqlite(client, sqliteMigrations);
   if (path) await syncNormal(client);
   const db = drizzle(client, { schema });
   return {
@@ -39,6 +39,7 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
     client,
     db,
     tables: schema,
+    migrationsApplied,
     all: <T>(query: SQL) => db.all<T>(query),
     async batch(build) {
       const [first, ...rest] = build(db);

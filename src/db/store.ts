@@ -26,6 +26,8 @@ export interface Store {
   readonly db: Database;
   /** The tables of this store's dialect (same names and columns on both). */
   readonly tables: Tables;
+  /** The migrations opening this store applied, oldest first; empty when the database was already current. */
+  readonly migrationsApplied: readonly string[];
   /** Runs a raw query; returns its rows as objects, integers and sums as JS numbers. */
   all<T>(query: SQL): Promise<T[]>;
   /** Runs the statements `build` makes on the handle it gets, in order, in one transaction; returns the rows each changed. */
