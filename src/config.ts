@@ -4,7 +4,7 @@ import { availableParallelism, hostname, totalmem } from "node:os";
 import process from "node:process";
 import { join, resolve } from "node:path";
 import { domainToASCII } from "node:url";
-import { POSTGRES_DEFAULTS } from "./db/location.ts";
+import { localPath, POSTGRES_DEFAULTS } from "./db/location.ts";
 import { parseAllowEntry } from "./http/ipallow.ts";
 
 /** The memory budget where the runtime may not read the machine's memory (Deno without --allow-sys=systemMemoryInfo). */
@@ -104,14 +104,14 @@ const list = (raw: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 const word = (raw: string) => raw.trim();
-// `check` sees the parsed URL of an accepted scheme and throws what is wrong with it.
-const urlWith = (schemes: string[], check?: (url: URL) => void) => (raw: string) => {
+// `check` sees the parsed URL of an accepted scheme (and the text it came from) and throws what is wrong with it.
+const urlWith = (schemes: string[], check?: (url: URL, raw: string) => void) => (raw: string) => {
   const url = URL.parse(raw.trim());
   const wanted = `a URL starting with ${schemes.join(" or ")}`;
   // A URL of the right scheme that does not parse (a bad port, an unclosed [): say so, not which schemes.
   if (!url) throw schemes.some((s) => raw.trim().toLowerCase().startsWith(s)) ? `${wanted} that is well formed (check the host, port and %-encoding of the password)` : wanted;
   if (!schemes.includes(url.protocol)) throw wanted;
-  check?.(url);
+  check?.(url, raw.trim());
   return raw.trim();
 };
 // The sslmode values the PostgreSQL driver (postgres.js) gives libpq's meaning; any other word it
@@ -119,7 +119,6 @@ const urlWith = (schemes: string[], check?: (url: URL) => void) => (raw: string)
 // would connect to localhost:5432 instead: refused rather than followed somewhere else.
 const SSL_MODES = ["disable", "prefer", "require", "verify-full"];
 function checkPostgresUrl(parsed: URL): void {
-  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") return;
   try {
     decodeURIComponent(parsed.username);
     decodeURIComponent(parsed.password);
@@ -132,6 +131,26 @@ function checkPostgresUrl(parsed: URL): void {
     if (parsed.searchParams.has(name)) throw `a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?${name}= and Unix sockets are not supported`;
   }
 }
+// libSQL reads `file:` with no path, `file::memory:` and `?mode=memory` as a database in memory:
+// the service would run, and every key it issued would be gone at the next start.
+function checkFileUrl(parsed: URL, raw: string): void {
+  const path = localPath(raw)?.split("?")[0]?.trim() ?? "";
+  if (path === "" || path === ":memory:" || parsed.searchParams.get("mode") === "memory") {
+    throw "a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)";
+  }
+}
+
+/** The database URL schemes the service opens: the embedded file, PostgreSQL, a libSQL server. */
+const DATABASE_SCHEMES = ["file:", "postgres:", "postgresql:", "libsql:", "http:", "https:", "ws:", "wss:"];
+
+/**
+ * Checks a database URL as IMGPRESS_DATABASE_URL is checked (also migrate-data's --from and --to);
+ * returns it trimmed, or throws a string saying what is allowed.
+ */
+export const parseDatabaseUrl = urlWith(DATABASE_SCHEMES, (url, raw) => {
+  if (url.protocol === "postgres:" || url.protocol === "postgresql:") checkPostgresUrl(url);
+  if (url.protocol === "file:") checkFileUrl(url, raw);
+});
 
 const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
 
@@ -161,7 +180,7 @@ export const settings: readonly Setting[] = [
     key: "databaseUrl",
     env: "IMGPRESS_DATABASE_URL",
     help: "file:… (embedded, default), postgres://user:pass@host:5432/db (shared by several instances; sslmode honoured), or a libSQL server libsql://…, http(s)://…",
-    parse: urlWith(["file:", "postgres:", "postgresql:", "libsql:", "http:", "https:", "ws:", "wss:"], checkPostgresUrl),
+    parse: parseDatabaseUrl,
     fallback: (c) => `file:${join(c.dataDir as string, "imgpress.db")}`,
   },
   { key: "databaseAuthToken", env: "IMGPRESS_DATABASE_AUTH_TOKEN", help: "token for a remote libSQL server", parse: text },

@@ -82,6 +82,7 @@ describe("accepted values", () => {
     ["IMGPRESS_DATABASE_URL", "libsql://db.example.com", "databaseUrl", "libsql://db.example.com"],
     ["IMGPRESS_DATABASE_URL", "postgres://db.example.com/imgpress", "databaseUrl", "postgres://db.example.com/imgpress"],
     ["IMGPRESS_DATABASE_URL", "postgresql://u:p@db.example.com:5432/imgpress?sslmode=require", "databaseUrl", "postgresql://u:p@db.example.com:5432/imgpress?sslmode=require"],
+    ["IMGPRESS_DATABASE_URL", "file:./data/imgpress.db?mode=ro", "databaseUrl", "file:./data/imgpress.db?mode=ro"],
     ["IMGPRESS_DATABASE_POOL_SIZE", "25", "databasePoolSize", 25],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "2.5", "databaseTimeoutS", 2.5],
     ["IMGPRESS_ALLOWED_EMAILS", " Boss@Corp.example , @Team.example ,,", "allowedEmails", ["boss@corp.example", "@team.example"]],
@@ -180,6 +181,11 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_DATABASE_URL", "postgres://u:a%zz@db.example/x", "expected a PostgreSQL URL whose user name and password are %-encoded (a % in them is written %25)."],
     ["IMGPRESS_DATABASE_URL", "postgres://u:p@db.example/x?sslmode=verify-ca", "expected a PostgreSQL URL whose sslmode is one of disable, prefer, require, verify-full (got verify-ca)."],
     ["IMGPRESS_DATABASE_URL", "postgresql://u:p@localhost/x?host=/run/postgresql&port=5433", "expected a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?host= and Unix sockets are not supported."],
+    // libSQL would open these in memory: a service that forgets every key at its next start.
+    ["IMGPRESS_DATABASE_URL", "file:", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
+    ["IMGPRESS_DATABASE_URL", "file:  ", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
+    ["IMGPRESS_DATABASE_URL", "file::memory:", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
+    ["IMGPRESS_DATABASE_URL", "file:imgpress.db?mode=memory", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
   ])("%s=%p says what is allowed, bounds included", (variable, value, expected) => {
     expect(configError(() => loadConfig({ [variable]: value })).message).toBe(`${variable} is invalid: ${expected}`);
   });

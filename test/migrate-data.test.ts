@@ -207,6 +207,23 @@ describe("refusals", () => {
     }
   });
 
+  test("a malformed or in-memory URL is a usage error (exit 2), refused before anything is opened", async () => {
+    const cases: [string, string, RegExp][] = [
+      ["--to", "nonsense", /--to is invalid: expected a URL starting with file: or postgres:/],
+      ["--to", "file:", /--to is invalid: expected a file: URL naming a database file/],
+      ["--to", "file::memory:", /--to is invalid: expected a file: URL naming a database file/],
+      ["--from", "postgres://u:secret-pw@h/db?sslmode=bogus", /--from is invalid: expected a PostgreSQL URL whose sslmode is one of/],
+    ];
+    for (const [flag, url, said] of cases) {
+      const [from, to] = flag === "--to" ? [sourceUrl, url] : [url, sourceUrl];
+      const r = await runCli(["migrate-data", "--from", from, "--to", to]);
+      expect({ url, code: r.code, out: r.stdout }).toEqual({ url, code: 2, out: "" });
+      expect(r.stderr).toMatch(said);
+      expect(r.stderr).not.toContain("copying");
+      expect(r.stderr).not.toContain("secret-pw");
+    }
+  });
+
   test("a source file that does not exist (and is not created)", async () => {
     const missing = join(source.dir, "nope.db");
     const r = await runCli(["migrate-data", "--from", `file:${missing}`, "--to", await createDatabase("migdata_missing")]);

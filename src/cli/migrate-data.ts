@@ -1,3 +1,4 @@
+import { parseDatabaseUrl } from "../config.ts";
 import { copyDatabase, CopyRefused, type TableCount } from "../db/copy.ts";
 import { driverMessage } from "../db/faults.ts";
 import type { DatabaseOptions } from "../db/index.ts";
@@ -17,6 +18,15 @@ const PROGRESS_EVERY = 10_000;
 export async function runMigrateData(words: string[], flags: Record<string, string>, options: DatabaseOptions, io: Output): Promise<number> {
   const { from, to } = flags;
   if (!from || !to || words.length > 0) return io.err("usage: imgpress migrate-data --from URL --to URL   (e.g. --from file:./imgpress-data/imgpress.db --to postgres://user:pass@host/imgpress)"), 2;
+  // A malformed URL is a usage error, refused before anything is opened (an in-memory target would "succeed" into nothing).
+  for (const [flag, url] of [["--from", from], ["--to", to]] as const) {
+    try {
+      parseDatabaseUrl(url);
+    } catch (allowed) {
+      // What is allowed, never the URL itself: nothing of its password to mask.
+      return io.err(`imgpress: ${flag} is invalid: expected ${allowed}.`), 2;
+    }
+  }
   const clean = (text: string) => scrub(text, [from, to]);
   io.err(clean(`migrate-data: copying ${shown(from)} into ${shown(to)}`));
   let counts: TableCount[];
