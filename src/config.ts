@@ -134,10 +134,17 @@ function checkPostgresUrl(parsed: URL): void {
 // libSQL reads `file:` with no path, `file::memory:` and `?mode=memory` as a database in memory:
 // the service would run, and every key it issued would be gone at the next start.
 function checkFileUrl(parsed: URL, raw: string): void {
-  const path = localPath(raw)?.split("?")[0]?.trim() ?? "";
+  if (!raw.startsWith("file:")) throw "a file: URL with its scheme in lower case (file:./imgpress-data/imgpress.db)";
+  let path: string;
+  try {
+    path = (localPath(raw) ?? "").split("?")[0]!.trim();
+  } catch {
+    throw "a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host)";
+  }
   if (path === "" || path === ":memory:" || parsed.searchParams.get("mode") === "memory") {
     throw "a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)";
   }
+  if (path.endsWith("/")) throw "a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder";
 }
 
 /** The database URL schemes the service opens: the embedded file, PostgreSQL, a libSQL server. */

@@ -186,6 +186,9 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_DATABASE_URL", "file:  ", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
     ["IMGPRESS_DATABASE_URL", "file::memory:", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
     ["IMGPRESS_DATABASE_URL", "file:imgpress.db?mode=memory", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
+    ["IMGPRESS_DATABASE_URL", "file:///srv/imgpress/", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder."],
+    ["IMGPRESS_DATABASE_URL", "file://nas/share/imgpress.db", "expected a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host)."],
+    ["IMGPRESS_DATABASE_URL", "FILE:imgpress.db", "expected a file: URL with its scheme in lower case (file:./imgpress-data/imgpress.db)."],
   ])("%s=%p says what is allowed, bounds included", (variable, value, expected) => {
     expect(configError(() => loadConfig({ [variable]: value })).message).toBe(`${variable} is invalid: ${expected}`);
   });
