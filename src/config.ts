@@ -137,7 +137,8 @@ function checkFileUrl(parsed: URL, raw: string): void {
   if (!raw.startsWith("file:")) throw "a file: URL with its scheme in lower case (file:./imgpress-data/imgpress.db)";
   let path: string;
   try {
-    path = (localPath(raw) ?? "").split("?")[0]!.trim();
+    // localPath is not null here (the scheme is file:); it throws for a file URL with a host.
+    path = localPath(raw)!.split("?")[0]!.trim();
   } catch {
     throw "a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host)";
   }
