@@ -17,6 +17,9 @@ export const bunRuntime: Runtime = {
       maxRequestBodySize: options.maxBodyBytes,
       // Never Bun's development error page (it shows source code), whatever NODE_ENV says.
       development: false,
+      // Refuse a port another process listens on (EADDRINUSE): with a TLS config given as strings,
+      // Bun 1.4 would otherwise share it (SO_REUSEPORT) and the kernel split requests between two servers.
+      reusePort: false,
       fetch: (request, srv) => options.fetch(request, srv.requestIP(request)?.address),
     });
     return { port: server.port ?? options.port, stop: () => server.stop(false) };

@@ -13,7 +13,7 @@ import { migrateReport } from "../src/cli/index.ts";
 import { settings } from "../src/config.ts";
 import { sqliteMigrations } from "../src/db/migrations.gen.ts";
 import type { IssuedKey } from "../src/keys/service.ts";
-import { runCli, type CliResult } from "./support/server.ts";
+import { runCli, startServer, type CliResult } from "./support/server.ts";
 
 let dir: string;
 let env: Record<string, string>;
@@ -221,6 +221,19 @@ describe("migrate and configuration errors", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("imgpress: cannot listen on 999.1.1.1:0 (IMGPRESS_HOST, IMGPRESS_PORT)");
     expect(existsSync(join(dir, "imgpress.db.pid"))).toBe(false);
+  });
+
+  test("serve on a port another server listens on: refused (EADDRINUSE), never sharing it", async () => {
+    const first = await startServer();
+    try {
+      const r = await runCli(["serve"], { ...env, IMGPRESS_HOST: "127.0.0.1", IMGPRESS_PORT: String(first.port) });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`imgpress: cannot listen on 127.0.0.1:${first.port} (IMGPRESS_HOST, IMGPRESS_PORT)`);
+      expect(r.stdout).not.toContain("imgpress listening");
+      expect((await first.fetch("/health")).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
   });
 
   test("health --url that is not a URL is a usage error (exit 2)", async () => {
