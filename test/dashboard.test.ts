@@ -157,6 +157,18 @@ describe("charts", () => {
     [0, 0, [0, 1]],
     [-3, 9, [-5, 0, 5, 10]],
   ])("nice ticks for [%p, %p]", (lo, hi, ticks) => expect(niceTicks(lo, hi)).toEqual(ticks));
+
+  test.each([
+    [1, [0, 1]],
+    [2, [0, 1, 2]],
+    [3, [0, 1, 2, 3]],
+    [7, [0, 2, 4, 6, 8]],
+  ])("count ticks step by whole numbers: peak %p", (hi, ticks) => expect(niceTicks(0, hi, 1)).toEqual(ticks));
+
+  test("a count chart with a peak of 1 labels its axis 0 and 1, each once", () => {
+    const svg = timeChart({ id: "c", title: "Conversions", times: [0, 3_600_000], stepMs: 3_600_000, series: [{ name: "ok", values: [1, 0] }], kind: "bars" }).text;
+    expect([...svg.matchAll(/<text class="tick"[^>]*text-anchor="end">([^<]*)</g)].map((m) => m[1])).toEqual(["0", "1"]);
+  });
 });
 
 describe("pages render data as text", () => {

@@ -51,7 +51,8 @@ export function timeChart(chart: TimeChart): SafeHtml {
   const all = chart.series.flatMap((s) => s.values.filter((v): v is number => v !== null));
   const top = chart.kind === "bars" ? Math.max(0, ...totals) : Math.max(0, ...all);
   const bottom = chart.kind === "bars" ? 0 : Math.min(0, ...all);
-  const ticks = niceTicks(bottom, top);
+  // Counts step by whole numbers: a peak of 1 would otherwise get ticks 0, 0.25, … written "0, 0, 1, 1, 1".
+  const ticks = niceTicks(bottom, top, fmt === count ? 1 : 0);
   const lo = ticks[0]!;
   const hi = ticks.at(-1)!;
   const plotW = W - PAD.left - PAD.right;
@@ -187,12 +188,12 @@ function summary(values: readonly (number | null)[], kind: TimeChart["kind"], fm
   return `from ${fmt(Math.min(...present))} to ${fmt(max)}`;
 }
 
-/** Round tick values covering [lo, hi]: 0 and three or four steps of 1, 2, 2.5 or 5 × 10ⁿ. */
-export function niceTicks(lo: number, hi: number): number[] {
-  if (hi <= lo) return [lo, lo + 1];
+/** Round tick values covering [lo, hi]: 0 and up to four steps of 1, 2, 2.5 or 5 × 10ⁿ, each at least `minStep`. */
+export function niceTicks(lo: number, hi: number, minStep = 0): number[] {
+  if (hi <= lo) return [lo, lo + Math.max(1, minStep)];
   const raw = (hi - lo) / 4;
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw)!;
+  const step = Math.max(minStep, [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw)!);
   const start = Math.floor(lo / step) * step;
   const ticks: number[] = [];
   for (let v = start; v < hi + step * 0.999 && ticks.length < 8; v += step) ticks.push(Math.round(v * 1e6) / 1e6);
