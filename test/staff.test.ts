@@ -421,6 +421,12 @@ describe("the JSON API", () => {
     expect(future.body.events).toEqual([]);
     expectError(await h.request("GET", "/internal/api/audit?type=nope", staffJson(s)), 400, "VALIDATION_ERROR");
     expectError(await h.request("GET", "/internal/api/audit?since=yesterday", staffJson(s)), 400, "VALIDATION_ERROR");
+    // Paging takes whole numbers (a fraction reached SQL's LIMIT and answered 500).
+    for (const q of ["limit=2.5", "before=1.5"]) {
+      const fraction = await h.request("GET", `/internal/api/audit?${q}`, staffJson(s));
+      expectError(fraction, 400, "VALIDATION_ERROR");
+      expect(fraction.body.message).toStartWith(`${q.split("=")[0]}: `);
+    }
     // The message names the query parameter (a coerced number out of bounds comes without a path) and a union's literals.
     const tooMany = await h.request("GET", "/internal/api/audit?limit=9999", staffJson(s));
     expectError(tooMany, 400, "VALIDATION_ERROR");

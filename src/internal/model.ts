@@ -10,8 +10,8 @@ export const AuditQuery = t.Object({
   staff: t.Optional(t.String({ maxLength: 320, description: "actor address (or cli)" })),
   since: t.Optional(t.String({ description: "ISO date or duration back from now (24h, 7d)" })),
   until: t.Optional(t.String({ description: "ISO date" })),
-  before: t.Optional(t.Numeric({ minimum: 1, description: "id of the last event of the previous page" })),
-  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500 })),
+  before: t.Optional(t.Integer({ minimum: 1, description: "id of the last event of the previous page" })),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 500 })),
 });
 
 const range = {
