@@ -75,6 +75,11 @@ describe("pages", () => {
     const activity = await page("/internal/activity?from=yesterday&type=nope");
     expect(activity.status).toBe(200);
     expect(activity.text).toContain("is not a date (YYYY-MM-DD)");
+    // A day that does not exist is refused, not rolled over into the next month.
+    const impossible = await page("/internal/activity?from=2026-02-31&to=2026-04-31");
+    expect(impossible.text).toContain("“2026-02-31” is not a date (YYYY-MM-DD); the from filter is ignored.");
+    expect(impossible.text).toContain("“2026-04-31” is not a date (YYYY-MM-DD); the to filter is ignored.");
+    expect((await page("/internal/activity?from=2028-02-29")).text).not.toContain("is not a date");
   });
 
   test("an unknown key is a 404 page", async () => {

@@ -421,6 +421,9 @@ describe("the JSON API", () => {
     expect(future.body.events).toEqual([]);
     expectError(await h.request("GET", "/internal/api/audit?type=nope", staffJson(s)), 400, "VALIDATION_ERROR");
     expectError(await h.request("GET", "/internal/api/audit?since=yesterday", staffJson(s)), 400, "VALIDATION_ERROR");
+    // A day that does not exist is refused, not rolled over into the next month.
+    for (const since of ["2026-02-31", "2026-13-01", "2026-04-31T10:00:00Z"]) expectError(await h.request("GET", `/internal/api/audit?since=${since}`, staffJson(s)), 400, "VALIDATION_ERROR");
+    expect((await h.request("GET", "/internal/api/audit?since=2028-02-29T00:00:00Z", staffJson(s))).status).toBe(200);
     // Paging takes whole numbers (a fraction reached SQL's LIMIT and answered 500).
     for (const q of ["limit=2.5", "before=1.5"]) {
       const fraction = await h.request("GET", `/internal/api/audit?${q}`, staffJson(s));

@@ -108,6 +108,19 @@ export class AuditLog {
 
 const pageSize = (filter: AuditFilter) => Math.min(Math.max(filter.limit ?? 100, 1), 500);
 
+/**
+ * Parses an ISO date or date-time into Unix ms; NaN when malformed or when its day does not exist
+ * (Date.parse rolls 2026-02-31 over into March instead of refusing it).
+ */
+export function parseIsoDate(text: string): number {
+  const at = Date.parse(text);
+  const day = /^(\d{4})-(\d{2})-(\d{2})/.exec(text);
+  if (Number.isNaN(at) || !day) return day ? Number.NaN : at;
+  const [y, m, d] = [Number(day[1]), Number(day[2]), Number(day[3])];
+  const probe = new Date(Date.UTC(y, m - 1, d));
+  return probe.getUTCFullYear() === y && probe.getUTCMonth() === m - 1 && probe.getUTCDate() === d ? at : Number.NaN;
+}
+
 /** Parses a `--since` / `since` duration such as `90m`, `24h`, `7d` into milliseconds; null when malformed. */
 export function parseDuration(text: string): number | null {
   const match = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());

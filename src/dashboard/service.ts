@@ -1,6 +1,6 @@
 import sharp from "sharp";
 import type { Config } from "../config.ts";
-import type { AuditLog } from "../audit/service.ts";
+import { parseIsoDate, type AuditLog } from "../audit/service.ts";
 import type { liveState } from "../internal/service.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
@@ -91,7 +91,7 @@ export class DashboardService {
     const day = (field: "from" | "to") => {
       const raw = (q[field] ?? "").trim();
       if (raw === "") return undefined;
-      const at = /^\d{4}-\d{2}-\d{2}$/.test(raw) ? Date.parse(`${raw}T00:00:00Z`) : Number.NaN;
+      const at = /^\d{4}-\d{2}-\d{2}$/.test(raw) ? parseIsoDate(`${raw}T00:00:00Z`) : Number.NaN;
       if (Number.isNaN(at)) {
         problems.push(`“${raw}” is not a date (YYYY-MM-DD); the ${field} filter is ignored.`);
         return undefined;

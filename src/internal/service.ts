@@ -1,5 +1,5 @@
 import { memoryUsage } from "node:process";
-import { AUDIT_TYPES, parseDuration, type AuditFilter } from "../audit/service.ts";
+import { AUDIT_TYPES, parseDuration, parseIsoDate, type AuditFilter } from "../audit/service.ts";
 import type { ConversionGate } from "../convert/gate.ts";
 import { AppError } from "../errors.ts";
 import type { RequestCounter } from "../http/counter.ts";
@@ -51,7 +51,7 @@ function instant(field: string, text: string, now: number): number {
   const back = parseDuration(text);
   if (back !== null) return now - back;
   if (/^\d{10,}$/.test(text)) return Number(text);
-  const at = Date.parse(text);
+  const at = parseIsoDate(text);
   if (Number.isNaN(at)) throw new AppError(400, "VALIDATION_ERROR", `${field}: an ISO date (2030-01-31T00:00:00Z) or a duration such as 24h or 7d.`);
   return at;
 }
