@@ -9,6 +9,7 @@ import { eq } from "drizzle-orm";
 import { auditEvents, staffSessions } from "../src/db/schema.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "../src/cli/index.ts";
+import { attachMeta } from "../src/http/meta.ts";
 import { describeSettings } from "../src/internal/settings.ts";
 import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
 import { photo } from "./support/images.ts";
@@ -215,10 +216,14 @@ describe("sign-in", () => {
     const { res } = await staffCodeFlow(h, STAFF, "/internal/keys?page=2");
     expect(res.headers.get("location")).toBe("/internal/keys?page=2");
     for (const next of ["https://evil.example/", "//evil.example/internal/", "/\\evil.example", "/v1/docs", "/internal/../v1/docs", "javascript:alert(1)"]) {
+      // Refused on the login page itself (a form, not JSON), which then returns to the overview.
       const res = await h.request("GET", `/internal/login?next=${encodeURIComponent(next)}`, { ip: LOOPBACK });
-      expect({ next, status: res.status, code: res.body?.code }).toEqual({ next, status: 400, code: "INVALID_REDIRECT" });
+      expect({ next, status: res.status }).toEqual({ next, status: 400 });
+      expect(res.text).toContain("The page to return to must be a path on this service under /internal/.");
+      expect(res.text).toContain('<input type="hidden" name="next" value="/internal/">');
       const posted = await h.request("POST", "/internal/login", form({ email: STAFF, next }));
       expect(posted.status).toBe(400);
+      expect(posted.text).toContain('<form method="post" action="/internal/login">');
     }
     expect(h.smtp.messages.filter((m) => m.envelopeTo.includes(STAFF)).length).toBe(1);
   });
@@ -355,8 +360,32 @@ describe("CSRF", () => {
     expect(res.status).toBe(200);
   });
 
-  test("the login forms refuse a foreign Origin", async () => {
-    expectError(await h.request("POST", "/internal/login", form({ email: STAFF }, { headers: { origin: "https://evil.example" } })), 403, "FOREIGN_ORIGIN");
+  test("the login forms refuse a foreign or missing Origin on the form's page, sending no code", async () => {
+    const before = h.smtp.messages.length;
+    for (const headers of [{ origin: "https://evil.example" }, { origin: "null" }]) {
+      const login = await h.request("POST", "/internal/login", form({ email: STAFF }, { headers }));
+      expect(login.status).toBe(403);
+      expect(login.headers.get("content-type")).toStartWith("text/html");
+      expect(login.text).toContain("did not come from this service&#39;s own pages");
+      expect(login.text).toContain('<form method="post" action="/internal/login">');
+      const code = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: "123456" }, { headers }));
+      expect(code.status).toBe(403);
+      expect(code.text).toContain('<form method="post" action="/internal/login/code">');
+    }
+    await Bun.sleep(100);
+    expect(h.smtp.messages.length).toBe(before);
+  });
+
+  test("a refused sign-in form is counted in the metrics by its code, as a JSON refusal is", async () => {
+    await h.request("POST", "/internal/login", form({ email: STAFF }));
+    const request = new Request("http://localhost/internal/login/code", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: "http://localhost" },
+      body: new URLSearchParams({ email: STAFF, code: "000000" }).toString(),
+    });
+    const meta = attachMeta(request, LOOPBACK);
+    expect((await h.app.handle(request)).status).toBe(401);
+    expect(meta.errorCode).toBe("INVALID_CODE");
   });
 });
 

@@ -35,9 +35,14 @@ export function requestMeta(request: Request): RequestMeta {
  * answer goes through here (the error mapper, the guards, the refusals before the app).
  */
 export function answerError(request: Request, error: AppError, headers: Record<string, string> = {}): Response {
+  return errorResponse(error, { ...headers, "x-request-id": noteErrorCode(request, error.code).id });
+}
+
+/** Records the `code` of a refusal answered some other way (a form page showing the reason), for the metrics. */
+export function noteErrorCode(request: Request, code: string): RequestMeta {
   const meta = requestMeta(request);
-  meta.errorCode = error.code;
-  return errorResponse(error, { ...headers, "x-request-id": meta.id });
+  meta.errorCode = code;
+  return meta;
 }
 
 /**

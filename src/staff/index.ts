@@ -29,35 +29,34 @@ export function staffRoutes(d: StaffRouteDeps) {
     .use(d.auth)
     .get(
       "/login",
-      async ({ query }) => {
-        const next = safeNext(query.next);
-        if (!(await d.staff.any())) return pageResponse("Set up staff access", setupPage());
-        return pageResponse("Staff sign-in", loginForm(next));
-      },
+      async ({ query, request }) =>
+        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(query.next), m), async () => {
+          const next = safeNext(query.next);
+          if (!(await d.staff.any())) return pageResponse("Set up staff access", setupPage());
+          return pageResponse("Staff sign-in", loginForm(next));
+        }),
       { query: LoginQuery, ...hidden() },
     )
     .post(
       "/login",
-      async ({ body, request }) => {
-        assertSameOrigin(request, d.behindProxy);
-        const next = safeNext(body.next);
-        return asPage("Staff sign-in", (m) => loginForm(next, m), async () => {
+      async ({ body, request }) =>
+        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(body.next), m), async () => {
+          assertSameOrigin(request, d.behindProxy);
+          const next = safeNext(body.next);
           const email = await d.signIn.requestCode(body.email, d.clientIp(request));
           return pageResponse("Enter your code", codeForm(email, next, minutes));
-        });
-      },
+        }),
       { parse: parseFormBody, body: LoginForm, ...hidden() },
     )
     .post(
       "/login/code",
-      async ({ body, request }) => {
-        assertSameOrigin(request, d.behindProxy);
-        const next = safeNext(body.next);
-        return asPage("Enter your code", (m) => codeForm(body.email, next, minutes, m), async () => {
+      async ({ body, request }) =>
+        asPage(request, "Enter your code", (m) => codeForm(body.email, shownNext(body.next), minutes, m), async () => {
+          assertSameOrigin(request, d.behindProxy);
+          const next = safeNext(body.next);
           const input = { email: body.email, code: body.code.trim(), ip: d.clientIp(request), userAgent: request.headers.get("user-agent") ?? "" };
           return leave((await d.signIn.verify(input)).token, next);
-        });
-      },
+        }),
       { parse: parseFormBody, body: CodeForm, ...hidden() },
     )
     .post(
@@ -78,7 +77,17 @@ export function staffRoutes(d: StaffRouteDeps) {
     );
 }
 
-// A refused form answers with the same page and the reason, at the error's status.
-function asPage(title: string, form: (message: string) => SafeHtml, run: () => Promise<Response>): Promise<Response> {
-  return orRefusal(run, (err) => pageResponse(title, form(err.message), err.status, err.headers));
+// A refused form (a foreign Origin and an unsafe return page included) answers with the same page
+// and the reason, at the error's status.
+function asPage(request: Request, title: string, form: (message: string) => SafeHtml, run: () => Promise<Response>): Promise<Response> {
+  return orRefusal(request, run, (err) => pageResponse(title, form(err.message), err.status, err.headers));
+}
+
+// The return page a refused form is shown again with: the one asked for when safe, else the overview.
+function shownNext(next: string | undefined): string {
+  try {
+    return safeNext(next);
+  } catch {
+    return safeNext(undefined);
+  }
 }

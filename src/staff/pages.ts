@@ -1,5 +1,6 @@
 import { doorLayout } from "../dashboard/layout.ts";
 import { AppError } from "../errors.ts";
+import { noteErrorCode } from "../http/meta.ts";
 import { html, type SafeHtml } from "../html/index.ts";
 
 /** An HTML document as a response (the /internal/ security headers are added by `internalResponseHeaders`). */
@@ -17,11 +18,13 @@ ${body}`), status, headers);
  * `run`'s response; when it refuses with a client error (an AppError below 500), `refused(err)`
  * instead: a form answers with its page and the reason, at the error's status.
  */
-export async function orRefusal(run: () => Promise<Response>, refused: (err: AppError) => Response | Promise<Response>): Promise<Response> {
+export async function orRefusal(request: Request, run: () => Promise<Response>, refused: (err: AppError) => Response | Promise<Response>): Promise<Response> {
   try {
     return await run();
   } catch (err) {
     if (!(err instanceof AppError) || err.status >= 500) throw err;
+    // The metrics count the refusal by its code, as they do a JSON one.
+    noteErrorCode(request, err.code);
     return refused(err);
   }
 }
