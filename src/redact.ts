@@ -19,3 +19,11 @@ export function redactUrl(raw: string): string {
   // URL escapes the asterisks it wrote; show them as typed.
   return url.toString().replaceAll("%2A", "*");
 }
+
+// API and secret keys (API_KEY_PREFIX, SECRET_KEY_PREFIX in src/keys/service.ts) followed by their random part.
+const KEY_IN_PATH = /(imps?_)[A-Za-z0-9_-]{6,}/g;
+
+/** A URL path fit for a log line: a key a client put in the path (by mistake) is masked, as the query string is left out. */
+export function redactPath(path: string): string {
+  return path.replace(KEY_IN_PATH, "$1******");
+}

@@ -142,6 +142,22 @@ describe("a hung conversion", () => {
   });
 });
 
+describe("the request log line", () => {
+  test("masks a key a client put in the path, as it leaves the query string out", async () => {
+    h = await createHarness();
+    const { api_key, secret_key } = await h.issueKey("path@example.com");
+    const lines: string[] = [];
+    const fetch = createFetchHandler((r) => h.app.handle(r), createLogger("info", (l) => lines.push(l)), { hsts: false });
+    for (const path of [`/v1/plugin/convert/${api_key}`, `/${secret_key}`, `/v1/x?api_key=${api_key}`]) {
+      expect((await fetch(new Request(`http://localhost${path}`), "127.0.0.1")).status).toBe(404);
+    }
+    const logged = lines.map((l) => JSON.parse(l).path);
+    expect(logged).toEqual(["/v1/plugin/convert/imp_******", "/imps_******", "/v1/x"]);
+    expect(lines.join("\n")).not.toContain(api_key.slice(4));
+    expect(lines.join("\n")).not.toContain(secret_key.slice(5));
+  });
+});
+
 describe("HTTP labels", () => {
   test("unusual methods are one label value, unmatched paths one route value; /health/ready is in the OpenAPI document", async () => {
     h = await createHarness();

@@ -2,6 +2,7 @@ import { Elysia, ValidationError } from "elysia";
 import { driverMessage, storageFaultCode, storageUnavailable } from "../db/faults.ts";
 import { AppError, internalError, notFound } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import { redactPath } from "../redact.ts";
 import { answerError, requestMeta } from "./meta.ts";
 
 /**
@@ -25,7 +26,7 @@ export function errorHandler(logger: Logger) {
   });
 }
 
-const pathOf = (request: Request) => new URL(request.url).pathname;
+const pathOf = (request: Request) => redactPath(new URL(request.url).pathname);
 
 function toAppError(code: string | number, error: unknown, request: Request): AppError | null {
   if (error instanceof AppError) return error;

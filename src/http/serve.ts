@@ -1,4 +1,5 @@
 import { AppError, internalError } from "../errors.ts";
+import { redactPath } from "../redact.ts";
 import type { Logger } from "../log.ts";
 import type { RequestCounter } from "./counter.ts";
 import { answerError, attachMeta, type RequestMeta } from "./meta.ts";
@@ -47,7 +48,7 @@ export function createFetchHandler(
     // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
     for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
-    const path = url ? url.pathname : request.url.split("?")[0]!.slice(0, 200);
+    const path = redactPath(url ? url.pathname : request.url.split("?")[0]!.slice(0, 200));
     logger.info("request", { requestId: meta.id, method: request.method, path, status: response.status, ms: Math.round((performance.now() - meta.startedAt) * 10) / 10 });
     options.observe?.(request, response, meta);
     return response;
