@@ -326,6 +326,29 @@ describe("422", () => {
     await expectHealthy();
   });
 
+  // libvips' header read refuses these PNGs saying only "corrupt header:"; the answer says what the IHDR declares.
+  test.each([
+    [0, 100, "INVALID_IMAGE", "The image is corrupt or truncated (its PNG header gives a size of 0×100)."],
+    [268_435_455, 1, "IMAGE_TOO_LARGE", "The image is 268435455×1 (268.4 megapixels); this server accepts at most 100.0 megapixels."],
+    [1, 2_000_000, "IMAGE_TOO_LARGE", "The image is 1×2000000; the PNG decoder reads at most 1000000 pixels per side."],
+  ])("a PNG header declaring %p×%p → 422 %s saying why", async (width, height, code, message) => {
+    const res = await postBearer(h, keys, await convertForm(img.pngHeaderOnly(width, height)));
+    expectCode(res, 422, code);
+    expect(res.body.message).toBe(message);
+    await expectHealthy();
+  });
+
+  test("a decoder failure without detail (a PNG chunk's bad CRC) is not answered as 'Unknown error'", async () => {
+    const good = await img.pngWithAlpha(64, 48);
+    // Flip a bit of the IHDR chunk's CRC (bytes 29–32: signature 8, length 4, type 4, data 13).
+    const bad = Buffer.from(good);
+    bad[29] = bad[29]! ^ 1;
+    const res = await postBearer(h, keys, await convertForm(bad));
+    expectCode(res, 422, "INVALID_IMAGE");
+    expect(res.body.message).not.toMatch(/unknown error|:\)/i);
+    await expectHealthy();
+  });
+
   // BUG: answered 422 INVALID_IMAGE ("corrupt or truncated") although the PNG is valid.
   test("a valid PNG wider than WebP allows (17000×200) → 422 IMAGE_TOO_LARGE", async () => {
     const res = await postBearer(h, keys, await convertForm(img.pngBomb(17_000, 200), { format: "webp" }, "panorama.png"));

@@ -279,6 +279,15 @@ export function pngBomb(width = 16000, height = 16000): Buffer {
   return Buffer.concat([PNG_SIGNATURE, pngChunk("IHDR", ihdr), pngChunk("IDAT", Buffer.concat(parts)), pngChunk("IEND", Buffer.alloc(0))]);
 }
 
+/** A PNG of signature, IHDR (8-bit RGB) declaring width x height, and IEND: no pixel data at all. */
+export function pngHeaderOnly(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([PNG_SIGNATURE, pngChunk("IHDR", ihdr), pngChunk("IEND", Buffer.alloc(0))]);
+}
+
 /** A few hundred bytes of JPEG whose SOF declares width x height and whose scan data is missing entirely. */
 export function jpegHeaderOnly(width = 30000, height = 30000): Promise<Buffer> {
   return memo(`jpeghdr:${width}x${height}`, async () => {

@@ -3,8 +3,19 @@ import { AppError } from "../../errors.ts";
 /** 422 INVALID_IMAGE with the first line of the decoder's complaint. */
 export function invalidImage(detail: string): AppError {
   // libvips messages can be long and multi-line; the first line is what helps a client.
-  const first = detail.split("\n")[0]?.replace(/^Input (buffer|file) /, "").slice(0, 200);
-  return new AppError(422, "INVALID_IMAGE", `The image is corrupt or truncated (${first}).`);
+  const first = detail.split("\n")[0]?.replace(/^Input (buffer|file) /, "").trim().slice(0, 200) ?? "";
+  // "Unknown error" (a PNG chunk's bad CRC) or "has corrupt header:" with nothing after tell a client nothing.
+  const said = first === "" || /^\(?unknown error\)?$/i.test(first) || first.endsWith(":") ? "the decoder could not read it" : first;
+  return new AppError(422, "INVALID_IMAGE", `The image is corrupt or truncated (${said}).`);
+}
+
+/** 422 IMAGE_TOO_LARGE for an image over the pixel limit, naming its size. */
+export function tooManyPixels(width: number, height: number, maxPixels: number): AppError {
+  return new AppError(
+    422,
+    "IMAGE_TOO_LARGE",
+    `The image is ${width}×${height} (${((width * height) / 1e6).toFixed(1)} megapixels); this server accepts at most ${(maxPixels / 1e6).toFixed(1)} megapixels.`,
+  );
 }
 
 /**

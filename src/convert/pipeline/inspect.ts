@@ -1,6 +1,6 @@
 import sharp, { type Metadata } from "sharp";
 import { AppError } from "../../errors.ts";
-import { invalidImage } from "./errors.ts";
+import { invalidImage, tooManyPixels } from "./errors.ts";
 import type { OutputFormat } from "./presets.ts";
 import type { InputFormat } from "./sniff.ts";
 
@@ -22,17 +22,10 @@ export async function inspect(input: Uint8Array, expected: InputFormat, maxPixel
   try {
     header = await sharp(input, { limitInputPixels: false }).metadata();
   } catch (err) {
-    throw invalidImage((err as Error).message);
+    throw (expected === "png" ? pngHeaderRefusal(input, maxPixels) : null) ?? invalidImage((err as Error).message);
   }
   if (header.format !== expected || !header.width || !header.height) throw invalidImage(`the ${expected.toUpperCase()} header could not be read`);
-  const pixels = header.width * header.height;
-  if (pixels > maxPixels) {
-    throw new AppError(
-      422,
-      "IMAGE_TOO_LARGE",
-      `The image is ${header.width}×${header.height} (${(pixels / 1e6).toFixed(1)} megapixels); this server accepts at most ${(maxPixels / 1e6).toFixed(1)} megapixels.`,
-    );
-  }
+  if (header.width * header.height > maxPixels) throw tooManyPixels(header.width, header.height, maxPixels);
   const turned = (header.orientation ?? 1) >= 5;
   return turned ? { width: header.height, height: header.width } : { width: header.width, height: header.height };
 }
@@ -51,4 +44,25 @@ export function outputSize(upright: Size, maxWidth: number | undefined, format: 
     );
   }
   return size;
+}
+
+/** Largest side libspng (sharp's PNG decoder) reads; its header read fails above it, saying only "corrupt header". */
+const PNG_MAX_SIDE = 1_000_000;
+
+/**
+ * Why a PNG whose header libvips refused is refused, read from its IHDR chunk (signature, length,
+ * "IHDR", width, height: big-endian at bytes 16 and 20): a size of 0, more pixels than the limit,
+ * or a side the decoder does not read. Null when the IHDR says none of these (the file is corrupt).
+ */
+function pngHeaderRefusal(input: Uint8Array, maxPixels: number): AppError | null {
+  if (input.length < 24 || new TextDecoder().decode(input.subarray(12, 16)) !== "IHDR") return null;
+  const view = new DataView(input.buffer, input.byteOffset, 24);
+  const width = view.getUint32(16);
+  const height = view.getUint32(20);
+  if (width === 0 || height === 0) return invalidImage(`its PNG header gives a size of ${width}×${height}`);
+  if (width * height > maxPixels) return tooManyPixels(width, height, maxPixels);
+  if (Math.max(width, height) > PNG_MAX_SIDE) {
+    return new AppError(422, "IMAGE_TOO_LARGE", `The image is ${width}×${height}; the PNG decoder reads at most ${PNG_MAX_SIDE} pixels per side.`);
+  }
+  return null;
 }
