@@ -4,6 +4,8 @@
  * request to show that bad input never harms the next one.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import sharp from "sharp";
+import { HOLD_ABOVE_BYTES } from "../src/convert/index.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
 import {
@@ -388,6 +390,68 @@ describe("408 / incomplete bodies", () => {
     } finally {
       await slow.close();
     }
+  });
+});
+
+describe("a large result keeps its place in the gate until the client has taken it", () => {
+  // Lossless WebP of noise: several MB, more than HOLD_ABOVE_BYTES.
+  const noisePng = () => sharp(crypto.getRandomValues(new Uint8Array(900 * 700 * 3)), { raw: { width: 900, height: 700, channels: 3 } }).png({ compressionLevel: 1 }).toBuffer();
+  const send = async (on: Harness, k: Keys, bytes: Buffer) => {
+    const body = await convertForm(bytes, { format: "webp", quality: "lossless" });
+    const request = new Request(`http://localhost/v1/plugin/convert`, { method: "POST", headers: { "content-type": body.contentType, authorization: `Bearer ${k.api_key}` }, body: body.bytes as Uint8Array<ArrayBuffer> });
+    return on.app.handle(request);
+  };
+
+  test("held while unread, counted against the queue; given back once read", async () => {
+    const held = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "0" }, smtp: h.smtp });
+    try {
+      const k = await held.issueKey("held@example.com");
+      const res = await send(held, k, await noisePng());
+      expect(res.status).toBe(200);
+      const size = Number(res.headers.get("x-optimized-size"));
+      expect(size).toBeGreaterThan(HOLD_ABOVE_BYTES);
+      expect(held.services.convert.gate.stats()).toMatchObject({ admitted: 1, running: 0 });
+      // The unread result fills the only place: the next request is refused as while converting.
+      expectCode(await postBearer(held, k, await convertForm(photo)), 503, "SERVER_BUSY");
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      expect(bytes.length).toBe(size);
+      await expectImage(bytes, { format: "webp", width: 900, height: 700 });
+      expect(held.services.convert.gate.stats()).toMatchObject({ admitted: 0 });
+      await expectHealthy(held, k);
+    } finally {
+      await held.close();
+    }
+  });
+
+  test("given back when the client leaves, or when it has not taken it within IMGPRESS_UPLOAD_TIMEOUT_S", async () => {
+    const held = await createHarness({ env: { IMGPRESS_UPLOAD_TIMEOUT_S: "0.5" }, smtp: h.smtp });
+    try {
+      const k = await held.issueKey("gone@example.com");
+      const input = await noisePng();
+      const left = await send(held, k, input);
+      const reader = left.body!.getReader();
+      await reader.read();
+      expect(held.services.convert.gate.stats().admitted).toBe(1);
+      await reader.cancel();
+      expect(held.services.convert.gate.stats().admitted).toBe(0);
+
+      const stalled = await send(held, k, input);
+      expect(held.services.convert.gate.stats().admitted).toBe(1);
+      await Bun.sleep(800);
+      expect(held.services.convert.gate.stats().admitted).toBe(0);
+      // The stream fails, so the runtime closes the connection instead of sending a short body.
+      await expect(stalled.arrayBuffer()).rejects.toThrow("did not take the response within 0.5 s");
+      await expectHealthy(held, k);
+    } finally {
+      await held.close();
+    }
+  });
+
+  test("a small result is handed over whole and gives its place back at once", async () => {
+    const res = await send(h, keys, photo);
+    expect(Number(res.headers.get("x-optimized-size"))).toBeLessThanOrEqual(HOLD_ABOVE_BYTES);
+    expect(h.services.convert.gate.stats().admitted).toBe(0);
+    await res.arrayBuffer();
   });
 });
 

@@ -21,6 +21,15 @@ export interface Converted {
 }
 
 /**
+ * A finished conversion whose place in the gate (its share of the queue and of its key's) is still
+ * held: `release` gives it back once the response has been taken by the client (or abandoned), so
+ * results nobody reads count against the same bounds as uploads and conversions.
+ */
+export interface Delivery extends Converted {
+  release(): void;
+}
+
+/**
  * What observers (usage buckets, metrics, logs) learn of one authenticated conversion attempt.
  * Authentication failures (401) are not conversion attempts and are not reported here.
  */
@@ -73,21 +82,24 @@ export class ConvertService {
   /**
    * Admits one request for `keyId`, lets `receive` read and validate its upload, converts it, and
    * reports the attempt (success or error code) to the observers. `signal` is the request's: a
-   * job still waiting for a slot when it aborts (the client left) is dropped.
+   * job still waiting for a slot when it aborts (the client left) is dropped. A result keeps its
+   * place in the gate until the caller calls its `release`; a failure gives it back at once.
    */
-  async handle(keyId: string, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Converted> {
+  async handle(keyId: string, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Delivery> {
     const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: null, convertMs: 0, guardEncodes: 0, at: 0 };
     try {
       const leave = this.gate.admit(keyId);
+      let delivered = false;
       try {
         const upload = await receive();
         Object.assign(event, { format: upload.options.format, quality: upload.options.quality, bytesIn: upload.image.length });
         const result = await this.convert(upload, event, signal);
         event.bytesOut = result.bytes.length;
         event.guardEncodes = result.guardEncodes;
-        return result;
+        delivered = true;
+        return { ...result, release: leave };
       } finally {
-        leave();
+        if (!delivered) leave();
       }
     } catch (err) {
       event.outcome = err instanceof AppError ? err.code : "INTERNAL_ERROR";

@@ -1,11 +1,13 @@
 /**
  * Slow and oversized clients against the real HTTPS server, on loopback, bounded in time:
  * 60 connections trickling their headers are cut by the runtime's header deadline while a normal
- * client keeps converting; a body that stalls gets 408 REQUEST_TIMEOUT after IMGPRESS_UPLOAD_TIMEOUT_S;
+ * client keeps converting; a body that stalls gets 408 REQUEST_TIMEOUT after IMGPRESS_UPLOAD_TIMEOUT_S,
+ * and a large result nobody reads holds its place until then;
  * headers over the runtime's limit (a 60 KB Content-Type) get 431 where the runtime answers it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type TLSSocket } from "node:tls";
+import sharp from "sharp";
 import { convertForm, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { convertBearer, obtainKeys } from "../support/ops.ts";
@@ -174,6 +176,42 @@ describe("slow clients", () => {
     } finally {
       await own.stop();
     }
+  }, 60_000);
+
+  test("a client that does not read a large result: its place is held, then given back at the upload timeout, the connection closed", async () => {
+    const conversions = async () => (await (await server.fetch("/internal/status")).json()).conversions as { admitted: number; running: number };
+    // Lossless WebP of noise: ~12 MB, more than the loopback's socket buffers take at once.
+    const noise = await sharp(crypto.getRandomValues(new Uint8Array(2000 * 2000 * 3)), { raw: { width: 2000, height: 2000, channels: 3 } }).png({ compressionLevel: 1 }).toBuffer();
+    const body = await convertForm(noise, { format: "webp", quality: "lossless" });
+    const answeredConversions = () => server.logs.filter((l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/convert" && l.json?.status === 200).length;
+    const answeredBefore = answeredConversions();
+    const c = await open();
+    c.socket.write(
+      `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${keys.api_key}\r\n` +
+        `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
+    );
+    c.socket.write(body.bytes);
+    // Never read while the server converts and answers.
+    c.socket.pause();
+    // Answered (the request's log line is written with the response, before its body is sent).
+    for (const deadline = Date.now() + 30_000; answeredConversions() === answeredBefore; await Bun.sleep(50)) {
+      if (Date.now() > deadline) throw new Error(`never converted: ${JSON.stringify(await conversions())}`);
+    }
+    // Converted, unread: the place stays held (for up to the upload timeout, 2 s).
+    await Bun.sleep(500);
+    expect((await conversions()).admitted).toBe(1);
+    for (const deadline = Date.now() + 15_000; (await conversions()).admitted > 0; await Bun.sleep(100)) if (Date.now() > deadline) throw new Error("the place was never given back");
+    // Then the connection is closed without the whole result.
+    c.socket.resume();
+    const closedAfter = await Promise.race([c.closed, Bun.sleep(15_000).then(() => -1)]);
+    expect(closedAfter).toBeGreaterThan(0);
+    const received = c.received();
+    const head = received.slice(0, received.indexOf("\r\n\r\n"));
+    expect(head).toStartWith("HTTP/1.1 200");
+    const length = Number(/\r\nx-optimized-size: (\d+)/i.exec(head)![1]);
+    expect(length).toBeGreaterThan(8 * 1024 * 1024);
+    expect(Buffer.byteLength(received, "latin1") - head.length).toBeLessThan(length);
+    expect((await convertBearer(server, keys.api_key, await convertForm(await img.photo(320, 240)))).status).toBe(200);
   }, 60_000);
 
   test("a 60 KB Content-Type header is answered 431; the server stays healthy", async () => {
