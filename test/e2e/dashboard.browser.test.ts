@@ -222,6 +222,30 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(html).not.toContain(masterKey.toString("base64").toLowerCase());
   });
 
+  test("on a phone: the staff table fits the screen, and the week chart's day labels do not overlap", async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    try {
+      await page.goto(`${server.url}/internal/settings`);
+      await page.getByLabel("Add a staff member").fill("a-rather-long-colleague-address@example.com");
+      await page.getByRole("button", { name: "Add" }).click();
+      await page.waitForURL(/done=staff-added/);
+      const wraps = page.locator(".table-wrap.compact");
+      for (let i = 0; i < (await wraps.count()); i++) {
+        expect(await wraps.nth(i).evaluate((el) => el.scrollWidth - el.clientWidth)).toBe(0);
+      }
+      const remove = await page.locator("tr", { hasText: "a-rather-long-colleague-address@example.com" }).getByRole("button", { name: "Remove" }).boundingBox();
+      expect(remove!.x + remove!.width).toBeLessThanOrEqual(375);
+
+      await page.goto(`${server.url}/internal/?range=7d`);
+      const axis = page.locator("figure.chart").first().locator("text.tick[data-t]");
+      const boxes = (await axis.evaluateAll((els) => els.map((el) => el.getBoundingClientRect().toJSON()))) as { left: number; right: number }[];
+      expect(boxes.length).toBeGreaterThan(3);
+      for (let i = 1; i < boxes.length; i++) expect(boxes[i]!.left).toBeGreaterThan(boxes[i - 1]!.right);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
   test("sign out ends the session", async () => {
     await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.waitForURL(/\/internal\/login/);

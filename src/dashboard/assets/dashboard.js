@@ -8,8 +8,9 @@
   "use strict";
   const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
   const date = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
-  const hour = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
-  const day = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+  // Chart axis labels: as short as the locale writes them (11/18, 9 PM), so seven fit side by side on a phone.
+  const hour = new Intl.DateTimeFormat(undefined, { hour: "numeric" });
+  const day = new Intl.DateTimeFormat(undefined, { month: "numeric", day: "numeric" });
   const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
   const formats = { datetime: dateTime, date, hour, day };
 
