@@ -82,6 +82,15 @@ describe("pages", () => {
     expect((await page("/internal/activity?from=2028-02-29")).text).not.toContain("is not a date");
   });
 
+  test("a keys page past the end shows the last page; one key is 'key'", async () => {
+    const total = (await h.services.keys.list()).length;
+    const past = await page("/internal/keys?page=7");
+    expect(past.status).toBe(200);
+    expect(past.text).toContain("o&#39;neil&amp;co@example.com");
+    expect(past.text).toContain(`<span class="num">Page 1 of 1</span>`);
+    expect(past.text).toContain(total === 1 ? "1–1 of 1 key</span>" : `1–${total} of ${total} keys</span>`);
+  });
+
   test("an unknown key is a 404 page", async () => {
     const res = await page("/internal/keys/nope");
     expect(res.status).toBe(404);

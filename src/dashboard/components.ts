@@ -56,14 +56,14 @@ export function table(opts: {
   return html`<div class="table-wrap${opts.compact ? " compact" : ""}"><table><caption class="sr-only">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${opts.rows}</tbody></table></div>`;
 }
 
-/** "41–60 of 1,234" with previous/next links. */
-export function pager(opts: { page: number; pageSize: number; total: number; href: (page: number) => string; noun: string }): SafeHtml {
+/** "41–60 of 1,234 keys" with previous/next links; `noun` is [one, many]. */
+export function pager(opts: { page: number; pageSize: number; total: number; href: (page: number) => string; noun: readonly [string, string] }): SafeHtml {
   const pages = Math.max(1, Math.ceil(opts.total / opts.pageSize));
   const first = opts.total === 0 ? 0 : (opts.page - 1) * opts.pageSize + 1;
   const last = Math.min(opts.total, opts.page * opts.pageSize);
   const link = (page: number, label: string, rel: string) =>
     page >= 1 && page <= pages && page !== opts.page ? html`<a href="${opts.href(page)}" rel="${rel}">${label}</a>` : html`<span class="disabled" aria-disabled="true">${label}</span>`;
-  return html`<div class="pager"><span class="num">${first.toLocaleString("en-US")}–${last.toLocaleString("en-US")} of ${opts.total.toLocaleString("en-US")} ${opts.noun}</span>
+  return html`<div class="pager"><span class="num">${first.toLocaleString("en-US")}–${last.toLocaleString("en-US")} of ${opts.total.toLocaleString("en-US")} ${opts.noun[opts.total === 1 ? 0 : 1]}</span>
 <nav aria-label="Pages">${link(opts.page - 1, "← Previous", "prev")}<span class="num">Page ${opts.page} of ${pages}</span>${link(opts.page + 1, "Next →", "next")}</nav></div>`;
 }
 

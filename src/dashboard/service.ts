@@ -56,14 +56,13 @@ export class DashboardService {
       order: q.order === "asc" ? "asc" : "desc",
       page: pageNumber(q.page),
     };
-    const keys = await this.s.usage.keys({
-      search: filter.q || undefined,
-      status: filter.status,
-      sort: filter.sort as KeysQuery["sort"],
-      order: filter.order,
-      page: filter.page,
-      pageSize: PAGE_SIZE,
-    });
+    const query = { search: filter.q || undefined, status: filter.status, sort: filter.sort as KeysQuery["sort"], order: filter.order, pageSize: PAGE_SIZE };
+    let keys = await this.s.usage.keys({ ...query, page: filter.page });
+    // A page past the end (an old link, keys revoked meanwhile) shows the last page instead of an empty table.
+    if (keys.rows.length === 0 && keys.total > 0 && filter.page > 1) {
+      filter.page = Math.ceil(keys.total / PAGE_SIZE);
+      keys = await this.s.usage.keys({ ...query, page: filter.page });
+    }
     return { viewer, filter, keys };
   }
 

@@ -65,7 +65,7 @@ export function keysPage(v: KeysView): SafeHtml {
           columns: COLUMNS,
           rows: v.keys.rows.map(row),
           sort: { key: f.sort, order: f.order, href: (sort, order) => keysHref({ ...f, sort, order, page: 1 }) },
-        })}${pager({ page: v.keys.page, pageSize: v.keys.pageSize, total: v.keys.total, noun: "keys", href: (page) => keysHref({ ...f, page }) })}`;
+        })}${pager({ page: v.keys.page, pageSize: v.keys.pageSize, total: v.keys.total, noun: ["key", "keys"], href: (page) => keysHref({ ...f, page }) })}`;
   const body = html`<div class="page-head"><div><h1>Keys</h1><p class="lead">Every issued API key with its use so far.</p></div></div>
 <form class="filters" method="get" action="/internal/keys" role="search">
 <label>Search e-mail, site or key prefix<input type="search" name="q" value="${f.q}" maxlength="200" autocomplete="off"></label>
