@@ -38,7 +38,7 @@ export const ConfigSchema = t.Object({
   mailFrom: t.String(),
   allowedEmails: t.Array(t.String(), { minItems: 1 }),
   masterKey: t.Optional(t.String()),
-  maxPixels: t.Integer({ minimum: 1 }),
+  maxPixels: t.Integer({ minimum: 1, maximum: 1_000_000_000_000 }),
   memoryBudgetMb: t.Integer({ minimum: 64, maximum: 16 * 1024 * 1024 }),
   // At most a day: these become timers, and setTimeout fires at once beyond ~24.8 days.
   convertTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),

@@ -124,6 +124,9 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_ALLOWED_EMAILS", " , "],
     ["IMGPRESS_MASTER_KEY", "  "],
     ["IMGPRESS_MAX_PIXELS", "0"],
+    // Above a million megapixels (sharp's limit takes at most 2^53 − 1: every conversion answered 500).
+    ["IMGPRESS_MAX_PIXELS", "99999999999999999999"],
+    ["IMGPRESS_MAX_PIXELS", "1000000000001"],
     ["IMGPRESS_CONVERT_TIMEOUT_S", "0"],
     ["IMGPRESS_CONVERT_TIMEOUT_S", "-5"],
     // A day at most: beyond ~24.8 days setTimeout would fire at once (every conversion a 504).
