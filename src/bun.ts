@@ -27,5 +27,6 @@ export const bunRuntime: Runtime = {
   onShutdownSignal(handler) {
     process.on("SIGTERM", () => handler("SIGTERM"));
     process.on("SIGINT", () => handler("SIGINT"));
+    process.on("SIGHUP", () => handler("SIGHUP"));
   },
 };

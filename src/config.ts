@@ -303,14 +303,14 @@ export const settings: readonly Setting[] = [
   {
     key: "shutdownTimeoutS",
     env: "IMGPRESS_SHUTDOWN_TIMEOUT_S",
-    help: "on SIGTERM/SIGINT, longest wait for accepted requests to finish before they are cut",
+    help: "on SIGTERM/SIGINT/SIGHUP, longest wait for accepted requests to finish before they are cut",
     parse: seconds,
     fallback: () => 30,
   },
   {
     key: "drainDelayS",
     env: "IMGPRESS_DRAIN_DELAY_S",
-    help: "on SIGTERM/SIGINT, seconds the listener stays open answering /health/ready with 503 (so a load balancer stops routing here) before it closes",
+    help: "on SIGTERM/SIGINT/SIGHUP, seconds the listener stays open answering /health/ready with 503 (so a load balancer stops routing here) before it closes",
     parse: seconds,
     fallback: () => 0,
   },

@@ -40,6 +40,7 @@ const denoRuntime: Runtime = {
   onShutdownSignal(handler) {
     Deno.addSignalListener("SIGTERM", () => handler("SIGTERM"));
     Deno.addSignalListener("SIGINT", () => handler("SIGINT"));
+    Deno.addSignalListener("SIGHUP", () => handler("SIGHUP"));
   },
 };
 

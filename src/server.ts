@@ -16,10 +16,13 @@ export interface Listening {
   stop(): Promise<void>;
 }
 
-/** The signals that stop the service. */
-export type ShutdownSignal = "SIGTERM" | "SIGINT";
+/**
+ * The signals that stop the service in order. SIGHUP too: closing the terminal or SSH session a
+ * server was started from sends it, and its default (die at once) would cut every request.
+ */
+export type ShutdownSignal = "SIGTERM" | "SIGINT" | "SIGHUP";
 
-const signalNumbers: Record<ShutdownSignal, number> = { SIGINT: 2, SIGTERM: 15 };
+const signalNumbers: Record<ShutdownSignal, number> = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
 
 /** How often the log says what a drain is still waiting for. */
 const DRAIN_STATUS_EVERY_MS = 2000;
@@ -38,7 +41,7 @@ export interface Runtime {
     maxBodyBytes: number;
     fetch: (request: Request, peer: string | undefined) => Promise<Response>;
   }): Promise<Listening>;
-  /** Calls `handler` on every SIGTERM and SIGINT (the process must not exit by itself). */
+  /** Calls `handler` on every SIGTERM, SIGINT and SIGHUP (the process must not exit by itself). */
   onShutdownSignal(handler: (signal: ShutdownSignal) => void): void;
   /** Frees the garbage and hands freed heap memory back to the system (Bun: a full GC, then glibc's malloc_trim); absent where the runtime has no such hook. */
   releaseFreedMemory?: () => void;

@@ -1,12 +1,12 @@
 /**
  * Graceful drain of the real service (E2E_RUNTIME picks Bun or Deno): SIGTERM in the middle of a
  * burst of large conversions lets every accepted request get its image, refuses new connections,
- * logs what it waits for, checkpoints the WAL and exits 0; a second signal exits at once; the
+ * logs what it waits for, checkpoints the WAL and exits 0 (SIGHUP alike); a second signal exits at once; the
  * shutdown timeout cuts what is left and exits 1; IMGPRESS_DRAIN_DELAY_S keeps the listener open,
  * readiness 503, while new requests are still served.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { expectImage, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
@@ -92,6 +92,21 @@ describe("SIGTERM during a burst", () => {
       const results = await Promise.all(answers);
       // Not all of them can have finished: the burst holds several seconds of work on one slot.
       expect(results.filter((r) => r.status === 200).length).toBeLessThan(BURST);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  test("SIGHUP (the terminal it was started from closed) drains like SIGTERM: every accepted request answered, exit 0, no pid record left", async () => {
+    const { server, keys } = await start("drain-hup@example.com");
+    try {
+      const answers = await burst(server, keys);
+      server.kill("SIGHUP");
+      await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith("SIGHUP received: draining:"), 5_000);
+      expect(await server.exited()).toBe(0);
+      for (const r of await Promise.all(answers)) expect(r.status).toBe(200);
+      expect(server.logs.some((l) => l.json?.msg === "stopped" && l.json?.exitCode === 0)).toBe(true);
+      expect(existsSync(join(server.dataDir, "imgpress.db.pid"))).toBe(false);
     } finally {
       await server.stop();
     }
