@@ -25,9 +25,12 @@ export async function boot(options: {
   loadDocsAsset: () => Promise<Blob>;
   /** Where log lines go (stdout by default; the CLI sends them to stderr). */
   write?: (line: string) => void;
+  /** Runs once the config is known, before the database is opened (and migrated): a refusal here has written nothing. */
+  beforeOpen?: (config: Config) => Promise<void>;
 }): Promise<Booted> {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
+  await options.beforeOpen?.(config);
   const store = await openConfiguredStore(config);
   // After an upgrade the operator sees what changed in the database, once, at the start that did it.
   if (store.migrationsApplied.length > 0) logger.info("database migrated", { migrations: store.migrationsApplied });

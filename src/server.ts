@@ -2,7 +2,9 @@ import { Buffer } from "node:buffer";
 import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { releaseWhenIdle } from "./convert/idle.ts";
 import { sha256Hex } from "./crypto.ts";
+import type { Config } from "./config.ts";
 import { localPath } from "./db/index.ts";
+import { prepareDatabaseFolder } from "./db/sqlite.ts";
 import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile } from "./pidfile.ts";
@@ -49,10 +51,20 @@ export interface Runtime {
 
 /** Boots the service, listens, and runs until a shutdown signal has let in-flight requests finish; resolves to the exit status. */
 export async function serve(flags: Record<string, string>, runtime: Runtime): Promise<number> {
-  const { config, logger, store, mailer, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset });
+  let releasePid = () => {};
+  // The record is claimed before the database is opened, so a second server refused here has not
+  // migrated the first one's database under it (an upgraded binary started beside the old one).
+  const claim = async (config: Config) => {
+    const dbPath = localPath(config.databaseUrl);
+    if (!dbPath) return;
+    await prepareDatabaseFolder(dbPath);
+    releasePid = claimPidFile(dbPath);
+  };
+  const { config, logger, store, mailer, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, beforeOpen: claim }).catch((err) => {
+    releasePid();
+    throw err;
+  });
   if (mailer.isDevelopment) logger.warn(DEVELOPMENT_MAIL_WARNING);
-  const dbPath = localPath(config.databaseUrl);
-  const releasePid = dbPath ? claimPidFile(dbPath) : () => {};
   // Whatever stops the start from here (a bad certificate, the port taken) gives the record back.
   const started = async () => {
     const tls = config.behindProxy ? undefined : await loadTls(config);

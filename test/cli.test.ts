@@ -13,7 +13,7 @@ import { migrateReport } from "../src/cli/index.ts";
 import { settings } from "../src/config.ts";
 import { sqliteMigrations } from "../src/db/migrations.gen.ts";
 import type { IssuedKey } from "../src/keys/service.ts";
-import { runCli, startServer, type CliResult } from "./support/server.ts";
+import { e2eRuntime, runCli, startServer, type CliResult } from "./support/server.ts";
 
 let dir: string;
 let env: Record<string, string>;
@@ -221,6 +221,28 @@ describe("migrate and configuration errors", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("imgpress: cannot listen on 999.1.1.1:0 (IMGPRESS_HOST, IMGPRESS_PORT)");
     expect(existsSync(join(dir, "imgpress.db.pid"))).toBe(false);
+  });
+
+  // Deno without --allow-run cannot check that the pid is alive and takes the record for a stale one (README, "Run with Deno").
+  test.skipIf(e2eRuntime() === "deno")("serve refused by a live server's record has not opened or migrated the database", async () => {
+    const fresh = join(dir, "claimed");
+    mkdirSync(fresh, { recursive: true });
+    // This test process stands in for the live server.
+    writeFileSync(join(fresh, "imgpress.db.pid"), `${process.pid}\n`);
+    const r = await runCli(["serve"], { IMGPRESS_DATA_DIR: fresh, IMGPRESS_PORT: "0" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`another server (pid ${process.pid}) is already serving`);
+    expect(r.stderr + r.stdout).not.toContain("database migrated");
+    expect(existsSync(join(fresh, "imgpress.db"))).toBe(false);
+    expect(existsSync(join(fresh, "imgpress.db.pid"))).toBe(true);
+  });
+
+  test("a data folder under a file: one line saying a part of its path is a file", async () => {
+    const file = join(dir, "a-file");
+    writeFileSync(file, "x");
+    const r = await runCli(["migrate"], { IMGPRESS_DATA_DIR: join(file, "sub") });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining(`${join(file, "sub")} (the database's folder) cannot be created: a part of its path is a file, not a folder`)]);
   });
 
   test("serve on a port another server listens on: refused (EADDRINUSE), never sharing it", async () => {

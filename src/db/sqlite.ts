@@ -15,15 +15,20 @@ export interface SqliteStore extends Store {
   readonly client: Client;
 }
 
+/** Creates the folder of the database file `path` when missing, owner-only (it holds the master key, the database and the TLS key). */
+export async function prepareDatabaseFolder(path: string): Promise<void> {
+  const folder = dirname(path);
+  await mkdir(folder, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "EEXIST") throw new Error(`${folder} (the database's folder) exists but is not a folder`);
+    if (err.code === "ENOTDIR") throw new Error(`${folder} (the database's folder) cannot be created: a part of its path is a file, not a folder`);
+    throw err;
+  });
+}
+
 /** Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL or a remote libSQL server. */
 export async function openSqliteStore(url: string, authToken?: string): Promise<SqliteStore> {
   const path = localPath(url);
-  // Owner-only when created here: the folder holds the master key, the database and the TLS key.
-  if (path) {
-    await mkdir(dirname(path), { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
-      throw err.code === "EEXIST" || err.code === "ENOTDIR" ? new Error(`${dirname(path)} (the database's folder) exists but is not a folder`) : err;
-    });
-  }
+  if (path) await prepareDatabaseFolder(path);
   // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
   // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
   const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
