@@ -23,7 +23,11 @@ export async function loadMasterKey(config: Config): Promise<Uint8Array> {
 export async function existingMasterKey(config: Config): Promise<Uint8Array | null> {
   if (config.masterKey) return decodeKey(config.masterKey, "IMGPRESS_MASTER_KEY");
   const path = masterKeyPath(config);
-  const text = await readFile(path, "utf8").catch(() => null);
+  // Only a missing file is "no key": one that cannot be read (root-owned after a command run as root) must say so.
+  const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return null;
+    throw new Error(`cannot read the master key file ${path} (${err.code ?? err.message}): give this user read access to it, e.g. chown it to the user the service runs as`);
+  });
   return text === null ? null : decodeKey(text.trim(), path);
 }
 

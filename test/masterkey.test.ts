@@ -3,7 +3,7 @@
  * message naming where its key came from, instead of failing every signed request later.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { boot } from "../src/boot.ts";
@@ -99,5 +99,16 @@ describe("master key check", () => {
     const listed = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: dir });
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain("a@example.com");
+  });
+});
+
+describe("a master key file that cannot be read", () => {
+  test("is named as unreadable, not as missing (a folder in its place stands in for one without read permission)", async () => {
+    await withBooted(undefined, async () => {});
+    await rm(join(dir, "master.key"));
+    await mkdir(join(dir, "master.key"));
+    const err = await bootError(undefined);
+    expect(err?.message).toStartWith(`cannot read the master key file ${join(dir, "master.key")} (EISDIR)`);
+    expect(err?.message).not.toContain("missing");
   });
 });
