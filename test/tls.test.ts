@@ -90,4 +90,15 @@ describe("the certificate the server writes into the data folder, and TLS files 
     await expect(tls(join(dir, "missing.pem"), key)).rejects.toThrow(`cannot read the TLS files (IMGPRESS_TLS_CERT ${join(dir, "missing.pem")}`);
     expect((await tls(good.certPath, key)).cert).toBe(good.cert);
   });
+
+  test("a key that belongs to another certificate is named as such (the runtime would blame the address at listen)", async () => {
+    const good = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir }));
+    const other = await selfSignedCertificate(["other.example"]);
+    const [cert, key] = [join(dir, "cert.pem"), join(dir, "other-key.pem")];
+    await writeFile(cert, good.cert);
+    await writeFile(key, other.key);
+    await expect(loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: key }))).rejects.toThrow(
+      `IMGPRESS_TLS_KEY ${key} is not the private key of the certificate in IMGPRESS_TLS_CERT ${cert}`,
+    );
+  });
 });

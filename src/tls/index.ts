@@ -1,3 +1,4 @@
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -18,6 +19,7 @@ export async function loadTls(config: Config): Promise<TlsPair & { generated: bo
     // Bun and Deno would refuse them only at listen, with an OpenSSL code that names neither file.
     if (!cert.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`IMGPRESS_TLS_CERT ${config.tlsCert} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
     if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key)) throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} holds no PEM private key (-----BEGIN … PRIVATE KEY-----)`);
+    if (keyOfAnotherCertificate(cert, key)) throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is not the private key of the certificate in IMGPRESS_TLS_CERT ${config.tlsCert}`);
     return { cert, key, generated: false, certPath: config.tlsCert };
   }
   const names = [...new Set(["localhost", "127.0.0.1", "::1", hostname(), ...(isWildcard(config.host) ? [] : [config.host])])];
@@ -42,4 +44,14 @@ export function isWildcard(host: string): boolean {
 /** `host` as it is written in a URL: an IPv6 address in brackets. */
 export function urlHost(host: string): string {
   return isIP(host) === 6 ? `[${host}]` : host;
+}
+
+// True only when both parse and the key is not the certificate's (the runtime would refuse at listen,
+// naming neither file); anything they cannot parse here is left to the runtime's own message.
+function keyOfAnotherCertificate(cert: string, key: string): boolean {
+  try {
+    return !new X509Certificate(cert).checkPrivateKey(createPrivateKey(key));
+  } catch {
+    return false;
+  }
 }
