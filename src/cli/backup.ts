@@ -92,6 +92,8 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   const info = await stageSnapshot(resolve(file), stage).catch((err: Error) => {
     throw new Error(`restore refused, nothing changed: ${err.message}`);
   });
+  // The backup's key, when it replaces the folder's: written in the same uninterrupted step as the database.
+  let keySwap: { keyFile: string; asideKey: string | null; text: string } | null = null;
   try {
     const current = await existingMasterKey(config);
     if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
@@ -99,10 +101,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
     }
     if (info.masterKey && !config.masterKey && (!current || !sameKey(current, info.masterKey))) {
       const keyFile = masterKeyPath(config);
-      const asideKey = current ? `${keyFile}${suffix}` : null;
-      if (asideKey) await rename(keyFile, asideKey);
-      await writeFile(keyFile, `${Buffer.from(info.masterKey).toString("hex")}\n`, { mode: 0o600 });
-      if (asideKey) io.out(`previous master key kept as ${asideKey}`);
+      keySwap = { keyFile, asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
     }
     if (!info.masterKey) {
       const matches = info.keyCheck && current ? timingSafeEqual(info.keyCheck, await masterKeyCheck(current)) : null;
@@ -120,15 +119,26 @@ async function restoreStaged(config: Config, file: string, target: string, stage
     await rm(stage, { force: true });
     throw err;
   }
-  // Moving the old database aside and the new one in: a signal now waits, or the folder would be left without a database.
+  // Moving the old key and database aside and the new ones in: a signal now waits, or the folder
+  // would be left without a database, or with the backup's key beside the old one.
   const aside = await signals.uninterrupted(async () => {
-    const moved = await moveAside(target, suffix);
-    await rename(stage, target);
-    signals.leaveNothing([]);
-    return moved;
+    if (keySwap?.asideKey) await rename(keySwap.keyFile, keySwap.asideKey);
+    if (keySwap) await writeFile(keySwap.keyFile, keySwap.text, { mode: 0o600 });
+    try {
+      const moved = await moveAside(target, suffix);
+      await rename(stage, target);
+      signals.leaveNothing([]);
+      return moved;
+    } catch (err) {
+      // The database stayed: so does its key.
+      if (keySwap?.asideKey) await rename(keySwap.asideKey, keySwap.keyFile);
+      else if (keySwap) await rm(keySwap.keyFile, { force: true });
+      throw err;
+    }
   });
   const store = await openStore(`file:${target}`);
   await store.shutdown();
+  if (keySwap?.asideKey) io.out(`previous master key kept as ${keySwap.asideKey}`);
   if (aside) io.out(`previous database kept as ${aside}`);
   const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";
   io.out(`restored ${resolve(file)}${taken} into ${target} (${info.keys} key pairs; integrity check ok)`);
