@@ -205,6 +205,33 @@ describe("backup during a burst, restore into a new folder", () => {
   }, 30_000);
 });
 
+describe("restore of a data folder's own database file", () => {
+  test("its -wal is taken along (a copy made while pages were still in it), and nothing but the database is left in the folder", async () => {
+    const source = join(tmp, "copied-folder");
+    await mkdir(source);
+    // A live database with its latest change only in the -wal: no checkpoint until this connection closes.
+    const live = createClient({ url: `file:${join(server.dataDir, "imgpress.db")}` });
+    const [revokedId] = (await live.execute("SELECT id FROM api_keys WHERE revoked_at IS NULL ORDER BY id LIMIT 1")).rows.map((r) => String(r[0]));
+    await live.execute("PRAGMA wal_autocheckpoint = 0");
+    await live.execute({ sql: "UPDATE api_keys SET revoked_at = ? WHERE id = ?", args: [Date.now(), revokedId!] });
+    await copyFile(join(server.dataDir, "imgpress.db"), join(source, "imgpress.db"));
+    await copyFile(join(server.dataDir, "imgpress.db-wal"), join(source, "imgpress.db-wal"));
+    await copyFile(join(server.dataDir, "master.key"), join(source, "master.key"));
+    live.close();
+    const target = join(tmp, "from-folder");
+    await mkdir(target);
+    await copyFile(join(source, "master.key"), join(target, "master.key"));
+    const r = await runCli(["restore", join(source, "imgpress.db")], { IMGPRESS_DATA_DIR: target });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    // The database with its own -wal/-shm as a server leaves them; nothing of the staged copy.
+    expect(readdirSync(target).filter((f) => !/^(imgpress\.db(-wal|-shm)?|master\.key)$/.test(f))).toEqual([]);
+    const rows = await keyList({ IMGPRESS_DATA_DIR: target });
+    const restored = rows.find((k) => k.id === revokedId) as (KeyListRow & { revokedAt: number | null }) | undefined;
+    expect(restored?.revokedAt).toBeGreaterThan(0);
+  }, 30_000);
+});
+
 describe("backup and restore: paths that are not what they should be, and interruptions", () => {
   test("backup into a missing folder, or of a folder without a database: one line, exit 1, nothing created", async () => {
     const dir = join(tmp, "paths");

@@ -2,7 +2,7 @@ import { Buffer } from "node:buffer";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
-import { moveAside, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { DATABASE_FILE_SUFFIXES, moveAside, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
 import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { timingSafeEqual } from "../crypto.ts";
 import { existingMasterKey, masterKeyCheck, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
@@ -80,7 +80,7 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   const stage = `${target}.restore-${crypto.randomUUID()}`;
   await mkdir(dirname(target), { recursive: true, mode: 0o700 });
   const signals = interruptible(io);
-  signals.leaveNothing([stage, `${stage}-journal`]);
+  signals.leaveNothing(DATABASE_FILE_SUFFIXES.map((ext) => `${stage}${ext}`));
   try {
     return await restoreStaged(config, file, target, stage, suffix, signals, io);
   } finally {
@@ -116,7 +116,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
       }
     }
   } catch (err) {
-    await rm(stage, { force: true });
+    await removeDatabaseFiles(stage);
     throw err;
   }
   // Moving the old key and database aside and the new ones in: a signal now waits, or the folder

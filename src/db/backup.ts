@@ -83,6 +83,9 @@ export async function writeSnapshot(
  */
 export async function stageSnapshot(file: string, stage: string): Promise<SnapshotInfo> {
   await copyFile(file, stage);
+  // A data folder copied as it is (after a stop, or even a crash) may keep its latest pages in the
+  // -wal beside the file: taken along, SQLite replays it.
+  if (await exists(`${file}-wal`)) await copyFile(`${file}-wal`, `${stage}-wal`);
   const client = createClient({ url: `file:${stage}` });
   try {
     const check = await client.execute("PRAGMA integrity_check").catch((err: Error) => {
@@ -90,6 +93,9 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
     });
     const verdict = check.rows.map((r) => String(r[0])).join("; ");
     if (verdict !== "ok") throw new Error(`${file} failed the integrity check: ${verdict}`);
+    // One self-contained file: the -wal folded in, and the changes below written to the file itself
+    // (only the file is moved into place; the server switches it back to WAL when it opens it).
+    await client.execute("PRAGMA journal_mode = DELETE");
     const tables = new Set((await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'")).rows.map((r) => String(r[0])));
     if (!tables.has("api_keys") || !tables.has("__drizzle_migrations")) throw new Error(`${file} is not an imgpress database`);
     const keyCheck = tables.has("database_facts") ? (await client.execute("SELECT value FROM database_facts WHERE name = 'master_key_check'")).rows[0]?.[0] : undefined;
@@ -104,9 +110,17 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
     return info;
   } catch (err) {
     client.close();
-    await rm(stage, { force: true });
+    await removeDatabaseFiles(stage);
     throw err;
   }
+}
+
+/** A SQLite database file and the files that go with it (write-ahead log, its index, rollback journal). */
+export const DATABASE_FILE_SUFFIXES = ["", "-wal", "-shm", "-journal"] as const;
+
+/** Removes the database file `path` and the files that go with it, where present. */
+export async function removeDatabaseFiles(path: string): Promise<void> {
+  for (const ext of DATABASE_FILE_SUFFIXES) await rm(`${path}${ext}`, { force: true });
 }
 
 /** Moves the database and its -wal/-shm files aside under `suffix`; returns the main file's new name, or null when there was none. */
