@@ -258,6 +258,16 @@ describe("migrate and configuration errors", () => {
     }
   });
 
+  test("health: a password in --url is never printed; IMGPRESS_PORT=0 asks for --url instead of probing port 443", async () => {
+    const r = await runCli(["health", "--url", "https://probe:s3cret-pw@127.0.0.1:1/health/ready"], env);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toStartWith("unreachable: https://probe:******@127.0.0.1:1/health/ready: ");
+    expect(r.stdout + r.stderr).not.toContain("s3cret-pw");
+    const zero = await runCli(["health"], { ...env, IMGPRESS_PORT: "0" });
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toContain("IMGPRESS_PORT is 0 (any free port): give the server's address with --url");
+  });
+
   test("health --url that is not a URL is a usage error (exit 2)", async () => {
     const r = await runCli(["health", "--url", "garbage"], env);
     expect(r.code).toBe(2);

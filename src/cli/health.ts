@@ -1,6 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { loadConfig } from "../config.ts";
+import { redactUrl } from "../redact.ts";
 import { isWildcard, urlHost } from "../tls/index.ts";
 import { UsageError } from "./args.ts";
 
@@ -18,19 +19,21 @@ const PROBE_TIMEOUT_MS = 5000;
 export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, out: (line: string) => void): Promise<number> {
   const raw = flags.url ?? defaultUrl(env, flags);
   const url = URL.parse(raw);
-  if (!url) throw new UsageError(`${flags.url ? "--url" : "the address from IMGPRESS_HOST and IMGPRESS_PORT"} is not a URL: ${raw}`);
+  if (!url) throw new UsageError(`${flags.url ? "--url" : "the address from IMGPRESS_HOST and IMGPRESS_PORT"} is not a URL: ${redactUrl(raw)}`);
   try {
     const { status, body } = await probe(url);
     out(`${status} ${body.trim()}`);
     return status === 200 ? 0 : 1;
   } catch (err) {
-    out(`unreachable: ${url.href}: ${(err as Error).message}`);
+    out(`unreachable: ${redactUrl(url.href)}: ${(err as Error).message}`);
     return 1;
   }
 }
 
 function defaultUrl(env: Record<string, string | undefined>, flags: Record<string, string>): string {
   const config = loadConfig(env, flags);
+  // Port 0 lets the server pick one; a probe of port 0 would go to 443, perhaps another service.
+  if (config.port === 0) throw new UsageError("IMGPRESS_PORT is 0 (any free port): give the server's address with --url");
   const host = isWildcard(config.host) ? "127.0.0.1" : urlHost(config.host);
   return `${config.behindProxy ? "http" : "https"}://${host}:${config.port}/health/ready`;
 }
