@@ -65,7 +65,16 @@ describe("--help and --version", () => {
   test("an unknown command exits 2", async () => {
     const r = await runCli(["frobnicate"], env);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("frobnicate");
+    expect(r.stderr.trim()).toBe('imgpress: unknown command "frobnicate"; see imgpress --help');
+  });
+
+  test("usage errors of keys, staff and audit go to stderr, prefixed, exit 2; an address that is not one is one of them", async () => {
+    for (const args of [["keys"], ["keys", "bogus"], ["keys", "revoke"], ["staff"], ["staff", "add"], ["audit", "--since", "forever"], ["keys", "revoke", "imp_pasted-key"], ["keys", "revoke-email", "not an email"], ["staff", "add", "notanemail"]]) {
+      const r = await runCli(args, env);
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(r.stderr.trim().split("\n").at(-1)).toMatch(/^imgpress: .*; see imgpress --help$/);
+    }
+    expect((await runCli(["keys", "revoke-email", "not an email"], env)).stderr).toContain("email is not a valid address");
   });
 });
 
@@ -148,7 +157,7 @@ describe("keys revoke", () => {
     for (const pasted of [key!.apiKey, `imps_${"x".repeat(40)}`]) {
       const r = await runCli(["keys", "revoke", pasted], env);
       expect(r.code).toBe(2);
-      expect(r.stdout).toContain("not its id");
+      expect(r.stderr).toContain("not its id");
       expect(output(r)).not.toContain(pasted);
     }
     expect((await runCli(["keys", "list"], env)).stdout).toContain(key!.id);
@@ -169,7 +178,7 @@ describe("keys revoke", () => {
   test("revoke without an id prints the usage and exits 2", async () => {
     const r = await runCli(["keys", "revoke"], env);
     expect(r.code).toBe(2);
-    expect(r.stdout).toContain("usage");
+    expect(r.stderr).toContain("usage");
   });
 
   test("revoke-email revokes every key of an address", async () => {

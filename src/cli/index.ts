@@ -1,9 +1,12 @@
 import { flagName, settings, type Config } from "../config.ts";
 import type { Services } from "../app.ts";
 import { parseDuration } from "../audit/service.ts";
+import { AppError } from "../errors.ts";
 import { describeSettings } from "../internal/settings.ts";
+import { normalizeEmail } from "../issuance/email.ts";
 import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyRow } from "../keys/service.ts";
 import { version } from "../version.ts";
+import { UsageError } from "./args.ts";
 
 /** The text of `imgpress --help`, generated from the settings table so it cannot drift. */
 export function helpText(): string {
@@ -56,20 +59,29 @@ export async function runKeysCommand(words: string[], flags: Record<string, stri
   if (action === "revoke" && target) {
     // A pasted key, not its id: never echo it (terminals and logs keep what is printed).
     if (target.startsWith(API_KEY_PREFIX) || target.startsWith(SECRET_KEY_PREFIX)) {
-      out(`that is a key itself, not its id: revoke by the key_… id that imgpress keys list shows (or imgpress keys revoke-email ADDRESS)`);
-      return 2;
+      throw new UsageError(`that is a key itself, not its id: revoke by the key_… id that imgpress keys list shows (or imgpress keys revoke-email ADDRESS)`);
     }
     const done = await services.revocation.revoke(target, "cli");
     out(done ? `revoked ${target}` : `no active key with id ${target}`);
     return done ? 0 : 1;
   }
   if (action === "revoke-email" && target) {
-    const ids = await services.revocation.revokeAllOf(target.trim().toLowerCase(), "cli");
-    out(`revoked ${ids.length} key(s) of ${target}`);
+    // Written as the keys were issued: a mistyped address must not report "revoked 0" as if it were done.
+    const email = asArgument(() => normalizeEmail(target));
+    const ids = await services.revocation.revokeAllOf(email, "cli");
+    out(`revoked ${ids.length} key(s) of ${email}`);
     return 0;
   }
-  out("usage: imgpress keys list [--all] [--email ADDRESS] [--json] | keys revoke ID | keys revoke-email ADDRESS");
-  return 2;
+  throw new UsageError("usage: imgpress keys list [--all] [--email ADDRESS] [--json] | keys revoke ID | keys revoke-email ADDRESS");
+}
+
+// A refusal of an argument (an address that is not one) is a usage error, exit 2, not a failure.
+function asArgument<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw err instanceof AppError && err.status === 400 ? new UsageError(err.message) : err;
+  }
 }
 
 /** Runs `imgpress staff …`; returns the process exit status. */
@@ -81,7 +93,7 @@ export async function runStaffCommand(words: string[], services: Services, out: 
     return 0;
   }
   if (action === "add" && target) {
-    const { email, added } = await services.staff.add(target, "cli");
+    const { email, added } = await services.staff.add(asArgument(() => normalizeEmail(target)), "cli");
     out(added ? `added ${email}: they can sign in at /internal/login` : `${email} is already staff`);
     return 0;
   }
@@ -90,14 +102,13 @@ export async function runStaffCommand(words: string[], services: Services, out: 
     out(removed ? `removed ${email} and ended their sessions` : `${email} is not staff`);
     return removed ? 0 : 1;
   }
-  out("usage: imgpress staff list | staff add EMAIL | staff remove EMAIL");
-  return 2;
+  throw new UsageError("usage: imgpress staff list | staff add EMAIL | staff remove EMAIL");
 }
 
 /** Runs `imgpress audit [--since 24h] [--type TYPE] [--json]`; returns the process exit status. */
 export async function runAuditCommand(flags: Record<string, string>, services: Services, now: number, out: (line: string) => void): Promise<number> {
   const back = parseDuration(flags.since ?? "24h");
-  if (back === null) return out("usage: imgpress audit [--since 24h|90m|7d] [--type TYPE] [--json]"), 2;
+  if (back === null) throw new UsageError("usage: imgpress audit [--since 24h|90m|7d] [--type TYPE] [--json]");
   const events = await services.audit.list({ since: now - back, type: flags.type, limit: 500 });
   if (flags.json === "true") return out(JSON.stringify(events, null, 2)), 0;
   const rows = events.map((e) => [date(e.at), e.type, e.actor, e.subject || "-", e.clientAddress || "-", JSON.stringify(e.detail)]);

@@ -26,7 +26,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
       return await (await import("./migrate-data.ts")).runMigrateData(rest, flags, options, { out, err });
     }
     if (command === "health") return await (await import("./health.ts")).runHealthCommand(flags, runtime.env, out);
-    if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) return err(`unknown command "${command}"; see imgpress --help`), 2;
+    if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) throw new UsageError(`unknown command "${command}"`);
     const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
     try {
       if (command === "migrate") return out(migrateReport(booted.store.migrationsApplied)), 0;
