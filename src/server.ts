@@ -1,4 +1,6 @@
 import { Buffer } from "node:buffer";
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { releaseWhenIdle } from "./convert/idle.ts";
 import { sha256Hex } from "./crypto.ts";
@@ -67,6 +69,12 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
   if (mailer.isDevelopment) logger.warn(DEVELOPMENT_MAIL_WARNING);
   // Whatever stops the start from here (a bad certificate, the port taken) gives the record back.
   const started = async () => {
+    // A name that does not resolve: Bun would report it as "Is port … in use?".
+    if (!isIP(config.host)) {
+      await lookup(config.host).catch(() => {
+        throw new Error(`cannot listen on ${config.host}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): no address has that name (IMGPRESS_HOST takes an IP address of this machine, 0.0.0.0 or ::)`);
+      });
+    }
     const tls = config.behindProxy ? undefined : await loadTls(config);
     const server = await runtime
       .listen({

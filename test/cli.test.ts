@@ -228,7 +228,7 @@ describe("migrate and configuration errors", () => {
   test("serve on an address it cannot listen on: one line naming it, exit 1, no pid record left", async () => {
     const r = await runCli(["serve"], { ...env, IMGPRESS_HOST: "999.1.1.1", IMGPRESS_PORT: "0" });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("imgpress: cannot listen on 999.1.1.1:0 (IMGPRESS_HOST, IMGPRESS_PORT)");
+    expect(r.stderr).toContain("imgpress: cannot listen on 999.1.1.1:0 (IMGPRESS_HOST, IMGPRESS_PORT): no address has that name");
     expect(existsSync(join(dir, "imgpress.db.pid"))).toBe(false);
   });
 
