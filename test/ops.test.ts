@@ -171,6 +171,12 @@ describe("HTTP labels", () => {
     const spec = (await h.request("GET", "/v1/docs/json")).body;
     expect(spec.paths["/health/ready"].get.tags).toEqual(["operations"]);
     expect(Object.keys(spec.paths["/health/ready"].get.responses).sort()).toEqual(["200", "503"]);
+    // Every status the routes answer is in the document (the busy and storage refusals included).
+    expect(Object.keys(spec.paths["/health"].get.responses).sort()).toEqual(["200", "503"]);
+    expect(Object.keys(spec.paths["/v1/plugin/convert"].post.responses)).toEqual(expect.arrayContaining(["408", "429", "503"]));
+    for (const route of ["/v1/plugin/auth/request-otp", "/v1/plugin/auth/verify-otp"]) {
+      expect(Object.keys(spec.paths[route].post.responses)).toEqual(expect.arrayContaining(["408", "429", "503"]));
+    }
   });
 });
 

@@ -40,8 +40,9 @@ export const convertDocs = {
         [413, "FILE_TOO_LARGE"],
         [415, "UNSUPPORTED_MEDIA_TYPE"],
         [422, "INVALID_IMAGE, IMAGE_TOO_LARGE"],
+        [429, "TOO_MANY_IN_PROGRESS (this key's share of the places is taken; with Retry-After)"],
         [500, "CONVERSION_FAILED, INTERNAL_ERROR"],
-        [503, "SERVER_BUSY (with Retry-After)"],
+        [503, "SERVER_BUSY, STORAGE_UNAVAILABLE (with Retry-After)"],
         [504, "CONVERSION_TIMEOUT"],
       ].map(([status, codes]) => [
         status,

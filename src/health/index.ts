@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { AppError, statusTitles } from "../errors.ts";
+import { AppError, ErrorModel, statusTitles } from "../errors.ts";
 import { LiveResponse, NotReadyResponse, ReadyResponse } from "./model.ts";
 import type { Readiness } from "./service.ts";
 
@@ -14,7 +14,7 @@ export function healthRoutes(database: { ping(): Promise<void> }, readiness: Rea
         });
         return { status: "ok" as const };
       },
-      { response: LiveResponse, detail: { summary: "Liveness and database check", tags: ["operations"] } },
+      { response: { 200: LiveResponse, 503: ErrorModel }, detail: { summary: "Liveness and database check", tags: ["operations"] } },
     )
     .get(
       "/health/ready",
