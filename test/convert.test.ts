@@ -305,6 +305,13 @@ describe("413 FILE_TOO_LARGE", () => {
     await expectHealthy();
   });
 
+  test("an image of exactly 20 MiB with 70 KB of other fields: the message says the upload, not the image, is too large", async () => {
+    const res = await postBearer(h, keys, await convertForm(img.oversizedBytes(MAX_IMAGE), { note: "a".repeat(70_000) }));
+    expectCode(res, 413, "FILE_TOO_LARGE");
+    expect(res.body.message).toBe("The upload is larger than an image of 20 MiB (20971520 bytes) with 64 KiB of form fields around it.");
+    await expectHealthy();
+  });
+
   test("an image of exactly 20 MiB is accepted by the size check (it reaches the decoder)", async () => {
     const res = await postBearer(h, keys, await convertForm(img.oversizedBytes(MAX_IMAGE)));
     // Zeros after a JPEG marker: not a valid image, but past the size limit check.

@@ -47,9 +47,15 @@ export function readUpload(parts: FormPart[]): Upload {
   return { image: image.data, stem: fileStem(image.filename), options: { format, quality, maxWidth } };
 }
 
-/** 413 for an image over the limit, whether seen in Content-Length, while streaming, or in the part. */
-export function fileTooLarge(): AppError {
-  return new AppError(413, "FILE_TOO_LARGE", `The image is larger than ${MAX_IMAGE_BYTES / 1024 / 1024} MiB (${MAX_IMAGE_BYTES} bytes).`);
+/**
+ * 413 for an image over the limit, seen in its part; with `formOverheadBytes`, for a whole body
+ * (by Content-Length or while streaming) over the limit plus the room for the other fields.
+ */
+export function fileTooLarge(formOverheadBytes?: number): AppError {
+  const limit = `${MAX_IMAGE_BYTES / 1024 / 1024} MiB (${MAX_IMAGE_BYTES} bytes)`;
+  // The whole body is cut off before its parts are known: it may be the other fields that pushed it over.
+  const what = formOverheadBytes === undefined ? `The image is larger than ${limit}.` : `The upload is larger than an image of ${limit} with ${formOverheadBytes / 1024} KiB of form fields around it.`;
+  return new AppError(413, "FILE_TOO_LARGE", what);
 }
 
 function fileStem(filename: string | undefined): string {

@@ -13,7 +13,7 @@ const FORM_OVERHEAD_BYTES = 64 * 1024;
 
 /** POST /plugin/convert (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
 export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, uploadTimeoutMs: number) {
-  const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: fileTooLarge };
+  const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: () => fileTooLarge(FORM_OVERHEAD_BYTES) };
   return new Elysia({ name: "convert", prefix: "/plugin" }).use(apiAuth(authenticator)).post(
     "/convert",
     async ({ request, credential }) => {
