@@ -1,7 +1,7 @@
 /** The /internal/ allowlist matcher and path reading, table-driven (the HTTP side is in test/staff.test.ts). */
 import { describe, expect, test } from "bun:test";
 import { isInternalPath } from "../src/http/guards.ts";
-import { IpAllowlist, parseAllowEntry } from "../src/http/ipallow.ts";
+import { IpAllowlist, parseAllowEntry, rateLimitSubject } from "../src/http/ipallow.ts";
 
 describe("IpAllowlist", () => {
   const list = new IpAllowlist(["127.0.0.1", "::1", "192.168.1.0/24", "fd00::/8", "::ffff:10.0.0.0/104", "2001:db8::/126"]);
@@ -54,4 +54,15 @@ describe("isInternalPath", () => {
   test("a URL that cannot be read counts as internal (the allowlist decides)", () => {
     expect(isInternalPath("/health")).toBe(true);
   });
+});
+
+describe("rateLimitSubject", () => {
+  test.each([
+    ["198.51.100.7", "198.51.100.7"],
+    ["::ffff:198.51.100.7", "198.51.100.7"],
+    ["2001:db8:1:2::5", "2001:db8:1:2::/64"],
+    ["2001:DB8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"],
+    ["::1", "0:0:0:0::/64"],
+    ["unknown", "unknown"],
+  ])("%s counts as %s", (address, subject) => expect(rateLimitSubject(address)).toBe(subject));
 });

@@ -221,6 +221,13 @@ describe("rate limits", () => {
     expect((await h.requestOtp({ email: "user21@example.com" }, { ip: "198.51.100.8" })).status).toBe(200);
   });
 
+  test("an IPv6 client counts by its /64: changing the address within it does not renew the quota", async () => {
+    for (let i = 0; i < 20; i++) expect((await h.requestOtp({ email: `v6-${i}@example.com` }, { ip: `2001:db8:1:2::${(i + 1).toString(16)}` })).status).toBe(200);
+    expectError(await h.requestOtp({ email: "v6-20@example.com" }, { ip: "2001:db8:1:2:ffff:ffff:ffff:ffff" }), 429, "RATE_LIMITED");
+    // The next /64 is another network.
+    expect((await h.requestOtp({ email: "v6-21@example.com" }, { ip: "2001:db8:1:3::1" })).status).toBe(200);
+  });
+
   test("requests refused for the e-mail address do not use up the IP address's quota", async () => {
     const ip = { ip: "198.51.100.9" };
     expect((await h.requestOtp({ email: "retry@example.com" }, ip)).status).toBe(200);

@@ -36,6 +36,19 @@ export class IpAllowlist {
   }
 }
 
+/**
+ * What a per-address limit counts a client as: an IPv4 address as it is, an IPv6 address by its
+ * /64 (one home or server network gets a whole /64, so counting single addresses would give one
+ * client 2^64 quotas); anything else (e.g. "unknown") as it is.
+ */
+export function rateLimitSubject(address: string): string {
+  const bytes = addressBytes(address);
+  if (!bytes) return address;
+  if (bytes.length === 4) return bytes.join(".");
+  const groups = Array.from({ length: 4 }, (_, i) => ((bytes[2 * i]! << 8) | bytes[2 * i + 1]!).toString(16));
+  return `${groups.join(":")}::/64`;
+}
+
 function toRange(entry: string): Range | null {
   const [address = "", bits, extra] = entry.trim().split("/");
   if (extra !== undefined) return null;

@@ -2,6 +2,7 @@ import type { AuditLog } from "../audit/service.ts";
 import type { Store } from "../db/index.ts";
 import type { otpCodes } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
+import { rateLimitSubject } from "../http/ipallow.ts";
 import type { KeyService } from "../keys/service.ts";
 import type { Logger } from "../log.ts";
 import type { Mailer } from "../mail/mailer.ts";
@@ -61,7 +62,7 @@ export class OtpService {
     // Retries refused for the address (a plugin's retry loop, a shared host's many sites) do not use up the IP's hourly quota.
     await this.d.limiter.hitBoth(
       { bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
-      { bucket: `otp-ip:${input.ip}`, rules: otpLimits.requestPerIp, what: "Too many code requests from this IP address." },
+      { bucket: `otp-ip:${rateLimitSubject(input.ip)}`, rules: otpLimits.requestPerIp, what: "Too many code requests from this IP address." },
     );
 
     const { code, codeHash } = await this.codes.create(email, { siteUrl });
@@ -80,7 +81,7 @@ export class OtpService {
    * 401 INVALID_OTP; the guess that burns a code answers 429 TOO_MANY_ATTEMPTS.
    */
   async verify(input: { email: string; otp: string; siteUrl?: string; ip: string }) {
-    await this.d.limiter.hit(`verify-ip:${input.ip}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many verification attempts from this IP address.");
+    await this.d.limiter.hit(`verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many verification attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const siteUrlGiven = input.siteUrl === undefined ? undefined : normalizeSiteUrl(input.siteUrl);
     const invalid = new AppError(401, "INVALID_OTP", "The code is wrong, expired or already used. Request a new one.");

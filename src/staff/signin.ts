@@ -2,6 +2,7 @@ import type { AuditLog } from "../audit/service.ts";
 import type { Store } from "../db/index.ts";
 import type { staffCodes } from "../db/schema.ts";
 import { AppError } from "../errors.ts";
+import { rateLimitSubject } from "../http/ipallow.ts";
 import { otpLimits, RECENT_CODE } from "../issuance/service.ts";
 import { normalizeEmail } from "../issuance/email.ts";
 import type { Logger } from "../log.ts";
@@ -45,7 +46,7 @@ export class StaffSignIn {
     const email = normalizeEmail(raw);
     await this.d.limiter.hitBoth(
       { bucket: `staff-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
-      { bucket: `staff-ip:${ip}`, rules: otpLimits.requestPerIp, what: "Too many sign-in requests from this IP address." },
+      { bucket: `staff-ip:${rateLimitSubject(ip)}`, rules: otpLimits.requestPerIp, what: "Too many sign-in requests from this IP address." },
     );
     this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message }));
     return email;
@@ -53,7 +54,7 @@ export class StaffSignIn {
 
   /** Exchanges a code for a new session token; wrong, expired, used and burnt codes are refused (and audited). */
   async verify(input: { email: string; code: string; ip: string; userAgent: string }): Promise<{ email: string; token: string }> {
-    await this.d.limiter.hit(`staff-verify-ip:${input.ip}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this IP address.");
+    await this.d.limiter.hit(`staff-verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const result = /^\d{6}$/.test(input.code) ? await this.codes.consume(email, input.code) : ({ ok: false, burnt: false } as const);
     if (!result.ok || !(await this.d.staff.isStaff(email))) {
