@@ -1,5 +1,5 @@
 import { createApp, createServices, type App, type Services } from "./app.ts";
-import { loadConfig, type Config } from "./config.ts";
+import { loadConfig, unknownSettings, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { localPath, openStore, type Store } from "./db/index.ts";
 import { scrub } from "./db/location.ts";
@@ -30,6 +30,9 @@ export async function boot(options: {
 }): Promise<Booted> {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
+  // A misspelt variable would otherwise be ignored without a word, its setting left at the default.
+  const unknown = unknownSettings(options.env);
+  if (unknown.length > 0) logger.warn(`ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
   await options.beforeOpen?.(config);
   const store = await openConfiguredStore(config);
   // After an upgrade the operator sees what changed in the database, once, at the start that did it.

@@ -352,6 +352,17 @@ export const settings: readonly Setting[] = [
 /** Raised when a setting is invalid; main prints it and exits with status 2. */
 export class ConfigError extends Error {}
 
+/** Read by the compiled executable's loader before any of this runs, so not among the settings. */
+const LOADER_VARIABLES = ["IMGPRESS_CACHE_DIR"];
+
+/** `IMGPRESS_*` variables in `env` that no setting reads (a typo such as IMGPRESS_PROT), sorted. */
+export function unknownSettings(env: Record<string, string | undefined>): string[] {
+  const known = new Set([...settings.map((s) => s.env), ...LOADER_VARIABLES]);
+  return Object.keys(env)
+    .filter((name) => name.startsWith("IMGPRESS_") && !known.has(name))
+    .sort();
+}
+
 /**
  * Builds the configuration from environment variables, overridden by `--flag value` pairs whose
  * names mirror the variables (`IMGPRESS_DATA_DIR` ⇔ `--data-dir`).

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { availableParallelism, hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ConfigError, flagName, loadConfig, settings } from "../src/config.ts";
+import { ConfigError, flagName, loadConfig, settings, unknownSettings } from "../src/config.ts";
 import { loadMasterKey } from "../src/masterkey.ts";
 
 /** The ConfigError `fn` throws (fails the test when it throws nothing or something else). */
@@ -296,5 +296,13 @@ describe("master key", () => {
     const file = join(dir, "master.key");
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect((await readFile(file, "utf8")).trim()).toBe(Buffer.from(first).toString("hex"));
+  });
+});
+
+describe("unknownSettings", () => {
+  test("names IMGPRESS_ variables no setting reads (typos), not the settings, the loader's cache folder or other variables", () => {
+    const env = { IMGPRESS_PROT: "9443", IMGPRESS_SMTP_ULR: "smtp://x", IMGPRESS_PORT: "1", IMGPRESS_CACHE_DIR: "/c", PATH: "/bin", imgpress_port: "2" };
+    expect(unknownSettings(env)).toEqual(["IMGPRESS_PROT", "IMGPRESS_SMTP_ULR"]);
+    expect(unknownSettings({})).toEqual([]);
   });
 });
