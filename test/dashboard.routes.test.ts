@@ -142,6 +142,17 @@ describe("revoke from the key page", () => {
     const body = await convertForm(await img.photo(32, 24), { format: "webp" });
     expect((await postBearer(h, key, body)).status).toBe(401);
   });
+
+  test("viewed over 7 days, the page comes back over 7 days; its form says so", async () => {
+    const other = await h.issueKey("ranged@example.com");
+    const id = (await h.services.keys.list()).find((k) => k.email === "ranged@example.com")!.id;
+    expect((await page(`/internal/keys/${id}?range=7d`)).text).toContain(`action="/internal/keys/${id}/revoke?range=7d"`);
+    const res = await post(`/internal/keys/${id}/revoke?range=7d`, { csrf: boss.csrf });
+    expect(res.headers.get("location")).toBe(`/internal/keys/${id}?range=7d&done=revoked`);
+    expect((await h.services.keys.findActive(other.api_key)) === null).toBe(true);
+    // An unknown range is the default, left out.
+    expect((await post(`/internal/keys/${id}/revoke?range=forever`, { csrf: boss.csrf })).headers.get("location")).toBe(`/internal/keys/${id}`);
+  });
 });
 
 describe("staff from the settings page", () => {

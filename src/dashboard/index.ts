@@ -9,12 +9,14 @@ import { CsrfForm } from "../staff/model.ts";
 import { htmlPage, orRefusal, pageResponse } from "../staff/pages.ts";
 import type { StaffSession } from "../staff/sessions.ts";
 import { assetAt } from "./assets.ts";
+import { query as queryString } from "./components.ts";
 import type { Notice, Viewer } from "./layout.ts";
 import { EmailForm, PageQuery } from "./model.ts";
 import { activityPage } from "./pages/activity.ts";
 import { keyPage, keysPage } from "./pages/keys.ts";
 import { overviewPage } from "./pages/overview.ts";
 import { settingsPage } from "./pages/settings.ts";
+import { rangeName } from "./ranges.ts";
 import type { DashboardService } from "./service.ts";
 
 /** What the dashboard's routes need besides the page data. */
@@ -52,11 +54,12 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
       const view = await d.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
       return view ? htmlPage(keyPage(view)) : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
     }, { ...page(), query: PageQuery })
-    .post("/keys/:id/revoke", async ({ staff, params, request }) => {
+    .post("/keys/:id/revoke", async ({ staff, params, request, query }) => {
       const revoked = await d.revocation.revoke(params.id, staff.email, d.clientIp(request));
-      // A key already revoked (or unknown) changes nothing: its page then says what it is.
-      return seeOther(`/internal/keys/${encodeURIComponent(params.id)}${revoked ? "?done=revoked" : ""}`);
-    }, { ...page(), parse: parseFormBody, body: CsrfForm })
+      // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
+      const range = rangeName(query.range);
+      return seeOther(`/internal/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`);
+    }, { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery })
     .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
     .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
     .post("/settings/staff/add", async ({ staff, body, request }) =>

@@ -95,7 +95,7 @@ export function keyPage(v: KeyView): SafeHtml {
     k.status === "active"
       ? html`<section class="panel danger-zone" aria-labelledby="revoke-title"><h2 id="revoke-title">Revoke this key</h2>
 <p class="muted">Its next request is refused with 401. The client must obtain a new key with the e-mailed code. This cannot be undone.</p>
-<form method="post" action="/internal/keys/${encodeURIComponent(k.id)}/revoke" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
+<form method="post" action="/internal/keys/${encodeURIComponent(k.id)}/revoke${v.range === "24h" ? "" : `?range=${v.range}`}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
       : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
   const body = html`<p><a href="/internal/keys">← All keys</a></p>
 <div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead wrap-anywhere">${k.email}${k.siteUrl ? html` · ${k.siteUrl}` : null}</p></div>${badge(k.status, k.status)}</div>
