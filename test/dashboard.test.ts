@@ -260,3 +260,13 @@ describe("embedded assets", () => {
     expect(assetAt("dashboard.css")).toBeUndefined();
   });
 });
+
+describe("activity filters", () => {
+  test("an actor not among the staff (the CLI, a removed colleague) stays selected, so Filter keeps it", () => {
+    const view = { viewer, rows: [], older: null, types: ["key.revoked"], staff: ["boss@example.com"], problem: null };
+    const page = activityPage({ ...view, filter: { type: "", staff: "cli", from: "", to: "", before: null } }).text;
+    expect(page).toContain('<option value="cli" selected>cli</option>');
+    const anyone = activityPage({ ...view, filter: { type: "", staff: "", from: "", to: "", before: null } }).text;
+    expect(anyone).not.toContain('value="cli"');
+  });
+});

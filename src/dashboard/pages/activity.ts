@@ -67,10 +67,16 @@ export function activityPage(v: ActivityView): SafeHtml {
 ${v.problem ? html`<p class="notice error" role="alert">${v.problem}</p>` : null}
 <form class="filters" method="get" action="/internal/activity">
 <label>Event<select name="type">${option("", f.type, "All events")}${v.types.map((t) => option(t, f.type))}</select></label>
-<label>By<select name="staff">${option("", f.staff, "Anyone")}${v.staff.map((s) => option(s, f.staff))}</select></label>
+<label>By<select name="staff">${option("", f.staff, "Anyone")}${actors(v.staff, f.staff).map((s) => option(s, f.staff))}</select></label>
 <label>From (UTC day)<input type="date" name="from" value="${f.from}"></label>
 <label>To (UTC day)<input type="date" name="to" value="${f.to}"></label>
 <button type="submit">Filter</button></form>
 ${list}`;
   return layout({ title: "Activity", section: "activity", viewer: v.viewer, body });
+}
+
+// The staff list, plus the actor filtered on when it is not in it (the CLI, a removed colleague, a
+// link): the select must show the filter in force, or pressing Filter again would drop it.
+function actors(staff: readonly string[], current: string): string[] {
+  return current === "" || staff.includes(current) ? [...staff] : [...staff, current];
 }
