@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { loadConfig } from "../src/config.ts";
 import { assetAt, assetUrl } from "../src/dashboard/assets.ts";
-import { niceTicks, splitChart, timeChart } from "../src/dashboard/chart.ts";
+import { niceTicks, splitChart, timeChart, wholePercents } from "../src/dashboard/chart.ts";
 import { embeddedAssetsSource } from "../src/dashboard/embed.ts";
 import { bytes, count, duration, ms, percent, ratio } from "../src/dashboard/format.ts";
 import { activityPage } from "../src/dashboard/pages/activity.ts";
@@ -268,5 +268,17 @@ describe("activity filters", () => {
     expect(page).toContain('<option value="cli" selected>cli</option>');
     const anyone = activityPage({ ...view, filter: { type: "", staff: "", from: "", to: "", before: null } }).text;
     expect(anyone).not.toContain('value="cli"');
+  });
+});
+
+describe("wholePercents", () => {
+  test.each([
+    [[5, 3], [63, 37]],
+    [[1, 1, 1], [34, 33, 33]],
+    [[30, 10], [75, 25]],
+    [[0, 0], [0, 0]],
+    [[7], [100]],
+  ])("%p → %p, adding up to 100", (values, percents) => {
+    expect(wholePercents(values)).toEqual(percents);
   });
 });

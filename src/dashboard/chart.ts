@@ -95,9 +95,10 @@ export function splitChart(chart: SplitChart): SafeHtml {
     const rowH = 26;
     const labelW = 125;
     const barW = W - labelW - 110;
+    const shares = wholePercents(part.items.map((i) => i.value));
     const rows = part.items.map((item, i) => {
       const w = max > 0 ? Math.max(item.value > 0 ? 2 : 0, (item.value / max) * barW) : 0;
-      const share = total > 0 ? ` (${Math.round((item.value / total) * 100)} %)` : "";
+      const share = total > 0 ? ` (${shares[i]} %)` : "";
       return html`<g><title>${item.label}: ${fmt(item.value)}${share}</title>
 <text class="label" x="0" y="${i * rowH + 17}">${item.label}</text>
 <rect class="bar s${i % TONES}" x="${labelW}" y="${i * rowH + 5}" width="${r(w)}" height="16" rx="3"/>
@@ -186,6 +187,22 @@ function summary(values: readonly (number | null)[], kind: TimeChart["kind"], fm
   const max = Math.max(...present);
   if (kind === "bars") return `total ${fmt(present.reduce((a, b) => a + b, 0))}, peak ${fmt(max)} per step`;
   return `from ${fmt(Math.min(...present))} to ${fmt(max)}`;
+}
+
+/**
+ * Whole percentages of each value's share of their sum that add up to exactly 100 (the largest
+ * remainders get the spare points: 62.5 % and 37.5 % read 63 and 37, not 63 and 38). With a
+ * negative value, or no total, each is simply rounded.
+ */
+export function wholePercents(values: readonly number[]): number[] {
+  const total = values.reduce((a, b) => a + b, 0);
+  if (total <= 0 || values.some((v) => v < 0)) return values.map((v) => (total === 0 ? 0 : Math.round((v / total) * 100)));
+  const exact = values.map((v) => (v / total) * 100);
+  const whole = exact.map(Math.floor);
+  const spare = 100 - whole.reduce((a, b) => a + b, 0);
+  const byRemainder = exact.map((e, i) => [e - whole[i]!, i] as const).sort((a, b) => b[0] - a[0]);
+  for (let k = 0; k < spare; k++) whole[byRemainder[k]![1]]!++;
+  return whole;
 }
 
 /** Round tick values covering [lo, hi]: 0 and up to four steps of 1, 2, 2.5 or 5 × 10ⁿ, each at least `minStep`. */
