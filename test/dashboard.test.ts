@@ -282,3 +282,17 @@ describe("wholePercents", () => {
     expect(wholePercents(values)).toEqual(percents);
   });
 });
+
+describe("axis labels", () => {
+  const DAY = 86_400_000;
+  const labels = (days: number, stepMs: number) => {
+    const times = Array.from({ length: Math.round((days * DAY) / stepMs) }, (_, i) => Date.UTC(2025, 10, 25) + i * stepMs);
+    const svg = timeChart({ id: "a", title: "t", times, stepMs, series: [{ name: "ok", values: times.map(() => 1) }], kind: "bars" }).text;
+    return [...svg.matchAll(/data-f="(\w+)">([^<]*)</g)].map((m) => `${m[1]} ${m[2]}`);
+  };
+  test("a year's chart names months with their year; a week's, days; a day's, hours", () => {
+    expect(labels(365, DAY)[0]).toBe("month 2025-11");
+    expect(labels(7, 3_600_000)[0]).toBe("day 11-25");
+    expect(labels(1, 3_600_000)[0]).toBe("hour 00:00");
+  });
+});

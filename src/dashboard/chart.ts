@@ -65,9 +65,12 @@ export function timeChart(chart: TimeChart): SafeHtml {
     (v) => html`<line class="grid" x1="${PAD.left}" x2="${W - PAD.right}" y1="${r(y(v))}" y2="${r(y(v))}"/><text class="tick" x="${PAD.left - 6}" y="${r(y(v) + 4)}" text-anchor="end">${tick(fmt(v))}</text>`,
   );
   // Labels name days once the chart spans more than two of them (a week of hours reads by day).
-  const byDay = chart.stepMs >= DAY_MS || (n > 0 && chart.times[n - 1]! - chart.times[0]! > 2 * DAY_MS);
+  const span = n > 0 ? chart.times[n - 1]! - chart.times[0]! : 0;
+  const byDay = chart.stepMs >= DAY_MS || span > 2 * DAY_MS;
+  // Over half a year the labels name months with their year (a year's first label is last year's).
+  const unit: AxisUnit = span > 180 * DAY_MS ? "month" : byDay ? "day" : "hour";
   const labels = timeLabels(chart.times, byDay && chart.stepMs < DAY_MS).map(
-    (i) => html`<text class="tick" x="${r(x(i) + (byDay && chart.stepMs < DAY_MS ? 0 : plotW / Math.max(n, 1) / 2))}" y="${H - 6}" text-anchor="middle" data-t="${chart.times[i]}" data-f="${byDay ? "day" : "hour"}">${axisText(chart.times[i]!, byDay)}</text>`,
+    (i) => html`<text class="tick" x="${r(x(i) + (byDay && chart.stepMs < DAY_MS ? 0 : plotW / Math.max(n, 1) / 2))}" y="${H - 6}" text-anchor="middle" data-t="${chart.times[i]}" data-f="${unit}">${axisText(chart.times[i]!, unit)}</text>`,
   );
   const body = chart.kind === "bars" ? bars(chart, x, y, plotW / Math.max(n, 1), fmt) : lines(chart, x, y, plotW / Math.max(n, 1), fmt);
   const peak = totals.length ? Math.max(...totals) : 0;
@@ -232,9 +235,12 @@ function timeLabels(times: readonly number[], midnights: boolean): number[] {
   return out;
 }
 
-function axisText(t: number, byDay: boolean): string {
+type AxisUnit = "hour" | "day" | "month";
+
+// The UTC fallback the page script replaces with the browser's own (see dashboard.js).
+function axisText(t: number, unit: AxisUnit): string {
   const s = new Date(t).toISOString();
-  return byDay ? s.slice(5, 10) : s.slice(11, 16);
+  return unit === "month" ? s.slice(0, 7) : unit === "day" ? s.slice(5, 10) : s.slice(11, 16);
 }
 
 // Round tick values need no ".0": "80 %", "25 MB".

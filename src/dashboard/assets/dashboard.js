@@ -11,8 +11,9 @@
   // Chart axis labels: as short as the locale writes them (11/18, 9 PM), so seven fit side by side on a phone.
   const hour = new Intl.DateTimeFormat(undefined, { hour: "numeric" });
   const day = new Intl.DateTimeFormat(undefined, { month: "numeric", day: "numeric" });
+  const month = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short" });
   const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
-  const formats = { datetime: dateTime, date, hour, day };
+  const formats = { datetime: dateTime, date, hour, day, month };
 
   function localise(root) {
     for (const el of root.querySelectorAll("time[datetime]")) {
