@@ -251,10 +251,18 @@ describe("backup and restore: paths that are not what they should be, and interr
     for (const target of [into, `${into}/`]) {
       const r = await runCli(["backup", target, "--without-key"], server.env);
       expect(r.code).toBe(0);
-      expect(r.stdout).toMatch(new RegExp(`backup written: ${into}/imgpress-backup-\\d{8}-\\d{6}\\.db `));
-      await Bun.sleep(1100); // the default name has whole seconds
+      expect(r.stdout).toMatch(new RegExp(`backup written: ${into}/imgpress-backup-\\d{8}-\\d{6}(-2)?\\.db `));
     }
     expect(readdirSync(into)).toHaveLength(2);
+    // A backup of the same second as an earlier one is numbered rather than refused (the default
+    // name has whole seconds): the names of this second and the next few are taken beforehand.
+    const busy = join(tmp, "same-second");
+    await mkdir(busy);
+    const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
+    for (let s = 0; s < 5; s++) await writeFile(join(busy, `imgpress-backup-${stamp(Date.now() + s * 1000)}.db`), "taken");
+    const again = await runCli(["backup", busy, "--without-key"], server.env);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(new RegExp(`backup written: ${busy}/imgpress-backup-\\d{8}-\\d{6}-2\\.db `));
   });
 
   test("restore of a folder or of a missing file: one line naming it, exit 1", async () => {

@@ -37,8 +37,8 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   const source = localPath(config.databaseUrl);
   if (!source) return io.err(`imgpress backup: ${notAFile(config.databaseUrl, "back it up with pg_dump", "use that server's own backups")}`), 1;
   // A folder (existing, or written with a trailing slash) gets the default name inside it.
-  const name = `imgpress-backup-${stamp()}.db`;
-  const dest = file === undefined ? resolve(name) : /[/\\]$/.test(file) || (await isFolder(file)) ? resolve(file, name) : resolve(file);
+  const named = file !== undefined && !/[/\\]$/.test(file) && !(await isFolder(file));
+  const dest = named ? resolve(file) : await defaultName(file ?? ".");
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
   if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;
@@ -63,6 +63,15 @@ export async function runBackup(config: Config, file: string | undefined, flags:
       : "It holds no master key: restored alone it cannot unseal stored secrets (signed requests fail) unless the same master key is in place.",
   );
   return 0;
+}
+
+// imgpress-backup-<UTC time>.db in `folder`; a second backup within the same second gets -2, -3…
+async function defaultName(folder: string): Promise<string> {
+  const base = resolve(folder, `imgpress-backup-${stamp()}`);
+  for (let n = 1; ; n++) {
+    const candidate = `${base}${n === 1 ? "" : `-${n}`}.db`;
+    if (!(await isFile(candidate)) || n >= 100) return candidate;
+  }
 }
 
 /**
