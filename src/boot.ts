@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { createApp, createServices, type App, type Services } from "./app.ts";
 import { loadConfig, unknownSettings, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
@@ -5,7 +6,11 @@ import { localPath, openStore, type Store } from "./db/index.ts";
 import { scrub } from "./db/location.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, type Mailer, smtpMailer } from "./mail/mailer.ts";
-import { loadMasterKey, requireKeyOfPinnedDatabase } from "./masterkey.ts";
+import { loadMasterKey, masterKeyPath, requireKeyOfPinnedDatabase } from "./masterkey.ts";
+import { sqliteMigrations } from "./db/migrations.gen.ts";
+
+// The migration that creates the tables: applied only to a database that had none.
+const FIRST_MIGRATION = sqliteMigrations[0]!.tag;
 
 /** A booted service, before any listening socket: shared by every runtime entry and the CLI. */
 export interface Booted {
@@ -34,9 +39,14 @@ export async function boot(options: {
   const unknown = unknownSettings(options.env);
   if (unknown.length > 0) logger.warn(`ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
   await options.beforeOpen?.(config);
+  const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
   const store = await openConfiguredStore(config);
   // After an upgrade the operator sees what changed in the database, once, at the start that did it.
   if (store.migrationsApplied.length > 0) logger.info("database migrated", { migrations: store.migrationsApplied });
+  // A new, empty database beside a master key of earlier runs: the old database file is gone or was replaced (an empty copy).
+  if (keyFileBefore && store.migrationsApplied[0] === FIRST_MIGRATION) {
+    logger.warn(`a new, empty database was created beside the existing ${masterKeyPath(config)}: if this folder held keys before, its database file is missing or was replaced by an empty one (restore it from a backup)`);
+  }
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
   await requireKeyOfPinnedDatabase(store, config);
   const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };

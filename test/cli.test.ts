@@ -221,6 +221,18 @@ describe("migrate and configuration errors", () => {
     expect(again.stderr).not.toContain("database migrated");
   });
 
+  test("a new, empty database beside an existing master key (a lost or emptied database file) is warned about", async () => {
+    const folder = join(dir, "lost-db");
+    expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: folder })).code).toBe(0);
+    await rm(join(folder, "imgpress.db"));
+    writeFileSync(join(folder, "imgpress.db"), "");
+    const r = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: folder });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`a new, empty database was created beside the existing ${join(folder, "master.key")}`);
+    // A first start, where the key is made with the database, says nothing of the kind.
+    expect((await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: join(dir, "first-start") })).stderr).not.toContain("new, empty database");
+  });
+
   test("migrateReport: one migration is singular", () => {
     expect(migrateReport(["0007_x"])).toBe("applied 1 migration (0007_x); database is up to date");
   });
