@@ -5,6 +5,7 @@ import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { releaseWhenIdle } from "./convert/idle.ts";
 import { sha256Hex } from "./crypto.ts";
 import type { Config } from "./config.ts";
+import { driverMessage } from "./db/faults.ts";
 import { localPath } from "./db/index.ts";
 import { prepareDatabaseFolder } from "./db/sqlite.ts";
 import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
@@ -187,7 +188,8 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
   if (cut) logger.warn(`shutdown timeout (${config.shutdownTimeoutS} s) reached: cutting what is left`, status());
   else logger.info("all requests answered");
   const failedHooks = await services.lifecycle.runHooks(logger);
-  await store.shutdown().catch((err: Error) => logger.error("closing the database failed", { error: err }));
+  // The driver's words: an operator's matter (a read-only file, a full disk), not a bug with a stack.
+  await store.shutdown().catch((err: Error) => logger.error("closing the database failed", { error: driverMessage(err) }));
   logger.info("stopped", { exitCode: cut || failedHooks ? 1 : 0 });
   return cut || failedHooks ? 1 : 0;
 }
