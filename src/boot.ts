@@ -4,10 +4,10 @@ import { loadConfig, unknownSettings, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { localPath, openStore, type Store } from "./db/index.ts";
 import { scrub } from "./db/location.ts";
+import { sqliteMigrations } from "./db/migrations.gen.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, type Mailer, smtpMailer } from "./mail/mailer.ts";
 import { loadMasterKey, masterKeyPath, requireKeyOfPinnedDatabase } from "./masterkey.ts";
-import { sqliteMigrations } from "./db/migrations.gen.ts";
 
 // The migration that creates the tables: applied only to a database that had none.
 const FIRST_MIGRATION = sqliteMigrations[0]!.tag;

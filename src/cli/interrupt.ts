@@ -4,8 +4,9 @@ import { rmSync } from "node:fs";
 const EXIT_STATUS: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
 
 /**
- * Until `release`, SIGINT, SIGTERM and SIGHUP (the terminal closed) remove the files named by `leaveNothing`, say so (or
- * `outcome`, what stopping leaves behind) and exit (130 / 143) instead of leaving a half-written
+ * Until `release`, SIGINT, SIGTERM and SIGHUP (the terminal closed) remove the files named by
+ * `leaveNothing`, say so (or `outcome`, what stopping leaves behind) and exit (130 / 143 / 129)
+ * instead of leaving a half-written
  * copy behind (hundreds of MB for a large database) unexplained; a signal during `uninterrupted`
  * (moving databases into place) waits for it to finish first.
  */
