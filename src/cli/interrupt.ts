@@ -6,9 +6,9 @@ const EXIT_STATUS: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 129, SIGI
 /**
  * Until `release`, SIGINT, SIGTERM and SIGHUP (the terminal closed) remove the files named by
  * `leaveNothing`, say so (or `outcome`, what stopping leaves behind) and exit (130 / 143 / 129)
- * instead of leaving a half-written
- * copy behind (hundreds of MB for a large database) unexplained; a signal during `uninterrupted`
- * (moving databases into place) waits for it to finish first.
+ * instead of leaving a half-written copy behind (hundreds of MB for a large database)
+ * unexplained; a signal during `uninterrupted` (moving databases into place) waits for it to
+ * finish first.
  */
 export function interruptible(io: { err: (line: string) => void }, outcome?: string) {
   let leftovers: string[] = [];
