@@ -10,7 +10,7 @@ import { localPath } from "./db/index.ts";
 import { prepareDatabaseFolder } from "./db/sqlite.ts";
 import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
-import { claimPidFile } from "./pidfile.ts";
+import { claimPidFile, pidFilePath } from "./pidfile.ts";
 import { loadTls, urlHost } from "./tls/index.ts";
 import { version } from "./version.ts";
 
@@ -61,7 +61,13 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     const dbPath = localPath(config.databaseUrl);
     if (!dbPath) return;
     await prepareDatabaseFolder(dbPath);
-    releasePid = claimPidFile(dbPath);
+    try {
+      releasePid = claimPidFile(dbPath);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "EROFS" && code !== "EACCES" && code !== "EPERM") throw err;
+      throw new Error(`cannot write ${pidFilePath(dbPath)} (${code}): the data folder must be writable by this user and not on a read-only mount`);
+    }
   };
   const { config, logger, store, mailer, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, beforeOpen: claim }).catch((err) => {
     releasePid();

@@ -5,7 +5,9 @@
  * returns the service works again without a restart, and the code requested before the fault still
  * verifies. (A read-only folder cannot be simulated under a running server: remounting read-only
  * fails while the database is open for writing; test/storage-faults.test.ts maps real SQLITE_READONLY
- * and SQLITE_BUSY errors instead.) Mounting needs root (CI runs as root); elsewhere the tests are skipped with a message.
+ * and SQLITE_BUSY errors instead.) A server started on a folder already read-only is refused in one
+ * line, while the read-only commands still work. Mounting needs root (CI runs as root); elsewhere
+ * the tests are skipped with a message.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
@@ -17,7 +19,7 @@ import { convertForm, readResponse, type Keys } from "../support/convert-helpers
 import * as img from "../support/images.ts";
 import { convertBearer, expectStorageUnavailable, obtainKeys } from "../support/ops.ts";
 import { signedHeaders } from "../support/sign.ts";
-import { startServer, type RunningServer } from "../support/server.ts";
+import { runCli, startServer, type RunningServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const mountPoint = await mkdtemp(join(tmpdir(), "imgpress-tmpfs-"));
@@ -99,5 +101,28 @@ describe.skipIf(!mounted)("data folder on a full disk", () => {
     expect((await signedConvert(image)).status).toBe(200);
     expect(server.logs.some((l) => l.json?.msg === "storage unavailable" && String(l.json.fault).startsWith("SQLITE_FULL"))).toBe(true);
     expect(server.logs.some((l) => l.json?.msg === "unhandled error")).toBe(false);
+  }, 60_000);
+});
+
+describe("a data folder on a read-only mount", () => {
+  test.skipIf(!mounted)("serve is refused in one line naming the folder's problem; keys list still reads it", async () => {
+    const roMount = await mkdtemp(join(tmpdir(), "imgpress-ro-"));
+    const made = spawnSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", roMount], { encoding: "utf8" });
+    expect(made.status).toBe(0);
+    try {
+      const data = join(roMount, "data");
+      expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: data })).code).toBe(0);
+      expect(spawnSync("mount", ["-o", "remount,ro", roMount]).status).toBe(0);
+      const serve = await runCli(["serve"], { IMGPRESS_DATA_DIR: data, IMGPRESS_PORT: "0" });
+      expect(serve.code).toBe(1);
+      expect(serve.stderr.trim().split("\n").at(-1)).toBe(
+        `imgpress: cannot write ${join(data, "imgpress.db.pid")} (EROFS): the data folder must be writable by this user and not on a read-only mount`,
+      );
+      const list = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: data });
+      expect({ code: list.code, stdout: list.stdout.trim() }).toEqual({ code: 0, stdout: "no keys" });
+    } finally {
+      spawnSync("umount", ["-l", roMount]);
+      await rm(roMount, { recursive: true, force: true });
+    }
   }, 60_000);
 });
