@@ -19,7 +19,8 @@ import { convertForm, expectImage, postBearer, postConvert, postSigned, type Key
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
 import { createDatabase, startPostgres } from "./support/postgres.ts";
-import { runCli, type CliResult } from "./support/server.ts";
+import { cleanEnv } from "./support/imgpress.ts";
+import { ROOT, runCli, runtimeCommand, type CliResult } from "./support/server.ts";
 import { signedHeaders } from "./support/sign.ts";
 
 let source: Harness;
@@ -252,6 +253,46 @@ describe("refusals", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("usage: imgpress migrate-data --from URL --to URL");
   });
+});
+
+describe("interrupted", () => {
+  test("kill -9 in the middle of a large copy leaves the target empty; the same command then completes", async () => {
+    // 60,000 rate events: several progress lines, so the kill lands mid-table.
+    const big = await createHarness();
+    try {
+      await big.sqlite.client.execute("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 60000) INSERT INTO rate_events (bucket, at) SELECT 'otp-ip:198.51.100.' || (x % 200), x FROM n");
+      const from = `file:${big.dbPath}`;
+      const to = await createDatabase("killed");
+      const proc = Bun.spawn([...runtimeCommand(), "migrate-data", "--from", from, "--to", to], { cwd: ROOT, env: { ...cleanEnv() }, stdout: "pipe", stderr: "pipe" });
+      const reader = proc.stderr.getReader();
+      let said = "";
+      for (const deadline = Date.now() + 30_000; !/rate_events [1-5]0000\/60000 rows/.test(said); ) {
+        if (Date.now() > deadline) throw new Error(`no progress line: ${said}`);
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`migrate-data ended before the kill: ${said}`);
+        said += new TextDecoder().decode(value);
+      }
+      proc.kill("SIGKILL");
+      expect(await proc.exited).not.toBe(0);
+      const target = await openStore(to);
+      try {
+        // One transaction on the target: nothing of the copy is left, not even the rows of tables done before.
+        expect(Object.values(await counts(target)).every((c) => c === 0)).toBe(true);
+      } finally {
+        await target.close();
+      }
+      const again = await runCli(["migrate-data", "--from", from, "--to", to]);
+      expect(again.code).toBe(0);
+      const copied = await openStore(to);
+      try {
+        expect((await counts(copied)).rate_events).toBe(60_000);
+      } finally {
+        await copied.close();
+      }
+    } finally {
+      await big.close();
+    }
+  }, 120_000);
 });
 
 describe("the password outside the URL", () => {
