@@ -75,11 +75,7 @@ export async function requireKeyOfPinnedDatabase(store: Store, config: Config): 
  */
 export async function pinMasterKey(store: Store, key: Uint8Array, origin: string, opensStoredSecrets: () => Promise<boolean>): Promise<void> {
   const check = await masterKeyCheck(key);
-  const mismatch = () =>
-    new ConfigError(
-      `the master key (${origin}) is not the one this database was created with, so its stored secret keys and codes cannot be opened. ` +
-        "Start with the original key: the master.key kept with your backup, or IMGPRESS_MASTER_KEY set to it (docs/operations.md#the-master-key).",
-    );
+  const mismatch = () => masterKeyMismatch(origin);
   const { db, tables: { databaseFacts } } = store;
   const pinned = async () => (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0]?.value;
   let stored = await pinned();
@@ -90,6 +86,14 @@ export async function pinMasterKey(store: Store, key: Uint8Array, origin: string
     stored = await pinned();
   }
   if (stored === undefined || !timingSafeEqual(stored, check)) throw mismatch();
+}
+
+/** The refusal of a master key (from `origin`) that is not the database's: exit 2, naming where the key came from. */
+export function masterKeyMismatch(origin: string): ConfigError {
+  return new ConfigError(
+    `the master key (${origin}) is not the one this database was created with, so its stored secret keys and codes cannot be opened. ` +
+      "Start with the original key: the master.key kept with your backup, or IMGPRESS_MASTER_KEY set to it (docs/operations.md#the-master-key).",
+  );
 }
 
 function decodeKey(text: string, origin: string): Uint8Array {

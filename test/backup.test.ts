@@ -205,6 +205,32 @@ describe("backup during a burst, restore into a new folder", () => {
   }, 30_000);
 });
 
+describe("a master key that is not the database's", () => {
+  test("backup with a wrong IMGPRESS_MASTER_KEY is refused (exit 2, nothing written), as every other command is", async () => {
+    const dest = join(tmp, "wrong-key.db");
+    const r = await runCli(["backup", dest], { ...server.env, IMGPRESS_MASTER_KEY: "c3".repeat(32) });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("imgpress: the master key (IMGPRESS_MASTER_KEY) is not the one this database was created with");
+    expect(existsSync(dest)).toBe(false);
+  });
+
+  test("restore of a backup whose key is not its database's is refused, nothing changed", async () => {
+    const good = join(tmp, "for-wrong-key.db");
+    expect((await runCli(["backup", good], server.env)).code).toBe(0);
+    const bad = join(tmp, "carries-wrong-key.db");
+    await copyFile(good, bad);
+    const edit = createClient({ url: `file:${bad}` });
+    await edit.execute({ sql: "UPDATE imgpress_backup SET master_key = ?", args: ["d4".repeat(32)] });
+    edit.close();
+    const dir = join(tmp, "wrong-key-target");
+    const r = await runCli(["restore", bad], { IMGPRESS_DATA_DIR: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("restore refused, nothing changed: the master key in this backup is not the one its database was created with");
+    expect(existsSync(join(dir, "imgpress.db"))).toBe(false);
+    expect(existsSync(join(dir, "master.key"))).toBe(false);
+  });
+});
+
 describe("restore of a data folder's own database file", () => {
   test("its -wal is taken along (a copy made while pages were still in it), and nothing but the database is left in the folder", async () => {
     const source = join(tmp, "copied-folder");

@@ -2,10 +2,10 @@ import { Buffer } from "node:buffer";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
-import { DATABASE_FILE_SUFFIXES, moveAside, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { DATABASE_FILE_SUFFIXES, moveAside, pinnedKeyCheck, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
 import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { timingSafeEqual } from "../crypto.ts";
-import { existingMasterKey, masterKeyCheck, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
+import { existingMasterKey, masterKeyCheck, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
 import { serverInUse } from "../pidfile.ts";
 import { statOf } from "../files.ts";
 import { interruptible } from "./interrupt.ts";
@@ -44,6 +44,9 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;
   if (!(await isFolder(dirname(dest)))) return io.err(`imgpress backup: the folder ${dirname(dest)} does not exist; create it first or choose another path`), 1;
   if (!(await isFile(source))) return io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1;
+  // A backup carrying another key than the database's would restore into a folder that cannot start.
+  const pinned = masterKey ? await pinnedKeyCheck(source) : null;
+  if (masterKey && pinned !== null && !timingSafeEqual(pinned, await masterKeyCheck(masterKey))) throw masterKeyMismatch(masterKeyOrigin(config));
   const started = Date.now();
   const signals = interruptible(io);
   const result = await writeSnapshot(
@@ -105,6 +108,9 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   let keySwap: { keyFile: string; asideKey: string | null; text: string } | null = null;
   try {
     const current = await existingMasterKey(config);
+    if (info.masterKey && info.keyCheck && !timingSafeEqual(info.keyCheck, await masterKeyCheck(info.masterKey))) {
+      throw new Error("restore refused, nothing changed: the master key in this backup is not the one its database was created with (it was made with a wrong IMGPRESS_MASTER_KEY); restore a backup made with the right key");
+    }
     if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
       throw new Error("restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key");
     }

@@ -115,6 +115,18 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
   }
 }
 
+/** The master-key check value the database file `file` was pinned to, or null (never pinned, or an older database). */
+export async function pinnedKeyCheck(file: string): Promise<string | null> {
+  const client = createClient({ url: `file:${file}` });
+  try {
+    const rows = await client.execute("SELECT value FROM database_facts WHERE name = 'master_key_check'").catch(() => null);
+    const value = rows?.rows[0]?.[0];
+    return value === undefined || value === null ? null : String(value);
+  } finally {
+    client.close();
+  }
+}
+
 /** A SQLite database file and the files that go with it (write-ahead log, its index, rollback journal). */
 export const DATABASE_FILE_SUFFIXES = ["", "-wal", "-shm", "-journal"] as const;
 
