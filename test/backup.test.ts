@@ -263,6 +263,10 @@ describe("backup and restore: paths that are not what they should be, and interr
     const dir = join(tmp, "paths");
     const missing = await runCli(["backup", join(dir, "nope", "b.db")], server.env);
     expect({ code: missing.code, err: missing.stderr.trim() }).toEqual({ code: 1, err: `imgpress backup: the folder ${join(dir, "nope")} does not exist; create it first or choose another path` });
+    // A file where the folder should be is named as such, not as missing.
+    await writeFile(join(tmp, "a-file"), "x");
+    const file = await runCli(["backup", join(tmp, "a-file", "b.db")], server.env);
+    expect({ code: file.code, err: file.stderr.trim() }).toEqual({ code: 1, err: `imgpress backup: ${join(tmp, "a-file")} is not a folder; choose another path` });
     const empty = join(dir, "empty-data");
     const none = await runCli(["backup", join(tmp, "none.db"), "--without-key"], { IMGPRESS_DATA_DIR: empty });
     expect(none.code).toBe(1);

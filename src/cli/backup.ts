@@ -1,5 +1,5 @@
 import { Buffer } from "node:buffer";
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { DATABASE_FILE_SUFFIXES, moveAside, pinnedKeyCheck, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
@@ -42,7 +42,7 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
   if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;
-  if (!(await isFolder(dirname(dest)))) return io.err(`imgpress backup: the folder ${dirname(dest)} does not exist; create it first or choose another path`), 1;
+  if (!(await isFolder(dirname(dest)))) return io.err(`imgpress backup: ${await notAFolder(dirname(dest))}`), 1;
   if (!(await isFile(source))) return io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1;
   // A backup carrying another key than the database's would restore into a folder that cannot start.
   const pinned = masterKey ? await pinnedKeyCheck(source) : null;
@@ -158,6 +158,18 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";
   io.out(`restored ${resolve(file)}${taken} into ${target} (${info.keys} key pairs; integrity check ok)`);
   return 0;
+}
+
+// Why `path` cannot take the backup: missing, not a folder, or out of this process's reach (a
+// permission, or under Deno a folder outside --allow-read/--allow-write).
+async function notAFolder(path: string): Promise<string> {
+  try {
+    await stat(path);
+    return `${path} is not a folder; choose another path`;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return `the folder ${path} does not exist; create it first or choose another path`;
+    return `cannot use the folder ${path}: ${(err as Error).message}`;
+  }
 }
 
 async function isFolder(path: string): Promise<boolean> {
