@@ -40,11 +40,13 @@ export async function writeSnapshot(
 ): Promise<{ bytes: number; keys: number }> {
   if (await exists(dest)) throw new Error(`${dest} already exists; choose another file name`);
   const temp = `${dest}.${crypto.randomUUID()}.partial`;
-  starting((await sizeOf(source)) + (await sizeOf(`${source}-wal`)));
   // Created empty, owner-only, before the copy: the snapshot (and SQLite's journal beside it,
   // which takes the file's mode) is never readable by others, not even while it is written.
   interrupted?.([temp, `${temp}-journal`]);
   await writeFile(temp, "", { mode: 0o600, flag: "wx" });
+  // Said once the file exists: a signal from then on finds it to remove (one arriving while its
+  // creation was still in flight left it behind).
+  starting((await sizeOf(source)) + (await sizeOf(`${source}-wal`)));
   const client = createClient({ url: `file:${source}` });
   try {
     await client.execute("PRAGMA busy_timeout = 5000");
