@@ -75,17 +75,16 @@ export async function requireKeyOfPinnedDatabase(store: Store, config: Config): 
  */
 export async function pinMasterKey(store: Store, key: Uint8Array, origin: string, opensStoredSecrets: () => Promise<boolean>): Promise<void> {
   const check = await masterKeyCheck(key);
-  const mismatch = () => masterKeyMismatch(origin);
   const { db, tables: { databaseFacts } } = store;
   const pinned = async () => (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0]?.value;
   let stored = await pinned();
   if (stored === undefined) {
-    if (!(await opensStoredSecrets())) throw mismatch();
+    if (!(await opensStoredSecrets())) throw masterKeyMismatch(origin);
     await db.insert(databaseFacts).values({ name: CHECK_NAME, value: check }).onConflictDoNothing();
     // Another process starting at the same moment may have pinned its key first.
     stored = await pinned();
   }
-  if (stored === undefined || !timingSafeEqual(stored, check)) throw mismatch();
+  if (stored === undefined || !timingSafeEqual(stored, check)) throw masterKeyMismatch(origin);
 }
 
 /** The refusal of a master key (from `origin`) that is not the database's: exit 2, naming where the key came from. */

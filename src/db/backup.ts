@@ -100,8 +100,8 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
     await client.execute("PRAGMA journal_mode = DELETE");
     const tables = new Set((await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'")).rows.map((r) => String(r[0])));
     if (!tables.has("api_keys") || !tables.has("__drizzle_migrations")) throw new Error(`${file} is not an imgpress database`);
-    const keyCheck = tables.has("database_facts") ? (await client.execute("SELECT value FROM database_facts WHERE name = 'master_key_check'")).rows[0]?.[0] : undefined;
-    let info: SnapshotInfo = { keys: await countKeys(client), masterKey: null, createdAt: null, keyCheck: keyCheck ? String(keyCheck) : null };
+    const keyCheck = tables.has("database_facts") ? await keyCheckOf(client) : null;
+    let info: SnapshotInfo = { keys: await countKeys(client), masterKey: null, createdAt: null, keyCheck };
     if (tables.has("imgpress_backup")) {
       const row = (await client.execute("SELECT master_key, created_at FROM imgpress_backup LIMIT 1")).rows[0];
       const hex = row?.[0] ? String(row[0]) : null;
@@ -121,12 +121,17 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
 export async function pinnedKeyCheck(file: string): Promise<string | null> {
   const client = createClient({ url: `file:${file}` });
   try {
-    const rows = await client.execute("SELECT value FROM database_facts WHERE name = 'master_key_check'").catch(() => null);
-    const value = rows?.rows[0]?.[0];
-    return value === undefined || value === null ? null : String(value);
+    // A database from before the pin has no database_facts table: nothing pinned.
+    return await keyCheckOf(client).catch(() => null);
   } finally {
     client.close();
   }
+}
+
+// The pin masterkey.ts stores (its CHECK_NAME row), read with a raw client.
+async function keyCheckOf(client: Client): Promise<string | null> {
+  const value = (await client.execute("SELECT value FROM database_facts WHERE name = 'master_key_check'")).rows[0]?.[0];
+  return value === undefined || value === null ? null : String(value);
 }
 
 /** A SQLite database file and the files that go with it (write-ahead log, its index, rollback journal). */
