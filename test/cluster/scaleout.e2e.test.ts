@@ -107,9 +107,9 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
   });
 
   test("nginx balances round-robin, marks requests HTTPS and appends the client's real address", async () => {
-    const before = nginx!.requests().length;
+    const before = (await nginx!.requests()).length;
     for (let i = 0; i < 6; i++) expect((await lb.fetch("/health")).status).toBe(200);
-    const served = nginx!.requests().slice(before).map((r) => r.upstreams.join(","));
+    const served = (await nginx!.requests()).slice(before).map((r) => r.upstreams.join(","));
     expect(served.toSorted()).toEqual(ports.slice(0, 3).flatMap((p) => [`127.0.0.1:${p}`, `127.0.0.1:${p}`]).toSorted());
     // A client's own X-Forwarded-Proto is overwritten: nginx speaks for the TLS it terminated.
     expect((await lb.fetch("/health", { headers: { "x-forwarded-proto": "http" } })).status).toBe(200);
@@ -208,11 +208,11 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     const keys = Object.values(issued);
     const victim = instances[2]!;
     const victimAddress = `127.0.0.1:${ports[2]}`;
-    const before = nginx!.requests().length;
+    const before = (await nginx!.requests()).length;
     const total = 48;
     const results = await burst(total, keys, (done) => done === total / 4 && victim.proc.kill("SIGKILL"));
     await victim.proc.exited;
-    const during = nginx!.requests().slice(before);
+    const during = (await nginx!.requests()).slice(before);
     // The victim really served part of the burst before it died.
     expect(during.some((r) => r.status === 200 && r.upstreams.at(-1) === victimAddress)).toBe(true);
     // Only requests already sent to the victim failed (nginx never resends a conversion), at most one per worker.
@@ -228,11 +228,11 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     for (const k of keys) for (const door of [direct(0), direct(1)]) expect((await convert(door, k)).status).toBe(200);
     // Once the dead instance's fail_timeout is over, nginx tries it again with a client's request:
     // the refused connection goes on to a survivor and that client still gets its image.
-    const triedAgain = () => nginx!.requests().some((r) => r.upstreams.length > 1 && r.upstreams[0] === victimAddress && r.status === 200);
+    const triedAgain = async () => (await nginx!.requests()).some((r) => r.upstreams.length > 1 && r.upstreams[0] === victimAddress && r.status === 200);
     await until(
       async () => {
         expect(await convert(lb, keys[0]!)).toEqual({ status: 200, code: "image/webp" });
-        return triedAgain() || (await Bun.sleep(200), false);
+        return (await triedAgain()) || (await Bun.sleep(200), false);
       },
       20_000,
       "nginx to try the dead instance again",
