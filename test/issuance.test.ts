@@ -8,7 +8,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { otpCodes } from "../src/db/schema.ts";
 import { createHarness, expectError, wrongCode, type Harness, type TestResponse } from "./support/harness.ts";
-import { closedPort, extractOtp } from "./support/smtp.ts";
+import { closedPort } from "./support/ports.ts";
+import { extractOtp } from "./support/smtp.ts";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

@@ -6,13 +6,14 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { auditEvents, staffSessions } from "../src/db/schema.ts";
+import { auditEvents, staffCodes, staffSessions } from "../src/db/schema.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "../src/cli/index.ts";
 import { attachMeta } from "../src/http/meta.ts";
 import { describeSettings } from "../src/internal/settings.ts";
 import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
 import { photo } from "./support/images.ts";
+import { until } from "./support/ops.ts";
 import { form, LOOPBACK, nextCode, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "./support/staff.ts";
 
 const STAFF = "boss@example.com";
@@ -165,6 +166,8 @@ describe("sign-in", () => {
   test("wrong guesses burn a requested code for non-staff too: the fifth answer does not tell staff from others", async () => {
     const burn = async (email: string) => {
       expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
+      // The code is stored (and mailed to staff) after the answer: guesses must not overtake it.
+      await until(async () => (await h.store.db.select().from(staffCodes).where(eq(staffCodes.email, email))).length === 1, 5_000, `the code row of ${email}`);
       await h.smtp.waitFor((m) => m.envelopeTo.includes(STAFF));
       const answers: string[] = [];
       for (let i = 0; i < 5; i++) {

@@ -14,7 +14,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildTarget } from "../../scripts/build.ts";
@@ -27,6 +26,7 @@ import { photo } from "../support/images.ts";
 import { cleanEnv, Client, multipart, ROOT, runCommand, startService, type Keys, type Launch, type Multipart, type Service } from "../support/imgpress.ts";
 import { startNginx, type Nginx } from "../support/nginx.ts";
 import { until } from "../support/ops.ts";
+import { unusedPorts } from "../support/ports.ts";
 import { createDatabase, psql } from "../support/postgres.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
@@ -57,7 +57,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "imgpress-scaleout-"));
   const file = join(root, "bin", "imgpress");
   launch = { runtime: "binary", file };
-  [, databaseUrl, sink, jpeg, ports] = await Promise.all([buildTarget({ arch: hostArch(), outfile: file }), createDatabase("scaleout"), startSmtpSink(), photo(320, 240), freePorts(4)]);
+  [, databaseUrl, sink, jpeg, ports] = await Promise.all([buildTarget({ arch: hostArch(), outfile: file }), createDatabase("scaleout"), startSmtpSink(), photo(320, 240), unusedPorts(4)]);
   sharedEnv = {
     IMGPRESS_BEHIND_PROXY: "true",
     IMGPRESS_MASTER_KEY: randomBytes(32).toString("hex"),
@@ -366,18 +366,4 @@ function tally(values: (string | number)[]): Record<string, number> {
 function hostArch(): "x64" | "arm64" {
   if (process.arch === "x64" || process.arch === "arm64") return process.arch;
   throw new Error(`no imgpress executable for ${process.arch}`);
-}
-
-/** `n` distinct free ports on 127.0.0.1 (all held at once while picking). */
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<Server>((resolve, reject) => {
-      const server = createServer();
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => resolve(server));
-    })),
-  );
-  const found = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
-  return found;
 }

@@ -140,9 +140,12 @@ describe("request-otp → mail → verify-otp", () => {
     expect(verified.status).toBe(200);
     secretsSeen.push(verified.body.api_key, verified.body.secret_key);
 
-    // One structured line per request, with the request id and no body.
-    const requestLine = await server.waitForLog((l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/auth/verify-otp" && l.json?.status === 200);
-    expect(requestLine.json).toMatchObject({ method: "POST", requestId: expect.stringMatching(/^req_/), ms: expect.any(Number) });
+    // One structured line per request, with the request id and no body. Waited for by that id: the
+    // line may still be on its way through the pipe when the answer has arrived.
+    const requestId = verified.headers.get("x-request-id");
+    expect(requestId).toMatch(/^req_/);
+    const requestLine = await server.waitForLog((l) => l.json?.msg === "request" && l.json?.requestId === requestId);
+    expect(requestLine.json).toMatchObject({ method: "POST", path: "/v1/plugin/auth/verify-otp", status: 200, ms: expect.any(Number) });
 
     const log = server.logs.map((l) => l.raw).join("\n");
     expect(secretsSeen.length).toBeGreaterThanOrEqual(3);

@@ -31,7 +31,8 @@ export interface Nginx {
    * The access log, holding every request whose answer a client has received: nginx writes a
    * request's line just after sending its answer, so a line can still be missing when the client
    * reads the answer (measured: 5 in 2,000). One worker handles events in order, so once it has
-   * answered a mark request, the lines of everything answered before are written.
+   * answered a mark request, the lines of everything answered before are written. Not for a
+   * request whose body nginx discards (its own 413): that line waits for the rest of the body.
    */
   requests(): Promise<NginxRequest[]>;
   /** The error log so far. */

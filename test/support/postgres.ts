@@ -17,7 +17,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { closedPort } from "./smtp.ts";
+import { closedPort } from "./ports.ts";
 
 /** The superuser every URL of the cluster logs in as. */
 export const PG_USER = "imgpress";
@@ -131,7 +131,7 @@ async function boot(): Promise<PostgresCluster> {
     const init = await runCluster(c, [join(bindir, "initdb"), "-D", c.data, "-U", PG_USER, `--pwfile=${pwfile}`, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"]);
     rmSync(pwfile, { force: true });
     if (init.code !== 0) throw new Error(`initdb failed (exit ${init.code}): ${init.stderr.trim() || init.stdout.trim()}`);
-    // A free port can be taken between our probe and the server's bind: try a few.
+    // Another test run on the machine may pick the same port: try a few.
     for (let attempt = 1; ; attempt++) {
       c.port = await closedPort();
       try {

@@ -7,7 +7,6 @@
  * path can be exercised: "rcpt" refuses every recipient, "data" takes the whole message and then
  * refuses it (the refused message is kept in `rejected`, so a test can still see the code it carried).
  */
-import { createServer as createNetServer } from "node:net";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 
 /** How the sink answers: accept everything, or refuse at RCPT TO or after DATA with a 5xx. */
@@ -139,16 +138,6 @@ export async function startSmtpSink(options: { reject?: RejectMode | boolean } =
 
 function normaliseMode(mode: RejectMode | boolean): RejectMode {
   return mode === true ? "rcpt" : mode;
-}
-
-/** A 127.0.0.1 port that nothing listens on (bound once, then released): "SMTP server down", or a free port for a private server (test/support/postgres.ts). */
-export async function closedPort(): Promise<number> {
-  const probe = createNetServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const address = probe.address();
-  const port = address && typeof address === "object" ? address.port : 0;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 /** Every run of exactly six digits (not part of a longer number) in `s`. */
