@@ -359,6 +359,13 @@ describe("time limit", () => {
     await expectHealthy();
   }, 60_000);
 
+  test("a limit beyond the hour sharp accepts for libvips' own stop still converts (up to the documented day)", async () => {
+    for (const timeoutS of [3600.5, 86_400]) {
+      const out = await convert(await img.photo(64, 48), { format: "webp", quality: "lossy" }, { maxPixels: 100_000_000, timeoutS });
+      await expectImage(out.bytes, { format: "webp", width: 64, height: 48 });
+    }
+  });
+
   // BUG: sharp's timeout is checked by libvips between pixel regions, but the AVIF encoder (libheif/aom)
   // runs as one call after the pixels are computed, so an AVIF conversion ignores the limit entirely.
   test("an AVIF conversion over IMGPRESS_CONVERT_TIMEOUT_S is also cut off (504)", async () => {

@@ -74,6 +74,9 @@ export async function inspectUpload(input: Uint8Array, options: ConvertOptions, 
   return { inputFormat, upright, size, memoryBytes };
 }
 
+/** The longest timeout sharp accepts for libvips' own stop (it throws beyond it). */
+const LIBVIPS_TIMEOUT_MAX_S = 3600;
+
 /**
  * Converts JPEG/PNG bytes to WebP/AVIF: sniff → check the header → orient → to sRGB (honouring
  * an embedded ICC profile) → scale down → encode (through the quality guard for the lossy
@@ -89,9 +92,10 @@ export async function convertInspected(input: Uint8Array, inspected: Inspected, 
   const { inputFormat, upright, size } = inspected;
   // failOn "error": a truncated or corrupt file is refused rather than half-decoded. libvips'
   // own timeout stops pixel work early (freeing the CPU); withDeadline also covers the AVIF
-  // encoder, which libvips cannot interrupt.
+  // encoder, which libvips cannot interrupt. sharp takes whole seconds up to an hour: a longer
+  // limit is withDeadline's alone.
   let pipeline = sharp(input, { limitInputPixels: limits.maxPixels, failOn: "error", autoOrient: true }).timeout({
-    seconds: Math.max(1, Math.ceil(limits.timeoutS)),
+    seconds: Math.min(LIBVIPS_TIMEOUT_MAX_S, Math.max(1, Math.ceil(limits.timeoutS))),
   });
   if (size.width < upright.width) pipeline = pipeline.resize({ width: size.width });
   pipeline = pipeline.toColourspace("srgb");
