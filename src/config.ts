@@ -6,6 +6,7 @@ import { join, resolve } from "node:path";
 import { domainToASCII } from "node:url";
 import { localPath, POSTGRES_DEFAULTS } from "./db/location.ts";
 import { parseAllowEntry } from "./http/ipallow.ts";
+import { credentialsPastAuthority } from "./redact.ts";
 
 /** The memory budget where the runtime may not read the machine's memory (Deno without --allow-sys=systemMemoryInfo). */
 const FALLBACK_MEMORY_BUDGET_MB = 2048;
@@ -108,6 +109,10 @@ const word = (raw: string) => raw.trim();
 const urlWith = (schemes: string[], check?: (url: URL, raw: string) => void) => (raw: string) => {
   const url = URL.parse(raw.trim());
   const wanted = `a URL starting with ${schemes.join(" or ")}`;
+  // It would parse, as another host with no password, and the password would be shown as the host.
+  if (url && url.protocol !== "file:" && credentialsPastAuthority(raw.trim())) {
+    throw `${wanted} whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40)`;
+  }
   // A URL of the right scheme that does not parse (a bad port, an unclosed [): say so, not which schemes.
   if (!url) throw schemes.some((s) => raw.trim().toLowerCase().startsWith(s)) ? `${wanted} that is well formed (check the host, port and %-encoding of the password)` : wanted;
   if (!schemes.includes(url.protocol)) throw wanted;
@@ -156,6 +161,8 @@ const DATABASE_SCHEMES = ["file:", "postgres:", "postgresql:", "libsql:", "http:
  * returns it trimmed, or throws a string saying what is allowed.
  */
 export const parseDatabaseUrl = urlWith(DATABASE_SCHEMES, (url, raw) => {
+  // postgres.js and libSQL would go to localhost instead.
+  if (url.protocol !== "file:" && url.hostname === "") throw `a ${url.protocol.slice(0, -1)}: URL with a host (postgres://user:pass@host:5432/db)`;
   if (url.protocol === "postgres:" || url.protocol === "postgresql:") checkPostgresUrl(url);
   if (url.protocol === "file:") checkFileUrl(url, raw);
 });
@@ -216,7 +223,15 @@ export const settings: readonly Setting[] = [
     parse: (raw) => list(raw).map(parseAllowEntry),
     fallback: () => ["127.0.0.1", "::1"],
   },
-  { key: "smtpUrl", env: "IMGPRESS_SMTP_URL", help: "smtp://user:pass@host:587 or smtps://… (default: log transport)", parse: urlWith(["smtp:", "smtps:"]) },
+  {
+    key: "smtpUrl",
+    env: "IMGPRESS_SMTP_URL",
+    help: "smtp://user:pass@host:587 or smtps://… (default: log transport)",
+    // nodemailer would send to localhost:587 instead (a template's empty placeholder: smtp://${HOST}).
+    parse: urlWith(["smtp:", "smtps:"], (url) => {
+      if (url.hostname === "") throw "an smtp: or smtps: URL with a host (smtp://user:pass@host:587)";
+    }),
+  },
   {
     key: "mailFrom",
     env: "IMGPRESS_MAIL_FROM",

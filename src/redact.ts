@@ -4,15 +4,28 @@
 const SECRET_PARAM = /token|secret|password|passwd|pass|key|auth|sig/i;
 
 /**
- * A URL without its password and credential-bearing query parameters. An address URL cannot parse
- * (e.g. a `#` in the password) keeps nothing between `://` and `@`; anything else is unchanged.
+ * Whether `raw` has an `@` only after its authority ends (at the first `/`, `?` or `#`): a password
+ * holding one of those unencoded (`postgres://app:2024#Summer@db/x`), which the URL parser reads as
+ * host `app`, port 2024 and no password at all.
+ */
+export function credentialsPastAuthority(raw: string): boolean {
+  const rest = /^[a-z][a-z0-9+.-]*:\/\/(.*)$/is.exec(raw)?.[1];
+  if (rest === undefined) return false;
+  const end = rest.search(/[/?#]/);
+  return end >= 0 && !rest.slice(0, end).includes("@") && rest.slice(end).includes("@");
+}
+
+/**
+ * A URL without its password and credential-bearing query parameters. An address URL that cannot
+ * parse, or whose password spills past its authority, keeps nothing between `://` and its last `@`.
  */
 export function redactUrl(raw: string): string {
   let url: URL;
   try {
+    if (credentialsPastAuthority(raw)) throw new Error("password past the authority");
     url = new URL(raw);
   } catch {
-    return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1******@");
+    return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/is, "$1******@");
   }
   if (url.password) url.password = "******";
   for (const name of [...url.searchParams.keys()]) if (SECRET_PARAM.test(name)) url.searchParams.set(name, "******");

@@ -180,6 +180,12 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_PORT", "-1", "expected a whole number from 0 to 65535."],
     ["IMGPRESS_SMTP_URL", "smtp://u:p@[bad", "expected a URL starting with smtp: or smtps: that is well formed (check the host, port and %-encoding of the password)."],
     ["IMGPRESS_SMTP_URL", "ftp://mail.example.com", "expected a URL starting with smtp: or smtps:."],
+    ["IMGPRESS_SMTP_URL", "smtp://", "expected an smtp: or smtps: URL with a host (smtp://user:pass@host:587)."],
+    // Passwords starting with digits and holding an unencoded # / ?: the parser reads another host, a port and no password.
+    ["IMGPRESS_SMTP_URL", "smtp://user:2024#Summer@smtp.example.com:587", `expected a URL starting with smtp: or smtps: whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`],
+    ["IMGPRESS_DATABASE_URL", "postgres://imgpress:5432/Summer@db.example/x", `expected a URL starting with ${"file:, postgres:, postgresql:, libsql:, http:, https:, ws:, wss:".split(", ").join(" or ")} whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`],
+    ["IMGPRESS_DATABASE_URL", "postgres://admin:123?Secret@h.example/db", `expected a URL starting with ${"file:, postgres:, postgresql:, libsql:, http:, https:, ws:, wss:".split(", ").join(" or ")} whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`],
+    ["IMGPRESS_DATABASE_URL", "postgres:///imgpress", "expected a postgres: URL with a host (postgres://user:pass@host:5432/db)."],
     ["IMGPRESS_STAFF_EMAILS", "not-an-email", "expected exact e-mail addresses (bad entry: not-an-email)."],
     ["IMGPRESS_DATABASE_URL", "postgres://u:a%zz@db.example/x", "expected a PostgreSQL URL whose user name and password are %-encoded (a % in them is written %25)."],
     ["IMGPRESS_DATABASE_URL", "postgres://u:p@db.example/x?sslmode=verify-ca", "expected a PostgreSQL URL whose sslmode is one of disable, prefer, require, verify-full (got verify-ca)."],

@@ -242,6 +242,9 @@ describe("settings show no secret", () => {
     ["https://u:p@h/x?token=1&keep=2", "https://u:******@h/x?token=******&keep=2"],
     ["not a url", "not a url"],
     ["postgres://u:p#w@h/db", "postgres://******@h/db"],
+    // It parses, as host "imgpress" and port 2024 with no password: masked all the same.
+    ["postgres://imgpress:2024#Summer@db.example.lan:5432/imgpress", "postgres://******@db.example.lan:5432/imgpress"],
+    ["smtp://user:2024/Su@mmer@smtp.example.com:587", "smtp://******@smtp.example.com:587"],
   ])("redactUrl(%p)", (raw, expected) => expect(redactUrl(raw)).toBe(expected));
 });
 
