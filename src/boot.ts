@@ -37,15 +37,15 @@ export async function boot(options: {
   const logger = createLogger(config.logLevel, options.write);
   // A misspelt variable would otherwise be ignored without a word, its setting left at the default.
   const unknown = unknownSettings(options.env);
-  if (unknown.length > 0) logger.warn(`ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
+  if (unknown.length > 0) logger.startup("warn", `ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
   await options.beforeOpen?.(config);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
   const store = await openConfiguredStore(config);
   // After an upgrade the operator sees what changed in the database, once, at the start that did it.
-  if (store.migrationsApplied.length > 0) logger.info("database migrated", { migrations: store.migrationsApplied });
+  if (store.migrationsApplied.length > 0) logger.startup("info", "database migrated", { migrations: store.migrationsApplied });
   // A new, empty database beside a master key of earlier runs: the old database file is gone or was replaced (an empty copy).
   if (keyFileBefore && store.migrationsApplied[0] === FIRST_MIGRATION) {
-    logger.warn(`a new, empty database was created beside the existing ${masterKeyPath(config)}: if this folder held keys before, its database file is missing or was replaced by an empty one (restore it from a backup)`);
+    logger.startup("warn", `a new, empty database was created beside the existing ${masterKeyPath(config)}: if this folder held keys before, its database file is missing or was replaced by an empty one (restore it from a backup)`);
   }
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
   await requireKeyOfPinnedDatabase(store, config);

@@ -7,6 +7,8 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** A start-up line (where it listens, what is wrong with the configuration): written at any level, since an operator needs it once. */
+  startup(lvl: "info" | "warn", msg: string, fields?: Record<string, unknown>): void;
 }
 
 const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -15,13 +17,15 @@ const secretField = /otp|code_hash|secret|api_?key|authorization|signature|passw
 
 /** Writes JSON lines (`{time, level, msg, …fields}`) at or above `level` to `write`. */
 export function createLogger(level: LogLevel = "info", write: (line: string) => void = (l) => console.log(l)): Logger {
-  const emit = (lvl: LogLevel) => (msg: string, fields: Record<string, unknown> = {}) => {
-    if (order[lvl] < order[level]) return;
+  const line = (lvl: LogLevel, msg: string, fields: Record<string, unknown>) => {
     const safe: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(fields)) safe[k] = secretField.test(k) ? "[redacted]" : v instanceof Error ? errorFields(v) : v;
     write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...safe }));
   };
-  return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
+  const emit = (lvl: LogLevel) => (msg: string, fields: Record<string, unknown> = {}) => {
+    if (order[lvl] >= order[level]) line(lvl, msg, fields);
+  };
+  return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error"), startup: (lvl, msg, fields = {}) => line(lvl, msg, fields) };
 }
 
 function errorFields(err: Error): Record<string, unknown> {

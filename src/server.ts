@@ -73,7 +73,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     releasePid();
     throw err;
   });
-  if (mailer.isDevelopment) logger.warn(DEVELOPMENT_MAIL_WARNING);
+  if (mailer.isDevelopment) logger.startup("warn", DEVELOPMENT_MAIL_WARNING);
   // Whatever stops the start from here (a bad certificate, the port taken) gives the record back.
   const started = async () => {
     // A name that does not resolve: Bun would report it as "Is port … in use?".
@@ -114,7 +114,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     services.convert.observe(releaseWhenIdle(services.convert.gate, release));
   }
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
-  logger.info("imgpress listening", {
+  logger.startup("info", "imgpress listening", {
     version,
     runtime: runtime.name,
     url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${server.port}`,

@@ -106,12 +106,15 @@ describe("health", () => {
   }, 60_000);
 
   test("imgpress health works behind a TLS proxy (plain HTTP) and exits 1 once the instance is gone", async () => {
-    const proxied = await startServer({ env: { IMGPRESS_BEHIND_PROXY: "true" } });
+    // At the quietest level, with a misspelt variable: the start-up lines are written all the same.
+    const proxied = await startServer({ env: { IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_LOG_LEVEL: "error", IMGPRESS_PROT: "9443" } });
     try {
       // Behind a proxy the service answers plain HTTP only to requests marked as forwarded HTTPS.
       expect((await proxied.fetch("/health/ready")).status).toBe(403);
       // Started without IMGPRESS_SMTP_URL: the server says, once, where e-mails go instead.
       expect(proxied.logs.filter((l) => l.json?.level === "warn" && String(l.json?.msg).startsWith("IMGPRESS_SMTP_URL is not set"))).toHaveLength(1);
+      expect(proxied.logs.filter((l) => l.json?.level === "warn" && l.json?.msg === "ignored: IMGPRESS_PROT is not an imgpress setting (see imgpress --help)")).toHaveLength(1);
+      expect(proxied.logs.filter((l) => l.json?.msg === "request")).toEqual([]);
       expect((await runCli(["health"], { ...proxied.env, IMGPRESS_PORT: String(proxied.port) })).code).toBe(0);
     } finally {
       await proxied.stop();
