@@ -266,6 +266,13 @@ describe("migrate and configuration errors", () => {
     expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining(`${join(file, "sub")} (the database's folder) cannot be created: a part of its path is a file, not a folder`)]);
   });
 
+  test("a data folder this user may not create: one line naming the folder and the setting", async () => {
+    // sysfs refuses every mkdir, root's too (EPERM); elsewhere a non-root user gets EACCES.
+    const r = await runCli(["serve"], { ...env, IMGPRESS_DATA_DIR: "/sys/imgpress-data" });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^imgpress: \/sys\/imgpress-data \(the database's folder\) cannot be created \((EPERM|EACCES)\): this user may not write where it would go; choose a folder it can write with IMGPRESS_DATA_DIR$/)]);
+  });
+
   test("serve on a port another server listens on: refused (EADDRINUSE), never sharing it", async () => {
     const first = await startServer();
     try {

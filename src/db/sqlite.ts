@@ -21,6 +21,9 @@ export async function prepareDatabaseFolder(path: string): Promise<void> {
   await mkdir(folder, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "EEXIST") throw new Error(`${folder} (the database's folder) exists but is not a folder`);
     if (err.code === "ENOTDIR") throw new Error(`${folder} (the database's folder) cannot be created: a part of its path is a file, not a folder`);
+    if (err.code === "EACCES" || err.code === "EPERM" || err.code === "EROFS") {
+      throw new Error(`${folder} (the database's folder) cannot be created (${err.code}): this user may not write where it would go; choose a folder it can write with IMGPRESS_DATA_DIR`);
+    }
     throw err;
   });
 }
