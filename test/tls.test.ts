@@ -1,3 +1,4 @@
+import { createPrivateKey } from "node:crypto";
 /**
  * The self-signed certificate writer (src/tls/der.ts, selfsigned.ts) read back by a real X.509 parser:
  * `node:crypto` X509Certificate under Bun (the file the server writes) and under Deno (a script
@@ -99,6 +100,18 @@ describe("the certificate the server writes into the data folder, and TLS files 
     await writeFile(key, other.key);
     await expect(loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: key }))).rejects.toThrow(
       `IMGPRESS_TLS_KEY ${key} is not the private key of the certificate in IMGPRESS_TLS_CERT ${cert}`,
+    );
+  });
+
+  test.each(["pkcs8", "sec1"] as const)("a key encrypted with a passphrase (%s PEM) is named as such (the runtime would blame the address at listen)", async (type) => {
+    const good = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir }));
+    const plain = createPrivateKey(good.key);
+    const encrypted = plain.export({ type, format: "pem", cipher: "aes-256-cbc", passphrase: "correct horse" }).toString();
+    const [cert, key] = [join(dir, "cert.pem"), join(dir, `encrypted-${type}.pem`)];
+    await writeFile(cert, good.cert);
+    await writeFile(key, encrypted);
+    await expect(loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: key }))).rejects.toThrow(
+      `IMGPRESS_TLS_KEY ${key} is encrypted with a passphrase, which imgpress cannot be given`,
     );
   });
 });

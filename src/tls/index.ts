@@ -19,6 +19,10 @@ export async function loadTls(config: Config): Promise<TlsPair & { generated: bo
     // Bun and Deno would refuse them only at listen, with an OpenSSL code that names neither file.
     if (!cert.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`IMGPRESS_TLS_CERT ${config.tlsCert} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
     if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key)) throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} holds no PEM private key (-----BEGIN … PRIVATE KEY-----)`);
+    // No passphrase can be given to the runtime: it would fail at listen with BAD_DECRYPT.
+    if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(key)) {
+      throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is encrypted with a passphrase, which imgpress cannot be given: decrypt it (openssl pkey -in ${config.tlsKey} -out key.pem) and keep the result readable by this user only`);
+    }
     if (keyOfAnotherCertificate(cert, key)) throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is not the private key of the certificate in IMGPRESS_TLS_CERT ${config.tlsCert}`);
     return { cert, key, generated: false, certPath: config.tlsCert };
   }
