@@ -3,9 +3,9 @@ import { Value } from "@sinclair/typebox/value";
 import { availableParallelism, hostname, totalmem } from "node:os";
 import process from "node:process";
 import { join, resolve } from "node:path";
-import { domainToASCII } from "node:url";
 import { localPath, POSTGRES_DEFAULTS } from "./db/location.ts";
 import { parseAllowEntry } from "./http/ipallow.ts";
+import { normalizeEmail } from "./issuance/email.ts";
 import { credentialsPastAuthority } from "./redact.ts";
 
 /** The memory budget where the runtime may not read the machine's memory (Deno without --allow-sys=systemMemoryInfo). */
@@ -169,15 +169,16 @@ export const parseDatabaseUrl = urlWith(DATABASE_SCHEMES, (url, raw) => {
 
 const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
 
-// Allowlist entries are compared with normalised addresses, whose domains are lower-case ASCII (punycode).
+// Allowlist entries are compared with normalised addresses, so they are normalised by the same rules:
+// an entry no address can match (a trailing dot, `a..b@`) is refused rather than matching nobody.
 function allowlistEntry(entry: string, allowed = "*, addresses or @domain entries"): string {
-  const value = entry.toLowerCase();
-  if (value === "*") return value;
-  const at = value.lastIndexOf("@");
-  const local = value.slice(0, Math.max(at, 0));
-  const domain = at >= 0 ? domainToASCII(value.slice(at + 1)) : "";
-  if (!domain.includes(".") || /[\s@<>(),;:"[\]\\]/.test(local)) throw `${allowed} (bad entry: ${entry})`;
-  return `${local}@${domain}`;
+  if (entry === "*") return entry;
+  if (/^\*@/.test(entry)) throw `${allowed} (bad entry: ${entry}; a whole domain is written @${entry.slice(2)})`;
+  try {
+    return entry.startsWith("@") ? normalizeEmail(`x${entry}`).slice(1) : normalizeEmail(entry);
+  } catch (err) {
+    throw `${allowed} (bad entry: ${entry}; ${(err as Error).message.replace(/^email is not a valid address: |\.$/g, "")})`;
+  }
 }
 
 /** The settings table: the single source for parsing, `--help` and the docs. */
