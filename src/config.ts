@@ -336,7 +336,8 @@ export const settings: readonly Setting[] = [
     env: "IMGPRESS_METRICS_TOKEN",
     help: "bearer token GET /internal/metrics also requires (default: the /internal/ allowlist alone)",
     parse: (raw) => {
-      if (raw.trim().length < 16) throw "a token of at least 16 characters";
+      // A header carries ASCII: a token with other characters reaches the server as other bytes and never matches.
+      if (raw.trim().length < 16 || !/^[\x20-\x7e]+$/.test(raw.trim())) throw "a token of at least 16 characters, printable ASCII only";
       return raw.trim();
     },
   },

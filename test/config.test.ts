@@ -181,6 +181,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_PORT", "-1", "expected a whole number from 0 to 65535."],
     ["IMGPRESS_SMTP_URL", "smtp://u:p@[bad", "expected a URL starting with smtp: or smtps: that is well formed (check the host, port and %-encoding of the password)."],
     ["IMGPRESS_SMTP_URL", "ftp://mail.example.com", "expected a URL starting with smtp: or smtps:."],
+    ["IMGPRESS_METRICS_TOKEN", "ünïcödé-tökén-ünïcödé", "expected a token of at least 16 characters, printable ASCII only."],
     ["IMGPRESS_SMTP_URL", "smtp://", "expected an smtp: or smtps: URL with a host (smtp://user:pass@host:587)."],
     // Passwords starting with digits and holding an unencoded # / ?: the parser reads another host, a port and no password.
     ["IMGPRESS_SMTP_URL", "smtp://user:2024#Summer@smtp.example.com:587", `expected a URL starting with smtp: or smtps: whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`],

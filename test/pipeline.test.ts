@@ -342,6 +342,11 @@ describe("hostile input", () => {
     await expectImage(out.bytes, { format: "webp", width: 16_000, height: 188 });
   });
 
+  test("a small pixel limit is told in pixels, not as 0.0 megapixels", async () => {
+    const err = await rejection(convert(await img.photo(64, 48), { format: "webp" }, { maxPixels: 1000, timeoutS: 60 }));
+    expect({ status: err.status, code: err.code, message: err.message }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE", message: "The image is 64×48 (3,072 pixels); this server accepts at most 1,000 pixels." });
+  });
+
   test("the type is sniffed from the bytes: a PNG inside a file the client called JPEG is still a PNG", async () => {
     const out = await convert(await img.pngWithAlpha(30, 30), { format: "webp" });
     expect(out.inputFormat).toBe("png");

@@ -46,7 +46,8 @@ const STALE_MS = 10 * 60 * 1000;
 /** Cache folders to try, best first; an explicit IMGPRESS_CACHE_DIR is the only one. */
 function candidates(): { dir: string; explicit: boolean }[] {
   const env = process.env;
-  const explicit = env[ENV];
+  // Trimmed as every setting is (a blank value is unset), so " " names no folder called " ".
+  const explicit = env[ENV]?.trim();
   if (explicit) return [{ dir: resolve(explicit), explicit: true }];
   const list: string[] = [];
   const xdg = env.XDG_CACHE_HOME;
@@ -56,7 +57,7 @@ function candidates(): { dir: string; explicit: boolean }[] {
     const home = env.HOME || safeHomedir();
     if (home) list.push(join(home, ".cache", "imgpress"));
   }
-  list.push(join(resolve(env.IMGPRESS_DATA_DIR || "./imgpress-data"), "cache"));
+  list.push(join(resolve(env.IMGPRESS_DATA_DIR?.trim() || "./imgpress-data"), "cache"));
   return list.map((dir) => ({ dir, explicit: false }));
 }
 

@@ -14,8 +14,13 @@ export function tooManyPixels(width: number, height: number, maxPixels: number):
   return new AppError(
     422,
     "IMAGE_TOO_LARGE",
-    `The image is ${width}×${height} (${((width * height) / 1e6).toFixed(1)} megapixels); this server accepts at most ${(maxPixels / 1e6).toFixed(1)} megapixels.`,
+    `The image is ${width}×${height} (${pixelCount(width * height)}); this server accepts at most ${pixelCount(maxPixels)}.`,
   );
+}
+
+// Megapixels to one decimal, or the exact count below 0.1 of one (a small IMGPRESS_MAX_PIXELS read "0.0 megapixels").
+function pixelCount(pixels: number): string {
+  return pixels >= 100_000 ? `${(pixels / 1e6).toFixed(1)} megapixels` : `${pixels.toLocaleString("en-US")} pixels`;
 }
 
 /**
