@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { createApp, createServices, type App, type Services } from "./app.ts";
-import { loadConfig, unknownSettings, type Config } from "./config.ts";
+import { ineffectiveSettings, loadConfig, unknownSettings, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { localPath, openStore, type Store } from "./db/index.ts";
 import { scrub } from "./db/location.ts";
@@ -38,6 +38,7 @@ export async function boot(options: {
   // A misspelt variable would otherwise be ignored without a word, its setting left at the default.
   const unknown = unknownSettings(options.env);
   if (unknown.length > 0) logger.startup("warn", `ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
+  for (const warning of ineffectiveSettings(config)) logger.startup("warn", warning);
   await options.beforeOpen?.(config);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
   const store = await openConfiguredStore(config);

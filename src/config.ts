@@ -381,6 +381,32 @@ export function unknownSettings(env: Record<string, string | undefined>): string
 }
 
 /**
+ * Settings that are valid alone but do nothing, or less than they say, beside the others: one
+ * sentence each, for a warning at start (an operator would otherwise believe them in force).
+ */
+export function ineffectiveSettings(config: Config): string[] {
+  const said: string[] = [];
+  if (config.behindProxy && config.tlsCert) {
+    said.push("IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY are not used with IMGPRESS_BEHIND_PROXY: the proxy terminates TLS and this instance speaks plain HTTP to it");
+  }
+  if (!config.behindProxy && config.trustedProxies.some((p) => p !== "127.0.0.1" && p !== "::1")) {
+    said.push("IMGPRESS_TRUSTED_PROXIES is used only with IMGPRESS_BEHIND_PROXY=true: X-Forwarded-* headers are ignored");
+  }
+  const places = config.concurrency + config.queueSize;
+  if (config.keyMaxAdmitted > places) {
+    said.push(`IMGPRESS_KEY_MAX_ADMITTED (${config.keyMaxAdmitted}) is more than the ${places} places there are (IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE): one key may take them all`);
+  }
+  if (config.staffSessionIdleS >= config.staffSessionMaxS) {
+    said.push(`IMGPRESS_STAFF_SESSION_IDLE_S (${config.staffSessionIdleS}) is not below IMGPRESS_STAFF_SESSION_MAX_S (${config.staffSessionMaxS}): sessions end at the maximum before they can go idle`);
+  }
+  // The default sender is imgpress@<hostname>; a host name without a dot makes an address many mail servers refuse.
+  if (config.smtpUrl && !config.mailFrom.slice(config.mailFrom.lastIndexOf("@") + 1).includes(".")) {
+    said.push(`IMGPRESS_MAIL_FROM is not set: mail is sent from ${config.mailFrom}, an address without a domain that many mail servers refuse; set IMGPRESS_MAIL_FROM`);
+  }
+  return said;
+}
+
+/**
  * Builds the configuration from environment variables, overridden by `--flag value` pairs whose
  * names mirror the variables (`IMGPRESS_DATA_DIR` ⇔ `--data-dir`).
  */

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { availableParallelism, hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ConfigError, flagName, loadConfig, settings, unknownSettings } from "../src/config.ts";
+import { ConfigError, flagName, ineffectiveSettings, loadConfig, settings, unknownSettings } from "../src/config.ts";
 import { loadMasterKey } from "../src/masterkey.ts";
 
 /** The ConfigError `fn` throws (fails the test when it throws nothing or something else). */
@@ -309,6 +309,39 @@ describe("master key", () => {
     const file = join(dir, "master.key");
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect((await readFile(file, "utf8")).trim()).toBe(Buffer.from(first).toString("hex"));
+  });
+});
+
+describe("ineffectiveSettings", () => {
+  test("names settings that do nothing beside the others, and nothing for the defaults", () => {
+    expect(ineffectiveSettings(loadConfig({ IMGPRESS_MAIL_FROM: "imgpress@example.com" }))).toEqual([]);
+    const said = ineffectiveSettings(
+      loadConfig({
+        IMGPRESS_BEHIND_PROXY: "true",
+        IMGPRESS_TLS_CERT: "/etc/ssl/cert.pem",
+        IMGPRESS_TLS_KEY: "/etc/ssl/key.pem",
+        IMGPRESS_CONCURRENCY: "1",
+        IMGPRESS_QUEUE_SIZE: "0",
+        IMGPRESS_KEY_MAX_ADMITTED: "5",
+        IMGPRESS_STAFF_SESSION_IDLE_S: "3600",
+        IMGPRESS_STAFF_SESSION_MAX_S: "600",
+        IMGPRESS_MAIL_FROM: "imgpress@example.com",
+      }),
+    );
+    expect(said).toEqual([
+      "IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY are not used with IMGPRESS_BEHIND_PROXY: the proxy terminates TLS and this instance speaks plain HTTP to it",
+      "IMGPRESS_KEY_MAX_ADMITTED (5) is more than the 1 places there are (IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE): one key may take them all",
+      "IMGPRESS_STAFF_SESSION_IDLE_S (3600) is not below IMGPRESS_STAFF_SESSION_MAX_S (600): sessions end at the maximum before they can go idle",
+    ]);
+    expect(ineffectiveSettings(loadConfig({ IMGPRESS_TRUSTED_PROXIES: "10.0.0.5", IMGPRESS_MAIL_FROM: "imgpress@example.com" }))).toEqual([
+      "IMGPRESS_TRUSTED_PROXIES is used only with IMGPRESS_BEHIND_PROXY=true: X-Forwarded-* headers are ignored",
+    ]);
+  });
+
+  test("the default sender on a host without a domain in its name is named once SMTP is set", () => {
+    const config = { ...loadConfig({ IMGPRESS_SMTP_URL: "smtp://mail.example.com:587" }), mailFrom: "imgpress@nas" };
+    expect(ineffectiveSettings(config)).toEqual(["IMGPRESS_MAIL_FROM is not set: mail is sent from imgpress@nas, an address without a domain that many mail servers refuse; set IMGPRESS_MAIL_FROM"]);
+    expect(ineffectiveSettings({ ...config, smtpUrl: undefined })).toEqual([]);
   });
 });
 
