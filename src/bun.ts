@@ -8,6 +8,8 @@ export const bunRuntime: Runtime = {
   name: `bun ${Bun.version}`,
   env: process.env,
   loadDocsAsset: async () => Bun.file(scalarPath),
+  // Bun.serve refuses a larger idleTimeout, and a request's own server.timeout() is cut there too (measured).
+  maxSilentS: 255,
   async listen(options) {
     const server = Bun.serve({
       hostname: options.host,

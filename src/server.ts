@@ -48,6 +48,8 @@ export interface Runtime {
   }): Promise<Listening>;
   /** Calls `handler` on every SIGTERM, SIGINT and SIGHUP (the process must not exit by itself). */
   onShutdownSignal(handler: (signal: ShutdownSignal) => void): void;
+  /** The longest a connection may stay silent, whatever `idleTimeoutS` asks (Bun: 255 s); absent where there is no such cap. */
+  maxSilentS?: number;
   /** Frees the garbage and hands freed heap memory back to the system (Bun: a full GC, then glibc's malloc_trim); absent where the runtime has no such hook. */
   releaseFreedMemory?: () => void;
 }
@@ -74,6 +76,14 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     throw err;
   });
   if (mailer.isDevelopment) logger.startup("warn", DEVELOPMENT_MAIL_WARNING);
+  // Waiting for room and converting send nothing: the runtime would close the connection unanswered.
+  const silentS = config.queueTimeoutS + config.convertTimeoutS;
+  if (runtime.maxSilentS !== undefined && silentS > runtime.maxSilentS) {
+    logger.startup(
+      "warn",
+      `IMGPRESS_QUEUE_TIMEOUT_S + IMGPRESS_CONVERT_TIMEOUT_S is ${silentS} s, but ${runtime.name.split(" ")[0]} closes a connection silent for ${runtime.maxSilentS} s: a request that waits and converts longer gets no answer (not 503 or 504); keep the sum within ${runtime.maxSilentS} s`,
+    );
+  }
   // Whatever stops the start from here (a bad certificate, the port taken) gives the record back.
   const started = async () => {
     // A name that does not resolve: Bun would report it as "Is port … in use?".
@@ -88,7 +98,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
         host: config.host,
         port: config.port,
         tls,
-        idleTimeoutS: Math.min(255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
+        idleTimeoutS: Math.min(runtime.maxSilentS ?? 255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
         maxBodyBytes: 1024 * 1024 * 1024,
         fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse }), inFlight),
       })
