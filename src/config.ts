@@ -84,6 +84,12 @@ const text = (raw: string) => {
   if (raw.trim() === "") throw "a non-empty string";
   return raw.trim();
 };
+// A path as written: an env file or a service manager never expands ~ (it would name a folder "~" here).
+const path = (raw: string) => {
+  const value = text(raw);
+  if (value === "~" || value.startsWith("~/")) throw "a full path (~ is expanded by a shell only: write /home/…)";
+  return value;
+};
 // Numbers are read as plain decimals ("1e3", "0x10" and signs are refused); their range is ConfigSchema's.
 const integer = (raw: string) => {
   if (!/^\d+$/.test(raw.trim())) throw "a whole number";
@@ -189,7 +195,7 @@ export const settings: readonly Setting[] = [
     key: "dataDir",
     env: "IMGPRESS_DATA_DIR",
     help: "folder for the database, the generated certificate and the master key",
-    parse: (raw) => resolve(text(raw)),
+    parse: (raw) => resolve(path(raw)),
     fallback: () => resolve("imgpress-data"),
   },
   {
@@ -208,8 +214,8 @@ export const settings: readonly Setting[] = [
     parse: seconds,
     fallback: () => POSTGRES_DEFAULTS.timeoutS,
   },
-  { key: "tlsCert", env: "IMGPRESS_TLS_CERT", help: "PEM certificate file (default: generated self-signed)", parse: text },
-  { key: "tlsKey", env: "IMGPRESS_TLS_KEY", help: "PEM private key file (default: generated)", parse: text },
+  { key: "tlsCert", env: "IMGPRESS_TLS_CERT", help: "PEM certificate file (default: generated self-signed)", parse: path },
+  { key: "tlsKey", env: "IMGPRESS_TLS_KEY", help: "PEM private key file (default: generated)", parse: path },
   {
     key: "behindProxy",
     env: "IMGPRESS_BEHIND_PROXY",
@@ -426,7 +432,7 @@ export function loadConfig(env: Record<string, string | undefined>, flags: Recor
     } catch (allowed) {
       // A number's parser knows its form, the schema its range: "-1" is told both.
       const schema = ConfigSchema.properties[s.key];
-      const expected = schema.type === "integer" ? allowedBy(schema) : allowed;
+      const expected = schema.type === "integer" || schema.type === "number" ? allowedBy(schema) : allowed;
       throw new ConfigError(`${origins[s.key]} is invalid: expected ${expected}.`);
     }
   }

@@ -96,7 +96,9 @@ export function masterKeyMismatch(origin: string): ConfigError {
 }
 
 function decodeKey(text: string, origin: string): Uint8Array {
-  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : Buffer.from(text, "base64");
+  // Buffer's base64 decoder skips what it cannot read: a mistyped character would give another key.
+  const base64 = /^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}=?$/.test(text);
+  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : base64 ? Buffer.from(text, "base64") : Buffer.alloc(0);
   if (bytes.length !== 32) throw new ConfigError(`${origin} is invalid: expected 32 bytes as 64 hex digits or base64.`);
   return new Uint8Array(bytes);
 }

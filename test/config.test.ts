@@ -176,11 +176,15 @@ describe("an invalid value stops with a message naming the variable and what is 
   test.each([
     ["IMGPRESS_CONVERT_TIMEOUT_S", "3000000", "expected a positive number up to 86400."],
     ["IMGPRESS_CONVERT_TIMEOUT_S", "0", "expected a positive number up to 86400."],
+    ["IMGPRESS_CONVERT_TIMEOUT_S", "-1", "expected a positive number up to 86400."],
+    ["IMGPRESS_DRAIN_DELAY_S", "5s", "expected a number from 0 to 600."],
     ["IMGPRESS_DRAIN_DELAY_S", "601", "expected a number from 0 to 600."],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "0.5", "expected a number from 1 to 600."],
     ["IMGPRESS_PORT", "-1", "expected a whole number from 0 to 65535."],
     ["IMGPRESS_SMTP_URL", "smtp://u:p@[bad", "expected a URL starting with smtp: or smtps: that is well formed (check the host, port and %-encoding of the password)."],
     ["IMGPRESS_SMTP_URL", "ftp://mail.example.com", "expected a URL starting with smtp: or smtps:."],
+    ["IMGPRESS_DATA_DIR", "~/imgpress-data", "expected a full path (~ is expanded by a shell only: write /home/…)."],
+    ["IMGPRESS_TLS_KEY", "~", "expected a full path (~ is expanded by a shell only: write /home/…)."],
     ["IMGPRESS_METRICS_TOKEN", "ünïcödé-tökén-ünïcödé", "expected a token of at least 16 characters, printable ASCII only."],
     ["IMGPRESS_SMTP_URL", "smtp://", "expected an smtp: or smtps: URL with a host (smtp://user:pass@host:587)."],
     // Passwords starting with digits and holding an unencoded # / ?: the parser reads another host, a port and no password.
@@ -285,6 +289,7 @@ describe("master key", () => {
   test.each([
     { name: "64 hex digits", value: "ab".repeat(32), bytes: Buffer.from("ab".repeat(32), "hex") },
     { name: "base64", value: Buffer.alloc(32, 9).toString("base64"), bytes: Buffer.alloc(32, 9) },
+    { name: "base64url", value: Buffer.alloc(32, 251).toString("base64url"), bytes: Buffer.alloc(32, 251) },
   ])("IMGPRESS_MASTER_KEY as $name", async ({ value, bytes }) => {
     const key = await loadMasterKey(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: value }));
     expect(Buffer.from(key)).toEqual(bytes);
@@ -294,6 +299,9 @@ describe("master key", () => {
     { name: "too short", value: "abcd" },
     { name: "31 bytes of hex", value: "ab".repeat(31) },
     { name: "33 bytes of base64", value: Buffer.alloc(33, 1).toString("base64") },
+    // Buffer's decoder would skip the characters it cannot read and give another 32-byte key.
+    { name: "base64 with a stray character", value: `${Buffer.alloc(32, 9).toString("base64")}!!!` },
+    { name: "base64 with a mistyped character", value: Buffer.alloc(32, 9).toString("base64").replace(/^./, "*") },
   ])("IMGPRESS_MASTER_KEY $name is refused, naming the variable", async ({ value }) => {
     const pending = loadMasterKey(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: value }));
     await expect(pending).rejects.toBeInstanceOf(ConfigError);
