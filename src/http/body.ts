@@ -1,6 +1,9 @@
 import { Buffer } from "node:buffer";
 import { AppError } from "../errors.ts";
 
+/** The reason a body is cancelled with when it arrives too slowly (the runtime edge need not wait for its rest). */
+export const SLOW_BODY = "the request body arrived too slowly";
+
 /** Bounds for reading one request body. */
 export interface BodyLimits {
   maxBytes: number;
@@ -27,7 +30,7 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Ui
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    reader.cancel().catch(() => {});
+    reader.cancel(SLOW_BODY).catch(() => {});
   }, limits.timeoutMs);
   try {
     for (;;) {
