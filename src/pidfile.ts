@@ -24,10 +24,14 @@ export function claimPidFile(databasePath: string): () => void {
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
-      const holder = liveServerPid(databasePath);
-      if (holder !== null) {
-        throw new Error(`another server (pid ${holder}) is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR (if no server runs, delete ${path})`);
+      const holder = recordedServer(databasePath);
+      if (holder?.alive) {
+        throw new Error(`another server (pid ${holder.pid}) is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR (if no server runs, delete ${path})`);
       }
+      // Cannot tell (Deno without --allow-run): refusing would stop every restart after a crash, and
+      // taking the record over would hide a live first server from restore and migrate-data; this
+      // server runs without a record of its own, and leaves that one alone.
+      if (holder?.alive === undefined && holder !== null) return () => {};
       // Left by a crash (or half written): its process is gone.
       rmSync(path, { force: true });
     }
@@ -37,23 +41,29 @@ export function claimPidFile(databasePath: string): () => void {
   };
 }
 
-/** The pid of a live server using `databasePath`, or null. */
-export function liveServerPid(databasePath: string): number | null {
+/** The server recorded for `databasePath`, or null: alive, gone, or undefined where this runtime may not tell (Deno without --allow-run). */
+function recordedServer(databasePath: string): { pid: number; alive: boolean | undefined } | null {
   const other = serverPid(databasePath);
   if (other === null || other === pid) return null;
   try {
     process.kill(other, 0);
-    return other;
+    return { pid: other, alive: true };
   } catch (err) {
-    // EPERM: alive but someone else's process, so still a server.
-    return (err as NodeJS.ErrnoException).code === "EPERM" ? other : null;
+    const code = (err as NodeJS.ErrnoException).code;
+    // EPERM: alive but someone else's process, so still a server; no code at all: not allowed to ask.
+    return { pid: other, alive: code === "EPERM" ? true : code === undefined ? undefined : false };
   }
 }
 
-/** Why `databasePath` must not be replaced or copied now (a live server uses it), or null when no server does. */
+/** Why `databasePath` must not be replaced or copied now (a live server uses it, or one may), or null when no server does. */
 export function serverInUse(databasePath: string): string | null {
-  const holder = liveServerPid(databasePath);
-  return holder === null ? null : `a server (pid ${holder}) is using ${databasePath}; stop it first (if no server runs, delete ${pidFilePath(databasePath)})`;
+  const holder = recordedServer(databasePath);
+  const record = pidFilePath(databasePath);
+  if (holder?.alive) return `a server (pid ${holder.pid}) is using ${databasePath}; stop it first (if no server runs, delete ${record})`;
+  if (holder !== null && holder.alive === undefined) {
+    return `${record} names process ${holder.pid}, and this runtime may not ask whether it runs (Deno without --allow-run): stop that server first; if none runs, delete ${record}`;
+  }
+  return null;
 }
 
 function serverPid(databasePath: string): number | null {

@@ -244,7 +244,7 @@ describe("migrate and configuration errors", () => {
     expect(existsSync(join(dir, "imgpress.db.pid"))).toBe(false);
   });
 
-  // Deno without --allow-run cannot check that the pid is alive and takes the record for a stale one (README, "Run with Deno").
+  // Deno without --allow-run cannot check that the pid is alive and starts without a record (test/e2e/pidfile.e2e.test.ts).
   test.skipIf(e2eRuntime() === "deno")("serve refused by a live server's record has not opened or migrated the database", async () => {
     const fresh = join(dir, "claimed");
     mkdirSync(fresh, { recursive: true });

@@ -1,0 +1,28 @@
+/**
+ * The pid record where the runtime may not ask whether its process runs (Deno without
+ * --allow-run; under Bun a second server is refused, test/cli.test.ts): a second server starts
+ * without a record of its own and leaves the first one's in place, and migrate-data refuses while
+ * a record names a process, saying how to go on.
+ */
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { e2eRuntime, runCli, startServer } from "../support/server.ts";
+
+describe.skipIf(e2eRuntime() !== "deno")("the pid record under Deno without --allow-run", () => {
+  test("a second server keeps the first one's record; migrate-data is refused while it names a process", async () => {
+    const first = await startServer();
+    try {
+      const record = join(first.dataDir, "imgpress.db.pid");
+      const firstPid = readFileSync(record, "utf8").trim();
+      const second = await startServer({ dataDir: first.dataDir });
+      expect(await second.stop({ keepData: true })).toBe(0);
+      expect(readFileSync(record, "utf8").trim()).toBe(firstPid);
+      const copy = await runCli(["migrate-data", "--from", `file:${join(first.dataDir, "imgpress.db")}`, "--to", `file:${join(first.dataDir, "copy.db")}`], first.env);
+      expect(copy.code).toBe(1);
+      expect(copy.stderr).toContain(`${record} names process ${firstPid}, and this runtime may not ask whether it runs (Deno without --allow-run)`);
+    } finally {
+      await first.stop();
+    }
+  }, 60_000);
+});
