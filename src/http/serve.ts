@@ -43,7 +43,7 @@ export function createFetchHandler(
     const meta = attachMeta(request, peer);
     options.counter?.tick();
     const url = URL.parse(request.url);
-    const response = refusal(request, url) ?? (await handleSafely(handle, request, meta, logger));
+    const response = withoutBodyForHead(request, refusal(request, url) ?? (await handleSafely(handle, request, meta, logger)));
     response.headers.set("x-request-id", meta.id);
     // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
     for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
@@ -68,6 +68,16 @@ function refusal(request: Request, url: URL | null): Response | undefined {
     return answerError(request, new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" });
   }
   return undefined;
+}
+
+/**
+ * A HEAD answer without the body the app gave it (an error's JSON): Bun drops it, while Deno over
+ * HTTP/2 sends the stream's end after the headers and then resets the stream (curl: PROTOCOL_ERROR).
+ */
+function withoutBodyForHead(request: Request, response: Response): Response {
+  if (request.method !== "HEAD" || response.body === null) return response;
+  response.body.cancel().catch(() => {});
+  return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** The app's answer; an error escaping the app becomes the JSON 500 (the runtime's own error page shows source code). */

@@ -226,6 +226,14 @@ describe("a real photo over HTTPS", () => {
     expect(await curl("imp_not-a-real-key", ["--data-binary", `@${big}`])).toBe("401 INVALID_API_KEY");
     expect((await bearer(await convertForm(await img.photo(32, 32)))).status).toBe(200);
   }, 60_000);
+
+  test("curl's HEAD over HTTP/2 gets the status and headers of an error answer too (its JSON body left out)", async () => {
+    for (const [path, status] of [["/v1/no-such-route", "404"], ["/health", "200"]] as const) {
+      const proc = Bun.spawn(["curl", "-sS", "--http2", "-I", "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_code}", `${server.url}${path}`], { stdout: "pipe", stderr: "pipe" });
+      const [said, err, code] = [await new Response(proc.stdout).text(), await new Response(proc.stderr).text(), await proc.exited];
+      expect({ path, code, said, err: err.trim() }).toEqual({ path, code: 0, said: status, err: "" });
+    }
+  });
 });
 
 describe("burst of maximum-size uploads", () => {
