@@ -31,7 +31,7 @@ const denoRuntime: Runtime = {
           },
           async (request, info) => {
             // The app reads the body through a stream of its own, so that what it leaves unread
-            // (a refused body) is read to its end before the answer goes out (see `discardRest`).
+            // (a refused body) is read to its end before the answer goes out (see `refusableBody`).
             const body = request.body ? refusableBody(request.body, options.idleTimeoutS * 1000) : undefined;
             const forwarded = body ? new Request(request, { body: body.stream, duplex: "half" } as RequestInit) : request;
             const response = await options.fetch(forwarded, (info.remoteAddr as Deno.NetAddr).hostname);
@@ -57,12 +57,12 @@ const denoRuntime: Runtime = {
 
 /**
  * A request body as the app reads it, and `settled`, which reads and discards what the app left
- * unread (401 for a bad key, 413 for a body over the limit), within bounds, and resolves once done. Over TLS Deno.serve
- * also speaks HTTP/2, where a body not read to its end when the answer is complete ends the stream
- * with RST_STREAM right after it, and curl 7.x (Debian 12's curl and PHP cURL) then reports
- * "error 92" instead of the JSON error; Bun speaks HTTP/1.1 only and has no such case. A body cut
- * for arriving too slowly (408) is not waited for, nor one declared over DRAIN_LIMIT_BYTES: its
- * stream is reset as before, as is one still arriving after DRAIN_WAIT_MS.
+ * unread (401 for a bad key, 413 for a body over the limit) within bounds, resolving once done.
+ * Over TLS Deno.serve also speaks HTTP/2, where a body not read to its end when the answer is
+ * complete ends the stream with RST_STREAM right after it, and curl 7.x (Debian 12's curl and PHP
+ * cURL) then reports "error 92" instead of the JSON error; Bun speaks HTTP/1.1 only and has no such
+ * case. A body cut for arriving too slowly (408) is not waited for, nor one declared over
+ * DRAIN_LIMIT_BYTES: its stream is reset as before, as is one still arriving after DRAIN_WAIT_MS.
  */
 function refusableBody(source: ReadableStream<Uint8Array>, timeoutMs: number): { stream: ReadableStream<Uint8Array>; settled: (read: boolean, declaredBytes: number) => Promise<void> } {
   const reader = source.getReader();
@@ -92,6 +92,7 @@ function refusableBody(source: ReadableStream<Uint8Array>, timeoutMs: number): {
   };
 }
 
+/** Reads `reader` to its end, discarding, for at most DRAIN_LIMIT_BYTES and `timeoutMs`; then cancels it. */
 function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, timeoutMs: number): Promise<void> {
   const timer = setTimeout(() => reader.cancel().catch(() => {}), timeoutMs);
   return (async () => {

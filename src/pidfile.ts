@@ -31,7 +31,7 @@ export function claimPidFile(databasePath: string): () => void {
       // Cannot tell (Deno without --allow-run): refusing would stop every restart after a crash, and
       // taking the record over would hide a live first server from restore and migrate-data; this
       // server runs without a record of its own, and leaves that one alone.
-      if (holder?.alive === undefined && holder !== null) return () => {};
+      if (holder && holder.alive === undefined) return () => {};
       // Left by a crash (or half written): its process is gone.
       rmSync(path, { force: true });
     }
