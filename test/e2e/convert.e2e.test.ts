@@ -71,6 +71,13 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
+/** Runs the system's curl against the server's certificate; `stdin` names a file sent as its input. */
+async function curl(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn(["curl", "-sS", "--cacert", caFile, ...args], { stdin: stdin ? Bun.file(stdin) : "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
 const nowS = () => Math.floor(Date.now() / 1000);
 const untilNextSecond = () => Bun.sleep(1001 - (Date.now() % 1000));
 
@@ -211,27 +218,25 @@ describe("a real photo over HTTPS", () => {
   test("curl over HTTP/2 gets the JSON for a body refused part-way or before it is read", async () => {
     const big = join(tmp, "big-40mb.bin");
     await writeFile(big, new Uint8Array(40 * 1024 * 1024));
-    const curl = async (auth: string, upload: string[], stdin?: string) => {
+    const refused = async (auth: string, upload: string[], stdin?: string) => {
       const out = join(tmp, "curl-answer.json");
       await rm(out, { force: true });
-      const args = ["curl", "-sS", "--http2", "--cacert", caFile, "-o", out, "-w", "%{http_code}", "-H", `Authorization: Bearer ${auth}`, "-H", "Content-Type: multipart/form-data; boundary=x", ...upload];
-      const proc = Bun.spawn([...args, `${server.url}/v1/plugin/convert`], { stdin: stdin ? Bun.file(stdin) : "ignore", stdout: "pipe", stderr: "pipe" });
-      const [status, err, code] = [await new Response(proc.stdout).text(), await new Response(proc.stderr).text(), await proc.exited];
-      return code === 0 ? `${status} ${JSON.parse(await readFile(out, "utf8")).code}` : `curl exit ${code}: ${err.trim()}`;
+      const headers = ["-H", `Authorization: Bearer ${auth}`, "-H", "Content-Type: multipart/form-data; boundary=x"];
+      const r = await curl(["--http2", "-o", out, "-w", "%{http_code}", ...headers, ...upload, `${server.url}/v1/plugin/convert`], stdin);
+      return r.code === 0 ? `${r.stdout} ${JSON.parse(await readFile(out, "utf8")).code}` : `curl exit ${r.code}: ${r.stderr.trim()}`;
     };
     // Streamed (no Content-Length): refused once it passes the limit, part-way through.
-    expect(await curl(keys.api_key, ["-X", "POST", "-T", "-"], big)).toBe("413 FILE_TOO_LARGE");
+    expect(await refused(keys.api_key, ["-X", "POST", "-T", "-"], big)).toBe("413 FILE_TOO_LARGE");
     // Declared: refused before a byte is read, for its size or for its key.
-    expect(await curl(keys.api_key, ["--data-binary", `@${big}`])).toBe("413 FILE_TOO_LARGE");
-    expect(await curl("imp_not-a-real-key", ["--data-binary", `@${big}`])).toBe("401 INVALID_API_KEY");
+    expect(await refused(keys.api_key, ["--data-binary", `@${big}`])).toBe("413 FILE_TOO_LARGE");
+    expect(await refused("imp_not-a-real-key", ["--data-binary", `@${big}`])).toBe("401 INVALID_API_KEY");
     expect((await bearer(await convertForm(await img.photo(32, 32)))).status).toBe(200);
   }, 60_000);
 
   test("curl's HEAD over HTTP/2 gets the status and headers of an error answer too (its JSON body left out)", async () => {
     for (const [path, status] of [["/v1/no-such-route", "404"], ["/health", "200"]] as const) {
-      const proc = Bun.spawn(["curl", "-sS", "--http2", "-I", "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_code}", `${server.url}${path}`], { stdout: "pipe", stderr: "pipe" });
-      const [said, err, code] = [await new Response(proc.stdout).text(), await new Response(proc.stderr).text(), await proc.exited];
-      expect({ path, code, said, err: err.trim() }).toEqual({ path, code: 0, said: status, err: "" });
+      const r = await curl(["--http2", "-I", "-o", "/dev/null", "-w", "%{http_code}", `${server.url}${path}`]);
+      expect({ path, code: r.code, said: r.stdout, err: r.stderr.trim() }).toEqual({ path, code: 0, said: status, err: "" });
     }
   });
 });
@@ -291,12 +296,6 @@ describe("burst of maximum-size uploads", () => {
 });
 
 describe("curl", () => {
-  async function curl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const proc = Bun.spawn(["curl", "-sS", "--cacert", caFile, ...args], { stdout: "pipe", stderr: "pipe" });
-    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    return { code, stdout, stderr };
-  }
-
   test.each(["webp", "avif"] as const)("curl -F with bearer converts a photo to %s", async (format) => {
     const input = join(tmp, "curl-photo.jpg");
     const output = join(tmp, `curl-out.${format}`);
