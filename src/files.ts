@@ -29,3 +29,13 @@ export async function readOrCreate(path: string, make: () => Promise<string>, mo
 export async function statOf(path: string): Promise<Stats | null> {
   return stat(path).catch(() => null);
 }
+
+/**
+ * Creates `path` empty and owner-only when nothing is there yet, so a file another program then
+ * fills (SQLite's database, whose -wal and -shm take its mode) is never readable by others.
+ */
+export async function createOwnerOnly(path: string): Promise<void> {
+  // Any failure (it exists, or the folder is not writable) is left to the program that opens it
+  // next, which reports it in its own words.
+  await writeFile(path, "", { mode: 0o600, flag: "wx" }).catch(() => {});
+}

@@ -33,6 +33,7 @@ interface KeyListRow {
   conversions: number;
   bytesIn: number;
   bytesOut: number;
+  revokedAt: number | null;
 }
 
 async function keyList(env: Record<string, string>): Promise<KeyListRow[]> {
@@ -203,6 +204,21 @@ describe("backup during a burst, restore into a new folder", () => {
     expect(existsSync(aside!)).toBe(true);
     await copyFile(aside!, join(tmp, "aside-copy.db")); // still a readable file
   }, 30_000);
+
+  test("a rollback journal beside the old database goes aside with it, not onto the restored one", async () => {
+    const dir = join(tmp, "stale-journal");
+    expect((await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir })).code).toBe(0);
+    // Left by a crash of a process that had switched the file out of WAL: SQLite would replay it
+    // into whatever file then bears the name.
+    const journal = "stale journal pages";
+    await writeFile(join(dir, "imgpress.db-journal"), journal);
+    const r = await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir });
+    expect(r.code).toBe(0);
+    const aside = /previous database kept as (\S+)/.exec(r.stdout)?.[1];
+    expect(existsSync(join(dir, "imgpress.db-journal"))).toBe(false);
+    expect(await readFile(`${aside}-journal`, "utf8")).toBe(journal);
+    expect((await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: dir })).code).toBe(0);
+  }, 30_000);
 });
 
 describe("a master key that is not the database's", () => {
@@ -253,8 +269,11 @@ describe("restore of a data folder's own database file", () => {
     // The database with its own -wal/-shm as a server leaves them; nothing of the staged copy.
     expect(readdirSync(target).filter((f) => !/^(imgpress\.db(-wal|-shm)?|master\.key)$/.test(f))).toEqual([]);
     const rows = await keyList({ IMGPRESS_DATA_DIR: target });
-    const restored = rows.find((k) => k.id === revokedId) as (KeyListRow & { revokedAt: number | null }) | undefined;
+    const restored = rows.find((k) => k.id === revokedId);
     expect(restored?.revokedAt).toBeGreaterThan(0);
+    // The count restore reports tells revoked pairs apart.
+    const revoked = rows.filter((k) => k.revokedAt !== null).length;
+    expect(r.stdout).toContain(`(${rows.length} key pairs, ${revoked} of them revoked; integrity check ok)`);
   }, 30_000);
 });
 

@@ -199,12 +199,16 @@ describe("keys revoke", () => {
 });
 
 describe("migrate and configuration errors", () => {
-  test("migrate prepares the database and exits 0; a data folder it creates is owner-only", async () => {
+  test("migrate prepares the database and exits 0; a data folder and database it creates are owner-only", async () => {
     const fresh = join(dir, "new", "data");
     const r = await runCli(["migrate"], { IMGPRESS_DATA_DIR: fresh });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("up to date");
     expect(statSync(fresh).mode & 0o777).toBe(0o700);
+    // The database and its write-ahead files are owner-only too, whatever the umask.
+    for (const name of ["imgpress.db", "imgpress.db-wal", "imgpress.db-shm"].filter((n) => existsSync(join(fresh, n)))) {
+      expect([name, statSync(join(fresh, name)).mode & 0o777]).toEqual([name, 0o600]);
+    }
   });
 
   test("migrate names the migrations it applied, and says when there was none to apply", async () => {

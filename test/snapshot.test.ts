@@ -4,7 +4,7 @@ import { createClient } from "@libsql/client";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stageSnapshot, writeSnapshot } from "../src/db/backup.ts";
+import { describeKeyPairs, stageSnapshot, writeSnapshot } from "../src/db/backup.ts";
 import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
 
 let dir: string;
@@ -34,10 +34,16 @@ test("announces the expected size first; the snapshot carries the key and passes
   expect(result.bytes).toBeGreaterThan(10 * 1024 * 1024);
   const staged = await stageSnapshot(dest, join(dir, "staged.db"));
   expect(staged.masterKey).toEqual(key);
-  expect(staged.keys).toBe(0);
+  expect(staged.keys).toEqual({ all: 0, revoked: 0 });
   // The staged copy no longer holds the key; the backup file itself is untouched.
   const client = createClient({ url: `file:${join(dir, "staged.db")}` });
   expect((await client.execute("SELECT name FROM sqlite_master WHERE name = 'imgpress_backup'")).rows).toHaveLength(0);
   client.close();
   expect((await stageSnapshot(dest, join(dir, "staged-again.db"))).masterKey).toEqual(key);
+});
+
+test("a snapshot's key pairs are reported with the revoked ones told apart", () => {
+  expect(describeKeyPairs({ all: 1, revoked: 0 })).toBe("1 key pair");
+  expect(describeKeyPairs({ all: 3, revoked: 0 })).toBe("3 key pairs");
+  expect(describeKeyPairs({ all: 3, revoked: 1 })).toBe("3 key pairs, 1 of them revoked");
 });

@@ -2,7 +2,7 @@ import { Buffer } from "node:buffer";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
-import { DATABASE_FILE_SUFFIXES, moveAside, pinnedKeyCheck, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { DATABASE_FILE_SUFFIXES, describeKeyPairs, moveAside, pinnedKeyCheck, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
 import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { timingSafeEqual } from "../crypto.ts";
 import { existingMasterKey, masterKeyCheck, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
@@ -59,7 +59,7 @@ export async function runBackup(config: Config, file: string | undefined, flags:
     signals.leaveNothing,
   ).finally(() => signals.release());
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${result.keys} key pairs, ${seconds} s)`);
+  io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${describeKeyPairs(result.keys)}, ${seconds} s)`);
   io.out(
     withKey
       ? "It holds the database AND the master key: anyone with this file can unseal every stored secret. Keep it like a password."
@@ -156,7 +156,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   if (keySwap?.asideKey) io.out(`previous master key kept as ${keySwap.asideKey}`);
   if (aside) io.out(`previous database kept as ${aside}`);
   const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";
-  io.out(`restored ${resolve(file)}${taken} into ${target} (${info.keys} key pairs; integrity check ok)`);
+  io.out(`restored ${resolve(file)}${taken} into ${target} (${describeKeyPairs(info.keys)}; integrity check ok)`);
   return 0;
 }
 

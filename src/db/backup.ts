@@ -14,8 +14,8 @@ import { timingSafeEqual } from "../crypto.ts";
 
 /** What a snapshot holds, as `restore` reports it. */
 export interface SnapshotInfo {
-  /** Active and revoked key pairs. */
-  keys: number;
+  /** The key pairs it holds. */
+  keys: KeyPairCount;
   /** The master key carried in the snapshot, or null for a `--without-key` backup. */
   masterKey: Uint8Array | null;
   /** When the backup was made (Unix ms), or null. */
@@ -37,7 +37,7 @@ export async function writeSnapshot(
   masterKey: Uint8Array | null,
   starting: (expectedBytes: number) => void,
   interrupted?: (leftovers: string[]) => void,
-): Promise<{ bytes: number; keys: number }> {
+): Promise<{ bytes: number; keys: KeyPairCount }> {
   if (await exists(dest)) throw new Error(`${dest} already exists; choose another file name`);
   const temp = `${dest}.${crypto.randomUUID()}.partial`;
   // Created empty, owner-only, before the copy: the snapshot (and SQLite's journal beside it,
@@ -60,7 +60,7 @@ export async function writeSnapshot(
   try {
     await chmod(temp, 0o600);
     const snapshot = createClient({ url: `file:${temp}` });
-    let keys: number;
+    let keys: KeyPairCount;
     try {
       await snapshot.execute("CREATE TABLE imgpress_backup (master_key TEXT, created_at INTEGER NOT NULL)");
       await snapshot.execute({
@@ -142,10 +142,14 @@ export async function removeDatabaseFiles(path: string): Promise<void> {
   for (const ext of DATABASE_FILE_SUFFIXES) await rm(`${path}${ext}`, { force: true });
 }
 
-/** Moves the database and its -wal/-shm files aside under `suffix`; returns the main file's new name, or null when there was none. */
+/**
+ * Moves the database and the files that go with it aside under `suffix`; returns the main file's new
+ * name, or null when there was none. A rollback journal left beside the new file would be replayed
+ * into it by SQLite as a hot journal.
+ */
 export async function moveAside(path: string, suffix: string): Promise<string | null> {
   if (!(await exists(path))) return null;
-  for (const ext of ["", "-wal", "-shm"]) if (await exists(`${path}${ext}`)) await rename(`${path}${ext}`, `${path}${suffix}${ext}`);
+  for (const ext of DATABASE_FILE_SUFFIXES) if (await exists(`${path}${ext}`)) await rename(`${path}${ext}`, `${path}${suffix}${ext}`);
   return `${path}${suffix}`;
 }
 
@@ -154,8 +158,20 @@ export function sameKey(a: Uint8Array, b: Uint8Array): boolean {
   return timingSafeEqual(Buffer.from(a).toString("hex"), Buffer.from(b).toString("hex"));
 }
 
-async function countKeys(client: Client): Promise<number> {
-  return Number((await client.execute("SELECT count(*) FROM api_keys")).rows[0]![0]);
+/** Key pairs in a snapshot: all of them, and how many of those are revoked (kept for the audit trail). */
+export interface KeyPairCount {
+  all: number;
+  revoked: number;
+}
+
+/** "3 key pairs, 1 of them revoked", as backup and restore report a snapshot. */
+export function describeKeyPairs({ all, revoked }: KeyPairCount): string {
+  return `${all} key ${all === 1 ? "pair" : "pairs"}${revoked > 0 ? `, ${revoked} of them revoked` : ""}`;
+}
+
+async function countKeys(client: Client): Promise<KeyPairCount> {
+  const row = (await client.execute("SELECT count(*), count(revoked_at) FROM api_keys")).rows[0]!;
+  return { all: Number(row[0]), revoked: Number(row[1]) };
 }
 
 async function sizeOf(path: string): Promise<number> {

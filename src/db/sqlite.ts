@@ -3,6 +3,7 @@ import type { SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/libsql";
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
+import { createOwnerOnly } from "../files.ts";
 import { localPath } from "./location.ts";
 import { migrateSqlite } from "./migrate.ts";
 import { sqliteMigrations } from "./migrations.gen.ts";
@@ -31,7 +32,10 @@ export async function prepareDatabaseFolder(path: string): Promise<void> {
 /** Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL or a remote libSQL server. */
 export async function openSqliteStore(url: string, authToken?: string): Promise<SqliteStore> {
   const path = localPath(url);
-  if (path) await prepareDatabaseFolder(path);
+  if (path) {
+    await prepareDatabaseFolder(path);
+    await createOwnerOnly(path);
+  }
   // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
   // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
   const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
