@@ -96,6 +96,11 @@ export function masterKeyMismatch(origin: string): ConfigError {
 }
 
 function decodeKey(text: string, origin: string): Uint8Array {
+  // Hex digits only but not 64 of them: a hex key cut short (43 of them would also read as base64,
+  // as another key). A real base64 key of hex digits alone is a 1-in-10^20 chance.
+  if (/^[0-9a-fA-F]+$/.test(text) && text.length !== 64) {
+    throw new ConfigError(`${origin} is invalid: it has ${text.length} hex digits, and a master key in hex has 64; was it cut short when copied?`);
+  }
   // Buffer's base64 decoder skips what it cannot read: a mistyped character would give another key.
   const base64 = /^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}=?$/.test(text);
   const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : base64 ? Buffer.from(text, "base64") : Buffer.alloc(0);

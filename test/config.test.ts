@@ -308,6 +308,13 @@ describe("master key", () => {
     await expect(pending).rejects.toThrow("IMGPRESS_MASTER_KEY");
   });
 
+  test("a hex key cut short is refused as such, even at 43 digits (which would read as another base64 key)", async () => {
+    for (const length of [43, 63]) {
+      const pending = loadMasterKey(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: "ab".repeat(32).slice(0, length) }));
+      await expect(pending).rejects.toThrow(`IMGPRESS_MASTER_KEY is invalid: it has ${length} hex digits, and a master key in hex has 64`);
+    }
+  });
+
   test("without the variable a key file is generated once (mode 0600) and reused", async () => {
     const config = loadConfig({ IMGPRESS_DATA_DIR: dir });
     const first = await loadMasterKey(config);
