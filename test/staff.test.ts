@@ -129,6 +129,10 @@ describe("sign-in", () => {
     const asked = await h.request("POST", "/internal/login", form({ email: STAFF }));
     expect(asked.text).toContain('inputmode="numeric" autocomplete="one-time-code"');
     await nextCode(h, STAFF, before);
+    // The mail says what the code opens, unlike a client's code for an API key.
+    const mail = h.smtp.messages.slice(before).find((m) => m.envelopeTo.includes(STAFF))!;
+    expect(mail.subject).toBe("Your imgpress staff sign-in code");
+    for (const body of [mail.text, mail.html]) expect(body).toContain("It signs you in to the imgpress dashboard");
     h.clock.advance(MINUTE + 1);
     const { res } = await staffCodeFlow(h, STAFF);
     expect(res.status).toBe(303);

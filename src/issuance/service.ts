@@ -67,7 +67,7 @@ export class OtpService {
 
     const { code, codeHash } = await this.codes.create(email, { siteUrl });
     try {
-      await this.d.mailer.send(otpMail(email, code, siteUrl, OTP_TTL_S / 60));
+      await this.d.mailer.send(otpMail(email, code, { kind: "api-key", siteUrl }, OTP_TTL_S / 60));
     } catch (err) {
       // An undelivered code must not stay usable; delete it unless a newer request already replaced it.
       await this.codes.discard(email, codeHash);

@@ -1,21 +1,29 @@
 import type { MailMessage } from "./mailer.ts";
 
+/** What a one-time code is for: an API key (for a site, when the client named one) or a staff sign-in. */
+export type CodePurpose = { kind: "api-key"; siteUrl: string | null } | { kind: "staff" };
+
 /** The e-mail that carries a one-time code. The code appears once per body, as six consecutive digits. */
-export function otpMail(to: string, code: string, siteUrl: string | null, validMinutes: number): MailMessage {
+export function otpMail(to: string, code: string, purpose: CodePurpose, validMinutes: number): MailMessage {
+  // The staff mail says what the code opens, so a reader who did not ask knows what is at stake.
+  const staff = purpose.kind === "staff";
+  const siteUrl = purpose.kind === "api-key" ? purpose.siteUrl : null;
+  const name = staff ? "imgpress staff sign-in code" : "imgpress sign-in code";
+  const use = staff ? "It signs you in to the imgpress dashboard (the staff pages under /internal/)." : "";
   const site = siteUrl ? `It was requested for the site ${plainUrl(siteUrl)}.` : "";
   const text = [
-    `Your imgpress sign-in code is: ${code}`,
+    `Your ${name} is: ${code}`,
     "",
-    `It is valid for ${validMinutes} minutes and can be used once. ${site}`.trim(),
+    `${use} It is valid for ${validMinutes} minutes and can be used once. ${site}`.trim(),
     "If you did not ask for it, ignore this message: nobody can use it without access to your mailbox.",
   ].join("\n");
   const html = page(
-    `<p>Your imgpress sign-in code is:</p>
+    `<p>Your ${name} is:</p>
 <p style="font-size:28px;font-weight:bold;letter-spacing:4px;font-family:monospace">${code}</p>
-<p>It is valid for ${validMinutes} minutes and can be used once.${siteUrl ? ` It was requested for the site ${unlinkableHtml(siteUrl)}.` : ""}</p>
+<p>${use ? `${use} ` : ""}It is valid for ${validMinutes} minutes and can be used once.${siteUrl ? ` It was requested for the site ${unlinkableHtml(siteUrl)}.` : ""}</p>
 <p>If you did not ask for it, ignore this message.</p>`,
   );
-  return { to, subject: "Your imgpress sign-in code", text, html };
+  return { to, subject: `Your ${name}`, text, html };
 }
 
 /** The notice sent to the owner whenever a new key pair is issued for their address. */

@@ -74,7 +74,7 @@ export class StaffSignIn {
     const { code, codeHash } = await this.codes.create(email);
     if (!(await this.d.staff.isStaff(email))) return;
     try {
-      await this.d.mailer.send(otpMail(email, code, null, STAFF_CODE_TTL_S / 60));
+      await this.d.mailer.send(otpMail(email, code, { kind: "staff" }, STAFF_CODE_TTL_S / 60));
     } catch (err) {
       // An undelivered code must not stay usable.
       await this.codes.discard(email, codeHash);
