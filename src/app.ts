@@ -11,7 +11,7 @@ import { ConversionGate } from "./convert/gate.ts";
 import { convertRoutes } from "./convert/index.ts";
 import { ConvertService } from "./convert/service.ts";
 import { docsRoutes } from "./docs/index.ts";
-import { errorHandler } from "./http/errors.ts";
+import { errorHandler, RouteMethods } from "./http/errors.ts";
 import { httpsGuard, internalGuard } from "./http/guards.ts";
 import { clientAddress } from "./http/meta.ts";
 import { KeyService } from "./keys/service.ts";
@@ -224,8 +224,9 @@ export function createApp(deps: AppDeps, services: Services) {
   const clientIp = (request: Request) => clientAddress(request, config.behindProxy);
   const auth = staffAuth(services.sessions, config.behindProxy);
   const staffDeps = { auth, sessions: services.sessions, staff: services.staff, signIn: services.staffSignIn, clientIp };
-  return new Elysia()
-    .use(errorHandler(logger))
+  const methods = new RouteMethods();
+  const app = new Elysia()
+    .use(errorHandler(logger, methods))
     .use(httpsGuard(proxies))
     .use(internalGuard(new IpAllowlist(config.internalAllow), clientIp))
     .use(internalResponseHeaders())
@@ -258,6 +259,8 @@ export function createApp(deps: AppDeps, services: Services) {
     .group("/v1", (v1) =>
       v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000)),
     );
+  methods.learn(app.routes);
+  return app;
 }
 
 /** The app's type, for tests and entries. */

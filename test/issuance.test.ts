@@ -53,7 +53,8 @@ describe("request-otp → e-mail → verify-otp", () => {
     expect(res.body).toEqual({ status: "success", message: expect.any(String), expires_in: 900 });
 
     const mail = await h.smtp.waitFor((m) => m.to === "owner@example.com");
-    expect(mail.subject.length).toBeGreaterThan(0);
+    expect(mail.subject).toBe("Your imgpress sign-in code");
+    expect(mail.text).not.toContain("dashboard");
     expect(mail.contentType).toStartWith("multipart/alternative");
     const code = extractOtp(mail);
     expect(code).toMatch(/^\d{6}$/);
@@ -530,7 +531,7 @@ describe("issued keys", () => {
 describe("every error body is exactly {error, message, code}", () => {
   test.each([
     { name: "unknown route", send: () => h.request("GET", "/v1/nope"), status: 404, code: "NOT_FOUND" },
-    { name: "unknown method on a route", send: () => h.request("GET", REQUEST), status: 404, code: "NOT_FOUND" },
+    { name: "another method on a route", send: () => h.request("GET", REQUEST), status: 405, code: "METHOD_NOT_ALLOWED" },
     { name: "/internal from an unknown client", send: () => h.request("GET", "/internal/status"), status: 404, code: "NOT_FOUND" },
     { name: "bad JSON", send: () => h.request("POST", REQUEST, { body: "{", headers: { "content-type": "application/json" } }), status: 400, code: "VALIDATION_ERROR" },
     { name: "missing field", send: () => h.requestOtp({}), status: 400, code: "VALIDATION_ERROR" },
@@ -545,5 +546,26 @@ describe("every error body is exactly {error, message, code}", () => {
     },
   ])("$name → $status $code", async ({ send, status, code }) => {
     expectError(await send(), status, code);
+  });
+
+  test("405 names the methods the route answers, in the message and in Allow; paths with parameters and /internal/ stay 404", async () => {
+    for (const [method, path, allow] of [
+      ["GET", "/v1/plugin/convert", "POST"],
+      ["OPTIONS", "/v1/plugin/convert", "POST"],
+      ["PUT", "/v1/plugin/auth/verify-otp", "POST"],
+      ["POST", "/health", "GET, HEAD"],
+      ["DELETE", "/v1/docs", "GET, HEAD"],
+    ] as const) {
+      const res = await h.request(method, path);
+      expectError(res, 405, "METHOD_NOT_ALLOWED");
+      expect([method, path, res.headers.get("allow"), res.body.message]).toEqual([method, path, allow, `${path} answers ${allow} only. See /v1/docs for the API.`]);
+    }
+    // HEAD on a POST route: the same status and Allow, without a body.
+    const head = await h.request("HEAD", "/v1/plugin/convert");
+    expect([head.status, head.headers.get("allow")]).toEqual([405, "POST"]);
+    for (const [method, path] of [["GET", "/v1/plugin/convert/"], ["PUT", "/internal/login"], ["GET", "/internal/keys/abc/revoke"]] as const) {
+      // From loopback, inside the /internal/ allowlist.
+      expectError(await h.request(method, path, { ip: "127.0.0.1" }), 404, "NOT_FOUND");
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { Elysia, ValidationError } from "elysia";
 import { driverMessage, storageFaultCode, storageUnavailable } from "../db/faults.ts";
-import { AppError, internalError, notFound } from "../errors.ts";
+import { AppError, internalError, methodNotAllowed, notFound } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { redactPath } from "../redact.ts";
 import { answerError, requestMeta } from "./meta.ts";
@@ -10,13 +10,13 @@ import { answerError, requestMeta } from "./meta.ts";
  * `{ error, message, code }` shape, a database storage fault (disk full, read-only…) as 503
  * STORAGE_UNAVAILABLE logged for the operator, anything else as 500 INTERNAL_ERROR logged with the request id.
  */
-export function errorHandler(logger: Logger) {
+export function errorHandler(logger: Logger, methods: RouteMethods = new RouteMethods()) {
   return new Elysia({ name: "error-handler" }).error({ AppError }).onError({ as: "global" }, ({ code, error, request, route }) => {
     const meta = requestMeta(request);
     const id = meta.id;
     // The metrics label errors by route too; routing has happened when an error reaches here.
     meta.route ??= route || undefined;
-    const known = toAppError(code, error, request);
+    const known = toAppError(code, error, request, methods);
     const fault = known ? null : storageFaultCode(error);
     // Only the two logged cases need the path: the usual 4xx answers skip the URL parse.
     if (fault) logger.error("storage unavailable", { requestId: id, path: pathOf(request), fault, error: driverMessage(error) });
@@ -28,14 +28,42 @@ export function errorHandler(logger: Logger) {
 
 const pathOf = (request: Request) => redactPath(new URL(request.url).pathname);
 
-function toAppError(code: string | number, error: unknown, request: Request): AppError | null {
+/**
+ * The methods each public path answers, learnt from the built app: a known path asked with another
+ * method gets 405 and `Allow`, not a 404 that would say the route does not exist. Paths with
+ * parameters and everything under /internal/ are left out, so those stay 404 (the staff routes
+ * answer outsiders 404 whatever the method).
+ */
+export class RouteMethods {
+  private readonly byPath = new Map<string, string[]>();
+
+  /** Takes the app's routes (Elysia's `app.routes`) once it is built. */
+  learn(routes: readonly { method: string; path: string }[]): void {
+    for (const { method, path } of routes) {
+      if (path.startsWith("/internal") || /[:*]/.test(path)) continue;
+      // Elysia answers HEAD on every GET route.
+      const added = method === "GET" ? ["GET", "HEAD"] : [method];
+      this.byPath.set(path, [...new Set([...(this.byPath.get(path) ?? []), ...added])]);
+    }
+  }
+
+  /** The methods `path` answers, or null for a path no public route has. */
+  allowed(path: string): readonly string[] | null {
+    return this.byPath.get(path) ?? null;
+  }
+}
+
+function toAppError(code: string | number, error: unknown, request: Request, methods: RouteMethods): AppError | null {
   if (error instanceof AppError) return error;
   // Elysia wraps whatever a parser throws in a ParseError; our parsers throw AppErrors on purpose.
   if (code === "PARSE" && (error as Error).cause instanceof AppError) return (error as Error).cause as AppError;
   if (error instanceof ValidationError) return validationError(error, request);
   switch (code) {
-    case "NOT_FOUND":
-      return notFound();
+    case "NOT_FOUND": {
+      const path = new URL(request.url).pathname;
+      const allowed = methods.allowed(path);
+      return allowed ? methodNotAllowed(path, allowed) : notFound();
+    }
     case "PARSE":
       return new AppError(400, "VALIDATION_ERROR", "The request body could not be parsed.");
     case "INVALID_COOKIE_SIGNATURE":

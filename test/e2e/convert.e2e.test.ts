@@ -234,7 +234,7 @@ describe("a real photo over HTTPS", () => {
   }, 60_000);
 
   test("curl's HEAD over HTTP/2 gets the status and headers of an error answer too (its JSON body left out)", async () => {
-    for (const [path, status] of [["/v1/no-such-route", "404"], ["/health", "200"]] as const) {
+    for (const [path, status] of [["/v1/no-such-route", "404"], ["/v1/plugin/convert", "405"], ["/health", "200"]] as const) {
       const r = await curl(["--http2", "-I", "-o", "/dev/null", "-w", "%{http_code}", `${server.url}${path}`]);
       expect({ path, code: r.code, said: r.stdout, err: r.stderr.trim() }).toEqual({ path, code: 0, said: status, err: "" });
     }
