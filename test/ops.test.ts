@@ -165,7 +165,7 @@ describe("HTTP labels", () => {
     await fetch(new Request("http://localhost/health", { method: "PROPFIND" }), "127.0.0.1");
     await fetch(new Request("http://localhost/v1/users/alice@example.com"), "127.0.0.1");
     const text = (await h.request("GET", "/internal/metrics", { ip: "127.0.0.1" })).text;
-    expect(text).toMatch(/^imgpress_http_requests_total\{method="other",route="unmatched",status="404"\} 1$/m);
+    expect(text).toMatch(/^imgpress_http_requests_total\{method="other",route="unmatched",status="405"\} 1$/m);
     expect(text).toMatch(/^imgpress_http_requests_total\{method="GET",route="unmatched",status="404"\} 1$/m);
     expect(text).not.toContain("alice");
     const spec = (await h.request("GET", "/v1/docs/json")).body;
