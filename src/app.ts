@@ -4,8 +4,8 @@ import { RequestAuthenticator } from "./requestauth/service.ts";
 import { authRoutes } from "./issuance/index.ts";
 import { OtpService } from "./issuance/service.ts";
 import type { Config } from "./config.ts";
-import { masterKeyOrigin, pinMasterKey } from "./masterkey.ts";
-import { deriveKey, SecretBox } from "./crypto.ts";
+import { masterKeyOrigin, pinMasterKey, secretBoxOf } from "./masterkey.ts";
+import { deriveKey } from "./crypto.ts";
 import type { Store } from "./db/index.ts";
 import { ConversionGate } from "./convert/gate.ts";
 import { convertRoutes } from "./convert/index.ts";
@@ -92,7 +92,7 @@ export const ABANDON_AFTER_LIMITS = 5;
 /** Builds the services from their dependencies. */
 export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
-  const keys = new KeyService(deps.store, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), now);
+  const keys = new KeyService(deps.store, await secretBoxOf(deps.masterKey), now);
   await pinMasterKey(deps.store, deps.masterKey, masterKeyOrigin(deps.config), () => keys.opensStoredSecrets());
   const limiter = new RateLimiter(deps.store, now);
   const memoryBudgetBytes = deps.config.memoryBudgetMb * 2 ** 20;

@@ -1,13 +1,15 @@
 import { existsSync } from "node:fs";
 import { createApp, createServices, type App, type Services } from "./app.ts";
-import { ineffectiveSettings, loadConfig, unknownSettings, type Config } from "./config.ts";
+import { ConfigError, ineffectiveSettings, loadConfig, unknownSettings, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { localPath, openStore, type Store } from "./db/index.ts";
+import { inspectDatabaseFile, pendingMigrations } from "./db/inspect.ts";
 import { scrub } from "./db/location.ts";
 import { sqliteMigrations } from "./db/migrations.gen.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, type Mailer, smtpMailer } from "./mail/mailer.ts";
-import { loadMasterKey, masterKeyPath, requireKeyOfPinnedDatabase } from "./masterkey.ts";
+import { loadMasterKey, masterKeyPath, requireDatabaseKey, requireKeyOfPinnedDatabase } from "./masterkey.ts";
+import { serverInUse } from "./pidfile.ts";
 
 // The migration that creates the tables: applied only to a database that had none.
 const FIRST_MIGRATION = sqliteMigrations[0]!.tag;
@@ -32,6 +34,8 @@ export async function boot(options: {
   write?: (line: string) => void;
   /** Runs once the config is known, before the database is opened (and migrated): a refusal here has written nothing. */
   beforeOpen?: (config: Config) => Promise<void>;
+  /** A command that may run beside a live server on the same file: it refuses to migrate the file under it. */
+  besideServer?: boolean;
 }): Promise<Booted> {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
@@ -40,8 +44,17 @@ export async function boot(options: {
   if (unknown.length > 0) logger.startup("warn", `ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
   for (const warning of ineffectiveSettings(config)) logger.startup("warn", warning);
   await options.beforeOpen?.(config);
+  // A local file is looked at before it is opened: a refusal then leaves it as it was, unmigrated.
+  const path = localPath(config.databaseUrl);
+  const facts = path ? await inspectDatabaseFile(path) : null;
+  const pending = facts ? pendingMigrations(facts.newestMigration, sqliteMigrations).map((m) => m.tag) : [];
+  if (path && options.besideServer && pending.length > 0) {
+    const server = serverInUse(path);
+    if (server) throw new ConfigError(`this imgpress would migrate the database (${pending.join(", ")}) under a running server: ${server}, then start this version, which migrates at start`);
+  }
+  await requireDatabaseKey(config, facts);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
-  const store = await openConfiguredStore(config);
+  const store = await openConfiguredStore(config, pending);
   // After an upgrade the operator sees what changed in the database, once, at the start that did it.
   if (store.migrationsApplied.length > 0) logger.startup("info", "database migrated", { migrations: store.migrationsApplied });
   // A new, empty database beside a master key of earlier runs: the old database file is gone or was replaced (an empty copy).
@@ -60,13 +73,19 @@ export async function boot(options: {
  * database) becomes one line naming the database, its password masked: the driver's own message
  * does not say which database it could not reach.
  */
-async function openConfiguredStore(config: Config): Promise<Store> {
+async function openConfiguredStore(config: Config, pending: readonly string[]): Promise<Store> {
   try {
     return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
   } catch (err) {
     const message = driverMessage(err);
     // SQLite's code 14 (CANTOPEN) says nothing of why: on a local file it is the folder's permissions or a read-only mount.
-    const hint = localPath(config.databaseUrl) && /CANTOPEN|unable to open database|: 14\b/i.test(message) ? " (is the data folder writable by this user, and not on a read-only mount?)" : "";
+    const local = localPath(config.databaseUrl) !== null;
+    const hint =
+      local && pending.length > 0 && /readonly|read-only/i.test(message)
+        ? ` (this version must first migrate it (${pending.join(", ")}), which needs it writable: use a writable copy, or the version that wrote it)`
+        : local && /CANTOPEN|unable to open database|: 14\b/i.test(message)
+          ? " (is the data folder writable by this user, and not on a read-only mount?)"
+          : "";
     throw new Error(scrub(`cannot open the database ${config.databaseUrl}: ${message}${hint}`, [config.databaseUrl]), { cause: err });
   }
 }

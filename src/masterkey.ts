@@ -3,8 +3,9 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { ConfigError, type Config } from "./config.ts";
-import { deriveKey, randomBytes, timingSafeEqual, toHex } from "./crypto.ts";
+import { deriveKey, randomBytes, SecretBox, timingSafeEqual, toHex } from "./crypto.ts";
 import type { Store } from "./db/index.ts";
+import type { DatabaseFacts } from "./db/inspect.ts";
 import { readOrCreate } from "./files.ts";
 
 /**
@@ -48,6 +49,41 @@ export async function masterKeyCheck(key: Uint8Array): Promise<string> {
   return toHex(await deriveKey(key, "master-key-check"));
 }
 
+/** The box stored secret keys are sealed in: a key derived from the master key for that one use. */
+export async function secretBoxOf(key: Uint8Array): Promise<SecretBox> {
+  return SecretBox.create(await deriveKey(key, "secret-box"));
+}
+
+/**
+ * Whether `key` is the master key of the database `facts` describe: by its pin, or, in a database
+ * from before the pin, by opening its newest sealed secret. Null when nothing tells (no pin and no
+ * key pair: any key will do).
+ */
+export async function keyFitsDatabase(facts: DatabaseFacts, key: Uint8Array): Promise<boolean | null> {
+  if (facts.keyCheck !== null) return timingSafeEqual(facts.keyCheck, await masterKeyCheck(key));
+  if (facts.newestSealed === null) return null;
+  const box = await secretBoxOf(key);
+  return box.open(facts.newestSealed.sealed, facts.newestSealed.id).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Refuses, before a local database is opened (and so before anything migrates it), a master key
+ * that is not its own, and a missing key file of a database used with one: a key generated now
+ * would be refused and left behind as if it were the right one. Nothing is written either way.
+ */
+export async function requireDatabaseKey(config: Config, facts: DatabaseFacts | null): Promise<void> {
+  if (!facts) return;
+  const key = await existingMasterKey(config);
+  if (key === null) {
+    if (facts.keyCheck !== null || facts.newestSealed !== null) throw missingKeyFile(config);
+    return;
+  }
+  if ((await keyFitsDatabase(facts, key)) === false) throw masterKeyMismatch(masterKeyOrigin(config));
+}
+
 /**
  * Throws when no master key is configured and its file is missing although the database was
  * pinned to a key: loadMasterKey would generate a new one, which pinMasterKey then refuses, and
@@ -61,7 +97,11 @@ export async function requireKeyOfPinnedDatabase(store: Store, config: Config): 
   // yet written, then the other process's pin, refused a concurrent first start).
   const pinned = (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0];
   if (pinned === undefined || (await existingMasterKey(config))) return;
-  throw new ConfigError(
+  throw missingKeyFile(config);
+}
+
+function missingKeyFile(config: Config): ConfigError {
+  return new ConfigError(
     `the master key file ${masterKeyPath(config)} is missing, and this database was created with a master key: put that file back (it is kept with your backups), ` +
       "or set IMGPRESS_MASTER_KEY to the key; a new key could not open the stored secret keys. Nothing was written (docs/operations.md#the-master-key).",
   );

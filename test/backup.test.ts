@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createClient } from "@libsql/client";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -260,6 +260,8 @@ describe("restore of a data folder's own database file", () => {
     await copyFile(join(server.dataDir, "imgpress.db-wal"), join(source, "imgpress.db-wal"));
     await copyFile(join(server.dataDir, "master.key"), join(source, "master.key"));
     live.close();
+    // As an older version left its files: readable by others.
+    await chmod(join(source, "imgpress.db"), 0o644);
     const target = join(tmp, "from-folder");
     await mkdir(target);
     await copyFile(join(source, "master.key"), join(target, "master.key"));
@@ -268,6 +270,7 @@ describe("restore of a data folder's own database file", () => {
     expect(r.code).toBe(0);
     // The database with its own -wal/-shm as a server leaves them; nothing of the staged copy.
     expect(readdirSync(target).filter((f) => !/^(imgpress\.db(-wal|-shm)?|master\.key)$/.test(f))).toEqual([]);
+    expect(statSync(join(target, "imgpress.db")).mode & 0o777).toBe(0o600);
     const rows = await keyList({ IMGPRESS_DATA_DIR: target });
     const restored = rows.find((k) => k.id === revokedId);
     expect(restored?.revokedAt).toBeGreaterThan(0);

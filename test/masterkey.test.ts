@@ -3,11 +3,14 @@
  * message naming where its key came from, instead of failing every signed request later.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createClient } from "@libsql/client";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { boot } from "../src/boot.ts";
 import { ConfigError } from "../src/config.ts";
+import { sqliteMigrations } from "../src/db/migrations.gen.ts";
 import { databaseFacts } from "../src/db/schema.ts";
 import { runCli } from "./support/server.ts";
 
@@ -110,5 +113,120 @@ describe("a master key file that cannot be read", () => {
     const err = await bootError(undefined);
     expect(err?.message).toStartWith(`cannot read the master key file ${join(dir, "master.key")} (EISDIR)`);
     expect(err?.message).not.toContain("missing");
+  });
+});
+
+describe("a database from an older version (before the pin and the last two migrations)", () => {
+  const LAST_TWO = sqliteMigrations.slice(-2);
+
+  /** A database with one key pair, brought back to the schema of a version before 0004 (no pin, no guard_encodes). */
+  async function olderDatabase(key: string | undefined): Promise<void> {
+    await withBooted(key, async ({ services }) => void (await services.keys.issue("a@example.com", "")));
+    const client = createClient({ url: `file:${join(dir, "imgpress.db")}` });
+    try {
+      for (const table of ["api_keys", "usage_daily_total", "usage_hourly", "usage_hourly_total"]) await client.execute(`ALTER TABLE ${table} DROP COLUMN guard_encodes`);
+      await client.execute("DROP TABLE database_facts");
+      await client.execute({ sql: "DELETE FROM __drizzle_migrations WHERE created_at >= ?", args: [LAST_TWO[0]!.when] });
+    } finally {
+      client.close();
+    }
+  }
+
+  async function recordedMigrations(): Promise<number> {
+    const client = createClient({ url: `file:${join(dir, "imgpress.db")}` });
+    try {
+      return Number((await client.execute("SELECT count(*) FROM __drizzle_migrations")).rows[0]![0]);
+    } finally {
+      client.close();
+    }
+  }
+
+  test("its master.key missing: refused as missing, no key generated, nothing migrated", async () => {
+    await olderDatabase(undefined);
+    await rm(join(dir, "master.key"));
+    const refused = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`the master key file ${join(dir, "master.key")} is missing, and this database was created with a master key`);
+    expect(existsSync(join(dir, "master.key"))).toBe(false);
+    expect(await recordedMigrations()).toBe(sqliteMigrations.length - 2);
+  });
+
+  test("another key: refused before anything is migrated; its own key then migrates and pins", async () => {
+    await olderDatabase(KEY_A);
+    expect((await bootError(KEY_B))?.message).toContain("not the one this database was created with");
+    expect(await recordedMigrations()).toBe(sqliteMigrations.length - 2);
+    await withBooted(KEY_A, async ({ store }) => {
+      expect(store.migrationsApplied).toEqual(LAST_TWO.map((m) => m.tag));
+      expect(await store.db.select().from(databaseFacts)).toHaveLength(1);
+    });
+  });
+
+  test("backup with another key is refused (exit 2, nothing written), as for a pinned database", async () => {
+    await olderDatabase(KEY_A);
+    const dest = join(dir, "wrong.db");
+    const refused = await runCli(["backup", dest], { IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: KEY_B });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("not the one this database was created with");
+    expect(existsSync(dest)).toBe(false);
+  });
+
+  test("its --without-key backup is refused by a folder with another key; restored under its own, the migrations applied are named", async () => {
+    await olderDatabase(KEY_A);
+    const bare = join(dir, "bare.db");
+    expect((await runCli(["backup", bare, "--without-key"], { IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: KEY_A })).code).toBe(0);
+    const other = join(dir, "other");
+    expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: other })).code).toBe(0);
+    const refused = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: other });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("restore refused, nothing changed: the backup holds no master key and its database was created under another key");
+    const same = join(dir, "same");
+    await mkdir(same);
+    await writeFile(join(same, "master.key"), `${KEY_A}\n`);
+    const restored = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: same });
+    expect(restored.code).toBe(0);
+    expect(restored.stdout).toContain(`applied 2 migrations (${LAST_TWO.map((m) => m.tag).join(", ")}); database is up to date`);
+  });
+
+  test("a command beside a running server does not migrate the file under it; serve is refused as before", async () => {
+    await olderDatabase(KEY_A);
+    // This test's own process stands in for the running server the record names.
+    await writeFile(join(dir, "imgpress.db.pid"), `${process.pid}\n`);
+    const env = { IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: KEY_A };
+    for (const argv of [["keys", "list"], ["migrate"]]) {
+      const refused = await runCli(argv, env);
+      expect({ argv, code: refused.code }).toEqual({ argv, code: 2 });
+      expect(refused.stderr).toContain(`this imgpress would migrate the database (${LAST_TWO.map((m) => m.tag).join(", ")}) under a running server: a server (pid ${process.pid})`);
+    }
+    expect(await recordedMigrations()).toBe(sqliteMigrations.length - 2);
+    // Once migrated (the server stopped and this version started), the commands run beside a server again.
+    await rm(join(dir, "imgpress.db.pid"));
+    expect((await runCli(["migrate"], env)).code).toBe(0);
+    await writeFile(join(dir, "imgpress.db.pid"), `${process.pid}\n`);
+    expect((await runCli(["keys", "list"], env)).code).toBe(0);
+  });
+});
+
+describe("a database migrated by a newer version", () => {
+  test("is refused, left as it was, by the server, the commands and restore", async () => {
+    await withBooted(KEY_A, async () => {});
+    const file = join(dir, "imgpress.db");
+    const future = sqliteMigrations.at(-1)!.when + 1;
+    const client = createClient({ url: `file:${file}` });
+    await client.execute({ sql: "INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-version', ?)", args: [future] });
+    client.close();
+    expect((await bootError(KEY_A))?.message).toContain(`this database was migrated by a newer imgpress (its newest migration is from ${new Date(future).toISOString()}; this version knows migrations up to ${sqliteMigrations.at(-1)!.tag})`);
+    const env = { IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: KEY_A };
+    const migrate = await runCli(["migrate"], env);
+    expect(migrate.code).toBe(1);
+    expect(migrate.stderr).toContain("migrated by a newer imgpress");
+    expect(migrate.stdout).not.toContain("up to date");
+    // Its backup cannot be restored by this version either: refused before anything is replaced.
+    const copy = join(dir, "newer-backup.db");
+    expect((await runCli(["backup", copy], env)).code).toBe(0);
+    const target = join(dir, "target");
+    const restore = await runCli(["restore", copy], { IMGPRESS_DATA_DIR: target });
+    expect(restore.code).toBe(1);
+    expect(restore.stderr).toContain("restore refused, nothing changed: this database was migrated by a newer imgpress");
+    expect(existsSync(join(target, "imgpress.db"))).toBe(false);
   });
 });

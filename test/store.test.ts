@@ -243,4 +243,14 @@ describe("PostgreSQL migrations", () => {
       await Promise.all(stores.map((s) => s.close()));
     }
   });
+
+  test("a database a newer version migrated is refused and left as it was (an older instance started in a rolling upgrade)", async () => {
+    const url = await createDatabase("newer");
+    await (await openStore(url, { poolSize: 1 })).close();
+    const { postgresMigrations } = await import("../src/db/migrations.gen.ts");
+    const future = postgresMigrations.at(-1)!.when + 1;
+    await psql(url, `INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-version', ${future})`);
+    await expect(openStore(url, { poolSize: 1 })).rejects.toThrow(`this database was migrated by a newer imgpress (its newest migration is from ${new Date(future).toISOString()}`);
+    expect(await psql(url, "SELECT count(*) FROM __drizzle_migrations")).toBe(String(postgresMigrations.length + 1));
+  });
 });

@@ -2,12 +2,13 @@ import { Buffer } from "node:buffer";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
-import { DATABASE_FILE_SUFFIXES, describeKeyPairs, moveAside, pinnedKeyCheck, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { DATABASE_FILE_SUFFIXES, describeKeyPairs, moveAside, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { inspectDatabaseFile } from "../db/inspect.ts";
 import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
-import { timingSafeEqual } from "../crypto.ts";
-import { existingMasterKey, masterKeyCheck, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
+import { existingMasterKey, keyFitsDatabase, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
 import { serverInUse } from "../pidfile.ts";
 import { statOf } from "../files.ts";
+import { migrateReport } from "./index.ts";
 import { interruptible } from "./interrupt.ts";
 
 /** Where CLI output goes: results on `out`, progress and warnings on `err`. */
@@ -45,8 +46,8 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   if (!(await isFolder(dirname(dest)))) return io.err(`imgpress backup: ${await notAFolder(dirname(dest))}`), 1;
   if (!(await isFile(source))) return io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1;
   // A backup carrying another key than the database's would restore into a folder that cannot start.
-  const pinned = masterKey ? await pinnedKeyCheck(source) : null;
-  if (masterKey && pinned !== null && !timingSafeEqual(pinned, await masterKeyCheck(masterKey))) throw masterKeyMismatch(masterKeyOrigin(config));
+  const facts = masterKey ? await inspectDatabaseFile(source) : null;
+  if (masterKey && facts && (await keyFitsDatabase(facts, masterKey)) === false) throw masterKeyMismatch(masterKeyOrigin(config));
   const started = Date.now();
   const signals = interruptible(io);
   const result = await writeSnapshot(
@@ -108,7 +109,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   let keySwap: { keyFile: string; asideKey: string | null; text: string } | null = null;
   try {
     const current = await existingMasterKey(config);
-    if (info.masterKey && info.keyCheck && !timingSafeEqual(info.keyCheck, await masterKeyCheck(info.masterKey))) {
+    if (info.masterKey && (await keyFitsDatabase(info.facts, info.masterKey)) === false) {
       throw new Error("restore refused, nothing changed: the master key in this backup is not the one its database was created with (it was made with a wrong IMGPRESS_MASTER_KEY); restore a backup made with the right key");
     }
     if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
@@ -119,7 +120,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
       keySwap = { keyFile, asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
     }
     if (!info.masterKey) {
-      const matches = info.keyCheck && current ? timingSafeEqual(info.keyCheck, await masterKeyCheck(current)) : null;
+      const matches = current ? await keyFitsDatabase(info.facts, current) : null;
       if (matches === false) {
         throw new Error(
           `restore refused, nothing changed: the backup holds no master key and its database was created under another key than the current one (${masterKeyOrigin(config)}); put that key in place, then restore again`,
@@ -153,6 +154,8 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   });
   const store = await openStore(`file:${target}`);
   await store.shutdown();
+  // An older backup is brought up to this version: said as `imgpress migrate` says it.
+  if (store.migrationsApplied.length > 0) io.out(migrateReport(store.migrationsApplied));
   if (keySwap?.asideKey) io.out(`previous master key kept as ${keySwap.asideKey}`);
   if (aside) io.out(`previous database kept as ${aside}`);
   const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";

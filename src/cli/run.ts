@@ -27,7 +27,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     }
     if (command === "health") return await (await import("./health.ts")).runHealthCommand(flags, runtime.env, out);
     if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) throw new UsageError(`unknown command "${command}"`);
-    const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err });
+    const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err, besideServer: true });
     try {
       if (command === "migrate") return out(migrateReport(booted.store.migrationsApplied)), 0;
       if (command === "staff") return await runStaffCommand(rest, booted.services, out);

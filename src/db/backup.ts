@@ -3,6 +3,8 @@ import { Buffer } from "node:buffer";
 import { copyFile, chmod, rename, rm, writeFile } from "node:fs/promises";
 import { statOf } from "../files.ts";
 import { timingSafeEqual } from "../crypto.ts";
+import { factsOf, newerDatabase, type DatabaseFacts } from "./inspect.ts";
+import { sqliteMigrations } from "./migrations.gen.ts";
 
 /**
  * Online backup and verified restore of the local database file. A snapshot is made with
@@ -20,8 +22,8 @@ export interface SnapshotInfo {
   masterKey: Uint8Array | null;
   /** When the backup was made (Unix ms), or null. */
   createdAt: number | null;
-  /** The check value of the master key the database was created with (src/masterkey.ts), or null in older snapshots. */
-  keyCheck: string | null;
+  /** What tells the master key its database was created with (src/masterkey.ts `keyFitsDatabase`). */
+  facts: DatabaseFacts;
 }
 
 /**
@@ -85,6 +87,8 @@ export async function writeSnapshot(
  */
 export async function stageSnapshot(file: string, stage: string): Promise<SnapshotInfo> {
   await copyFile(file, stage);
+  // Owner-only whatever the copied file's mode was (a data folder's database from an older version was 0644).
+  await chmod(stage, 0o600);
   // A data folder copied as it is (after a stop, or even a crash) may keep its latest pages in the
   // -wal beside the file: taken along, SQLite replays it.
   if (await exists(`${file}-wal`)) await copyFile(`${file}-wal`, `${stage}-wal`);
@@ -100,8 +104,11 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
     await client.execute("PRAGMA journal_mode = DELETE");
     const tables = new Set((await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'")).rows.map((r) => String(r[0])));
     if (!tables.has("api_keys") || !tables.has("__drizzle_migrations")) throw new Error(`${file} is not an imgpress database`);
-    const keyCheck = tables.has("database_facts") ? await keyCheckOf(client) : null;
-    let info: SnapshotInfo = { keys: await countKeys(client), masterKey: null, createdAt: null, keyCheck };
+    const facts = await factsOf(client);
+    // Refused here, before it replaces anything: the restored folder could not be started by this version.
+    const newer = newerDatabase(facts.newestMigration, sqliteMigrations);
+    if (newer) throw new Error(newer);
+    let info: SnapshotInfo = { keys: await countKeys(client), masterKey: null, createdAt: null, facts };
     if (tables.has("imgpress_backup")) {
       const row = (await client.execute("SELECT master_key, created_at FROM imgpress_backup LIMIT 1")).rows[0];
       const hex = row?.[0] ? String(row[0]) : null;
@@ -115,23 +122,6 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
     await removeDatabaseFiles(stage);
     throw err;
   }
-}
-
-/** The master-key check value the database file `file` was pinned to, or null (never pinned, or an older database). */
-export async function pinnedKeyCheck(file: string): Promise<string | null> {
-  const client = createClient({ url: `file:${file}` });
-  try {
-    // A database from before the pin has no database_facts table: nothing pinned.
-    return await keyCheckOf(client).catch(() => null);
-  } finally {
-    client.close();
-  }
-}
-
-// The pin masterkey.ts stores (its CHECK_NAME row), read with a raw client.
-async function keyCheckOf(client: Client): Promise<string | null> {
-  const value = (await client.execute("SELECT value FROM database_facts WHERE name = 'master_key_check'")).rows[0]?.[0];
-  return value === undefined || value === null ? null : String(value);
 }
 
 /** A SQLite database file and the files that go with it (write-ahead log, its index, rollback journal). */

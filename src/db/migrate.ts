@@ -1,5 +1,6 @@
 import type { Client } from "@libsql/client";
 import type { Sql } from "postgres";
+import { newerDatabase } from "./inspect.ts";
 
 /** One embedded migration: drizzle-kit's SQL file with the journal's timestamp and the file's SHA-256. */
 export interface Migration {
@@ -22,6 +23,7 @@ export async function migrateSqlite(client: Client, migrations: readonly Migrati
     await tx.execute("CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
     const last = await tx.execute("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1");
     const lastWhen = last.rows.length ? Number(last.rows[0]![0]) : -Infinity;
+    refuseNewer(lastWhen, migrations);
     const pending = migrations.filter((m) => m.when > lastWhen);
     for (const m of pending) {
       for (const statement of statements(m)) await tx.execute(statement);
@@ -50,6 +52,7 @@ export async function migratePostgres(sql: Sql, migrations: readonly Migration[]
     await tx.unsafe("CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)");
     const [last] = await tx<{ created_at: string }[]>`SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
     const lastWhen = last ? Number(last.created_at) : -Infinity;
+    refuseNewer(lastWhen, migrations);
     const pending = migrations.filter((m) => m.when > lastWhen);
     for (const m of pending) {
       for (const statement of statements(m)) await tx.unsafe(statement);
@@ -61,6 +64,12 @@ export async function migratePostgres(sql: Sql, migrations: readonly Migration[]
 
 /** The advisory-lock key of migrations: an arbitrary constant ("imgpress" in ASCII) no other lock uses. */
 const MIGRATION_LOCK = "7596841879097144179";
+
+// Before anything is applied: a newer database is left exactly as it was.
+function refuseNewer(lastWhen: number, migrations: readonly Migration[]): void {
+  const newer = newerDatabase(Number.isFinite(lastWhen) ? lastWhen : null, migrations);
+  if (newer) throw new Error(newer);
+}
 
 function statements(m: Migration): string[] {
   return m.sql.split("--> statement-breakpoint").map((s) => s.trim()).filter(Boolean);

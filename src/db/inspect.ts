@@ -1,0 +1,63 @@
+import { createClient, type Client } from "@libsql/client";
+import type { Migration } from "./migrate.ts";
+import { statOf } from "../files.ts";
+
+/**
+ * What a local database file says about itself, read before it is opened for use (and so before
+ * anything migrates it): which migrations it has, and what tells its master key.
+ */
+export interface DatabaseFacts {
+  /** The `created_at` of the newest migration it recorded, or null when it has none (a new or foreign file). */
+  newestMigration: number | null;
+  /** The check value of the master key it was pinned to (src/masterkey.ts), or null when never pinned. */
+  keyCheck: string | null;
+  /** Its newest sealed secret key, which only the right master key opens; null when it holds no key pair. */
+  newestSealed: { id: string; sealed: string } | null;
+}
+
+/**
+ * Reads the facts of the database file `path` without changing it; null when there is no file
+ * there (or an empty one: a start that created it and stopped). A table a version before it lacks
+ * reads as no facts of that kind.
+ */
+export async function inspectDatabaseFile(path: string): Promise<DatabaseFacts | null> {
+  if (!((await statOf(path))?.size ?? 0)) return null;
+  const client = createClient({ url: `file:${path}` });
+  try {
+    return await factsOf(client);
+  } finally {
+    client.close();
+  }
+}
+
+/** The facts of a database on an open raw client (a staged restore, a file being inspected). */
+export async function factsOf(client: Client): Promise<DatabaseFacts> {
+  const first = async (sql: string) => (await client.execute(sql).catch(() => null))?.rows[0];
+  const migration = await first("SELECT max(created_at) FROM __drizzle_migrations");
+  const check = await first("SELECT value FROM database_facts WHERE name = 'master_key_check'");
+  const sealed = await first("SELECT id, secret_sealed FROM api_keys ORDER BY created_at DESC LIMIT 1");
+  return {
+    newestMigration: migration?.[0] === undefined || migration[0] === null ? null : Number(migration[0]),
+    keyCheck: check?.[0] === undefined || check[0] === null ? null : String(check[0]),
+    newestSealed: sealed ? { id: String(sealed[0]), sealed: String(sealed[1]) } : null,
+  };
+}
+
+/** The migrations of `known` a database whose newest recorded one is `newest` has not had yet. */
+export function pendingMigrations(newest: number | null, known: readonly Migration[]): Migration[] {
+  return known.filter((m) => newest === null || m.when > newest);
+}
+
+/**
+ * The refusal of a database migrated by a newer imgpress (its newest migration is later than any
+ * this one knows): this version would run on tables it does not know, and what it wrote there
+ * would be missing from what the newer one keeps (usage, audit). Null when it is not newer.
+ */
+export function newerDatabase(newest: number | null, known: readonly Migration[]): string | null {
+  const last = known.at(-1);
+  if (newest === null || !last || newest <= last.when) return null;
+  return (
+    `this database was migrated by a newer imgpress (its newest migration is from ${new Date(newest).toISOString()}; this version knows migrations up to ${last.tag}). ` +
+    "Run that newer version, or restore the backup taken before the upgrade (README, Upgrading)"
+  );
+}
