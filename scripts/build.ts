@@ -26,6 +26,12 @@ const ELF_MACHINE = { x64: 62, arm64: 183 } as const;
 const step = (msg: string) => console.log(`build: ${msg}`);
 const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 
+/** The commit being built, as `--version` shows it after the release ("0.1.0+1a2b3c4d5e"; "-dirty" when the tree has changes; "unknown" outside a git clone). */
+export function sourceCommit(): string {
+  const described = Bun.spawnSync(["git", "describe", "--always", "--dirty", "--abbrev=10"], { cwd: ROOT, stderr: "ignore" });
+  return described.success ? described.stdout.toString().trim() : "unknown";
+}
+
 /** Builds one executable; `spec.outfile` is relative to the project root or absolute. */
 export async function buildTarget(spec: TargetSpec): Promise<void> {
   const t0 = performance.now();
@@ -51,6 +57,8 @@ export async function buildTarget(spec: TargetSpec): Promise<void> {
       // A bunfig.toml in the server's working folder must not change how it runs.
       autoloadBunfig: false,
     },
+    // The executable tells which commit it was built from (src/version.ts): every build of one release reads alike otherwise.
+    define: { IMGPRESS_BUILD_COMMIT: JSON.stringify(sourceCommit()) },
     plugins: [nativePlugin(t, report), scalarThemePlugin(ROOT)],
     throw: false,
   });

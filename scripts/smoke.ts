@@ -24,6 +24,7 @@ import { basename, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Service } from "../test/support/imgpress.ts";
 import { startSmtpSink, type SmtpSink } from "../test/support/smtp.ts";
+import { sourceCommit } from "./build.ts";
 import { cliStage } from "./smoke/cli.ts";
 import { concurrencyStage } from "./smoke/concurrency.ts";
 import { baseEnv, stopServe, type Smoke } from "./smoke/context.ts";
@@ -67,7 +68,8 @@ async function smokeBinary(t: Target, root: string, photo: Photo, sink: SmtpSink
     dataDir,
     certPath: join(dataDir, "tls", "cert.pem"),
     email: `smoke-${t.arch}@example.com`,
-    version: ((await Bun.file(join(ROOT, "package.json")).json()) as { version: string }).version,
+    // As scripts/build.ts stamps it: the release, then the commit the executable was built from.
+    version: `${((await Bun.file(join(ROOT, "package.json")).json()) as { version: string }).version}+${sourceCommit()}`,
     photo,
     sink,
     services,
