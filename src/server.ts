@@ -7,7 +7,7 @@ import { sha256Hex } from "./crypto.ts";
 import type { Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { localPath } from "./db/index.ts";
-import { prepareDatabaseFolder } from "./db/sqlite.ts";
+import { prepareDatabaseFolder, readableByOthers } from "./db/sqlite.ts";
 import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
@@ -123,6 +123,9 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     };
     services.convert.observe(releaseWhenIdle(services.convert.gate, release));
   }
+  const dbPath = localPath(config.databaseUrl);
+  const exposed = dbPath ? await readableByOthers(dbPath) : null;
+  if (exposed) logger.startup("warn", exposed);
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
   logger.startup("info", "imgpress listening", {
     version,

@@ -3,7 +3,8 @@
  * E2E_RUNTIME) against a database in a temporary data folder.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { readableByOthers } from "../src/db/sqlite.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -209,6 +210,20 @@ describe("migrate and configuration errors", () => {
     for (const name of ["imgpress.db", "imgpress.db-wal", "imgpress.db-shm"].filter((n) => existsSync(join(fresh, n)))) {
       expect([name, statSync(join(fresh, name)).mode & 0o777]).toEqual([name, 0o600]);
     }
+  });
+
+  test("a database an older version left readable by others is named, with the chmod that fixes it", async () => {
+    const folder = join(dir, "older-modes");
+    expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: folder })).code).toBe(0);
+    const file = join(folder, "imgpress.db");
+    expect(await readableByOthers(file)).toBeNull();
+    chmodSync(folder, 0o755);
+    chmodSync(file, 0o644);
+    expect(await readableByOthers(file)).toBe(
+      `the database ${file} can be read by other users of this machine (folder mode 0755, file mode 0644): it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${folder}`,
+    );
+    chmodSync(folder, 0o700);
+    expect(await readableByOthers(file)).toBeNull();
   });
 
   test("migrate names the migrations it applied, and says when there was none to apply", async () => {
