@@ -14,7 +14,7 @@ import { describeSettings } from "../src/internal/settings.ts";
 import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
 import { photo } from "./support/images.ts";
 import { until } from "./support/ops.ts";
-import { form, LOOPBACK, nextCode, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "./support/staff.ts";
+import { form, LOOPBACK, nextCode, OWN_ORIGIN, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "./support/staff.ts";
 
 const STAFF = "boss@example.com";
 const MINUTE = 60_000;
@@ -233,6 +233,27 @@ describe("sign-in", () => {
       expect(posted.text).toContain('<form method="post" action="/internal/login">');
     }
     expect(h.smtp.messages.filter((m) => m.envelopeTo.includes(STAFF)).length).toBe(1);
+  });
+
+  test("a form sent once the session has ended returns, after sign-in, to the page it was on (its Referer), never off-site", async () => {
+    const sent = async (path: string, referer?: string) => {
+      const res = await h.request("POST", path, form({ email: "new@example.com", csrf: "stale" }, { headers: referer ? { referer } : {} }));
+      expect(res.status).toBe(303);
+      return res.headers.get("location");
+    };
+    expect(await sent("/internal/settings/staff/add", `${OWN_ORIGIN}/internal/settings`)).toBe("/internal/login?next=%2Finternal%2Fsettings");
+    expect(await sent("/internal/keys/key_1/revoke", `${OWN_ORIGIN}/internal/keys/key_1?range=7d`)).toBe("/internal/login?next=%2Finternal%2Fkeys%2Fkey_1%3Frange%3D7d");
+    // No Referer, or one outside /internal/: the overview, never the form's own address (no page there).
+    for (const referer of [undefined, "https://evil.example/internal/x", `${OWN_ORIGIN}/v1/docs`, "not a url"]) {
+      expect({ referer, location: await sent("/internal/logout", referer) }).toEqual({ referer, location: referer === "https://evil.example/internal/x" ? "/internal/login?next=%2Finternal%2Fx" : "/internal/login?next=%2Finternal%2F" });
+    }
+    // The login page then says why it is shown, and a refused address stays in the field.
+    const login = await page("/internal/login?next=%2Finternal%2Fsettings");
+    expect(login.text).toContain("Sign in to go on: you are not signed in, or your session has ended.");
+    expect((await page("/internal/login")).text).not.toContain("Sign in to go on");
+    const refused = await h.request("POST", "/internal/login", form({ email: "someone@localhost", next: "/internal/settings" }));
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('value="someone@localhost"');
   });
 
   test("with no staff configured the door explains how to add one", async () => {

@@ -99,10 +99,27 @@ export const staffPage = () => ({ staffPage: true, detail: { hide: true } }) as 
 /** Route options of a staff JSON route (session required, see `staffAuth`). */
 export const staffApi = () => ({ staffApi: true, detail: { hide: true } }) as const;
 
-/** Where a signed-out visitor goes: the login page, remembering the page asked for. */
+/**
+ * Where a signed-out visitor goes: the login page, remembering the page to return to. That is the
+ * page asked for, or for a form sent after the session ended, the page the form was on (its
+ * Referer): the form's own address has no page to show.
+ */
 function signInRedirect(request: Request): AppError {
   const url = new URL(request.url);
-  return new AppError(303, "SIGN_IN_REQUIRED", "Sign in first.", { location: `/internal/login?next=${encodeURIComponent(url.pathname + url.search)}` });
+  const next = isStateChanging(request.method) ? formPage(request) : url.pathname + url.search;
+  return new AppError(303, "SIGN_IN_REQUIRED", "Sign in first.", { location: `/internal/login?next=${encodeURIComponent(next)}` });
+}
+
+// The Referer's path when it is one under /internal/, else the overview. Only the path is kept (the
+// form's Origin was checked already; Referrer-Policy: same-origin sends it along), so it can name
+// no other site.
+function formPage(request: Request): string {
+  try {
+    const referer = new URL(request.headers.get("referer") ?? "");
+    return safeNext(referer.pathname + referer.search);
+  } catch {
+    return "/internal/";
+  }
 }
 
 function formField(body: unknown, name: string): string | undefined {

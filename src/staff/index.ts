@@ -40,7 +40,7 @@ export function staffRoutes(d: StaffRouteDeps) {
     .post(
       "/login",
       async ({ body, request }) =>
-        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(body.next), m), async () => {
+        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(body.next), m, body.email), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
           const email = await d.signIn.requestCode(body.email, d.clientIp(request));

@@ -37,12 +37,14 @@ export function setupPage(): SafeHtml {
 <p>or start the service with <code>IMGPRESS_STAFF_EMAILS=you@example.com</code> (a comma list). The address must receive mail from this service.</p>`;
 }
 
-/** The e-mail form. */
-export function loginForm(next: string, error?: string): SafeHtml {
-  return html`${errorNote(error)}<form method="post" action="/internal/login">
+/** The e-mail form; a refused address comes back in the field, to be corrected rather than typed again. */
+export function loginForm(next: string, error?: string, email = ""): SafeHtml {
+  // Sent here on the way to a page: say why, since a session that ended moves the visitor here unasked.
+  const why = next !== "/internal/" && !error ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>` : "";
+  return html`${errorNote(error)}${why}<form method="post" action="/internal/login">
 <input type="hidden" name="next" value="${next}">
 <label for="email">E-mail address</label>
-<input id="email" name="email" type="email" autocomplete="email" required autofocus>
+<input id="email" name="email" type="email" autocomplete="email" value="${email}" required autofocus>
 <button type="submit" class="primary">Send me a sign-in code</button>
 </form>`;
 }
