@@ -159,6 +159,9 @@ describe("staff from the settings page", () => {
   test("add, then remove: the colleague's sessions end at once", async () => {
     const added = await post("/internal/settings/staff/add", { csrf: boss.csrf, email: "Colleague@Example.com" });
     expect(added.status).toBe(303);
+    // To the top of the page, where the notice is (a #staff fragment scrolled it out of sight).
+    expect(added.headers.get("location")).toBe("/internal/settings?done=staff-added");
+    expect((await page(added.headers.get("location")!)).text).toContain('role="status" tabindex="-1" data-notice>Staff member added');
     expect((await page(added.headers.get("location")!)).text).toContain("colleague@example.com");
     const colleague = await staffSignIn(h, "colleague@example.com");
     expect((await page("/internal/", colleague)).status).toBe(200);
@@ -176,6 +179,8 @@ describe("staff from the settings page", () => {
     expect(res.text).toContain("IMGPRESS_STAFF_EMAILS: remove it there");
     const bad = await post("/internal/settings/staff/add", { csrf: boss.csrf, email: "not an address" });
     expect(bad.status).toBe(400);
-    expect(bad.text).toContain('class="notice error"');
+    expect(bad.text).toContain('class="notice error" role="alert"');
+    // What was typed is back in the field, to be corrected rather than typed again.
+    expect(bad.text).toContain('name="email" value="not an address" required');
   });
 });

@@ -63,19 +63,23 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
     .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
     .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
     .post("/settings/staff/add", async ({ staff, body, request }) =>
-      settingsAction(d, staff, request, async () => ((await d.staff.add(body.email, staff.email, d.clientIp(request))).added ? "staff-added" : "staff-exists")),
+      settingsAction(d, staff, request, async () => ((await d.staff.add(body.email, staff.email, d.clientIp(request))).added ? "staff-added" : "staff-exists"), body.email),
       { ...page(), parse: parseFormBody, body: EmailForm })
     .post("/settings/staff/remove", async ({ staff, body, request }) =>
       settingsAction(d, staff, request, async () => (await d.staff.remove(body.email, staff.email, d.clientIp(request)), "staff-removed")),
       { ...page(), parse: parseFormBody, body: EmailForm });
 }
 
-/** Runs a staff change; success redirects (so reloading does not repeat it), a refusal shows the page with the reason. */
-function settingsAction(d: DashboardRouteDeps, staff: StaffSession, request: Request, run: () => Promise<string>): Promise<Response> {
+/**
+ * Runs a staff change; success redirects (so reloading does not repeat it), a refusal shows the
+ * page with the reason and the address `typed` back in the add field, to be corrected.
+ */
+function settingsAction(d: DashboardRouteDeps, staff: StaffSession, request: Request, run: () => Promise<string>, typed = ""): Promise<Response> {
   return orRefusal(
     request,
-    async () => seeOther(`/internal/settings?done=${await run()}#staff`),
-    async (err) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message })), err.status),
+    // No #staff fragment: it scrolled the notice at the top of the page out of sight.
+    async () => seeOther(`/internal/settings?done=${await run()}`),
+    async (err) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message }), typed), err.status),
   );
 }
 

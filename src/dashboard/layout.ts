@@ -46,7 +46,7 @@ export function layout(page: { title: string; section: Section; viewer: Viewer; 
 <div class="who"><span class="email" title="${page.viewer.email}">${page.viewer.email}</span>
 <form method="post" action="${SIGN_OUT_PATH}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>
 </div></header>
-<main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="status">${page.notice.text}</p>` : null}${page.body}</main>`,
+<main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="${page.notice.kind === "error" ? "alert" : "status"}" tabindex="-1" data-notice>${page.notice.text}</p>` : null}${page.body}</main>`,
   );
 }
 

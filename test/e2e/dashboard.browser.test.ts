@@ -148,12 +148,21 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     await idle.clock.install();
     await idle.goto(`${server.url}/internal/`);
     await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    // A screen reader hears changes of state, not the time of every poll: the live region stays
+    // silent while polls succeed, and the heading holds no live region.
+    const spoken = () => idle.evaluate(() => document.querySelector("[data-live-announce]")?.textContent ?? null);
+    await idle.clock.runFor(12_000);
+    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    expect(await spoken()).toBe("");
+    expect(await idle.locator("#live-title [aria-live]").count()).toBe(0);
     // 30-minute idle timeout by default: the panel stops polling 5 minutes before it (the next
     // poll after the jump sees 26 minutes without input).
     await idle.clock.runFor(26 * 60_000);
     await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("paused while you are away"), null, { timeout: 15_000 });
+    expect(await spoken()).toBe("paused while you are away: click or press a key to resume");
     await idle.mouse.click(5, 5);
     await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    expect(await spoken()).toBe("live figures are updating again");
     await idle.close();
   });
 

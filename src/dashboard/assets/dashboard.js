@@ -60,6 +60,15 @@
     const every = Math.max(2, Number(panel.dataset.liveEvery) || 5) * 1000;
     const pauseMs = (Number(panel.dataset.livePause) || 1500) * 1000;
     const status = panel.querySelector("[data-live-status]");
+    // The visible status changes at every poll; a screen reader hears only a change of state
+    // (updating, unreachable, paused), not a new time every few seconds.
+    const announce = panel.querySelector("[data-live-announce]");
+    let state = "updating";
+    function show(next, text, spoken) {
+      if (status) status.textContent = text;
+      if (announce && next !== state) announce.textContent = spoken || text;
+      state = next;
+    }
     let timer = 0;
     let busy = false;
     let paused = false;
@@ -80,7 +89,7 @@
       if (Date.now() - lastInput > pauseMs) {
         paused = true;
         panel.classList.add("stale");
-        if (status) status.textContent = "paused while you are away: click or press a key to resume";
+        show("paused", "paused while you are away: click or press a key to resume");
         return;
       }
       busy = true;
@@ -98,10 +107,10 @@
           el.textContent = (writers[el.dataset.format] || writers.text)(value);
         }
         panel.classList.remove("stale");
-        if (status) status.textContent = `updated ${clock.format(new Date())}`;
+        show("updating", `updated ${clock.format(new Date())}`, "live figures are updating again");
       } catch {
         panel.classList.add("stale");
-        if (status) status.textContent = "cannot reach the service; retrying";
+        show("unreachable", "cannot reach the service; retrying");
       }
       busy = false;
       if (!document.hidden) timer = window.setTimeout(tick, every);
@@ -117,6 +126,9 @@
     tick();
   }
 
+  // The outcome of the action that led here: focused, so a screen reader reads it (a status
+  // present when the page loads is not announced) and the keyboard goes on from it.
+  document.querySelector("[data-notice]")?.focus();
   localise(document);
   for (const panel of document.querySelectorAll("[data-live-src]")) startLive(panel);
 })();

@@ -25,7 +25,8 @@ export interface LiveView {
 /** The self-refreshing panel (dashboard.js polls `src`). */
 export function liveSection(live: LiveView): SafeHtml {
   return html`<section class="panel live" aria-labelledby="live-title" data-live-src="${live.src}" data-live-every="${live.everyS}" data-live-pause="${live.pauseS}">
-<h2 id="live-title"><span class="dot" aria-hidden="true"></span>Live <span class="status" data-live-status aria-live="polite">every ${live.everyS} s</span></h2>
+<h2 id="live-title"><span class="dot" aria-hidden="true"></span>Live <span class="status" data-live-status>every ${live.everyS} s</span></h2>
+<p class="sr-only" data-live-announce aria-live="polite"></p>
 <dl>${live.fields.map(
     (f) => html`<div><dt>${f.label}</dt><dd><span data-live="${f.path}" data-format="${f.format}">${f.initial}</span>${f.suffix ? html` <span class="muted">${f.suffix}</span>` : null}</dd></div>`,
   )}</dl></section>`;

@@ -32,7 +32,7 @@ export interface SettingsView {
 }
 
 /** /internal/settings: staff (add/remove), sessions, configuration (redacted), storage, versions. */
-export function settingsPage(v: SettingsView): SafeHtml {
+export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const staffRows = v.staff.map(
     (s) => html`<tr><td class="email">${s.email}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
 <td>${s.source === "config" ? badge("IMGPRESS_STAFF_EMAILS", "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${s.addedBy}` : null}`}</td>
@@ -50,7 +50,7 @@ export function settingsPage(v: SettingsView): SafeHtml {
 <h2 id="staff">Staff</h2>
 ${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }, { label: "Since" }, { label: "" }], rows: staffRows })}
 <form class="inline-form panel" method="post" action="/internal/settings/staff/add">${csrfField(v.viewer)}
-<label>Add a staff member<input type="email" name="email" required autocomplete="off" maxlength="254" placeholder="colleague@example.com"></label>
+<label>Add a staff member<input type="email" name="email" value="${typed}" required autocomplete="off" maxlength="254" placeholder="colleague@example.com"></label>
 <button type="submit" class="primary">Add</button></form>
 <h2 id="sessions">Your active sessions</h2>
 ${
