@@ -250,6 +250,8 @@ describe("sign-in", () => {
     // The login page then says why it is shown, and a refused address stays in the field.
     const login = await page("/internal/login?next=%2Finternal%2Fsettings");
     expect(login.text).toContain("Sign in to go on: you are not signed in, or your session has ended.");
+    // The overview too: where the live panel sends a visitor whose session ended.
+    expect((await page("/internal/login?next=%2Finternal%2F")).text).toContain("Sign in to go on");
     expect((await page("/internal/login")).text).not.toContain("Sign in to go on");
     const refused = await h.request("POST", "/internal/login", form({ email: "someone@localhost", next: "/internal/settings" }));
     expect(refused.status).toBe(400);

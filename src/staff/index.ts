@@ -30,17 +30,17 @@ export function staffRoutes(d: StaffRouteDeps) {
     .get(
       "/login",
       async ({ query, request }) =>
-        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(query.next), m), async () => {
+        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(query.next), { error: m }), async () => {
           const next = safeNext(query.next);
           if (!(await d.staff.any())) return pageResponse("Set up staff access", setupPage());
-          return pageResponse("Staff sign-in", loginForm(next));
+          return pageResponse("Staff sign-in", loginForm(next, { returning: query.next !== undefined }));
         }),
       { query: LoginQuery, ...hidden() },
     )
     .post(
       "/login",
       async ({ body, request }) =>
-        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(body.next), m, body.email), async () => {
+        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(body.next), { error: m, email: body.email }), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
           const email = await d.signIn.requestCode(body.email, d.clientIp(request));

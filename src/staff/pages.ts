@@ -37,10 +37,13 @@ export function setupPage(): SafeHtml {
 <p>or start the service with <code>IMGPRESS_STAFF_EMAILS=you@example.com</code> (a comma list). The address must receive mail from this service.</p>`;
 }
 
-/** The e-mail form; a refused address comes back in the field, to be corrected rather than typed again. */
-export function loginForm(next: string, error?: string, email = ""): SafeHtml {
-  // Sent here on the way to a page: say why, since a session that ended moves the visitor here unasked.
-  const why = next !== "/internal/" && !error ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>` : "";
+/**
+ * The e-mail form. `error`: why the last attempt was refused, with its address `email` back in the
+ * field to be corrected; `returning`: the visitor was sent here on the way to a page (`?next=`).
+ */
+export function loginForm(next: string, { error, email = "", returning = false }: { error?: string; email?: string; returning?: boolean } = {}): SafeHtml {
+  // A session that ended moves the visitor here unasked: say why.
+  const why = returning && !error ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>` : "";
   return html`${errorNote(error)}${why}<form method="post" action="/internal/login">
 <input type="hidden" name="next" value="${next}">
 <label for="email">E-mail address</label>
