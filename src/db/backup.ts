@@ -3,7 +3,8 @@ import { Buffer } from "node:buffer";
 import { copyFile, chmod, rename, rm, writeFile } from "node:fs/promises";
 import { statOf } from "../files.ts";
 import { timingSafeEqual } from "../crypto.ts";
-import { factsOf, newerDatabase, type DatabaseFacts } from "./inspect.ts";
+import { factsOf, type DatabaseFacts } from "./inspect.ts";
+import { newerDatabase } from "./migrate.ts";
 import { sqliteMigrations } from "./migrations.gen.ts";
 
 /**

@@ -1,5 +1,4 @@
 import { createClient, type Client } from "@libsql/client";
-import type { Migration } from "./migrate.ts";
 import { statOf } from "../files.ts";
 
 /**
@@ -41,23 +40,4 @@ export async function factsOf(client: Client): Promise<DatabaseFacts> {
     keyCheck: check?.[0] === undefined || check[0] === null ? null : String(check[0]),
     newestSealed: sealed ? { id: String(sealed[0]), sealed: String(sealed[1]) } : null,
   };
-}
-
-/** The migrations of `known` a database whose newest recorded one is `newest` has not had yet. */
-export function pendingMigrations(newest: number | null, known: readonly Migration[]): Migration[] {
-  return known.filter((m) => newest === null || m.when > newest);
-}
-
-/**
- * The refusal of a database migrated by a newer imgpress (its newest migration is later than any
- * this one knows): this version would run on tables it does not know, and what it wrote there
- * would be missing from what the newer one keeps (usage, audit). Null when it is not newer.
- */
-export function newerDatabase(newest: number | null, known: readonly Migration[]): string | null {
-  const last = known.at(-1);
-  if (newest === null || !last || newest <= last.when) return null;
-  return (
-    `this database was migrated by a newer imgpress (its newest migration is from ${new Date(newest).toISOString()}; this version knows migrations up to ${last.tag}). ` +
-    "Run that newer version, or restore the backup taken before the upgrade (README, Upgrading)"
-  );
 }
