@@ -1,5 +1,6 @@
 import { Type as t, type Static, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { isIP } from "node:net";
 import { availableParallelism, hostname, totalmem } from "node:os";
 import process from "node:process";
 import { join, resolve } from "node:path";
@@ -34,6 +35,7 @@ export const ConfigSchema = t.Object({
   databaseTimeoutS: t.Number({ minimum: 1, maximum: 600 }),
   tlsCert: t.Optional(t.String()),
   tlsKey: t.Optional(t.String()),
+  tlsNames: t.Array(t.String()),
   behindProxy: t.Boolean(),
   smtpUrl: t.Optional(t.String()),
   mailFrom: t.String(),
@@ -173,6 +175,21 @@ export const parseDatabaseUrl = urlWith(DATABASE_SCHEMES, (url, raw) => {
   if (url.protocol === "file:") checkFileUrl(url, raw);
 });
 
+const dnsLabel = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
+const dnsName = new RegExp(`^(?:\\*\\.)?${dnsLabel}(?:\\.${dnsLabel})*$`);
+// A name a certificate can hold: an IP address (IPv6 in its short form, as the certificate is read
+// back) or a DNS name, lower case, optionally with one leading wildcard label.
+function certificateName(entry: string): string {
+  const allowed = "DNS names (nas.local, *.example.lan) and IP addresses";
+  if (entry.includes("%")) throw `${allowed} (bad entry: ${entry}; a certificate cannot hold an IPv6 zone such as %eth0)`;
+  if (isIP(entry) === 4) return entry;
+  if (isIP(entry) === 6) return new URL(`http://[${entry}]`).hostname.slice(1, -1);
+  const name = entry.toLowerCase().replace(/\.$/, "");
+  // A last label of digits only ("10.1.2") is read by clients as an IPv4 address, never as this name.
+  if (name.length <= 253 && dnsName.test(name) && !/(^|\.)\d+$/.test(name)) return name;
+  throw `${allowed} (bad entry: ${entry})`;
+}
+
 const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
 
 // Allowlist entries are compared with normalised addresses, so they are normalised by the same rules:
@@ -216,6 +233,13 @@ export const settings: readonly Setting[] = [
   },
   { key: "tlsCert", env: "IMGPRESS_TLS_CERT", help: "PEM certificate file (default: generated self-signed)", parse: path },
   { key: "tlsKey", env: "IMGPRESS_TLS_KEY", help: "PEM private key file (default: generated)", parse: path },
+  {
+    key: "tlsNames",
+    env: "IMGPRESS_TLS_NAMES",
+    help: "more names for the generated certificate: the DNS names and IP addresses clients on other machines use (comma list, e.g. nas.local,192.168.1.10); a name it lacks makes a new certificate",
+    parse: (raw) => [...new Set(list(raw).map(certificateName))],
+    fallback: () => [],
+  },
   {
     key: "behindProxy",
     env: "IMGPRESS_BEHIND_PROXY",
@@ -394,6 +418,9 @@ export function ineffectiveSettings(config: Config): string[] {
   const said: string[] = [];
   if (config.behindProxy && config.tlsCert) {
     said.push("IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY are not used with IMGPRESS_BEHIND_PROXY: the proxy terminates TLS and this instance speaks plain HTTP to it");
+  }
+  if (config.tlsNames.length > 0 && (config.behindProxy || config.tlsCert)) {
+    said.push(`IMGPRESS_TLS_NAMES is used only for the generated certificate: ${config.behindProxy ? "behind IMGPRESS_BEHIND_PROXY the proxy's certificate is the one clients see" : "the certificate in IMGPRESS_TLS_CERT holds its own names"}`);
   }
   if (!config.behindProxy && config.trustedProxies.some((p) => p !== "127.0.0.1" && p !== "::1")) {
     said.push("IMGPRESS_TRUSTED_PROXIES is used only with IMGPRESS_BEHIND_PROXY=true: X-Forwarded-* headers are ignored");

@@ -1,4 +1,4 @@
-import { link, mkdir, readFile, stat, unlink, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import { dirname } from "node:path";
 
@@ -23,6 +23,16 @@ export async function readOrCreate(path: string, make: () => Promise<string>, mo
     await unlink(temp).catch(() => {});
   }
   return readFile(path, "utf8");
+}
+
+/** Writes `content` to `path` under a temporary name and renames it into place, so a reader sees the old file or the new one, never half of one. */
+export async function replaceFile(path: string, content: string, mode: number): Promise<void> {
+  const temp = `${path}.${crypto.randomUUID()}.tmp`;
+  await writeFile(temp, content, { mode, flag: "wx" });
+  await rename(temp, path).catch(async (err) => {
+    await unlink(temp).catch(() => {});
+    throw err;
+  });
 }
 
 /** What `stat` says of `path`, or null when there is nothing there (or it cannot be looked at). */

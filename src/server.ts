@@ -11,8 +11,11 @@ import { prepareDatabaseFolder, readableByOthers } from "./db/sqlite.ts";
 import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
-import { loadTls, urlHost } from "./tls/index.ts";
+import { loadTls, urlHost, type ServedTls } from "./tls/index.ts";
+import { describeServed, validityWarnings, watchCertificate } from "./tls/watch.ts";
 import { version } from "./version.ts";
+import type { Logger } from "./log.ts";
+import type { Metrics } from "./metrics/service.ts";
 
 /** A listening server as the runtime reports it. */
 export interface Listening {
@@ -114,6 +117,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     throw err;
   });
   const stopMaintenance = startMaintenance(services, config, logger);
+  const stopWatching = tls ? watchServedCertificate(tls, logger, services.metrics) : () => {};
   const { releaseFreedMemory } = runtime;
   if (releaseFreedMemory) {
     const release = () => {
@@ -133,7 +137,8 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${server.port}`,
     scheme,
     dataDir: config.dataDir,
-    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: await fingerprint(tls.cert) } : {}),
+    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: await fingerprint(tls.cert), certNames: tls.names } : {}),
+    ...(tls ? { certValidUntil: tls.notAfter.toISOString() } : {}),
   });
   return new Promise((resolve) => {
     let stopping = false;
@@ -147,12 +152,31 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
       }
       stopping = true;
       stopMaintenance();
+      stopWatching();
       drain({ config, logger, store, services }, server, inFlight, signal).then((code) => {
         releasePid();
         resolve(code);
       });
     });
   });
+}
+
+/**
+ * Says at start what is wrong with the served certificate (and that a new self-signed one was made),
+ * then keeps watching it; the metric lets Prometheus alert before it ends. Returns the stop.
+ */
+function watchServedCertificate(tls: ServedTls, logger: Logger, metrics: Metrics): () => void {
+  metrics.observeCertificate(tls.notAfter);
+  if (tls.replaced) {
+    logger.startup("warn", `made a new self-signed certificate because ${tls.replaced}: give clients the new ${tls.certPath} (its fingerprint is on the listening line)`, { certNames: tls.names });
+  }
+  const said: string[] = [];
+  // The operator's file cannot have changed since it was read a moment ago: only validity is checked now.
+  for (const message of validityWarnings(tls, new Date(), describeServed(tls))) {
+    logger.startup("warn", message);
+    said.push(message);
+  }
+  return watchCertificate(tls, (message) => logger.warn(message), { said });
 }
 
 /** Counts requests between arrival and answer, so a drain can say what it waits for. */

@@ -209,6 +209,11 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_DATABASE_URL", "file:///srv/imgpress/", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder."],
     ["IMGPRESS_DATABASE_URL", "file://nas/share/imgpress.db", "expected a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host)."],
     ["IMGPRESS_DATABASE_URL", "FILE:imgpress.db", "expected a file: URL with its scheme in lower case (file:./imgpress-data/imgpress.db)."],
+    ["IMGPRESS_TLS_NAMES", "nas.local,nas_box.lan", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas_box.lan)."],
+    // Clients read a name ending in digits as an IPv4 address (10.1.2 is 10.1.0.2), never as this name.
+    ["IMGPRESS_TLS_NAMES", "10.1.2", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 10.1.2)."],
+    ["IMGPRESS_TLS_NAMES", "*", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *)."],
+    ["IMGPRESS_TLS_NAMES", "fe80::1%eth0", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: fe80::1%eth0; a certificate cannot hold an IPv6 zone such as %eth0)."],
   ])("%s=%p says what is allowed, bounds included", (variable, value, expected) => {
     expect(configError(() => loadConfig({ [variable]: value })).message).toBe(`${variable} is invalid: ${expected}`);
   });
@@ -226,7 +231,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     const covered = new Set([
       "IMGPRESS_HOST", "IMGPRESS_PORT", "IMGPRESS_DATA_DIR", "IMGPRESS_DATABASE_URL", "IMGPRESS_DATABASE_AUTH_TOKEN",
       "IMGPRESS_DATABASE_POOL_SIZE", "IMGPRESS_DATABASE_TIMEOUT_S",
-      "IMGPRESS_TLS_CERT", "IMGPRESS_TLS_KEY", "IMGPRESS_BEHIND_PROXY", "IMGPRESS_TRUSTED_PROXIES", "IMGPRESS_SMTP_URL", "IMGPRESS_MAIL_FROM",
+      "IMGPRESS_TLS_CERT", "IMGPRESS_TLS_KEY", "IMGPRESS_TLS_NAMES", "IMGPRESS_BEHIND_PROXY", "IMGPRESS_TRUSTED_PROXIES", "IMGPRESS_SMTP_URL", "IMGPRESS_MAIL_FROM",
       "IMGPRESS_ALLOWED_EMAILS", "IMGPRESS_MASTER_KEY", "IMGPRESS_MAX_PIXELS", "IMGPRESS_MEMORY_BUDGET_MB", "IMGPRESS_CONVERT_TIMEOUT_S",
       "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S", "IMGPRESS_KEY_MAX_ADMITTED",
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
@@ -274,6 +279,17 @@ describe("TLS certificate and key", () => {
 
   test("both together are accepted", () => {
     expect(loadConfig({ IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem" })).toMatchObject({ tlsCert: "/c.pem", tlsKey: "/k.pem" });
+  });
+
+  test("IMGPRESS_TLS_NAMES: names as a certificate holds them (lower case, no trailing dot, IPv6 short), each once", () => {
+    expect(loadConfig({}).tlsNames).toEqual([]);
+    expect(loadConfig({ IMGPRESS_TLS_NAMES: " NAS.local, 192.168.1.10,*.Example.LAN,nas.local., 2001:DB8:0:0::1 ,::ffff:10.0.0.1" }).tlsNames).toEqual([
+      "nas.local",
+      "192.168.1.10",
+      "*.example.lan",
+      "2001:db8::1",
+      "::ffff:a00:1",
+    ]);
   });
 });
 
@@ -347,6 +363,12 @@ describe("ineffectiveSettings", () => {
       "IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY are not used with IMGPRESS_BEHIND_PROXY: the proxy terminates TLS and this instance speaks plain HTTP to it",
       "IMGPRESS_KEY_MAX_ADMITTED (5) is more than the 1 places there are (IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE): one key may take them all",
       "IMGPRESS_STAFF_SESSION_IDLE_S (3600) is not below IMGPRESS_STAFF_SESSION_MAX_S (600): sessions end at the maximum before they can go idle",
+    ]);
+    expect(ineffectiveSettings(loadConfig({ IMGPRESS_TLS_NAMES: "nas.local", IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem", IMGPRESS_MAIL_FROM: "imgpress@example.com" }))).toEqual([
+      "IMGPRESS_TLS_NAMES is used only for the generated certificate: the certificate in IMGPRESS_TLS_CERT holds its own names",
+    ]);
+    expect(ineffectiveSettings(loadConfig({ IMGPRESS_TLS_NAMES: "nas.local", IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_MAIL_FROM: "imgpress@example.com" }))).toEqual([
+      "IMGPRESS_TLS_NAMES is used only for the generated certificate: behind IMGPRESS_BEHIND_PROXY the proxy's certificate is the one clients see",
     ]);
     expect(ineffectiveSettings(loadConfig({ IMGPRESS_TRUSTED_PROXIES: "10.0.0.5", IMGPRESS_MAIL_FROM: "imgpress@example.com" }))).toEqual([
       "IMGPRESS_TRUSTED_PROXIES is used only with IMGPRESS_BEHIND_PROXY=true: X-Forwarded-* headers are ignored",

@@ -1,11 +1,11 @@
-import { createPrivateKey } from "node:crypto";
+import { createPrivateKey, X509Certificate } from "node:crypto";
 /**
  * The self-signed certificate writer (src/tls/der.ts, selfsigned.ts) read back by a real X.509 parser:
  * `node:crypto` X509Certificate under Bun (the file the server writes) and under Deno (a script
  * that writes and parses one there).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.ts";
@@ -68,6 +68,58 @@ describe("the certificate the server writes into the data folder, and TLS files 
     const to = Date.parse(s.validTo);
     expect(from).toBeLessThan(Date.now());
     expect(to - Date.now()).toBeGreaterThan(3649 * 86_400_000);
+  });
+
+  test("IMGPRESS_TLS_NAMES: the names clients on other machines use are in the certificate, kept at the next start", async () => {
+    const folder = join(dir, "names");
+    const config = loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "nas.local,192.168.1.10,2001:db8::7" });
+    const first = await loadTls(config);
+    const s = summarize(await readFile(first.certPath, "utf8"), ["nas.local", "localhost", hostname()], ["192.168.1.10", "2001:db8::7", "127.0.0.1"]);
+    expect(Object.values(s.checksHost).every(Boolean) && Object.values(s.checksIp).every(Boolean)).toBe(true);
+    expect(first.names).toEqual(["localhost", "127.0.0.1", "::1", hostname().toLowerCase(), "nas.local", "192.168.1.10", "2001:db8::7"]);
+    expect(first.replaced).toBeUndefined();
+    const again = await loadTls(config);
+    expect(again.cert).toBe(first.cert);
+    expect(again.replaced).toBeUndefined();
+  });
+
+  test("a name the certificate lacks (IMGPRESS_TLS_NAMES, or a new IMGPRESS_HOST) makes a new one that keeps every old name", async () => {
+    const folder = join(dir, "grow");
+    const first = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "nas.local" }));
+    const grown = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "imgpress.example.lan", IMGPRESS_HOST: "127.0.0.2" }));
+    expect(grown.replaced).toBe("the one in the data folder lacks imgpress.example.lan, 127.0.0.2");
+    expect(grown.cert).not.toBe(first.cert);
+    expect(grown.names).toEqual(expect.arrayContaining(["nas.local", "imgpress.example.lan", "127.0.0.2", "localhost"]));
+    // The copy for clients and the served pair changed together; the pair stays owner-only.
+    expect(await readFile(grown.certPath, "utf8")).toBe(grown.cert);
+    expect((await stat(join(folder, "tls", "self-signed.pem"))).mode & 0o777).toBe(0o600);
+    expect(new X509Certificate(grown.cert).checkPrivateKey(createPrivateKey(grown.key))).toBe(true);
+    // Dropping a name from the setting does not make another certificate: the old one still holds it.
+    expect((await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder }))).cert).toBe(grown.cert);
+  });
+
+  test("a generated certificate within 30 days of its end, or one that cannot be read, is replaced at start", async () => {
+    const folder = join(dir, "old");
+    const config = loadConfig({ IMGPRESS_DATA_DIR: folder });
+    const first = await loadTls(config);
+    const late = new Date(first.notAfter.getTime() - 10 * 86_400_000);
+    const renewed = await loadTls(config, late);
+    expect(renewed.replaced).toBe(`the one in the data folder expires on ${first.notAfter.toISOString()}`);
+    expect(renewed.notAfter.getTime()).toBeGreaterThan(late.getTime() + 3649 * 86_400_000);
+    await writeFile(join(folder, "tls", "self-signed.pem"), `${renewed.key}-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n`);
+    const mended = await loadTls(config);
+    expect(mended.replaced).toBe("the one in the data folder could not be read");
+    expect(new X509Certificate(mended.cert).checkPrivateKey(createPrivateKey(mended.key))).toBe(true);
+  });
+
+  test("the operator's certificate: its names and end are read for the warnings and the metric", async () => {
+    const pair = await selfSignedCertificate(["imgpress.example.com", "203.0.113.9"], 20, NOW);
+    const [cert, key] = [join(dir, "own-cert.pem"), join(dir, "own-key.pem")];
+    await writeFile(cert, pair.cert);
+    await writeFile(key, pair.key);
+    const tls = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: key }));
+    expect(tls).toMatchObject({ generated: false, certPath: cert, names: ["imgpress.example.com", "203.0.113.9"], notAfter: new Date(NOW.getTime() + 20 * 86_400_000) });
+    expect(tls.replaced).toBeUndefined();
   });
 
   test("a damaged cert.pem (the copy for clients) is put right from the pair actually served", async () => {

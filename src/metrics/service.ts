@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ConversionGate } from "../convert/gate.ts";
 import type { ConversionEvent } from "../convert/service.ts";
 import type { ResponseObserver } from "../http/serve.ts";
@@ -113,6 +113,15 @@ export class Metrics {
   /** Gate observer: a timed-out conversion's slot was given back before its work stopped. */
   observeAbandoned(): void {
     this.abandoned.inc();
+  }
+
+  /** The served TLS certificate's end (seconds since the epoch), for an alert before clients refuse it; absent behind a proxy. */
+  observeCertificate(notAfter: Date): void {
+    new Gauge({
+      name: "imgpress_tls_certificate_expiry_timestamp_seconds",
+      help: "When the TLS certificate this instance serves stops being valid (Unix time); a renewed file is served after a restart.",
+      registers: [this.registry],
+    }).set(Math.floor(notAfter.getTime() / 1000));
   }
 
   /** The exposition text. */

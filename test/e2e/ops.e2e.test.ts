@@ -4,6 +4,7 @@
  * /health/ready, the `imgpress health` command, and routing with a one-character Host header.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { X509Certificate } from "node:crypto";
 import { connect } from "node:tls";
 import { convertForm, readResponse, type Body, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
@@ -81,6 +82,8 @@ describe("/internal/metrics", () => {
     expect(after.get("imgpress_conversion_slots_busy")).toBe(0);
     expect(after.get("process_resident_memory_bytes")).toBeGreaterThan(10_000_000);
     expect(after.get("process_start_time_seconds")).toBeGreaterThan(Date.now() / 1000 - 600);
+    // The served certificate's end, to the second, so an alert can fire before clients refuse it.
+    expect(after.get("imgpress_tls_certificate_expiry_timestamp_seconds")).toBe(Date.parse(new X509Certificate(server.ca).validTo) / 1000);
     const info = [...after.keys()].find((k) => k.startsWith("imgpress_build_info"));
     expect(info).toMatch(/runtime="(bun|deno) [\d.]+",sharp="[\d.]+",libvips="[\d.]+"/);
     // Bounded labels: no raw path, address, key or e-mail ever becomes a label value.
