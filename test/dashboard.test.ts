@@ -8,7 +8,7 @@ import { loadConfig } from "../src/config.ts";
 import { assetAt, assetUrl } from "../src/dashboard/assets.ts";
 import { niceTicks, splitChart, timeChart, wholePercents } from "../src/dashboard/chart.ts";
 import { embeddedAssetsSource } from "../src/dashboard/embed.ts";
-import { bytes, count, duration, ms, percent, ratio } from "../src/dashboard/format.ts";
+import { bytes, count, duration, ms, percent, ratio, utcText } from "../src/dashboard/format.ts";
 import { activityPage } from "../src/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../src/dashboard/pages/keys.ts";
 import { overviewPage } from "../src/dashboard/pages/overview.ts";
@@ -141,7 +141,36 @@ describe("charts", () => {
     expect(svg).not.toContain("<rect");
     expect(svg).toContain('data-points="365"');
     expect(svg).toContain('data-nonzero="182"');
-    expect(svg.length).toBeLessThan(20_000);
+    // The SVG stays small; the table of its numbers (182 days with a value) too.
+    const [figure, table] = svg.split('<details class="chart-data">');
+    expect(figure!.length).toBeLessThan(20_000);
+    expect(table!.match(/<tr><th scope="row">/g)?.length).toBe(182);
+    expect(table!.length).toBeLessThan(12_000);
+  });
+
+  test("the numbers behind a chart are in a table too: steps with a value, every series, UTC times", () => {
+    const times = [T, T + 3_600_000, T + 7_200_000];
+    const chart = timeChart({
+      id: "t",
+      title: "Bytes",
+      kind: "lines",
+      times,
+      stepMs: 3_600_000,
+      format: (n) => `${n} B`,
+      series: [
+        { name: "In", values: [0, 1200, null] },
+        { name: "Out", values: [0, 300, 50] },
+      ],
+    }).text;
+    const table = chart.slice(chart.indexOf("<details"));
+    expect(table).toContain('<summary>Bytes as a table</summary>');
+    expect(table).toContain('<th scope="col">Hour (UTC)</th><th scope="col" class="num">In</th><th scope="col" class="num">Out</th>');
+    const rows = [...table.matchAll(/<tr><th scope="row">([^<]+)<\/th>(.*?)<\/tr>/g)].map((m) => [m[1], m[2]!.replace(/<[^>]+>/g, " ").trim().split(/\s+/).join(" ")]);
+    expect(rows).toEqual([
+      [utcText(T + 3_600_000).slice(0, -4), "1200 B 300 B"],
+      [utcText(T + 7_200_000).slice(0, -4), "– 50 B"],
+    ]);
+    expect(timeChart({ id: "e", title: "Empty", kind: "bars", times, stepMs: 3_600_000, series: [{ name: "x", values: [0, 0, 0] }] }).text).not.toContain("<details");
   });
 
   test("split bars are proportional to their values", () => {

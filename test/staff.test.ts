@@ -151,6 +151,34 @@ describe("sign-in", () => {
     expect(cookie).not.toContain(row!.tokenHash);
   });
 
+  test("Send a new code: within the minute it is refused on the code form and the first code still works; later the new code replaces it", async () => {
+    h.clock.advance(10 * MINUTE);
+    const before = h.smtp.messages.length;
+    const asked = await h.request("POST", "/internal/login", form({ email: STAFF, next: "/internal/keys" }));
+    expect(asked.text).toContain('<input type="hidden" name="resend" value="1">');
+    const first = await nextCode(h, STAFF, before);
+    const soon = await h.request("POST", "/internal/login", form({ email: STAFF, next: "/internal/keys", resend: "1" }));
+    expect(soon.status).toBe(429);
+    expect(soon.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(soon.text).toContain('autocomplete="one-time-code"');
+    expect(soon.text).toContain("A code was requested for this e-mail address recently. Retry in");
+    expect(soon.text).toContain("The code already sent still works.");
+    expect(soon.text).toContain('aria-invalid="true" aria-describedby="form-error"');
+    h.clock.advance(MINUTE + 1);
+    const again = h.smtp.messages.length;
+    const resent = await h.request("POST", "/internal/login", form({ email: STAFF, next: "/internal/keys", resend: "1" }));
+    expect(resent.status).toBe(200);
+    expect(resent.text).toContain('<input type="hidden" name="next" value="/internal/keys">');
+    const second = await nextCode(h, STAFF, again);
+    if (second !== first) {
+      const old = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: first }));
+      expect(old.status).toBe(401);
+    }
+    const res = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: second, next: "/internal/keys" }));
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/internal/keys");
+  });
+
   test("staff and non-staff get byte-identical answers; only staff get mail", async () => {
     const before = h.smtp.messages.length;
     const a = await h.request("POST", "/internal/login", form({ email: STAFF }));

@@ -84,8 +84,22 @@ export function timeChart(chart: TimeChart): SafeHtml {
 <title id="${chart.id}-t">${chart.title}</title><desc id="${chart.id}-d">${desc}</desc>
 ${grid}${body}${labels}
 <line class="axis" x1="${PAD.left}" x2="${W - PAD.right}" y1="${r(y(Math.max(lo, 0)))}" y2="${r(y(Math.max(lo, 0)))}"/>
-</svg>${hasData ? null : html`<p class="chart-empty">No data in this range</p>`}
+</svg>${hasData ? dataTable(chart, fmt) : html`<p class="chart-empty">No data in this range</p>`}
 </figure>`;
+}
+
+// The chart's numbers for whoever cannot tell its colours apart or point at its bars: steps with
+// a value other than 0, in a table behind a disclosure (closed, so the page looks the same). Times
+// are plain UTC text, the buckets' own zone, so a year of days stays a few kilobytes.
+function dataTable(chart: TimeChart, fmt: (n: number) => string): SafeHtml {
+  const daily = chart.stepMs >= DAY_MS;
+  const rows = chart.times.flatMap((t, i) =>
+    chart.series.some((s) => (s.values[i] ?? 0) !== 0)
+      ? [html`<tr><th scope="row">${daily ? utcText(t, false) : utcText(t).slice(0, -4)}</th>${chart.series.map((s) => html`<td class="num">${s.values[i] === null || s.values[i] === undefined ? "–" : fmt(s.values[i]!)}</td>`)}</tr>`]
+      : [],
+  );
+  return html`<details class="chart-data"><summary>${chart.title} as a table</summary><div class="table-wrap compact" tabindex="0" role="region" aria-label="${chart.title} as a table">
+<table><caption class="sr-only">${chart.title}, steps with a value</caption><thead><tr><th scope="col">${daily ? "Day" : "Hour"} (UTC)</th>${chart.series.map((s) => html`<th scope="col" class="num">${s.name}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
 }
 
 /** One figure with a group of horizontal bars per part, the value and share written at the end. */

@@ -33,6 +33,8 @@ export interface Column {
   /** The sort key this column sorts by; absent = not sortable. */
   sort?: string;
   numeric?: boolean;
+  /** The label is for screen readers only (a column of buttons needs a name, not a visible heading). */
+  hiddenLabel?: boolean;
 }
 
 /** A table whose sortable headers are links; the current sort is marked with aria-sort. */
@@ -42,18 +44,21 @@ export function table(opts: {
   rows: readonly SafeHtml[];
   /** Few columns: never wider than the screen (no sideways scrolling). */
   compact?: boolean;
+  /** A class for the wrapper, for a table's own styles. */
+  className?: string;
   sort?: { key: string; order: "asc" | "desc"; href: (key: string, order: "asc" | "desc") => string };
 }): SafeHtml {
   const head = opts.columns.map((c) => {
     const cls = c.numeric ? "num" : null;
-    if (!c.sort || !opts.sort) return html`<th scope="col" class="${cls}">${c.label}</th>`;
+    if (!c.sort || !opts.sort) return html`<th scope="col" class="${cls}">${c.hiddenLabel ? html`<span class="sr-only">${c.label}</span>` : c.label}</th>`;
     const current = opts.sort.key === c.sort;
     // A first click sorts numbers and dates from the largest, text from A.
     const next = current ? (opts.sort.order === "asc" ? "desc" : "asc") : c.numeric ? "desc" : "asc";
-    const arrow = current ? (opts.sort.order === "asc" ? " ▲" : " ▼") : "";
-    return html`<th scope="col" class="${cls}"${current ? html` aria-sort="${opts.sort.order === "asc" ? "ascending" : "descending"}"` : null}><a href="${opts.sort.href(c.sort, next)}">${c.label}${arrow}</a></th>`;
+    // Every sortable heading shows an arrow, so it reads as a control; the current one says its order.
+    const arrow = current ? (opts.sort.order === "asc" ? "▲" : "▼") : "↕";
+    return html`<th scope="col" class="${cls}"${current ? html` aria-sort="${opts.sort.order === "asc" ? "ascending" : "descending"}"` : null}><a class="sort" href="${opts.sort.href(c.sort, next)}">${c.label}<span class="arrow${current ? " current" : ""}" aria-hidden="true">${arrow}</span></a></th>`;
   });
-  return html`<div class="table-wrap${opts.compact ? " compact" : ""}"><table><caption class="sr-only">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${opts.rows}</tbody></table></div>`;
+  return html`<div class="table-wrap${opts.compact ? " compact" : ""}${opts.className ? ` ${opts.className}` : ""}"><table><caption class="sr-only">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${opts.rows}</tbody></table></div>`;
 }
 
 /** "41–60 of 1,234 keys" with previous/next links; `noun` is [one, many]. */
@@ -76,6 +81,14 @@ export function query(params: Record<string, string | number | undefined | null>
 }
 
 /** A status badge. */
-export function badge(text: string, kind: "active" | "revoked" | "neutral"): SafeHtml {
+export function badge(text: string | SafeHtml, kind: "active" | "revoked" | "neutral"): SafeHtml {
   return html`<span class="badge ${kind}">${text}</span>`;
+}
+
+/**
+ * Text that may wrap after each separator (`_` `,` `/` by default) rather than at any letter: a
+ * setting's name or a list of addresses on a phone breaks between its parts, not inside them.
+ */
+export function breakable(text: string, after: RegExp = /(?<=[_,/])/): SafeHtml {
+  return html`${text.split(after).map((part, i) => (i === 0 ? part : html`<wbr>${part}`))}`;
 }

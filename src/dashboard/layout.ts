@@ -29,6 +29,9 @@ export interface Notice {
   text: string;
 }
 
+/** The id of the page's notice, for a field the notice explains (`aria-describedby`). */
+export const NOTICE_ID = "notice";
+
 /** The hidden CSRF field every state-changing form carries. */
 export function csrfField(viewer: Viewer): SafeHtml {
   return html`<input type="hidden" name="${CSRF_FIELD}" value="${viewer.csrfToken}">`;
@@ -46,7 +49,7 @@ export function layout(page: { title: string; section: Section; viewer: Viewer; 
 <div class="who"><span class="email" title="${page.viewer.email}">${page.viewer.email}</span>
 <form method="post" action="${SIGN_OUT_PATH}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>
 </div></header>
-<main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="${page.notice.kind === "error" ? "alert" : "status"}" tabindex="-1" data-notice>${page.notice.text}</p>` : null}${page.body}</main>`,
+<main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="${page.notice.kind === "error" ? "alert" : "status"}" tabindex="-1" data-notice id="${NOTICE_ID}">${page.notice.text}</p>` : null}${page.body}</main>`,
   );
 }
 

@@ -40,7 +40,8 @@ export function staffRoutes(d: StaffRouteDeps) {
     .post(
       "/login",
       async ({ body, request }) =>
-        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(body.next), { error: m, email: body.email }), async () => {
+        // A refused new code (asked again within the minute) leaves the code already sent valid: stay on its form.
+        asPage(request, body.resend ? "Enter your code" : "Staff sign-in", (m) => (body.resend ? codeForm(body.email, shownNext(body.next), minutes, `${m} The code already sent still works.`) : loginForm(shownNext(body.next), { error: m, email: body.email })), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
           const email = await d.signIn.requestCode(body.email, d.clientIp(request));

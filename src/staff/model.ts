@@ -6,7 +6,12 @@ const next = t.Optional(t.String({ maxLength: 2048 }));
 export const LoginQuery = t.Object({ next });
 
 /** Form of POST /internal/login. */
-export const LoginForm = t.Object({ email: t.String({ maxLength: 320 }), next });
+export const LoginForm = t.Object({
+  email: t.String({ maxLength: 320 }),
+  next,
+  /** Sent by the code form's "Send a new code": a refusal then keeps the visitor on the code form. */
+  resend: t.Optional(t.Literal("1")),
+});
 
 /** Form of POST /internal/login/code. */
 export const CodeForm = t.Object({ email: t.String({ maxLength: 320 }), code: t.String({ maxLength: 32 }), next });

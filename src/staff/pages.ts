@@ -47,24 +47,37 @@ export function loginForm(next: string, { error, email = "", returning = false }
   return html`${errorNote(error)}${why}<form method="post" action="/internal/login">
 <input type="hidden" name="next" value="${next}">
 <label for="email">E-mail address</label>
-<input id="email" name="email" type="email" autocomplete="email" value="${email}" required autofocus>
+<input id="email" name="email" type="email" autocomplete="email" value="${email}" required autofocus${invalid(error)}>
 <button type="submit" class="primary">Send me a sign-in code</button>
 </form>`;
 }
 
-/** The code form; the same for every address, staff or not. */
+/** The code form, with a way to have another code sent; the same for every address, staff or not. */
 export function codeForm(email: string, next: string, validMinutes: number, error?: string): SafeHtml {
   return html`${errorNote(error)}<p>If ${email} belongs to a staff member, a 6-digit code is on its way. It is valid for ${validMinutes} minutes.</p>
 <form method="post" action="/internal/login/code">
 <input type="hidden" name="email" value="${email}">
 <input type="hidden" name="next" value="${next}">
 <label for="code">Sign-in code</label>
-<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus${invalid(error)}>
 <button type="submit" class="primary">Sign in</button>
 </form>
-<p><a href="/internal/login">Use another address</a></p>`;
+<form method="post" action="/internal/login" class="door-links">
+<input type="hidden" name="email" value="${email}">
+<input type="hidden" name="next" value="${next}">
+<input type="hidden" name="resend" value="1">
+<button type="submit" class="link">Send a new code</button><a href="/internal/login">Use another address</a>
+</form>
+<p class="muted">No mail after a minute? Check the spam folder, then send a new code; each new one replaces the last.</p>`;
 }
 
 function errorNote(error: string | undefined): SafeHtml {
-  return html`${error ? html`<p class="notice error" role="alert">${error}</p>` : ""}`;
+  return html`${error ? html`<p class="notice error" role="alert" id="${ERROR_ID}">${error}</p>` : ""}`;
+}
+
+const ERROR_ID = "form-error";
+
+// The field the refusal is about: announced as invalid, with the reason as its description.
+function invalid(error: string | undefined): SafeHtml | null {
+  return error ? html` aria-invalid="true" aria-describedby="${ERROR_ID}"` : null;
 }

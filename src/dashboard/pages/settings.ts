@@ -1,8 +1,8 @@
 import { html, type SafeHtml } from "../../html/index.ts";
 import type { StaffMember } from "../../staff/directory.ts";
 import type { SessionRow as StaffSessionRow } from "../../staff/sessions.ts";
-import { badge, empty, table, time } from "../components.ts";
-import { csrfField, layout, type Notice, type Viewer } from "../layout.ts";
+import { badge, breakable, empty, table, time } from "../components.ts";
+import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../layout.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
 export type StaffRow = StaffMember;
@@ -35,10 +35,10 @@ export interface SettingsView {
 export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const staffRows = v.staff.map(
     (s) => html`<tr><td class="email">${s.email}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
-<td>${s.source === "config" ? badge("IMGPRESS_STAFF_EMAILS", "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${s.addedBy}` : null}`}</td>
+<td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${s.addedBy}` : null}`}</td>
 <td>${
       s.source === "database"
-        ? html`<form method="post" action="/internal/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove</button></form>`
+        ? html`<form method="post" action="/internal/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove<span class="sr-only"> ${s.email}</span></button></form>`
         : html`<span class="muted">set in the environment</span>`
     }</td></tr>`,
   );
@@ -48,9 +48,9 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   );
   const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
 <h2 id="staff">Staff</h2>
-${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }, { label: "Since" }, { label: "" }], rows: staffRows })}
+${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }, { label: "Since" }, { label: "Actions", hiddenLabel: true }], rows: staffRows })}
 <form class="inline-form panel" method="post" action="/internal/settings/staff/add">${csrfField(v.viewer)}
-<label>Add a staff member<input type="email" name="email" value="${typed}" required autocomplete="off" maxlength="254" placeholder="colleague@example.com"></label>
+<label>Add a staff member<input type="email" name="email" value="${typed}" required autocomplete="off" maxlength="254" placeholder="colleague@example.com"${typed ? html` aria-invalid="true" aria-describedby="${NOTICE_ID}"` : null}></label>
 <button type="submit" class="primary">Add</button></form>
 <h2 id="sessions">Your active sessions</h2>
 ${
@@ -66,7 +66,8 @@ ${table({
   caption: "Effective configuration",
   compact: true,
   columns: [{ label: "Variable" }, { label: "Value" }],
-  rows: v.settings.map((s) => html`<tr><td class="mono" title="${s.help}">${s.env}</td><td class="mono wrap-anywhere">${s.value}</td></tr>`),
+  className: "settings-table",
+  rows: v.settings.map((s) => html`<tr><td><span class="mono">${breakable(s.env)}</span><span class="setting-help">${s.help}</span></td><td class="mono">${breakable(s.value)}</td></tr>`),
 })}
 <div class="grid-2">
 <section class="panel" aria-labelledby="storage-title"><h2 id="storage-title">Storage</h2><dl class="facts"><dt>Data folder</dt><dd class="mono">${v.dataDir}</dd><dt>Database</dt><dd class="mono">${v.database}</dd></dl></section>
