@@ -137,8 +137,8 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${server.port}`,
     scheme,
     dataDir: config.dataDir,
-    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: await fingerprint(tls.cert), certNames: tls.names } : {}),
-    ...(tls ? { certValidUntil: tls.notAfter.toISOString() } : {}),
+    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: await fingerprint(tls.cert), certNames: tls.facts?.names } : {}),
+    ...(tls?.facts ? { certValidUntil: tls.facts.notAfter.toISOString() } : {}),
   });
   return new Promise((resolve) => {
     let stopping = false;
@@ -166,13 +166,14 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
  * then keeps watching it; the metric lets Prometheus alert before it ends. Returns the stop.
  */
 function watchServedCertificate(tls: ServedTls, logger: Logger, metrics: Metrics): () => void {
-  metrics.observeCertificate(tls.notAfter);
+  if (tls.facts) metrics.observeCertificate(tls.facts.notAfter);
+  else logger.startup("warn", `cannot read the validity of ${describeServed(tls)}: no warning will come before it expires, and imgpress_tls_certificate_expiry_timestamp_seconds is absent`);
   if (tls.replaced) {
-    logger.startup("warn", `made a new self-signed certificate because ${tls.replaced}: give clients the new ${tls.certPath} (its fingerprint is on the listening line)`, { certNames: tls.names });
+    logger.startup("warn", `made a new self-signed certificate because ${tls.replaced}: give clients the new ${tls.certPath} (its fingerprint is on the listening line)`, { certNames: tls.facts?.names });
   }
   const said: string[] = [];
   // The operator's file cannot have changed since it was read a moment ago: only validity is checked now.
-  for (const message of validityWarnings(tls, new Date(), describeServed(tls))) {
+  for (const message of tls.facts ? validityWarnings(tls.facts, new Date(), describeServed(tls)) : []) {
     logger.startup("warn", message);
     said.push(message);
   }

@@ -13,31 +13,31 @@ const DAY = 86_400_000;
 
 async function served(days: number, generated = false, issued = NOW): Promise<ServedTls> {
   const pair = await selfSignedCertificate(["imgpress.example.com"], days, issued);
-  return { ...pair, ...certificateFacts(pair.cert)!, generated, certPath: "/etc/imgpress/cert.pem" };
+  return { ...pair, facts: certificateFacts(pair.cert)!, generated, certPath: "/etc/imgpress/cert.pem" };
 }
 
 describe("validityWarnings", () => {
   const at = (days: number) => new Date(NOW.getTime() + days * DAY);
   test("nothing while more than 14 days are left", async () => {
-    expect(validityWarnings(await served(90), at(75), "the certificate")).toEqual([]);
+    expect(validityWarnings((await served(90)).facts!, at(75), "the certificate")).toEqual([]);
   });
 
   test("the days left within 14, singular and under a day", async () => {
     const tls = await served(90);
     const end = "2026-05-30T12:00:00Z";
-    expect(validityWarnings(tls, at(80), "the certificate")).toEqual([`the certificate expires in 10 days (${end}): renew it and restart imgpress, which reads it at start only`]);
-    expect(validityWarnings(tls, at(88.5), "the certificate")).toEqual([`the certificate expires in 1 day (${end}): renew it and restart imgpress, which reads it at start only`]);
-    expect(validityWarnings(tls, at(89.9), "the certificate")).toEqual([`the certificate expires within a day (${end}): renew it and restart imgpress, which reads it at start only`]);
+    expect(validityWarnings(tls.facts!, at(80), "the certificate")).toEqual([`the certificate expires in 10 days (${end}): renew it and restart imgpress, which reads it at start only`]);
+    expect(validityWarnings(tls.facts!, at(88.5), "the certificate")).toEqual([`the certificate expires in 1 day (${end}): renew it and restart imgpress, which reads it at start only`]);
+    expect(validityWarnings(tls.facts!, at(89.9), "the certificate")).toEqual([`the certificate expires within a day (${end}): renew it and restart imgpress, which reads it at start only`]);
   });
 
   test("expired, and not valid yet (a clock behind); a few minutes early is no matter", async () => {
     const tls = await served(90);
-    expect(validityWarnings(tls, at(90), "the certificate")).toEqual(["the certificate expired on 2026-05-30T12:00:00Z: clients that check it refuse to connect; renew it and restart imgpress"]);
+    expect(validityWarnings(tls.facts!, at(90), "the certificate")).toEqual(["the certificate expired on 2026-05-30T12:00:00Z: clients that check it refuse to connect; renew it and restart imgpress"]);
     // The writer back-dates its certificates by an hour.
-    expect(validityWarnings(tls, new Date(NOW.getTime() - 2 * 60 * 60_000), "the certificate")).toEqual([
+    expect(validityWarnings(tls.facts!, new Date(NOW.getTime() - 2 * 60 * 60_000), "the certificate")).toEqual([
       "the certificate is not valid before 2026-03-01T11:00:00Z: clients refuse it until then; check this machine's clock",
     ]);
-    expect(validityWarnings(tls, new Date(NOW.getTime() - 64 * 60_000), "the certificate")).toEqual([]);
+    expect(validityWarnings(tls.facts!, new Date(NOW.getTime() - 64 * 60_000), "the certificate")).toEqual([]);
   });
 });
 
@@ -60,6 +60,14 @@ describe("certificateWarnings: the operator's file on disk against the one serve
       "IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed since imgpress started (unreadable: ENOENT): restart imgpress to serve it; until then the one read at start is served",
     );
     expect((await certificateWarnings(tls, NOW, async () => "-----BEGIN CERTIFICATE-----\nMIIB"))[1]).toContain("has changed since imgpress started (it cannot be read as a certificate yet)");
+  });
+
+  test("a certificate whose validity could not be read: only the file is compared", async () => {
+    const tls = { ...(await served(1)), facts: null };
+    expect(await certificateWarnings(tls, NOW, async () => tls.cert)).toEqual([]);
+    expect(await certificateWarnings(tls, NOW, async () => "other")).toEqual([
+      "IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed since imgpress started (it cannot be read as a certificate yet): restart imgpress to serve it; until then the one read at start is served",
+    ]);
   });
 
   test("the generated certificate is never compared with a file", async () => {
@@ -98,7 +106,7 @@ describe("certificateWatch: one check, as the hourly timer runs it", () => {
 
   test("warnings the start-up lines gave are not repeated at the first check", async () => {
     const tls = await served(10);
-    const startup = validityWarnings(tls, NOW, "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem)");
+    const startup = validityWarnings(tls.facts!, NOW, "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem)");
     expect(startup).toHaveLength(1);
     const said: string[] = [];
     await certificateWatch(tls, (m) => said.push(m), { now: () => NOW, readCert: async () => tls.cert, said: startup })();

@@ -8,7 +8,9 @@ import { selfSignedCertificate, type TlsPair } from "./selfsigned.ts";
 import { readFile, writeFile } from "node:fs/promises";
 
 /** The certificate the server presents, with what clients will check of it. */
-export interface ServedTls extends TlsPair, CertificateFacts {
+export interface ServedTls extends TlsPair {
+  /** Its names and validity; null for an operator's certificate node:crypto cannot read (the runtime may still serve it). */
+  facts: CertificateFacts | null;
   /** True for the self-signed pair kept in `<data dir>/tls/`. */
   generated: boolean;
   /** The file clients are given (`tls/cert.pem`, or IMGPRESS_TLS_CERT). */
@@ -46,9 +48,7 @@ export async function loadTls(config: Config, now = new Date()): Promise<ServedT
       throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is encrypted with a passphrase, which imgpress cannot be given: decrypt it (openssl pkey -in ${config.tlsKey} -out key.pem) and keep the result readable by this user only`);
     }
     if (keyOfAnotherCertificate(cert, key)) throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is not the private key of the certificate in IMGPRESS_TLS_CERT ${config.tlsCert}`);
-    const facts = certificateFacts(cert);
-    if (!facts) throw new Error(`IMGPRESS_TLS_CERT ${config.tlsCert} holds a certificate that cannot be read (its first PEM block must be the server's certificate)`);
-    return { cert, key, ...facts, generated: false, certPath: config.tlsCert };
+    return { cert, key, facts: certificateFacts(cert), generated: false, certPath: config.tlsCert };
   }
   const wanted = [...new Set([...config.tlsNames, ...(isWildcard(config.host) ? [] : [canonicalName(config.host)])])];
   const bundlePath = join(config.dataDir, "tls", "self-signed.pem");
@@ -75,7 +75,7 @@ export async function loadTls(config: Config, now = new Date()): Promise<ServedT
   const certPath = join(config.dataDir, "tls", "cert.pem");
   // The copy clients are given: put right if it was edited or damaged, so it always matches what is served.
   if ((await readOrCreate(certPath, async () => pair.cert, 0o644)) !== pair.cert) await writeFile(certPath, pair.cert, { mode: 0o644 });
-  return { ...pair, ...facts!, generated: true, certPath, ...(replaced ? { replaced } : {}) };
+  return { ...pair, facts, generated: true, certPath, ...(replaced ? { replaced } : {}) };
 }
 
 /** The names every generated certificate holds: this machine by its loopback addresses and host name. */

@@ -36,7 +36,7 @@ export function describeServed(tls: Pick<ServedTls, "generated" | "certPath">): 
  * `readCert` reads IMGPRESS_TLS_CERT's file as it is now.
  */
 export async function certificateWarnings(tls: ServedTls, now: Date, readCert: () => Promise<string> = () => readFile(tls.certPath, "utf8")): Promise<string[]> {
-  const warnings = validityWarnings(tls, now, describeServed(tls));
+  const warnings = tls.facts ? validityWarnings(tls.facts, now, describeServed(tls)) : [];
   if (tls.generated) return warnings;
   const onDisk = await readCert().catch((err: Error) => `unreadable: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
   if (onDisk === tls.cert) return warnings;
