@@ -97,6 +97,24 @@ describe("pages", () => {
     expect(res.text).toContain("No such key");
   });
 
+  test("an unknown page is a 404 page that leads back (signed out: sign in first); an unknown API path stays JSON", async () => {
+    for (const path of ["/internal/nope", "/internal/keys/x/y", "/internal/activity/2026"]) {
+      const res = await page(path);
+      expect(res.status).toBe(404);
+      expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(res.text).toContain("<h1>Page not found</h1>");
+      expect(res.text).toContain('<a href="/internal/">Overview</a>');
+    }
+    const signedOut = await page("/internal/nope", null);
+    expect(signedOut.status).toBe(303);
+    expect(signedOut.headers.get("location")).toBe("/internal/login?next=%2Finternal%2Fnope");
+    for (const s of [boss, null]) {
+      const api = await page("/internal/api/nope", s);
+      expect(api.status).toBe(404);
+      expect(JSON.parse(api.text)).toMatchObject({ code: "NOT_FOUND" });
+    }
+  });
+
   test("the settings page shows no secret", async () => {
     const text = (await page("/internal/settings")).text;
     // Names and values may wrap between their parts (<wbr>), which is no character of the text.

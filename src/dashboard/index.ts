@@ -67,7 +67,11 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
       { ...page(), parse: parseFormBody, body: EmailForm })
     .post("/settings/staff/remove", async ({ staff, body, request }) =>
       settingsAction(d, staff, request, async () => (await d.staff.remove(body.email, staff.email, d.clientIp(request)), "staff-removed")),
-      { ...page(), parse: parseFormBody, body: EmailForm });
+      { ...page(), parse: parseFormBody, body: EmailForm })
+    // A mistyped address or an old bookmark: staff get a page that leads back, not the API's JSON
+    // (the JSON API's own unknown paths stay JSON, in src/internal/).
+    .get("/*", () => pageResponse("Page not found", html`<p>There is no dashboard page at this address. It may have been typed wrong.</p>
+<p><a href="/internal/">Overview</a> · <a href="/internal/keys">Keys</a> · <a href="/internal/activity">Activity</a> · <a href="/internal/settings">Staff &amp; settings</a></p>`, 404), page());
 }
 
 /**

@@ -4,6 +4,7 @@ import type { ConversionGate } from "../convert/gate.ts";
 import type { RequestCounter } from "../http/counter.ts";
 import { parseJsonBody } from "../http/json.ts";
 import type { KeyRevocation } from "../keys/revoke.ts";
+import { notFound } from "../errors.ts";
 import { hidden, staffApi as api, type staffAuth } from "../staff/auth.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
@@ -70,5 +71,9 @@ export function internalRoutes(d: InternalDeps) {
     .post("/api/keys/:id/revoke", async ({ params, staff, request }) => {
       notFoundUnless(await d.revocation.revoke(params.id, staff.email, d.clientIp(request)), "KEY_NOT_FOUND", `No active key with id ${params.id}.`);
       return { revoked: params.id };
-    }, api());
+    }, api())
+    // Unknown API paths answer in JSON, as any unknown route does, not with the dashboard's 404 page.
+    .get("/api/*", () => {
+      throw notFound();
+    }, hidden());
 }
