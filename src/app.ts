@@ -22,6 +22,7 @@ import { internalRoutes } from "./internal/index.ts";
 import { liveState } from "./internal/service.ts";
 import { dashboardRoutes } from "./dashboard/index.ts";
 import { DashboardService } from "./dashboard/service.ts";
+import { TlsStatus } from "./tls/status.ts";
 import { AUDIT_TYPES, AuditLog } from "./audit/service.ts";
 import { RequestCounter } from "./http/counter.ts";
 import { IpAllowlist } from "./http/ipallow.ts";
@@ -80,6 +81,8 @@ export interface Services {
   requests: RequestCounter;
   /** The staff pages' data. */
   dashboard: DashboardService;
+  /** The certificate this process serves, once it listens (set by the runtime edge, shown on the dashboard). */
+  tls: TlsStatus;
 }
 
 /**
@@ -176,6 +179,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const revocation = new KeyRevocation(keys, audit);
   const usageQueries = new UsageQueries(deps.store, now);
   const requests = new RequestCounter();
+  const tls = new TlsStatus();
   const dashboard = new DashboardService({
     usage: usageQueries,
     audit,
@@ -183,6 +187,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     staff,
     sessions,
     live: () => liveState(gate, requests),
+    tls: () => tls.view(),
     config: deps.config,
     now,
   });
@@ -204,6 +209,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     revocation,
     requests,
     dashboard,
+    tls,
   };
 }
 

@@ -1,9 +1,7 @@
-import { Buffer } from "node:buffer";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { releaseWhenIdle } from "./convert/idle.ts";
-import { sha256Hex } from "./crypto.ts";
 import type { Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { localPath } from "./db/index.ts";
@@ -15,7 +13,7 @@ import { loadTls, urlHost, type ServedTls } from "./tls/index.ts";
 import { describeServed, validityWarnings, watchCertificate } from "./tls/watch.ts";
 import { version } from "./version.ts";
 import type { Logger } from "./log.ts";
-import type { Metrics } from "./metrics/service.ts";
+import type { Services } from "./app.ts";
 
 /** A listening server as the runtime reports it. */
 export interface Listening {
@@ -117,7 +115,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     throw err;
   });
   const stopMaintenance = startMaintenance(services, config, logger);
-  const stopWatching = tls ? watchServedCertificate(tls, logger, services.metrics) : () => {};
+  const stopWatching = await watchServedCertificate(tls, logger, services);
   const { releaseFreedMemory } = runtime;
   if (releaseFreedMemory) {
     const release = () => {
@@ -137,7 +135,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${server.port}`,
     scheme,
     dataDir: config.dataDir,
-    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: await fingerprint(tls.cert), certNames: tls.facts?.names } : {}),
+    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: services.tls.view()?.sha256, certNames: tls.facts?.names } : {}),
     ...(tls?.facts ? { certValidUntil: tls.facts.notAfter.toISOString() } : {}),
   });
   return new Promise((resolve) => {
@@ -163,21 +161,24 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
 
 /**
  * Says at start what is wrong with the served certificate (and that a new self-signed one was made),
- * then keeps watching it; the metric lets Prometheus alert before it ends. Returns the stop.
+ * then keeps watching it; the metric lets Prometheus alert before it ends, and the dashboard shows
+ * it. Returns the stop.
  */
-function watchServedCertificate(tls: ServedTls, logger: Logger, metrics: Metrics): () => void {
-  if (tls.facts) metrics.observeCertificate(tls.facts.notAfter);
+async function watchServedCertificate(tls: ServedTls | undefined, logger: Logger, services: Pick<Services, "metrics" | "tls">): Promise<() => void> {
+  if (!tls) {
+    await services.tls.serving(undefined, []);
+    return () => {};
+  }
+  if (tls.facts) services.metrics.observeCertificate(tls.facts.notAfter);
   else logger.startup("warn", `cannot read the validity of ${describeServed(tls)}: no warning will come before it expires, and imgpress_tls_certificate_expiry_timestamp_seconds is absent`);
   if (tls.replaced) {
     logger.startup("warn", `made a new self-signed certificate because ${tls.replaced}: give clients the new ${tls.certPath} (its fingerprint is on the listening line)`, { certNames: tls.facts?.names });
   }
-  const said: string[] = [];
   // The operator's file cannot have changed since it was read a moment ago: only validity is checked now.
-  for (const message of tls.facts ? validityWarnings(tls.facts, new Date(), describeServed(tls)) : []) {
-    logger.startup("warn", message);
-    said.push(message);
-  }
-  return watchCertificate(tls, (message) => logger.warn(message), { said });
+  const said = tls.facts ? validityWarnings(tls.facts, new Date(), describeServed(tls)) : [];
+  for (const message of said) logger.startup("warn", message);
+  await services.tls.serving(tls, said);
+  return watchCertificate(tls, (message) => logger.warn(message), { said, checked: (warnings) => services.tls.warn(warnings) });
 }
 
 /** Counts requests between arrival and answer, so a drain can say what it waits for. */
@@ -236,9 +237,4 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
   await store.shutdown().catch((err: Error) => logger.error("closing the database failed", { error: driverMessage(err) }));
   logger.info("stopped", { exitCode: cut || failedHooks ? 1 : 0 });
   return cut || failedHooks ? 1 : 0;
-}
-
-async function fingerprint(pem: string): Promise<string> {
-  const der = Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ""), "base64");
-  return (await sha256Hex(der)).match(/../g)!.join(":").toUpperCase();
 }

@@ -85,6 +85,8 @@ function allPages(): Record<string, string> {
       dataDir: "/data/<dir>",
       database: "/data/<dir>/imgpress.db",
       versions: [{ name: "imgpress", version: "<1>" }],
+      // An operator's certificate file may name anything, and its path is the operator's.
+      tls: { source: "file", certPath: "/etc/<tls>/cert.pem", validUntil: "2030-02-01T00:00:00.000Z", names: [XSS_SITE], sha256: "AB:CD", warnings: [XSS_SITE] },
     }).text,
   };
 }

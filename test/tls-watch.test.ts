@@ -6,6 +6,8 @@
 import { describe, expect, test } from "bun:test";
 import { certificateFacts, type ServedTls } from "../src/tls/index.ts";
 import { selfSignedCertificate } from "../src/tls/selfsigned.ts";
+import { certificateFingerprint, TlsStatus } from "../src/tls/status.ts";
+import { X509Certificate } from "node:crypto";
 import { certificateWarnings, certificateWatch, validityWarnings, watchCertificate } from "../src/tls/watch.ts";
 
 const NOW = new Date("2026-03-01T12:00:00Z");
@@ -115,6 +117,16 @@ describe("certificateWatch: one check, as the hourly timer runs it", () => {
     expect(said).toEqual(startup);
   });
 
+  test("every check tells its warnings (the dashboard shows them), logged or not", async () => {
+    const tls = await served(10);
+    const told: (readonly string[])[] = [];
+    const check = certificateWatch(tls, () => {}, { now: () => NOW, readCert: async () => tls.cert, checked: (w) => told.push(w) });
+    await check();
+    await check();
+    expect(told).toHaveLength(2);
+    expect(told[1]).toEqual([expect.stringContaining("expires in 10 days")]);
+  });
+
   test("the timer runs the check until stopped", async () => {
     const tls = await served(10);
     const said: string[] = [];
@@ -122,5 +134,21 @@ describe("certificateWatch: one check, as the hourly timer runs it", () => {
     for (let i = 0; i < 500 && said.length === 0; i++) await Bun.sleep(5);
     stop();
     expect(said).toHaveLength(1);
+  });
+});
+
+describe("TlsStatus: what the dashboard shows", () => {
+  test("empty until the edge listens; then the served certificate with its fingerprint, and the watch's latest warnings", async () => {
+    const status = new TlsStatus();
+    expect(status.view()).toBeNull();
+    const tls = await served(10, true);
+    await status.serving(tls, ["first"]);
+    const fingerprint = new X509Certificate(tls.cert).fingerprint256;
+    expect(status.view()).toEqual({ source: "generated", certPath: "/etc/imgpress/cert.pem", validUntil: "2026-03-11T12:00:00.000Z", names: ["imgpress.example.com"], sha256: fingerprint, warnings: ["first"] });
+    status.warn([]);
+    expect(status.view()!.warnings).toEqual([]);
+    await status.serving(undefined, []);
+    expect(status.view()).toEqual({ source: "proxy", warnings: [] });
+    expect(await certificateFingerprint(tls.cert)).toBe(fingerprint);
   });
 });

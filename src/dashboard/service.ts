@@ -17,6 +17,7 @@ import type { SettingsView } from "./pages/settings.ts";
 import { rangeBounds, rangeName } from "./ranges.ts";
 import { localPath, shown } from "../db/location.ts";
 import { describeSettings } from "../internal/settings.ts";
+import type { TlsView } from "../tls/status.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
@@ -27,6 +28,8 @@ export interface DashboardSources {
   sessions: Pick<SessionService, "list">;
   /** The same snapshot /internal/api/live answers (the live panel then polls it). */
   live: () => ReturnType<typeof liveState>;
+  /** The certificate this process serves; null where it does not listen. */
+  tls: () => TlsView | null;
   config: Config;
   now: () => number;
 }
@@ -133,6 +136,7 @@ export class DashboardService {
       dataDir: c.dataDir,
       database: localPath(c.databaseUrl) ?? shown(c.databaseUrl),
       versions: componentVersions(),
+      tls: this.s.tls(),
       notice,
     };
   }

@@ -53,6 +53,8 @@ export interface WatchOptions {
   readCert?: () => Promise<string>;
   /** Warnings the start-up lines already gave: they count as said at the first `now()`. */
   said?: string[];
+  /** Told every check's warnings, whether logged now or not (the dashboard shows them). */
+  checked?: (warnings: readonly string[]) => void;
 }
 
 /**
@@ -60,11 +62,12 @@ export interface WatchOptions {
  * appears and again every `repeatMs` while it holds, so a renewal that was not followed by a
  * restart, or a certificate nearing its end, is said in the log before clients are refused.
  */
-export function certificateWatch(tls: ServedTls, warn: (message: string) => void, { repeatMs = DAY_MS, now = () => new Date(), readCert, said = [] }: WatchOptions = {}): () => Promise<void> {
+export function certificateWatch(tls: ServedTls, warn: (message: string) => void, { repeatMs = DAY_MS, now = () => new Date(), readCert, said = [], checked }: WatchOptions = {}): () => Promise<void> {
   const lastSaid = new Map<string, number>(said.map((message) => [message, now().getTime()]));
   return async () => {
     const at = now();
     const warnings = await certificateWarnings(tls, at, readCert);
+    checked?.(warnings);
     for (const message of warnings) {
       const when = lastSaid.get(message);
       if (when === undefined || at.getTime() - when >= repeatMs) {

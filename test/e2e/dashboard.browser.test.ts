@@ -240,6 +240,11 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(await page.locator("tr", { hasText: "colleague@example.com" }).count()).toBe(0);
     const body = await page.locator("main").innerText();
     expect(body).toContain("IMGPRESS_MASTER_KEY");
+    // The certificate clients see, with the fingerprint the listening line printed, to hand out.
+    const listening = server.logs.find((l) => l.json?.msg === "imgpress listening")!.json!;
+    const tls = await page.locator("section", { has: page.getByRole("heading", { name: "TLS certificate" }) }).innerText();
+    expect(tls).toContain("self-signed, made by imgpress");
+    expect(tls.replace(/\s+/g, "")).toContain(String(listening.certSha256));
     // Each setting's help is on the page, not only in a tooltip.
     expect(await page.locator("tr", { hasText: "IMGPRESS_HOST" }).innerText()).toContain("listen address");
     expect(body).toContain(server.dataDir);

@@ -2,6 +2,7 @@ import { html, type SafeHtml } from "../../html/index.ts";
 import type { StaffMember } from "../../staff/directory.ts";
 import type { SessionRow as StaffSessionRow } from "../../staff/sessions.ts";
 import { badge, breakable, empty, table, time } from "../components.ts";
+import type { TlsView } from "../../tls/status.ts";
 import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../layout.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
@@ -28,6 +29,8 @@ export interface SettingsView {
   dataDir: string;
   database: string;
   versions: readonly { name: string; version: string }[];
+  /** The certificate this process serves; null where it does not listen. */
+  tls: TlsView | null;
   notice?: Notice | null;
 }
 
@@ -71,7 +74,25 @@ ${table({
 })}
 <div class="grid-2">
 <section class="panel" aria-labelledby="storage-title"><h2 id="storage-title">Storage</h2><dl class="facts"><dt>Data folder</dt><dd class="mono">${v.dataDir}</dd><dt>Database</dt><dd class="mono">${v.database}</dd></dl></section>
+${v.tls ? tlsPanel(v.tls) : null}
 <section class="panel" aria-labelledby="versions-title"><h2 id="versions-title">Versions</h2><dl class="facts">${v.versions.map((x) => html`<dt>${x.name}</dt><dd class="mono">${x.version}</dd>`)}</dl></section>
 </div>`;
   return layout({ title: "Staff & settings", section: "settings", viewer: v.viewer, body, notice: v.notice });
+}
+
+const TLS_SOURCES: Record<TlsView["source"], string> = {
+  generated: "self-signed, made by imgpress",
+  file: "your file (IMGPRESS_TLS_CERT)",
+  proxy: "the proxy in front (IMGPRESS_BEHIND_PROXY): this process speaks plain HTTP to it",
+};
+
+// What clients are shown at the handshake, and what is wrong with it, so staff can hand out the
+// fingerprint or see a renewal waiting for a restart without reading the log.
+function tlsPanel(tls: TlsView): SafeHtml {
+  const fact = (label: string, value: SafeHtml | string | undefined) => (value === undefined ? null : html`<dt>${label}</dt><dd>${value}</dd>`);
+  return html`<section class="panel" aria-labelledby="tls-title"><h2 id="tls-title">TLS certificate</h2>
+${tls.warnings.map((w) => html`<p class="notice error">${w}</p>`)}<dl class="facts">${fact("Served", TLS_SOURCES[tls.source])}${fact("File", tls.certPath && html`<span class="mono">${breakable(tls.certPath)}</span>`)}${fact(
+    "Valid until",
+    tls.validUntil && time(Date.parse(tls.validUntil)),
+  )}${fact("Names", tls.names && html`<span class="mono">${breakable(tls.names.join(", "))}</span>`)}${fact("SHA-256", tls.sha256 && html`<span class="mono">${breakable(tls.sha256, /(?<=:)/)}</span>`)}</dl></section>`;
 }
