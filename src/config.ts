@@ -1,6 +1,5 @@
 import { Type as t, type Static, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { isIP } from "node:net";
 import { availableParallelism, hostname, totalmem } from "node:os";
 import process from "node:process";
 import { join, resolve } from "node:path";
@@ -8,6 +7,10 @@ import { localPath, POSTGRES_DEFAULTS } from "./db/location.ts";
 import { parseAllowEntry } from "./http/ipallow.ts";
 import { normalizeEmail } from "./issuance/email.ts";
 import { credentialsPastAuthority } from "./redact.ts";
+import { certificateName } from "./tls/names.ts";
+
+/** Most names IMGPRESS_TLS_NAMES may list. */
+const MAX_TLS_NAMES = 100;
 
 /** The memory budget where the runtime may not read the machine's memory (Deno without --allow-sys=systemMemoryInfo). */
 const FALLBACK_MEMORY_BUDGET_MB = 2048;
@@ -175,19 +178,13 @@ export const parseDatabaseUrl = urlWith(DATABASE_SCHEMES, (url, raw) => {
   if (url.protocol === "file:") checkFileUrl(url, raw);
 });
 
-const dnsLabel = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
-const dnsName = new RegExp(`^(?:\\*\\.)?${dnsLabel}(?:\\.${dnsLabel})*$`);
-// A name a certificate can hold: an IP address (IPv6 in its short form, as the certificate is read
-// back) or a DNS name, lower case, optionally with one leading wildcard label.
-function certificateName(entry: string): string {
-  const allowed = "DNS names (nas.local, *.example.lan) and IP addresses";
-  if (entry.includes("%")) throw `${allowed} (bad entry: ${entry}; a certificate cannot hold an IPv6 zone such as %eth0)`;
-  if (isIP(entry) === 4) return entry;
-  if (isIP(entry) === 6) return new URL(`http://[${entry}]`).hostname.slice(1, -1);
-  const name = entry.toLowerCase().replace(/\.$/, "");
-  // A last label of digits only ("10.1.2") is read by clients as an IPv4 address, never as this name.
-  if (name.length <= 253 && dnsName.test(name) && !/(^|\.)\d+$/.test(name)) return name;
-  throw `${allowed} (bad entry: ${entry})`;
+// Why an entry of IMGPRESS_TLS_NAMES is refused is said by `certificateName`, after what is allowed.
+function tlsName(entry: string): string {
+  try {
+    return certificateName(entry);
+  } catch (why) {
+    throw `DNS names (nas.local, *.example.lan) and IP addresses (bad entry: ${entry}${why ? `; ${why}` : ""})`;
+  }
 }
 
 const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/;
@@ -237,7 +234,12 @@ export const settings: readonly Setting[] = [
     key: "tlsNames",
     env: "IMGPRESS_TLS_NAMES",
     help: "more names for the generated certificate: the DNS names and IP addresses clients on other machines use (comma list, e.g. nas.local,192.168.1.10); a name it lacks makes a new certificate",
-    parse: (raw) => [...new Set(list(raw).map(certificateName))],
+    parse: (raw) => {
+      const names = [...new Set(list(raw).map(tlsName))];
+      // Past a few thousand names the handshake outgrows what OpenSSL clients accept (curl, PHP): far below that.
+      if (names.length > MAX_TLS_NAMES) throw `at most ${MAX_TLS_NAMES} names (got ${names.length})`;
+      return names;
+    },
     fallback: () => [],
   },
   {

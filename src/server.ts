@@ -172,10 +172,15 @@ async function watchServedCertificate(tls: ServedTls | undefined, logger: Logger
   if (tls.facts) services.metrics.observeCertificate(tls.facts.notAfter);
   else logger.startup("warn", `cannot read the validity of ${describeServed(tls)}: no warning will come before it expires, and imgpress_tls_certificate_expiry_timestamp_seconds is absent`);
   if (tls.replaced) {
-    logger.startup("warn", `made a new self-signed certificate because ${tls.replaced}: give clients the new ${tls.certPath} (its fingerprint is on the listening line)`, { certNames: tls.facts?.names });
+    const { reason, previousSha256, keptAt } = tls.replaced;
+    logger.startup("warn", `made a new self-signed certificate because ${reason}: give clients the new ${tls.certPath} (its fingerprint is on the listening line)`, {
+      certNames: tls.facts?.names,
+      ...(previousSha256 ? { previousCertSha256: previousSha256 } : {}),
+      previousPairKeptAt: keptAt,
+    });
   }
   // The operator's file cannot have changed since it was read a moment ago: only validity is checked now.
-  const said = tls.facts ? validityWarnings(tls.facts, new Date(), describeServed(tls)) : [];
+  const said = tls.facts ? validityWarnings(tls.facts, new Date(), describeServed(tls), tls.generated) : [];
   for (const message of said) logger.startup("warn", message);
   await services.tls.serving(tls, said);
   return watchCertificate(tls, (message) => logger.warn(message), { said, checked: (warnings) => services.tls.warn(warnings) });

@@ -213,6 +213,10 @@ describe("an invalid value stops with a message naming the variable and what is 
     // Clients read a name ending in digits as an IPv4 address (10.1.2 is 10.1.0.2), never as this name.
     ["IMGPRESS_TLS_NAMES", "10.1.2", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 10.1.2)."],
     ["IMGPRESS_TLS_NAMES", "*", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *)."],
+    // OpenSSL clients match a wildcard over two labels or more only: *.local matches no NAS.
+    ["IMGPRESS_TLS_NAMES", "*.local", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *.local; a wildcard stands for one label under a name of two or more (*.example.lan): name the host itself)."],
+    ["IMGPRESS_TLS_NAMES", "0.0.0.0", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 0.0.0.0; no client connects to this address)."],
+    ["IMGPRESS_TLS_NAMES", "nas.local 192.168.1.10", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas.local 192.168.1.10; separate names with commas)."],
     ["IMGPRESS_TLS_NAMES", "fe80::1%eth0", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: fe80::1%eth0; a certificate cannot hold an IPv6 zone such as %eth0)."],
   ])("%s=%p says what is allowed, bounds included", (variable, value, expected) => {
     expect(configError(() => loadConfig({ [variable]: value })).message).toBe(`${variable} is invalid: ${expected}`);
@@ -283,13 +287,19 @@ describe("TLS certificate and key", () => {
 
   test("IMGPRESS_TLS_NAMES: names as a certificate holds them (lower case, no trailing dot, IPv6 short), each once", () => {
     expect(loadConfig({}).tlsNames).toEqual([]);
-    expect(loadConfig({ IMGPRESS_TLS_NAMES: " NAS.local, 192.168.1.10,*.Example.LAN,nas.local., 2001:DB8:0:0::1 ,::ffff:10.0.0.1" }).tlsNames).toEqual([
+    // An IPv4-mapped address is the IPv4 address clients compare; a non-ASCII name its xn-- form, as clients send it.
+    expect(loadConfig({ IMGPRESS_TLS_NAMES: " NAS.local, 192.168.1.10,*.Example.LAN,nas.local., 2001:DB8:0:0::1 ,::ffff:10.0.0.1,bücher.local,ＮＡＳ２.local" }).tlsNames).toEqual([
       "nas.local",
       "192.168.1.10",
       "*.example.lan",
       "2001:db8::1",
-      "::ffff:a00:1",
+      "10.0.0.1",
+      "xn--bcher-kva.local",
+      "nas2.local",
     ]);
+    expect(configError(() => loadConfig({ IMGPRESS_TLS_NAMES: Array.from({ length: 101 }, (_, i) => `h${i}.example.lan`).join(",") })).message).toBe(
+      "IMGPRESS_TLS_NAMES is invalid: expected at most 100 names (got 101).",
+    );
   });
 });
 

@@ -4,18 +4,27 @@
  * on real certificates parsed by node:crypto.
  */
 import { describe, expect, test } from "bun:test";
-import { certificateFacts, type ServedTls } from "../src/tls/index.ts";
+import { certificateFacts, certificateFingerprint, type ServedTls } from "../src/tls/index.ts";
 import { selfSignedCertificate } from "../src/tls/selfsigned.ts";
-import { certificateFingerprint, TlsStatus } from "../src/tls/status.ts";
+import { TlsStatus } from "../src/tls/status.ts";
 import { X509Certificate } from "node:crypto";
-import { certificateWarnings, certificateWatch, validityWarnings, watchCertificate } from "../src/tls/watch.ts";
+import { certificateWarnings, certificateCheck, validityWarnings, watchCertificate } from "../src/tls/watch.ts";
 
 const NOW = new Date("2026-03-01T12:00:00Z");
 const DAY = 86_400_000;
 
 async function served(days: number, generated = false, issued = NOW): Promise<ServedTls> {
   const pair = await selfSignedCertificate(["imgpress.example.com"], days, issued);
-  return { ...pair, facts: certificateFacts(pair.cert)!, generated, certPath: "/etc/imgpress/cert.pem" };
+  return { ...pair, facts: certificateFacts(pair.cert)!, generated, certPath: "/etc/imgpress/cert.pem", ...(generated ? {} : { keyPath: "/etc/imgpress/key.pem" }) };
+}
+
+/** The operator's two files as they are "now". */
+function files(cert: string | Error, key: string | Error): (path: string) => Promise<string> {
+  return async (path) => {
+    const content = path.endsWith("cert.pem") ? cert : key;
+    if (content instanceof Error) throw content;
+    return content;
+  };
 }
 
 describe("validityWarnings", () => {
@@ -34,7 +43,7 @@ describe("validityWarnings", () => {
 
   test("expired, and not valid yet (a clock behind); a few minutes early is no matter", async () => {
     const tls = await served(90);
-    expect(validityWarnings(tls.facts!, at(90), "the certificate")).toEqual(["the certificate expired on 2026-05-30T12:00:00Z: clients that check it refuse to connect; renew it and restart imgpress"]);
+    expect(validityWarnings(tls.facts!, at(90), "the certificate")).toEqual(["the certificate expired on 2026-05-30T12:00:00Z: clients that check it refuse to connect; renew it and restart imgpress, which reads it at start only"]);
     // The writer back-dates its certificates by an hour.
     expect(validityWarnings(tls.facts!, new Date(NOW.getTime() - 2 * 60 * 60_000), "the certificate")).toEqual([
       "the certificate is not valid before 2026-03-01T11:00:00Z: clients refuse it until then; check this machine's clock",
@@ -43,52 +52,69 @@ describe("validityWarnings", () => {
   });
 });
 
-describe("certificateWarnings: the operator's file on disk against the one served", () => {
-  test("the same file: only validity", async () => {
+describe("certificateWarnings: the operator's files on disk against the one served", () => {
+  const kept = "the certificate read at start is still served";
+  test("the same certificate, even rewritten with other line ends: only validity", async () => {
     const tls = await served(90);
-    expect(await certificateWarnings(tls, NOW, async () => tls.cert)).toEqual([]);
+    expect(await certificateWarnings(tls, NOW, files(tls.cert, tls.key))).toEqual([]);
+    expect(await certificateWarnings(tls, NOW, files(`${tls.cert.replaceAll("\n", "\r\n")}\n\n`, tls.key))).toEqual([]);
   });
 
-  test("a renewed file waiting for a restart, named with its end; an unreadable or half-written one too", async () => {
+  test("a renewal with its key, waiting for a restart: named with its end", async () => {
     const tls = await served(5);
-    const renewed = await served(90, false, new Date(NOW.getTime() + DAY));
-    const expiring = "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) expires in 5 days (2026-03-06T12:00:00Z): renew it and restart imgpress, which reads it at start only";
-    expect(await certificateWarnings(tls, NOW, async () => renewed.cert)).toEqual([
-      expiring,
-      "IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed since imgpress started (valid until 2026-05-31T12:00:00Z): restart imgpress to serve it; until then the one read at start is served",
+    const renewed = await served(90, false, new Date(NOW.getTime() - DAY));
+    expect(await certificateWarnings(tls, NOW, files(renewed.cert, renewed.key))).toEqual([
+      "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) expires in 5 days (2026-03-06T12:00:00Z): renew it and restart imgpress, which reads it at start only",
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed since imgpress started (valid until 2026-05-29T12:00:00Z): restart imgpress to serve it; until then ${kept}`,
     ]);
+  });
+
+  test("a change a restart would fail on, or serve to no avail, says so instead of asking for the restart", async () => {
+    const tls = await served(90);
+    const renewed = await served(90, false, new Date(NOW.getTime() - DAY));
+    const expired = await served(1, false, new Date(NOW.getTime() - 10 * DAY));
     const gone = Object.assign(new Error("no such file"), { code: "ENOENT" });
-    expect((await certificateWarnings(tls, NOW, () => Promise.reject(gone)))[1]).toBe(
-      "IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed since imgpress started (unreadable: ENOENT): restart imgpress to serve it; until then the one read at start is served",
+    const said = async (cert: string | Error, key: string | Error) => (await certificateWarnings(tls, NOW, files(cert, key)))[0];
+    expect(await said(gone, tls.key)).toBe(`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) cannot be read now (ENOENT): a restart would fail; ${kept}`);
+    expect(await said("-----BEGIN CERTIFICATE-----\nMIIB", tls.key)).toBe(`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`);
+    // The new certificate before its key: a renewal half done.
+    expect(await said(renewed.cert, tls.key)).toBe(
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed (valid until 2026-05-29T12:00:00Z), but IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) is not its private key: a restart now would fail; put the new key there too; ${kept}`,
     );
-    expect((await certificateWarnings(tls, NOW, async () => "-----BEGIN CERTIFICATE-----\nMIIB"))[1]).toContain("has changed since imgpress started (it cannot be read as a certificate yet)");
+    expect(await said(renewed.cert, gone)).toContain("is not its private key: a restart now would fail");
+    expect(await said(expired.cert, expired.key)).toBe(
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed, but the new certificate is not valid now (valid from 2026-02-19T11:00:00Z until 2026-02-20T12:00:00Z): a restart would serve it and clients would refuse it; ${kept}`,
+    );
   });
 
-  test("a certificate whose validity could not be read: only the file is compared", async () => {
+  test("a certificate whose validity could not be read at start: only the files are compared", async () => {
     const tls = { ...(await served(1)), facts: null };
-    expect(await certificateWarnings(tls, NOW, async () => tls.cert)).toEqual([]);
-    expect(await certificateWarnings(tls, NOW, async () => "other")).toEqual([
-      "IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed since imgpress started (it cannot be read as a certificate yet): restart imgpress to serve it; until then the one read at start is served",
-    ]);
+    expect(await certificateWarnings(tls, NOW, files(tls.cert, tls.key))).toEqual([]);
+    expect(await certificateWarnings(tls, NOW, files("other", tls.key))).toEqual([`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`]);
   });
 
-  test("the generated certificate is never compared with a file", async () => {
-    const tls = await served(3650, true);
-    expect(await certificateWarnings(tls, NOW, () => Promise.reject(new Error("must not be read")))).toEqual([]);
+  test("the generated certificate is never compared with a file, and a restart alone renews it", async () => {
+    const tls = await served(10, true);
+    expect(await certificateWarnings(tls, NOW, () => Promise.reject(new Error("must not be read")))).toEqual([
+      "the generated certificate (/etc/imgpress/cert.pem) expires in 10 days (2026-03-11T12:00:00Z): restart imgpress, which then makes a new one (clients need the new cert.pem)",
+    ]);
   });
 });
 
-describe("certificateWatch: one check, as the hourly timer runs it", () => {
+describe("certificateCheck: one check, as the hourly timer runs it", () => {
   test("says a warning when it appears, not again within the repeat time, again after it, and at once when it returns", async () => {
     const tls = await served(90);
     let clock = NOW.getTime();
+    const next = await served(90, false, new Date(NOW.getTime() - DAY));
     let onDisk = tls.cert;
-    const renewed = (await served(90, false, new Date(NOW.getTime() + DAY))).cert;
+    let onDiskKey = tls.key;
+    const renewed = next.cert;
     const said: string[] = [];
-    const check = certificateWatch(tls, (m) => said.push(m), { repeatMs: 10 * DAY, now: () => new Date(clock), readCert: async () => onDisk });
+    const check = certificateCheck(tls, (m) => said.push(m), { repeatMs: 10 * DAY, now: () => new Date(clock), read: async (path) => (path.endsWith("cert.pem") ? onDisk : onDiskKey) });
     await check();
     expect(said).toEqual([]);
     onDisk = renewed;
+    onDiskKey = next.key;
     await check();
     expect(said).toHaveLength(1);
     expect(said[0]).toContain("has changed since imgpress started");
@@ -111,16 +137,16 @@ describe("certificateWatch: one check, as the hourly timer runs it", () => {
     const startup = validityWarnings(tls.facts!, NOW, "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem)");
     expect(startup).toHaveLength(1);
     const said: string[] = [];
-    await certificateWatch(tls, (m) => said.push(m), { now: () => NOW, readCert: async () => tls.cert, said: startup })();
+    await certificateCheck(tls, (m) => said.push(m), { now: () => NOW, read: files(tls.cert, tls.key), said: startup })();
     expect(said).toEqual([]);
-    await certificateWatch(tls, (m) => said.push(m), { now: () => NOW, readCert: async () => tls.cert })();
+    await certificateCheck(tls, (m) => said.push(m), { now: () => NOW, read: files(tls.cert, tls.key) })();
     expect(said).toEqual(startup);
   });
 
   test("every check tells its warnings (the dashboard shows them), logged or not", async () => {
     const tls = await served(10);
     const told: (readonly string[])[] = [];
-    const check = certificateWatch(tls, () => {}, { now: () => NOW, readCert: async () => tls.cert, checked: (w) => told.push(w) });
+    const check = certificateCheck(tls, () => {}, { now: () => NOW, read: files(tls.cert, tls.key), checked: (w) => told.push(w) });
     await check();
     await check();
     expect(told).toHaveLength(2);
@@ -130,7 +156,7 @@ describe("certificateWatch: one check, as the hourly timer runs it", () => {
   test("the timer runs the check until stopped", async () => {
     const tls = await served(10);
     const said: string[] = [];
-    const stop = watchCertificate(tls, (m) => said.push(m), { everyMs: 1, now: () => NOW, readCert: async () => tls.cert });
+    const stop = watchCertificate(tls, (m) => said.push(m), { everyMs: 1, now: () => NOW, read: files(tls.cert, tls.key) });
     for (let i = 0; i < 500 && said.length === 0; i++) await Bun.sleep(5);
     stop();
     expect(said).toHaveLength(1);

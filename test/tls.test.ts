@@ -5,11 +5,11 @@ import { createPrivateKey, X509Certificate } from "node:crypto";
  * that writes and parses one there).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.ts";
-import { loadTls } from "../src/tls/index.ts";
+import { certificateFacts, loadTls } from "../src/tls/index.ts";
 import { selfSignedCertificate } from "../src/tls/selfsigned.ts";
 import { denoExecutable, ROOT } from "./support/server.ts";
 import { summarize, type CertificateSummary } from "./support/x509.ts";
@@ -87,7 +87,7 @@ describe("the certificate the server writes into the data folder, and TLS files 
     const folder = join(dir, "grow");
     const first = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "nas.local" }));
     const grown = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "imgpress.example.lan", IMGPRESS_HOST: "127.0.0.2" }));
-    expect(grown.replaced).toBe("the one in the data folder lacks imgpress.example.lan, 127.0.0.2");
+    expect(grown.replaced?.reason).toBe("the one in the data folder lacks imgpress.example.lan, 127.0.0.2");
     expect(grown.cert).not.toBe(first.cert);
     expect(grown.facts!.names).toEqual(expect.arrayContaining(["nas.local", "imgpress.example.lan", "127.0.0.2", "localhost"]));
     // The copy for clients and the served pair changed together; the pair stays owner-only.
@@ -104,12 +104,83 @@ describe("the certificate the server writes into the data folder, and TLS files 
     const first = await loadTls(config);
     const late = new Date(first.facts!.notAfter.getTime() - 10 * 86_400_000);
     const renewed = await loadTls(config, late);
-    expect(renewed.replaced).toBe(`the one in the data folder expires on ${first.facts!.notAfter.toISOString()}`);
+    expect(renewed.replaced?.reason).toBe(`the one in the data folder expires on ${first.facts!.notAfter.toISOString()}`);
     expect(renewed.facts!.notAfter.getTime()).toBeGreaterThan(late.getTime() + 3649 * 86_400_000);
     await writeFile(join(folder, "tls", "self-signed.pem"), `${renewed.key}-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n`);
     const mended = await loadTls(config);
-    expect(mended.replaced).toBe("the one in the data folder could not be read");
+    expect(mended.replaced?.reason).toBe("the one in the data folder could not be read (its key or certificate is missing, damaged or not a pair)");
     expect(new X509Certificate(mended.cert).checkPrivateKey(createPrivateKey(mended.key))).toBe(true);
+  });
+
+  test("a pair whose key is damaged, missing or another pair's is replaced, the old one kept; cert.pem never holds a key", async () => {
+    const folder = join(dir, "damaged");
+    const config = loadConfig({ IMGPRESS_DATA_DIR: folder });
+    const bundlePath = join(folder, "tls", "self-signed.pem");
+    const first = await loadTls(config);
+    const other = await selfSignedCertificate(["other.example"]);
+    const keyLines = first.key.trim().split("\n");
+    const damaged = [keyLines[0], `AAAA${keyLines[1]!.slice(4)}`, ...keyLines.slice(2)].join("\n") + "\n";
+    // Written in the other order the pair still serves, and only its certificate goes to the clients' copy.
+    await writeFile(bundlePath, first.cert + first.key);
+    const reordered = await loadTls(config);
+    expect(reordered.replaced).toBeUndefined();
+    expect(await readFile(reordered.certPath, "utf8")).toBe(first.cert);
+    for (const bundle of [damaged + first.cert, first.cert, other.key + first.cert]) {
+      await writeFile(bundlePath, bundle);
+      const tls = await loadTls(config);
+      expect(tls.replaced?.reason).toBe("the one in the data folder could not be read (its key or certificate is missing, damaged or not a pair)");
+      expect(new X509Certificate(tls.cert).checkPrivateKey(createPrivateKey(tls.key))).toBe(true);
+      expect(await readFile(tls.certPath, "utf8")).not.toContain("PRIVATE KEY");
+      // The replaced file is kept beside, owner-only, for whoever wants it back.
+      expect(tls.replaced?.keptAt).toBe(`${bundlePath}.previous`);
+      expect(await readFile(`${bundlePath}.previous`, "utf8")).toBe(bundle);
+      expect((await stat(`${bundlePath}.previous`)).mode & 0o777).toBe(0o600);
+    }
+    // A readable pair replaced for a missing name gives the old certificate's fingerprint for the log.
+    const before = await loadTls(config);
+    const grown = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "nas.local" }));
+    expect(grown.replaced?.previousSha256).toBe(new X509Certificate(before.cert).fingerprint256);
+  });
+
+  test("a new pair that cannot be written is named with its file and why it was wanted", async () => {
+    const folder = join(dir, "stuck");
+    await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder }));
+    // A folder where the old pair is to be kept: the write fails as on a read-only mount.
+    await mkdir(join(folder, "tls", "self-signed.pem.previous"));
+    const previous = join(folder, "tls", "self-signed.pem.previous");
+    await expect(loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "x.example.lan" }))).rejects.toThrow(
+      new RegExp(`^cannot write ${previous} \\(E[A-Z]+\\) to make a new self-signed certificate, because the one in the data folder lacks x\\.example\\.lan: the data folder's tls/ must be writable by this user$`),
+    );
+  });
+
+  test("a generated certificate made while the clock was ahead (not valid yet) is replaced", async () => {
+    const folder = join(dir, "ahead");
+    const config = loadConfig({ IMGPRESS_DATA_DIR: folder });
+    const ahead = await loadTls(config, new Date(Date.now() + 120 * 86_400_000));
+    const now = await loadTls(config);
+    expect(now.replaced?.reason).toStartWith(`the one in the data folder is not valid before ${ahead.facts!.notBefore.toISOString()} (made while this machine's clock was ahead)`);
+    expect(now.facts!.notBefore.getTime()).toBeLessThan(Date.now());
+  });
+
+  test("names compare as clients compare them: DNS case, the long form of ::, an IPv6 zone on IMGPRESS_HOST", async () => {
+    const folder = join(dir, "spelling");
+    const pair = await selfSignedCertificate(["localhost", "127.0.0.1", "::1", "DiskStation", "fe80::1"]);
+    await mkdir(join(folder, "tls"), { recursive: true });
+    await writeFile(join(folder, "tls", "self-signed.pem"), pair.key + pair.cert);
+    for (const env of [{ IMGPRESS_TLS_NAMES: "diskstation" }, { IMGPRESS_HOST: "0:0:0:0:0:0:0:0" }, { IMGPRESS_HOST: "fe80::1%eth0" }]) {
+      const tls = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, ...env }));
+      expect({ env, replaced: tls.replaced }).toEqual({ env, replaced: undefined });
+      expect(tls.cert).toBe(pair.cert);
+    }
+  });
+
+  test("facts of a file: the first certificate's names, the earliest end of the chain, a key before it (one combined file)", async () => {
+    const leaf = await selfSignedCertificate(["imgpress.example.com"], 90, NOW);
+    const intermediate = await selfSignedCertificate(["Intermediate CA"], 5, NOW);
+    const facts = certificateFacts(`${leaf.key}${leaf.cert}${intermediate.cert}`.replaceAll("\n", "\r\n"))!;
+    expect(facts.names).toEqual(["imgpress.example.com"]);
+    expect(facts.notAfter).toEqual(new Date(NOW.getTime() + 5 * 86_400_000));
+    expect(certificateFacts(leaf.key)).toBeNull();
   });
 
   test("the operator's certificate: its names and end are read for the warnings and the metric", async () => {

@@ -2,7 +2,8 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { loadConfig } from "../config.ts";
 import { redactUrl } from "../redact.ts";
-import { isWildcard, urlHost } from "../tls/index.ts";
+import { urlHost } from "../tls/index.ts";
+import { isWildcard } from "../tls/names.ts";
 import { UsageError } from "./args.ts";
 
 /** How long the probe waits for an answer before reporting failure. */

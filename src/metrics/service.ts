@@ -115,14 +115,17 @@ export class Metrics {
     this.abandoned.inc();
   }
 
-  /** The served TLS certificate's end (seconds since the epoch), for an alert before clients refuse it; absent behind a proxy. */
+  /** The served TLS certificate's end (seconds since the epoch), for an alert before clients refuse it; absent until set (behind a proxy). */
   observeCertificate(notAfter: Date): void {
-    new Gauge({
+    this.certificateEnd ??= new Gauge({
       name: "imgpress_tls_certificate_expiry_timestamp_seconds",
-      help: "When the TLS certificate this instance serves stops being valid (Unix time); a renewed file is served after a restart.",
+      help: "When the TLS certificate this instance serves (or an intermediate in its file) stops being valid (Unix time); a renewed file is served after a restart.",
       registers: [this.registry],
-    }).set(Math.floor(notAfter.getTime() / 1000));
+    });
+    this.certificateEnd.set(Math.floor(notAfter.getTime() / 1000));
   }
+
+  private certificateEnd: Gauge | undefined;
 
   /** The exposition text. */
   render(): Promise<string> {

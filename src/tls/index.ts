@@ -1,11 +1,15 @@
+import { Buffer } from "node:buffer";
 import { createPrivateKey, X509Certificate } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config.ts";
+import { sha256Hex } from "../crypto.ts";
 import { readOrCreate, replaceFile } from "../files.ts";
+import { canonicalName, isWildcard } from "./names.ts";
 import { selfSignedCertificate, type TlsPair } from "./selfsigned.ts";
-import { readFile, writeFile } from "node:fs/promises";
+
 
 /** The certificate the server presents, with what clients will check of it. */
 export interface ServedTls extends TlsPair {
@@ -15,25 +19,42 @@ export interface ServedTls extends TlsPair {
   generated: boolean;
   /** The file clients are given (`tls/cert.pem`, or IMGPRESS_TLS_CERT). */
   certPath: string;
-  /** Why a new self-signed pair replaced the one in the data folder at this start, if it did. */
-  replaced?: string;
+  /** IMGPRESS_TLS_KEY, for the operator's files. */
+  keyPath?: string;
+  /** Set when a new self-signed pair replaced the one in the data folder at this start. */
+  replaced?: Replacement;
 }
 
-/** The names and validity of a certificate, as a client checks them. */
+/** Why the generated pair was replaced, and what became of the old one. */
+export interface Replacement {
+  /** e.g. "the one in the data folder lacks nas.local". */
+  reason: string;
+  /** SHA-256 of the certificate replaced, when it could be read. */
+  previousSha256?: string;
+  /** Where the replaced pair was kept (`self-signed.pem.previous`). */
+  keptAt?: string;
+}
+
+/** The names and validity of a certificate file, as a client checks them. */
 export interface CertificateFacts {
-  /** Its subject alternative names: DNS names as written, IP addresses in their short form. */
+  /** The first certificate's subject alternative names, as `canonicalName` writes them. */
   names: string[];
+  /** The first certificate's start. */
   notBefore: Date;
+  /** The earliest end in the file: the first certificate's, or an intermediate's that ends sooner. */
   notAfter: Date;
 }
 
 /** A generated certificate this close to its end is replaced at start (it is valid for ten years). */
 const RENEW_GENERATED_BEFORE_MS = 30 * 86_400_000;
+/** Clock skew a generated certificate's start may show before it counts as made by a clock ahead. */
+const SKEW_MS = 5 * 60_000;
 
 /**
  * The certificate the server presents: the operator's PEM files when configured, otherwise a
  * self-signed pair generated into `<data dir>/tls/` on first start and reused afterwards, until it
- * lacks a name IMGPRESS_TLS_NAMES or IMGPRESS_HOST asks for, or nears its end.
+ * lacks a name IMGPRESS_TLS_NAMES or IMGPRESS_HOST asks for, cannot be read, is not valid yet, or
+ * nears its end.
  */
 export async function loadTls(config: Config, now = new Date()): Promise<ServedTls> {
   if (config.tlsCert && config.tlsKey) {
@@ -47,9 +68,16 @@ export async function loadTls(config: Config, now = new Date()): Promise<ServedT
     if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(key)) {
       throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is encrypted with a passphrase, which imgpress cannot be given: decrypt it (openssl pkey -in ${config.tlsKey} -out key.pem) and keep the result readable by this user only`);
     }
-    if (keyOfAnotherCertificate(cert, key)) throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is not the private key of the certificate in IMGPRESS_TLS_CERT ${config.tlsCert}`);
-    return { cert, key, facts: certificateFacts(cert), generated: false, certPath: config.tlsCert };
+    if (keyFits(cert, key) === false) {
+      throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is not the private key of the certificate in IMGPRESS_TLS_CERT ${config.tlsCert} (the file's first certificate must be the server's, then its intermediates)`);
+    }
+    return { cert, key, facts: certificateFacts(cert), generated: false, certPath: config.tlsCert, keyPath: config.tlsKey };
   }
+  return generatedTls(config, now);
+}
+
+// The self-signed pair of the data folder, replaced when it no longer serves (see loadTls).
+async function generatedTls(config: Config, now: Date): Promise<ServedTls> {
   const wanted = [...new Set([...config.tlsNames, ...(isWildcard(config.host) ? [] : [canonicalName(config.host)])])];
   const bundlePath = join(config.dataDir, "tls", "self-signed.pem");
   const generate = async (names: string[]) => {
@@ -57,71 +85,113 @@ export async function loadTls(config: Config, now = new Date()): Promise<ServedT
     // The certificate and key are written as one file so they can never mismatch.
     return pair.key + pair.cert;
   };
-  let bundle = await readOrCreate(bundlePath, () => generate([...new Set([...DEFAULT_NAMES(), ...wanted])]));
-  let pair = splitBundle(bundle);
-  let facts = certificateFacts(pair.cert);
-  let replaced: string | undefined;
-  const missing = facts ? wanted.filter((name) => !facts!.names.includes(name)) : wanted;
-  if (!facts) replaced = "the one in the data folder could not be read";
-  else if (missing.length > 0) replaced = `the one in the data folder lacks ${missing.join(", ")}`;
-  else if (facts.notAfter.getTime() - now.getTime() < RENEW_GENERATED_BEFORE_MS) replaced = `the one in the data folder ${facts.notAfter <= now ? "expired" : "expires"} on ${facts.notAfter.toISOString()}`;
-  if (replaced) {
+  const bundle = await readOrCreate(bundlePath, () => generate([...new Set([...defaultNames(), ...wanted])]));
+  const found = readBundle(bundle);
+  const facts = found && certificateFacts(found.cert);
+  const missing = facts ? wanted.filter((name) => !facts.names.includes(name)) : wanted;
+  let reason: string | null = null;
+  if (!found || !facts) reason = "the one in the data folder could not be read (its key or certificate is missing, damaged or not a pair)";
+  else if (missing.length > 0) reason = `the one in the data folder lacks ${missing.join(", ")}`;
+  else if (facts.notBefore.getTime() > now.getTime() + SKEW_MS) reason = `the one in the data folder is not valid before ${facts.notBefore.toISOString()} (made while this machine's clock was ahead)`;
+  else if (facts.notAfter.getTime() - now.getTime() < RENEW_GENERATED_BEFORE_MS) reason = `the one in the data folder ${facts.notAfter <= now ? "expired" : "expires"} on ${facts.notAfter.toISOString()}`;
+  let pair = found!;
+  let replaced: Replacement | undefined;
+  if (reason) {
     // Every name the old one held stays, so clients that reached it by one still can.
-    bundle = await generate([...new Set([...DEFAULT_NAMES(), ...(facts?.names ?? []), ...wanted])]);
-    await replaceFile(bundlePath, bundle, 0o600);
-    pair = splitBundle(bundle);
-    facts = certificateFacts(pair.cert)!;
+    const fresh = await generate([...new Set([...defaultNames(), ...(facts?.names ?? []), ...wanted])]);
+    const previous = `${bundlePath}.previous`;
+    await writeOwnerOnly(previous, bundle, reason);
+    await writeOwnerOnly(bundlePath, fresh, reason);
+    pair = readBundle(fresh)!;
+    replaced = { reason, keptAt: previous, ...(found ? { previousSha256: await certificateFingerprint(found.cert) } : {}) };
   }
   const certPath = join(config.dataDir, "tls", "cert.pem");
-  // The copy clients are given: put right if it was edited or damaged, so it always matches what is served.
-  if ((await readOrCreate(certPath, async () => pair.cert, 0o644)) !== pair.cert) await writeFile(certPath, pair.cert, { mode: 0o644 });
-  return { ...pair, facts, generated: true, certPath, ...(replaced ? { replaced } : {}) };
+  // The copy clients are given (certificate blocks only): put right if it was edited or damaged, so it always matches what is served.
+  const copy = await readOrCreate(certPath, async () => pair.cert, 0o644).catch(unwritable(certPath));
+  if (copy !== pair.cert) await writeFile(certPath, pair.cert, { mode: 0o644 }).catch(unwritable(certPath));
+  return { ...pair, facts: certificateFacts(pair.cert), generated: true, certPath, ...(replaced ? { replaced } : {}) };
 }
 
-/** The names every generated certificate holds: this machine by its loopback addresses and host name. */
-const DEFAULT_NAMES = () => ["localhost", "127.0.0.1", "::1", canonicalName(hostname())];
-
-function splitBundle(bundle: string): TlsPair {
-  const key = bundle.slice(0, bundle.indexOf("-----BEGIN CERTIFICATE-----"));
-  return { key, cert: bundle.slice(key.length) };
+// A read-only folder gets a sentence that says what was to be written and why.
+async function writeOwnerOnly(path: string, content: string, reason: string): Promise<void> {
+  await replaceFile(path, content, 0o600).catch(unwritable(path, `to make a new self-signed certificate, because ${reason}`));
 }
 
-/** The names and validity of the first certificate in `pem`, or null when it cannot be read. */
+function unwritable(path: string, why = "(the copy of the certificate for clients)") {
+  return (err: NodeJS.ErrnoException): never => {
+    throw new Error(`cannot write ${path} (${err.code ?? err.message}) ${why}: the data folder's tls/ must be writable by this user`);
+  };
+}
+
+/** The names every generated certificate holds: this machine by its loopback addresses and host name (if it is one a certificate can hold). */
+function defaultNames(): string[] {
+  const host = canonicalName(hostname());
+  return ["localhost", "127.0.0.1", "::1", ...(/^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/.test(host) ? [host] : [])];
+}
+
+// The key and certificate of the data folder's pair, each its own PEM block, or null unless both
+// are there and belong together (a damaged key would fail at listen, naming the address).
+function readBundle(bundle: string): TlsPair | null {
+  const key = pemBlocks(bundle, "PRIVATE KEY")[0];
+  const cert = pemBlocks(bundle, "CERTIFICATE")[0];
+  return key && cert && keyFits(cert, key) ? { key, cert } : null;
+}
+
+/** The PEM blocks of one label (`CERTIFICATE`) in `text`, in order, each ending in a newline. */
+export function pemBlocks(text: string, label: string): string[] {
+  const pattern = new RegExp(`-----BEGIN ${label}-----[\\s\\S]*?-----END ${label}-----`, "g");
+  return [...text.matchAll(pattern)].map((m) => `${m[0].replace(/\r\n/g, "\n")}\n`);
+}
+
+/** The names and validity of the certificates in `pem` (a chain, or a key and chain in one file), or null when there is none it can read. */
 export function certificateFacts(pem: string): CertificateFacts | null {
+  const chain: X509Certificate[] = [];
+  for (const block of pemBlocks(pem, "CERTIFICATE")) {
+    try {
+      chain.push(new X509Certificate(block));
+    } catch {
+      // An intermediate it cannot read leaves the leaf's facts.
+      if (chain.length === 0) return null;
+    }
+  }
+  const leaf = chain[0];
+  if (!leaf) return null;
+  // Bun writes "IP Address:0:0:0:0:0:0:0:1", Deno "IP Address:::1": both read back as ::1. Bun quotes
+  // (JSON-style) a name with characters a DNS name cannot hold.
+  const names = (leaf.subjectAltName ?? "").split(", ").flatMap((entry) => {
+    const [kind, value = ""] = entry.split(/:(.*)/s);
+    if (kind !== "DNS" && kind !== "IP Address") return [];
+    return [canonicalName(value.startsWith('"') ? unquoted(value) : value)];
+  });
+  const ends = chain.map((c) => new Date(c.validTo).getTime());
+  return { names, notBefore: new Date(leaf.validFrom), notAfter: new Date(Math.min(...ends)) };
+}
+
+function unquoted(value: string): string {
   try {
-    const x509 = new X509Certificate(pem);
-    // Bun writes "IP Address:0:0:0:0:0:0:0:1", Deno "IP Address:::1": both read back as ::1.
-    const names = (x509.subjectAltName ?? "")
-      .split(", ")
-      .flatMap((entry) => (entry.startsWith("DNS:") ? [entry.slice(4)] : entry.startsWith("IP Address:") ? [canonicalName(entry.slice(11))] : []));
-    return { names, notBefore: new Date(x509.validFrom), notAfter: new Date(x509.validTo) };
+    return String(JSON.parse(value));
+  } catch {
+    return value;
+  }
+}
+
+/** SHA-256 of the first certificate in a PEM file, as colon-separated upper-case hex (as openssl prints it). */
+export async function certificateFingerprint(pem: string): Promise<string> {
+  const block = pemBlocks(pem, "CERTIFICATE")[0] ?? pem;
+  const der = Buffer.from(block.replace(/-----[^-]+-----|\s/g, ""), "base64");
+  return (await sha256Hex(der)).match(/../g)!.join(":").toUpperCase();
+}
+
+/** Whether `key` is the private key of the first certificate in `cert`; null when either cannot be read here (the runtime then has its say). */
+export function keyFits(cert: string, key: string): boolean | null {
+  try {
+    return new X509Certificate(pemBlocks(cert, "CERTIFICATE")[0] ?? cert).checkPrivateKey(createPrivateKey(key));
   } catch {
     return null;
   }
 }
 
-/** A host name in lower case, or an IP address in its short form (IPv6 as a URL writes it). */
-export function canonicalName(name: string): string {
-  if (isIP(name) === 6) return new URL(`http://[${name}]`).hostname.slice(1, -1);
-  return name.toLowerCase();
-}
-
-/** Whether `host` listens on every address (so a local client should use loopback). */
-export function isWildcard(host: string): boolean {
-  return host === "0.0.0.0" || host === "::" || host === "";
-}
-
 /** `host` as it is written in a URL: an IPv6 address in brackets. */
 export function urlHost(host: string): string {
   return isIP(host) === 6 ? `[${host}]` : host;
-}
-
-// True only when both parse and the key is not the certificate's (the runtime would refuse at listen,
-// naming neither file); anything they cannot parse here is left to the runtime's own message.
-function keyOfAnotherCertificate(cert: string, key: string): boolean {
-  try {
-    return !new X509Certificate(cert).checkPrivateKey(createPrivateKey(key));
-  } catch {
-    return false;
-  }
 }

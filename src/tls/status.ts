@@ -1,6 +1,4 @@
-import { Buffer } from "node:buffer";
-import { sha256Hex } from "../crypto.ts";
-import type { ServedTls } from "./index.ts";
+import { certificateFingerprint, type ServedTls } from "./index.ts";
 
 /** What the dashboard shows of the certificate this process serves. */
 export interface TlsView {
@@ -45,10 +43,4 @@ export class TlsStatus {
   view(): TlsView | null {
     return this.current;
   }
-}
-
-/** SHA-256 of a PEM certificate's DER bytes, as colon-separated upper-case hex. */
-export async function certificateFingerprint(pem: string): Promise<string> {
-  const der = Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ""), "base64");
-  return (await sha256Hex(der)).match(/../g)!.join(":").toUpperCase();
 }

@@ -1,26 +1,30 @@
 import { readFile } from "node:fs/promises";
-import { certificateFacts, type CertificateFacts, type ServedTls } from "./index.ts";
+import { certificateFacts, certificateFingerprint, keyFits, type CertificateFacts, type ServedTls } from "./index.ts";
 
 /** Within this many days of its end a certificate is warned about (Let's Encrypt renews 30 days ahead). */
 export const EXPIRY_WARNING_DAYS = 14;
 
 const DAY_MS = 86_400_000;
 
+// Times in the warnings: to the second, as openssl and the alert show them.
+const at = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
+
 /**
  * What is wrong with the served certificate's validity at `now`, one sentence each: not valid yet
- * (a clock behind), expired, or ending within EXPIRY_WARNING_DAYS.
+ * (a clock behind), expired, or ending within EXPIRY_WARNING_DAYS. `generated`: the self-signed
+ * pair, which a restart replaces by itself once it nears its end.
  */
-export function validityWarnings(facts: CertificateFacts, now: Date, what: string): string[] {
-  const at = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
+export function validityWarnings(facts: CertificateFacts, now: Date, what: string, generated = false): string[] {
   // The generated certificate starts an hour back for clients behind; a little skew is not worth a word.
   if (facts.notBefore.getTime() > now.getTime() + 5 * 60_000) {
     return [`${what} is not valid before ${at(facts.notBefore)}: clients refuse it until then; check this machine's clock`];
   }
+  const fix = generated ? "restart imgpress, which then makes a new one (clients need the new cert.pem)" : "renew it and restart imgpress, which reads it at start only";
   const left = facts.notAfter.getTime() - now.getTime();
-  if (left <= 0) return [`${what} expired on ${at(facts.notAfter)}: clients that check it refuse to connect; renew it and restart imgpress`];
+  if (left <= 0) return [`${what} expired on ${at(facts.notAfter)}: clients that check it refuse to connect; ${fix}`];
   if (left < EXPIRY_WARNING_DAYS * DAY_MS) {
     const days = Math.floor(left / DAY_MS);
-    return [`${what} expires ${days === 0 ? "within a day" : `in ${days} day${days === 1 ? "" : "s"}`} (${at(facts.notAfter)}): renew it and restart imgpress, which reads it at start only`];
+    return [`${what} expires ${days === 0 ? "within a day" : `in ${days} day${days === 1 ? "" : "s"}`} (${at(facts.notAfter)}): ${fix}`];
   }
   return [];
 }
@@ -32,25 +36,44 @@ export function describeServed(tls: Pick<ServedTls, "generated" | "certPath">): 
 
 /**
  * The warnings about the served certificate at `now`: its validity, and for the operator's files
- * whether the certificate on disk is no longer the one served (renewed, waiting for a restart).
- * `readCert` reads IMGPRESS_TLS_CERT's file as it is now.
+ * whether the certificate on disk is still the one served, and if not, whether a restart would
+ * serve the new one or fail (unreadable, not the key's, not valid now). `read` reads a file as it is now.
  */
-export async function certificateWarnings(tls: ServedTls, now: Date, readCert: () => Promise<string> = () => readFile(tls.certPath, "utf8")): Promise<string[]> {
-  const warnings = tls.facts ? validityWarnings(tls.facts, now, describeServed(tls)) : [];
+export async function certificateWarnings(tls: ServedTls, now: Date, read: (path: string) => Promise<string> = (path) => readFile(path, "utf8")): Promise<string[]> {
+  const warnings = tls.facts ? validityWarnings(tls.facts, now, describeServed(tls), tls.generated) : [];
   if (tls.generated) return warnings;
-  const onDisk = await readCert().catch((err: Error) => `unreadable: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
-  if (onDisk === tls.cert) return warnings;
-  const facts = certificateFacts(onDisk);
-  const until = facts ? ` (valid until ${facts.notAfter.toISOString().replace(/\.\d+Z$/, "Z")})` : onDisk.startsWith("unreadable: ") ? ` (${onDisk})` : " (it cannot be read as a certificate yet)";
-  return [...warnings, `IMGPRESS_TLS_CERT (${tls.certPath}) has changed since imgpress started${until}: restart imgpress to serve it; until then the one read at start is served`];
+  const change = await changeOnDisk(tls, now, read);
+  return change ? [...warnings, change] : warnings;
 }
 
-/** Options of `certificateWatch`; the defaults are the server's. */
+// What a restart would do with IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY as they are now, or null while
+// the file holds the served certificate (rewritten with other line ends or blank lines included).
+async function changeOnDisk(tls: ServedTls, now: Date, read: (path: string) => Promise<string>): Promise<string | null> {
+  const file = `IMGPRESS_TLS_CERT (${tls.certPath})`;
+  const kept = "the certificate read at start is still served";
+  const cert = await read(tls.certPath).catch((err: NodeJS.ErrnoException) => new Error(err.code ?? err.message));
+  if (cert instanceof Error) return `${file} cannot be read now (${cert.message}): a restart would fail; ${kept}`;
+  const facts = certificateFacts(cert);
+  if (!facts) return `${file} holds no certificate that can be read now: a restart would fail; ${kept}`;
+  if ((await certificateFingerprint(cert)) === (await certificateFingerprint(tls.cert))) return null;
+  const until = `valid until ${at(facts.notAfter)}`;
+  const key = tls.keyPath ? await read(tls.keyPath).catch(() => null) : null;
+  if (key === null || keyFits(cert, key) === false) {
+    return `${file} has changed (${until}), but IMGPRESS_TLS_KEY (${tls.keyPath}) is not its private key: a restart now would fail; put the new key there too; ${kept}`;
+  }
+  if (facts.notBefore.getTime() > now.getTime() + 5 * 60_000 || facts.notAfter <= now) {
+    return `${file} has changed, but the new certificate is not valid now (valid from ${at(facts.notBefore)} until ${at(facts.notAfter)}): a restart would serve it and clients would refuse it; ${kept}`;
+  }
+  return `${file} has changed since imgpress started (${until}): restart imgpress to serve it; until then ${kept}`;
+}
+
+/** Options of `certificateCheck`; the defaults are the server's. */
 export interface WatchOptions {
   /** How long a warning that still holds stays unsaid (a day). */
   repeatMs?: number;
   now?: () => Date;
-  readCert?: () => Promise<string>;
+  /** Reads a file as it is now (the certificate and key files). */
+  read?: (path: string) => Promise<string>;
   /** Warnings the start-up lines already gave: they count as said at the first `now()`. */
   said?: string[];
   /** Told every check's warnings, whether logged now or not (the dashboard shows them). */
@@ -62,17 +85,17 @@ export interface WatchOptions {
  * appears and again every `repeatMs` while it holds, so a renewal that was not followed by a
  * restart, or a certificate nearing its end, is said in the log before clients are refused.
  */
-export function certificateWatch(tls: ServedTls, warn: (message: string) => void, { repeatMs = DAY_MS, now = () => new Date(), readCert, said = [], checked }: WatchOptions = {}): () => Promise<void> {
+export function certificateCheck(tls: ServedTls, warn: (message: string) => void, { repeatMs = DAY_MS, now = () => new Date(), read, said = [], checked }: WatchOptions = {}): () => Promise<void> {
   const lastSaid = new Map<string, number>(said.map((message) => [message, now().getTime()]));
   return async () => {
-    const at = now();
-    const warnings = await certificateWarnings(tls, at, readCert);
+    const time = now();
+    const warnings = await certificateWarnings(tls, time, read);
     checked?.(warnings);
     for (const message of warnings) {
       const when = lastSaid.get(message);
-      if (when === undefined || at.getTime() - when >= repeatMs) {
+      if (when === undefined || time.getTime() - when >= repeatMs) {
         warn(message);
-        lastSaid.set(message, at.getTime());
+        lastSaid.set(message, time.getTime());
       }
     }
     // A warning that no longer holds is forgotten, so it is said again at once should it return.
@@ -80,9 +103,9 @@ export function certificateWatch(tls: ServedTls, warn: (message: string) => void
   };
 }
 
-/** Runs `certificateWatch` every `everyMs` (an hour); returns the stop. */
+/** Runs `certificateCheck` every `everyMs` (an hour); returns the stop. */
 export function watchCertificate(tls: ServedTls, warn: (message: string) => void, options: WatchOptions & { everyMs?: number } = {}): () => void {
-  const check = certificateWatch(tls, warn, options);
+  const check = certificateCheck(tls, warn, options);
   let checking: Promise<void> | null = null;
   const timer = setInterval(() => {
     checking ??= check().finally(() => (checking = null));
