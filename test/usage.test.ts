@@ -398,6 +398,10 @@ describe("UsageQueries on a seeded database", () => {
     expect(hourly.points.reduce((n, p) => n + p.conversions, 0)).toBe(overview.totals.conversions);
     expect(hourly.points.reduce((n, p) => n + p.errors, 0)).toBe(overview.totals.errors);
     expect(hourly.points.reduce((n, p) => n + p.guardEncodes, 0)).toBe(overview.totals.guardEncodes);
+    // Each hour holds its own conversions (whole UTC days once landed on their 00:00 hour).
+    const perHour = await h.store.all<{ hour: number; n: number }>(sql`SELECT hour, sum(count) AS n FROM usage_hourly_total WHERE hour >= ${range.from} AND hour < ${range.to} GROUP BY hour`);
+    expect(perHour.length).toBeGreaterThan(4);
+    expect(hourly.points.filter((p) => p.conversions + p.errors > 0).map((p) => [p.t, p.conversions + p.errors])).toEqual(perHour.map((r) => [Number(r.hour), Number(r.n)]).sort((a, b) => a[0]! - b[0]!));
     const daily = await q.series({ ...range, step: "day", utcOffsetMinutes: 120 });
     // Days start at 22:00 UTC for UTC+2, so the range widens to five steps.
     expect(daily.points.map((p) => p.t)).toEqual([0, 1, 2, 3, 4].map((d) => T0 - 4 * DAY - 2 * HOUR + d * DAY));
