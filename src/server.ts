@@ -9,7 +9,8 @@ import { prepareDatabaseFolder, readableByOthers } from "./db/sqlite.ts";
 import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
-import { loadTls, urlHost, type ServedTls } from "./tls/index.ts";
+import { isoSeconds, loadTls, urlHost, type ServedTls } from "./tls/index.ts";
+import { coversName, isWildcard } from "./tls/names.ts";
 import { describeServed, validityWarnings, watchCertificate } from "./tls/watch.ts";
 import { version } from "./version.ts";
 import type { Logger } from "./log.ts";
@@ -115,7 +116,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     throw err;
   });
   const stopMaintenance = startMaintenance(services, config, logger);
-  const stopWatching = await watchServedCertificate(tls, logger, services);
+  const stopWatching = await watchServedCertificate(tls, config.host, logger, services);
   const { releaseFreedMemory } = runtime;
   if (releaseFreedMemory) {
     const release = () => {
@@ -136,7 +137,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     scheme,
     dataDir: config.dataDir,
     ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: services.tls.view()?.sha256, certNames: tls.facts?.names } : {}),
-    ...(tls?.facts ? { certValidUntil: tls.facts.notAfter.toISOString() } : {}),
+    ...(tls?.facts ? { certValidUntil: isoSeconds(tls.facts.notAfter) } : {}),
   });
   return new Promise((resolve) => {
     let stopping = false;
@@ -164,7 +165,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
  * then keeps watching it; the metric lets Prometheus alert before it ends, and the dashboard shows
  * it. Returns the stop.
  */
-async function watchServedCertificate(tls: ServedTls | undefined, logger: Logger, services: Pick<Services, "metrics" | "tls">): Promise<() => void> {
+async function watchServedCertificate(tls: ServedTls | undefined, host: string, logger: Logger, services: Pick<Services, "metrics" | "tls">): Promise<() => void> {
   if (!tls) {
     await services.tls.serving(undefined, []);
     return () => {};
@@ -181,6 +182,10 @@ async function watchServedCertificate(tls: ServedTls | undefined, logger: Logger
   }
   // The operator's file cannot have changed since it was read a moment ago: only validity is checked now.
   const said = tls.facts ? validityWarnings(tls.facts, new Date(), describeServed(tls), tls.generated) : [];
+  // The operator's certificate holds its own names: one that lacks the listen address fails every client using it.
+  if (!tls.generated && tls.facts && !isWildcard(host) && !coversName(tls.facts.names, host)) {
+    said.push(`${describeServed(tls)} does not hold IMGPRESS_HOST (${host}) among its names (${tls.facts.names.join(", ")}): clients that connect by that address refuse it`);
+  }
   for (const message of said) logger.startup("warn", message);
   await services.tls.serving(tls, said);
   return watchCertificate(tls, (message) => logger.warn(message), { said, checked: (warnings) => services.tls.warn(warnings) });

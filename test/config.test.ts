@@ -209,12 +209,13 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_DATABASE_URL", "file:///srv/imgpress/", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder."],
     ["IMGPRESS_DATABASE_URL", "file://nas/share/imgpress.db", "expected a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host)."],
     ["IMGPRESS_DATABASE_URL", "FILE:imgpress.db", "expected a file: URL with its scheme in lower case (file:./imgpress-data/imgpress.db)."],
-    ["IMGPRESS_TLS_NAMES", "nas.local,nas_box.lan", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas_box.lan)."],
+    ["IMGPRESS_TLS_NAMES", "nas.local,-nas.lan", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: -nas.lan)."],
+    ["IMGPRESS_TLS_NAMES", "nas.local:8443", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas.local:8443; a name is written without a port)."],
     // Clients read a name ending in digits as an IPv4 address (10.1.2 is 10.1.0.2), never as this name.
     ["IMGPRESS_TLS_NAMES", "10.1.2", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 10.1.2)."],
     ["IMGPRESS_TLS_NAMES", "*", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *)."],
     // OpenSSL clients match a wildcard over two labels or more only: *.local matches no NAS.
-    ["IMGPRESS_TLS_NAMES", "*.local", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *.local; a wildcard stands for one label under a name of two or more (*.example.lan): name the host itself)."],
+    ["IMGPRESS_TLS_NAMES", "*.local", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *.local; a wildcard stands for one label under a name of two labels or more (*.example.lan): name the host itself)."],
     ["IMGPRESS_TLS_NAMES", "0.0.0.0", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 0.0.0.0; no client connects to this address)."],
     ["IMGPRESS_TLS_NAMES", "nas.local 192.168.1.10", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas.local 192.168.1.10; separate names with commas)."],
     ["IMGPRESS_TLS_NAMES", "fe80::1%eth0", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: fe80::1%eth0; a certificate cannot hold an IPv6 zone such as %eth0)."],

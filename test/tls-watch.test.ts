@@ -37,7 +37,7 @@ describe("validityWarnings", () => {
     const tls = await served(90);
     const end = "2026-05-30T12:00:00Z";
     expect(validityWarnings(tls.facts!, at(80), "the certificate")).toEqual([`the certificate expires in 10 days (${end}): renew it and restart imgpress, which reads it at start only`]);
-    expect(validityWarnings(tls.facts!, at(88.5), "the certificate")).toEqual([`the certificate expires in 1 day (${end}): renew it and restart imgpress, which reads it at start only`]);
+    expect(validityWarnings(tls.facts!, at(88.7), "the certificate")).toEqual([`the certificate expires in 1 day (${end}): renew it and restart imgpress, which reads it at start only`]);
     expect(validityWarnings(tls.facts!, at(89.9), "the certificate")).toEqual([`the certificate expires within a day (${end}): renew it and restart imgpress, which reads it at start only`]);
   });
 
@@ -77,11 +77,18 @@ describe("certificateWarnings: the operator's files on disk against the one serv
     const said = async (cert: string | Error, key: string | Error) => (await certificateWarnings(tls, NOW, files(cert, key)))[0];
     expect(await said(gone, tls.key)).toBe(`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) cannot be read now (ENOENT): a restart would fail; ${kept}`);
     expect(await said("-----BEGIN CERTIFICATE-----\nMIIB", tls.key)).toBe(`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`);
-    // The new certificate before its key: a renewal half done.
+    // The new certificate before its key: a renewal half done; or the key half copied, or gone.
     expect(await said(renewed.cert, tls.key)).toBe(
-      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed (valid until 2026-05-29T12:00:00Z), but IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) is not its private key: a restart now would fail; put the new key there too; ${kept}`,
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed (valid until 2026-05-29T12:00:00Z), but IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) is not the private key of the certificate that comes first in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) (the server's certificate first, then the intermediates): a restart would fail; ${kept}`,
     );
-    expect(await said(renewed.cert, gone)).toContain("is not its private key: a restart now would fail");
+    expect(await said(renewed.cert, renewed.key.slice(0, 100))).toBe(
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed (valid until 2026-05-29T12:00:00Z), but IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) holds no private key that can be read now: a restart would fail; ${kept}`,
+    );
+    expect(await said(renewed.cert, gone)).toBe(
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed (valid until 2026-05-29T12:00:00Z), but IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) cannot be read now (ENOENT): a restart would fail; ${kept}`,
+    );
+    // The certificate as it was, its key gone bad: a restart would fail as well.
+    expect(await said(tls.cert, "")).toBe(`IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) holds no private key that can be read now: a restart would fail; ${kept}`);
     expect(await said(expired.cert, expired.key)).toBe(
       `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed, but the new certificate is not valid now (valid from 2026-02-19T11:00:00Z until 2026-02-20T12:00:00Z): a restart would serve it and clients would refuse it; ${kept}`,
     );
@@ -126,6 +133,7 @@ describe("certificateCheck: one check, as the hourly timer runs it", () => {
     expect(said).toHaveLength(2);
     // Put back (a renewal undone): forgotten, so a second change is said at once.
     onDisk = tls.cert;
+    onDiskKey = tls.key;
     await check();
     onDisk = renewed;
     await check();

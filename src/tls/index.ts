@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Config } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import { readOrCreate, replaceFile } from "../files.ts";
-import { canonicalName, isWildcard } from "./names.ts";
+import { canonicalName, isDnsName, isWildcard } from "./names.ts";
 import { selfSignedCertificate, type TlsPair } from "./selfsigned.ts";
 
 
@@ -37,24 +37,24 @@ export interface Replacement {
 
 /** The names and validity of a certificate file, as a client checks them. */
 export interface CertificateFacts {
-  /** The first certificate's subject alternative names, as `canonicalName` writes them. */
+  /** The first (the server's) certificate's subject alternative names, as `canonicalName` writes them. */
   names: string[];
-  /** The first certificate's start. */
+  /** The server's certificate's start. */
   notBefore: Date;
-  /** The earliest end in the file: the first certificate's, or an intermediate's that ends sooner. */
+  /** The server's certificate's end. */
   notAfter: Date;
+  /** The earliest end of an intermediate in the file, when it comes before the server's certificate's. */
+  intermediateEnds?: Date;
 }
 
 /** A generated certificate this close to its end is replaced at start (it is valid for ten years). */
 const RENEW_GENERATED_BEFORE_MS = 30 * 86_400_000;
-/** Clock skew a generated certificate's start may show before it counts as made by a clock ahead. */
-const SKEW_MS = 5 * 60_000;
 
 /**
  * The certificate the server presents: the operator's PEM files when configured, otherwise a
  * self-signed pair generated into `<data dir>/tls/` on first start and reused afterwards, until it
- * lacks a name IMGPRESS_TLS_NAMES or IMGPRESS_HOST asks for, cannot be read, is not valid yet, or
- * nears its end.
+ * lacks a name IMGPRESS_TLS_NAMES or IMGPRESS_HOST asks for, cannot be read, or nears its end. One
+ * not valid yet is kept: the clock may be the one that is wrong (a NAS before its time sync).
  */
 export async function loadTls(config: Config, now = new Date()): Promise<ServedTls> {
   if (config.tlsCert && config.tlsKey) {
@@ -87,24 +87,27 @@ async function generatedTls(config: Config, now: Date): Promise<ServedTls> {
   };
   const bundle = await readOrCreate(bundlePath, () => generate([...new Set([...defaultNames(), ...wanted])]));
   const found = readBundle(bundle);
-  const facts = found && certificateFacts(found.cert);
-  const missing = facts ? wanted.filter((name) => !facts.names.includes(name)) : wanted;
+  // The old certificate's names and fingerprint count even when its key is what is damaged.
+  const oldCert = pemBlocks(bundle, "CERTIFICATE")[0];
+  const oldFacts = oldCert ? certificateFacts(oldCert) : null;
+  const missing = oldFacts ? wanted.filter((name) => !oldFacts.names.includes(name)) : wanted;
   let reason: string | null = null;
-  if (!found || !facts) reason = "the one in the data folder could not be read (its key or certificate is missing, damaged or not a pair)";
+  if (!found || !oldFacts) reason = "the one in the data folder could not be read (its key or certificate is missing, damaged or not a pair)";
   else if (missing.length > 0) reason = `the one in the data folder lacks ${missing.join(", ")}`;
-  else if (facts.notBefore.getTime() > now.getTime() + SKEW_MS) reason = `the one in the data folder is not valid before ${facts.notBefore.toISOString()} (made while this machine's clock was ahead)`;
-  else if (facts.notAfter.getTime() - now.getTime() < RENEW_GENERATED_BEFORE_MS) reason = `the one in the data folder ${facts.notAfter <= now ? "expired" : "expires"} on ${facts.notAfter.toISOString()}`;
-  let pair = found!;
+  else if (oldFacts.notAfter.getTime() - now.getTime() < RENEW_GENERATED_BEFORE_MS) reason = `the one in the data folder ${oldFacts.notAfter <= now ? "expired" : "expires"} on ${isoSeconds(oldFacts.notAfter)}`;
+  let pair: TlsPair;
   let replaced: Replacement | undefined;
-  if (reason) {
+  // (Without a pair `reason` is always set; the test on `found` is for the type checker.)
+  if (reason || !found) {
+    const why = reason ?? "the one in the data folder could not be read";
     // Every name the old one held stays, so clients that reached it by one still can.
-    const fresh = await generate([...new Set([...defaultNames(), ...(facts?.names ?? []), ...wanted])]);
+    const fresh = await generate([...new Set([...defaultNames(), ...(oldFacts?.names ?? []), ...wanted])]);
     const previous = `${bundlePath}.previous`;
-    await writeOwnerOnly(previous, bundle, reason);
-    await writeOwnerOnly(bundlePath, fresh, reason);
+    await writeOwnerOnly(previous, bundle, why);
+    await writeOwnerOnly(bundlePath, fresh, why);
     pair = readBundle(fresh)!;
-    replaced = { reason, keptAt: previous, ...(found ? { previousSha256: await certificateFingerprint(found.cert) } : {}) };
-  }
+    replaced = { reason: why, keptAt: previous, ...(oldCert && oldFacts ? { previousSha256: await certificateFingerprint(oldCert) } : {}) };
+  } else pair = found;
   const certPath = join(config.dataDir, "tls", "cert.pem");
   // The copy clients are given (certificate blocks only): put right if it was edited or damaged, so it always matches what is served.
   const copy = await readOrCreate(certPath, async () => pair.cert, 0o644).catch(unwritable(certPath));
@@ -126,21 +129,26 @@ function unwritable(path: string, why = "(the copy of the certificate for client
 /** The names every generated certificate holds: this machine by its loopback addresses and host name (if it is one a certificate can hold). */
 function defaultNames(): string[] {
   const host = canonicalName(hostname());
-  return ["localhost", "127.0.0.1", "::1", ...(/^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/.test(host) ? [host] : [])];
+  return ["localhost", "127.0.0.1", "::1", ...(isDnsName(host) ? [host] : [])];
 }
 
 // The key and certificate of the data folder's pair, each its own PEM block, or null unless both
 // are there and belong together (a damaged key would fail at listen, naming the address).
 function readBundle(bundle: string): TlsPair | null {
-  const key = pemBlocks(bundle, "PRIVATE KEY")[0];
+  const key = pemBlocks(bundle, "[A-Z ]*PRIVATE KEY")[0];
   const cert = pemBlocks(bundle, "CERTIFICATE")[0];
   return key && cert && keyFits(cert, key) ? { key, cert } : null;
 }
 
-/** The PEM blocks of one label (`CERTIFICATE`) in `text`, in order, each ending in a newline. */
+/** The PEM blocks whose label matches `label` (`CERTIFICATE`, or a pattern such as `[A-Z ]*PRIVATE KEY`) in `text`, in order, each ending in a newline. */
 export function pemBlocks(text: string, label: string): string[] {
-  const pattern = new RegExp(`-----BEGIN ${label}-----[\\s\\S]*?-----END ${label}-----`, "g");
+  const pattern = new RegExp(`-----BEGIN (${label})-----[\\s\\S]*?-----END \\1-----`, "g");
   return [...text.matchAll(pattern)].map((m) => `${m[0].replace(/\r\n/g, "\n")}\n`);
+}
+
+/** A time to the second, as openssl and the warnings write it. */
+export function isoSeconds(date: Date): string {
+  return date.toISOString().replace(/\.\d+Z$/, "Z");
 }
 
 /** The names and validity of the certificates in `pem` (a chain, or a key and chain in one file), or null when there is none it can read. */
@@ -157,19 +165,22 @@ export function certificateFacts(pem: string): CertificateFacts | null {
   const leaf = chain[0];
   if (!leaf) return null;
   // Bun writes "IP Address:0:0:0:0:0:0:0:1", Deno "IP Address:::1": both read back as ::1. Bun quotes
-  // (JSON-style) a name with characters a DNS name cannot hold.
+  // (JSON-style, each byte of UTF-8 a \u00XX) a name with characters a DNS name cannot hold.
   const names = (leaf.subjectAltName ?? "").split(", ").flatMap((entry) => {
     const [kind, value = ""] = entry.split(/:(.*)/s);
     if (kind !== "DNS" && kind !== "IP Address") return [];
     return [canonicalName(value.startsWith('"') ? unquoted(value) : value)];
   });
-  const ends = chain.map((c) => new Date(c.validTo).getTime());
-  return { names, notBefore: new Date(leaf.validFrom), notAfter: new Date(Math.min(...ends)) };
+  const leafEnd = new Date(leaf.validTo);
+  const intermediateEnd = Math.min(...chain.slice(1).map((c) => new Date(c.validTo).getTime()));
+  return { names, notBefore: new Date(leaf.validFrom), notAfter: leafEnd, ...(intermediateEnd < leafEnd.getTime() ? { intermediateEnds: new Date(intermediateEnd) } : {}) };
 }
 
 function unquoted(value: string): string {
   try {
-    return String(JSON.parse(value));
+    const text = String(JSON.parse(value));
+    // Bytes written one by one as \u00XX are UTF-8 read as Latin-1: put them back together.
+    return /^[\x00-\xff]*$/.test(text) ? Buffer.from(text, "latin1").toString("utf8") : text;
   } catch {
     return value;
   }

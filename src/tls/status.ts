@@ -7,6 +7,8 @@ export interface TlsView {
   certPath?: string;
   /** ISO time; absent when the certificate could not be read. */
   validUntil?: string;
+  /** ISO time an intermediate in the file ends, when before `validUntil`. */
+  intermediateEnds?: string;
   names?: readonly string[];
   /** SHA-256 of the certificate, colon-separated hex (as the listening line and openssl print it). */
   sha256?: string;
@@ -28,6 +30,7 @@ export class TlsStatus {
           source: tls.generated ? "generated" : "file",
           certPath: tls.certPath,
           ...(tls.facts ? { validUntil: tls.facts.notAfter.toISOString(), names: tls.facts.names } : {}),
+          ...(tls.facts?.intermediateEnds ? { intermediateEnds: tls.facts.intermediateEnds.toISOString() } : {}),
           sha256: await certificateFingerprint(tls.cert),
           warnings,
         }

@@ -1,32 +1,43 @@
 import { readFile } from "node:fs/promises";
-import { certificateFacts, certificateFingerprint, keyFits, type CertificateFacts, type ServedTls } from "./index.ts";
+import { certificateFacts, certificateFingerprint, isoSeconds, keyFits, type CertificateFacts, type ServedTls } from "./index.ts";
 
 /** Within this many days of its end a certificate is warned about (Let's Encrypt renews 30 days ahead). */
 export const EXPIRY_WARNING_DAYS = 14;
 
 const DAY_MS = 86_400_000;
 
-// Times in the warnings: to the second, as openssl and the alert show them.
-const at = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
+const at = isoSeconds;
 
 /**
  * What is wrong with the served certificate's validity at `now`, one sentence each: not valid yet
- * (a clock behind), expired, or ending within EXPIRY_WARNING_DAYS. `generated`: the self-signed
- * pair, which a restart replaces by itself once it nears its end.
+ * (a clock behind), expired, ending within EXPIRY_WARNING_DAYS, and the same of an intermediate in
+ * the file that ends first. `generated`: the self-signed pair, which a restart replaces by itself
+ * once it nears its end.
  */
 export function validityWarnings(facts: CertificateFacts, now: Date, what: string, generated = false): string[] {
   // The generated certificate starts an hour back for clients behind; a little skew is not worth a word.
   if (facts.notBefore.getTime() > now.getTime() + 5 * 60_000) {
-    return [`${what} is not valid before ${at(facts.notBefore)}: clients refuse it until then; check this machine's clock`];
+    // Kept rather than replaced: at start the clock is the likelier fault (a NAS before its time sync).
+    const fix = generated
+      ? "if this machine's clock is right, stop imgpress and delete tls/self-signed.pem: the next start makes a new one (clients need the new cert.pem)"
+      : "check this machine's clock";
+    return [`${what} is not valid before ${at(facts.notBefore)}: clients refuse it until then; ${fix}`];
   }
   const fix = generated ? "restart imgpress, which then makes a new one (clients need the new cert.pem)" : "renew it and restart imgpress, which reads it at start only";
-  const left = facts.notAfter.getTime() - now.getTime();
-  if (left <= 0) return [`${what} expired on ${at(facts.notAfter)}: clients that check it refuse to connect; ${fix}`];
-  if (left < EXPIRY_WARNING_DAYS * DAY_MS) {
-    const days = Math.floor(left / DAY_MS);
-    return [`${what} expires ${days === 0 ? "within a day" : `in ${days} day${days === 1 ? "" : "s"}`} (${at(facts.notAfter)}): ${fix}`];
+  const ending = (end: Date) => {
+    const left = end.getTime() - now.getTime();
+    if (left <= 0) return `expired on ${at(end)}`;
+    if (left >= EXPIRY_WARNING_DAYS * DAY_MS) return null;
+    const days = Math.round(left / DAY_MS);
+    return `expires ${left < DAY_MS ? "within a day" : `in ${days} day${days === 1 ? "" : "s"}`} (${at(end)})`;
+  };
+  const own = ending(facts.notAfter);
+  const warnings = own ? [`${what} ${own}: ${own.startsWith("expired") ? "clients that check it refuse to connect; " : ""}${fix}`] : [];
+  const intermediate = facts.intermediateEnds && ending(facts.intermediateEnds);
+  if (intermediate) {
+    warnings.push(`an intermediate certificate in ${what.replace(/^the certificate in /, "")} ${intermediate}: clients that build the chain through it refuse the server (an extra cross-signed one that clients skip does no harm); renew the chain and restart imgpress`);
   }
-  return [];
+  return warnings;
 }
 
 /** How the served certificate is described in its warnings. */
@@ -36,8 +47,9 @@ export function describeServed(tls: Pick<ServedTls, "generated" | "certPath">): 
 
 /**
  * The warnings about the served certificate at `now`: its validity, and for the operator's files
- * whether the certificate on disk is still the one served, and if not, whether a restart would
- * serve the new one or fail (unreadable, not the key's, not valid now). `read` reads a file as it is now.
+ * whether they still hold the served certificate and its key, and if not, whether a restart would
+ * serve them or fail (unreadable, no certificate or key, not a pair, not valid now). `read` reads a
+ * file as it is now.
  */
 export async function certificateWarnings(tls: ServedTls, now: Date, read: (path: string) => Promise<string> = (path) => readFile(path, "utf8")): Promise<string[]> {
   const warnings = tls.facts ? validityWarnings(tls.facts, now, describeServed(tls), tls.generated) : [];
@@ -47,24 +59,29 @@ export async function certificateWarnings(tls: ServedTls, now: Date, read: (path
 }
 
 // What a restart would do with IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY as they are now, or null while
-// the file holds the served certificate (rewritten with other line ends or blank lines included).
+// they hold the served pair (rewritten with other line ends or blank lines included).
 async function changeOnDisk(tls: ServedTls, now: Date, read: (path: string) => Promise<string>): Promise<string | null> {
   const file = `IMGPRESS_TLS_CERT (${tls.certPath})`;
+  const keyFile = `IMGPRESS_TLS_KEY (${tls.keyPath})`;
   const kept = "the certificate read at start is still served";
-  const cert = await read(tls.certPath).catch((err: NodeJS.ErrnoException) => new Error(err.code ?? err.message));
+  const unreadable = (err: NodeJS.ErrnoException) => new Error(err.code ?? err.message);
+  const [cert, key] = await Promise.all([read(tls.certPath).catch(unreadable), tls.keyPath ? read(tls.keyPath).catch(unreadable) : new Error("not set")]);
   if (cert instanceof Error) return `${file} cannot be read now (${cert.message}): a restart would fail; ${kept}`;
   const facts = certificateFacts(cert);
   if (!facts) return `${file} holds no certificate that can be read now: a restart would fail; ${kept}`;
-  if ((await certificateFingerprint(cert)) === (await certificateFingerprint(tls.cert))) return null;
-  const until = `valid until ${at(facts.notAfter)}`;
-  const key = tls.keyPath ? await read(tls.keyPath).catch(() => null) : null;
-  if (key === null || keyFits(cert, key) === false) {
-    return `${file} has changed (${until}), but IMGPRESS_TLS_KEY (${tls.keyPath}) is not its private key: a restart now would fail; put the new key there too; ${kept}`;
+  const changed = (await certificateFingerprint(cert)) !== (await certificateFingerprint(tls.cert));
+  const what = changed ? `${file} has changed (valid until ${at(facts.notAfter)}), but ` : "";
+  if (key instanceof Error) return `${what}${keyFile} cannot be read now (${key.message}): a restart would fail; ${kept}`;
+  const fits = keyFits(cert, key);
+  if (fits === null) return `${what}${keyFile} holds no private key that can be read now: a restart would fail; ${kept}`;
+  if (!fits) {
+    return `${what}${keyFile} is not the private key of the certificate that comes first in ${file} (the server's certificate first, then the intermediates): a restart would fail; ${kept}`;
   }
+  if (!changed) return null;
   if (facts.notBefore.getTime() > now.getTime() + 5 * 60_000 || facts.notAfter <= now) {
     return `${file} has changed, but the new certificate is not valid now (valid from ${at(facts.notBefore)} until ${at(facts.notAfter)}): a restart would serve it and clients would refuse it; ${kept}`;
   }
-  return `${file} has changed since imgpress started (${until}): restart imgpress to serve it; until then ${kept}`;
+  return `${file} has changed since imgpress started (valid until ${at(facts.notAfter)}): restart imgpress to serve it; until then ${kept}`;
 }
 
 /** Options of `certificateCheck`; the defaults are the server's. */

@@ -65,11 +65,25 @@ describe("the operator's certificate", () => {
     server = await startServer({ dataDir, env: { IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: key } });
     const end = new Date(new X509Certificate(pair.cert).validTo);
     const warned = (await server.waitForLog((l) => l.json?.level === "warn" && String(l.json.msg).startsWith("the certificate in IMGPRESS_TLS_CERT"))).json!;
-    expect(warned.msg).toBe(`the certificate in IMGPRESS_TLS_CERT (${cert}) expires in 4 days (${end.toISOString().replace(".000Z", "Z")}): renew it and restart imgpress, which reads it at start only`);
+    expect(warned.msg).toBe(`the certificate in IMGPRESS_TLS_CERT (${cert}) expires in 5 days (${end.toISOString().replace(".000Z", "Z")}): renew it and restart imgpress, which reads it at start only`);
     const listening = (await server.waitForLog((l) => l.json?.msg === "imgpress listening")).json!;
-    expect(listening).toMatchObject({ certValidUntil: end.toISOString() });
+    expect(listening).toMatchObject({ certValidUntil: end.toISOString().replace(".000Z", "Z") });
     expect(listening.certNames).toBeUndefined();
+    // It holds the address the server listens on (127.0.0.1), so nothing is said of IMGPRESS_HOST.
+    expect(server.logs.some((l) => String(l.json?.msg).includes("does not hold IMGPRESS_HOST"))).toBe(false);
     const metrics = parseMetrics(await (await server.fetch("/internal/metrics")).text());
     expect(metrics.get("imgpress_tls_certificate_expiry_timestamp_seconds")).toBe(end.getTime() / 1000);
+  }, 60_000);
+
+  test("one that does not hold the address the server listens on is named at start", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "imgpress-own-tls-"));
+    const [cert, key] = [join(dataDir, "tls", "cert.pem"), join(dataDir, "tls", "key.pem")];
+    await mkdir(join(dataDir, "tls"), { recursive: true });
+    const pair = await selfSignedCertificate(["imgpress.example.com"], 90);
+    await writeFile(cert, pair.cert);
+    await writeFile(key, pair.key, { mode: 0o600 });
+    server = await startServer({ dataDir, env: { IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: key } });
+    const warned = (await server.waitForLog((l) => String(l.json?.msg).includes("does not hold IMGPRESS_HOST"))).json!;
+    expect(warned.msg).toBe(`the certificate in IMGPRESS_TLS_CERT (${cert}) does not hold IMGPRESS_HOST (127.0.0.1) among its names (imgpress.example.com): clients that connect by that address refuse it`);
   }, 60_000);
 });

@@ -91,8 +91,8 @@ const TLS_SOURCES: Record<TlsView["source"], string> = {
 function tlsPanel(tls: TlsView): SafeHtml {
   const fact = (label: string, value: SafeHtml | string | undefined) => (value === undefined ? null : html`<dt>${label}</dt><dd>${value}</dd>`);
   return html`<section class="panel" aria-labelledby="tls-title"><h2 id="tls-title">TLS certificate</h2>
-${tls.warnings.map((w) => html`<p class="notice error">${w}</p>`)}<dl class="facts">${fact("Served", TLS_SOURCES[tls.source])}${fact("File", tls.certPath && html`<span class="mono">${breakable(tls.certPath)}</span>`)}${fact(
+${tls.warnings.map((w) => html`<p class="notice error"><strong>Warning:</strong> ${w}</p>`)}<dl class="facts">${fact("Served", TLS_SOURCES[tls.source])}${fact("File", tls.certPath && html`<span class="mono">${breakable(tls.certPath)}</span>`)}${fact(
     "Valid until",
     tls.validUntil && time(Date.parse(tls.validUntil)),
-  )}${fact("Names", tls.names && html`<span class="mono">${breakable(tls.names.join(", "))}</span>`)}${fact("SHA-256", tls.sha256 && html`<span class="mono">${breakable(tls.sha256, /(?<=:)/)}</span>`)}</dl></section>`;
+  )}${fact("Intermediate ends", tls.intermediateEnds && time(Date.parse(tls.intermediateEnds)))}${fact("Names", tls.names && html`<span class="mono">${breakable(tls.names.join(", "))}</span>`)}${fact("SHA-256", tls.sha256 && html`<span class="mono">${breakable(tls.sha256, /(?<=:)/)}</span>`)}</dl></section>`;
 }
