@@ -6,6 +6,7 @@
  * the browser's time zone.
  */
 import { html, type SafeHtml } from "../html/index.ts";
+import { breakable } from "./components.ts";
 import { count, utcText } from "./format.ts";
 
 /** One line or bar series; `values[i]` belongs to `times[i]` (null = no value, the line breaks). */
@@ -98,8 +99,9 @@ function dataTable(chart: TimeChart, fmt: (n: number) => string): SafeHtml {
       ? [html`<tr><th scope="row">${daily ? utcText(t, false) : utcText(t).slice(0, -4)}</th>${chart.series.map((s) => html`<td class="num">${s.values[i] === null || s.values[i] === undefined ? "–" : fmt(s.values[i]!)}</td>`)}</tr>`]
       : [],
   );
-  return html`<details class="chart-data"><summary>${chart.title} as a table</summary><div class="table-wrap compact" tabindex="0" role="region" aria-label="${chart.title} as a table">
-<table><caption class="sr-only">${chart.title}, steps with a value</caption><thead><tr><th scope="col">${daily ? "Day" : "Hour"} (UTC)</th>${chart.series.map((s) => html`<th scope="col" class="num">${s.name}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
+  // Names such as error codes (UNSUPPORTED_FORMAT) wrap at their underscores, so the columns fit the chart's width.
+  return html`<details class="chart-data"><summary>${chart.title} as a table</summary><div class="table-wrap compact" tabindex="0" role="region" aria-labelledby="${chart.id}-table">
+<table><caption class="sr-only" id="${chart.id}-table">${chart.title}, steps with a value</caption><thead><tr><th scope="col">${daily ? "Day" : "Hour"} (UTC)</th>${chart.series.map((s) => html`<th scope="col" class="num">${breakable(s.name)}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
 }
 
 /** One figure with a group of horizontal bars per part, the value and share written at the end. */

@@ -58,7 +58,10 @@ export function table(opts: {
     const arrow = current ? (opts.sort.order === "asc" ? "▲" : "▼") : "↕";
     return html`<th scope="col" class="${cls}"${current ? html` aria-sort="${opts.sort.order === "asc" ? "ascending" : "descending"}"` : null}><a class="sort" href="${opts.sort.href(c.sort, next)}">${c.label}<span class="arrow${current ? " current" : ""}" aria-hidden="true">${arrow}</span></a></th>`;
   });
-  return html`<div class="table-wrap${opts.compact ? " compact" : ""}${opts.className ? ` ${opts.className}` : ""}"><table><caption class="sr-only">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${opts.rows}</tbody></table></div>`;
+  // A table that may scroll sideways can be scrolled by keyboard: the wrapper takes focus, named by the caption.
+  const id = `t-${opts.caption.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`;
+  const scrolls = opts.compact ? null : html` tabindex="0" role="region" aria-labelledby="${id}"`;
+  return html`<div class="table-wrap${opts.compact ? " compact" : ""}${opts.className ? ` ${opts.className}` : ""}"${scrolls}><table><caption class="sr-only" id="${id}">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${opts.rows}</tbody></table></div>`;
 }
 
 /** "41–60 of 1,234 keys" with previous/next links; `noun` is [one, many]. */
@@ -87,8 +90,14 @@ export function badge(text: string | SafeHtml, kind: "active" | "revoked" | "neu
 
 /**
  * Text that may wrap after each separator (`_` `,` `/` by default) rather than at any letter: a
- * setting's name or a list of addresses on a phone breaks between its parts, not inside them.
+ * setting's name or a list of addresses on a phone breaks between its parts, not inside them. No
+ * break inside `//`, nor before a last part of one or two characters (`_S`, `_MB`).
  */
-export function breakable(text: string, after: RegExp = /(?<=[_,/])/): SafeHtml {
-  return html`${text.split(after).map((part, i) => (i === 0 ? part : html`<wbr>${part}`))}`;
+export function breakable(text: string, after: RegExp = /(?<=[_,]|\/(?!\/))/): SafeHtml {
+  const parts = text.split(after);
+  if (parts.length > 1 && parts.at(-1)!.length <= 2) parts.splice(-2, 2, parts.at(-2)! + parts.at(-1)!);
+  return html`${parts.map((part, i) => (i === 0 ? part : html`<wbr>${part}`))}`;
 }
+
+/** Where an e-mail address may wrap: after its @, dots, hyphens and the like. */
+export const EMAIL_BREAKS = /(?<=[@.\-_+])/;

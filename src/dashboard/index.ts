@@ -10,7 +10,7 @@ import { htmlPage, orRefusal, pageResponse } from "../staff/pages.ts";
 import type { StaffSession } from "../staff/sessions.ts";
 import { assetAt } from "./assets.ts";
 import { query as queryString } from "./components.ts";
-import type { Notice, Viewer } from "./layout.ts";
+import { layout, type Notice, type Viewer } from "./layout.ts";
 import { EmailForm, PageQuery } from "./model.ts";
 import { activityPage } from "./pages/activity.ts";
 import { keyPage, keysPage } from "./pages/keys.ts";
@@ -33,7 +33,7 @@ export interface DashboardRouteDeps {
 const DONE: Record<string, Notice> = {
   revoked: { kind: "info", text: "Key revoked: its next request is refused." },
   "staff-added": { kind: "info", text: "Staff member added: they can sign in now." },
-  "staff-exists": { kind: "info", text: "That address already is a staff member." },
+  "staff-exists": { kind: "info", text: "That address is already a staff member." },
   "staff-removed": { kind: "info", text: "Staff member removed and signed out everywhere." },
 };
 
@@ -68,10 +68,10 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
     .post("/settings/staff/remove", async ({ staff, body, request }) =>
       settingsAction(d, staff, request, async () => (await d.staff.remove(body.email, staff.email, d.clientIp(request)), "staff-removed")),
       { ...page(), parse: parseFormBody, body: EmailForm })
-    // A mistyped address or an old bookmark: staff get a page that leads back, not the API's JSON
-    // (the JSON API's own unknown paths stay JSON, in src/internal/).
-    .get("/*", () => pageResponse("Page not found", html`<p>There is no dashboard page at this address. It may have been typed wrong.</p>
-<p><a href="/internal/">Overview</a> · <a href="/internal/keys">Keys</a> · <a href="/internal/activity">Activity</a> · <a href="/internal/settings">Staff &amp; settings</a></p>`, 404), page());
+    // A mistyped address or an old bookmark: staff get a page in the dashboard's frame that leads
+    // back, not the API's JSON (the JSON API's own unknown paths stay JSON, in src/internal/).
+    .get("/*", ({ staff }) => htmlPage(layout({ title: "Page not found", section: null, viewer: viewer(staff), body: html`<div class="page-head"><div><h1>Page not found</h1>
+<p class="lead">There is no dashboard page at this address. It may have been typed wrong; the sections above lead on.</p></div></div>` }), 404), page());
 }
 
 /**

@@ -37,8 +37,8 @@ export function csrfField(viewer: Viewer): SafeHtml {
   return html`<input type="hidden" name="${CSRF_FIELD}" value="${viewer.csrfToken}">`;
 }
 
-/** A whole signed-in page: header with the address and sign-out button, navigation, the body. */
-export function layout(page: { title: string; section: Section; viewer: Viewer; body: SafeHtml; notice?: Notice | null }): SafeHtml {
+/** A whole signed-in page: header with the address and sign-out button, navigation (`section` marked current; none for a page outside them), the body. */
+export function layout(page: { title: string; section: Section | null; viewer: Viewer; body: SafeHtml; notice?: Notice | null }): SafeHtml {
   const nav = SECTIONS.map((s) => html`<a href="${s.href}"${s.id === page.section ? html` aria-current="page"` : null}>${s.label}</a>`);
   return document(
     page.title,

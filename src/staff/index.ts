@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { parseFormBody } from "../http/form.ts";
+import type { AppError } from "../errors.ts";
 import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
@@ -40,19 +41,20 @@ export function staffRoutes(d: StaffRouteDeps) {
     .post(
       "/login",
       async ({ body, request }) =>
-        // A refused new code (asked again within the minute) leaves the code already sent valid: stay on its form.
-        asPage(request, body.resend ? "Enter your code" : "Staff sign-in", (m) => (body.resend ? codeForm(body.email, shownNext(body.next), minutes, `${m} The code already sent still works.`) : loginForm(shownNext(body.next), { error: m, email: body.email })), async () => {
+        // A new code asked for on the code form stays there, sent or refused: a refusal leaves the code already sent valid.
+        asPage(request, body.resend ? "Enter your code" : "Staff sign-in", (m, err) => (body.resend ? codeForm(body.email, shownNext(body.next), minutes, { notice: resendRefused(m, err) }) : loginForm(shownNext(body.next), { error: m, email: body.email })), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
           const email = await d.signIn.requestCode(body.email, d.clientIp(request));
-          return pageResponse("Enter your code", codeForm(email, next, minutes));
+          const sent = body.resend ? { notice: { kind: "info" as const, text: `If ${email} belongs to a staff member, a new code is on its way; the code sent before no longer works.` } } : {};
+          return pageResponse("Enter your code", codeForm(email, next, minutes, sent));
         }),
       { parse: parseFormBody, body: LoginForm, ...hidden() },
     )
     .post(
       "/login/code",
       async ({ body, request }) =>
-        asPage(request, "Enter your code", (m) => codeForm(body.email, shownNext(body.next), minutes, m), async () => {
+        asPage(request, "Enter your code", (m) => codeForm(body.email, shownNext(body.next), minutes, { error: m }), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
           const input = { email: body.email, code: body.code.trim(), ip: d.clientIp(request), userAgent: request.headers.get("user-agent") ?? "" };
@@ -80,8 +82,15 @@ export function staffRoutes(d: StaffRouteDeps) {
 
 // A refused form (a foreign Origin and an unsafe return page included) answers with the same page
 // and the reason, at the error's status.
-function asPage(request: Request, title: string, form: (message: string) => SafeHtml, run: () => Promise<Response>): Promise<Response> {
-  return orRefusal(request, run, (err) => pageResponse(title, form(err.message), err.status, err.headers));
+function asPage(request: Request, title: string, form: (message: string, err: AppError) => SafeHtml, run: () => Promise<Response>): Promise<Response> {
+  return orRefusal(request, run, (err) => pageResponse(title, form(err.message, err), err.status, err.headers));
+}
+
+// A new code asked for too soon: when the next one may be asked for, and that the one sent still works.
+function resendRefused(message: string, err: AppError): { kind: "error"; text: string } {
+  const wait = Number(err.headers?.["retry-after"]);
+  if (err.status !== 429 || !Number.isFinite(wait)) return { kind: "error", text: message };
+  return { kind: "error", text: `A new code can be sent in ${wait} s; the code already sent still works.` };
 }
 
 // The return page a refused form is shown again with: the one asked for when safe, else the overview.

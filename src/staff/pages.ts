@@ -52,9 +52,14 @@ export function loginForm(next: string, { error, email = "", returning = false }
 </form>`;
 }
 
-/** The code form, with a way to have another code sent; the same for every address, staff or not. */
-export function codeForm(email: string, next: string, validMinutes: number, error?: string): SafeHtml {
-  return html`${errorNote(error)}<p>If ${email} belongs to a staff member, a 6-digit code is on its way. It is valid for ${validMinutes} minutes.</p>
+/**
+ * The code form, with a way to have another code sent; the same for every address, staff or not.
+ * `error`: why the last code was refused (the field is marked invalid); `notice`: a status that is
+ * about no field (a new code sent, or asked for too soon).
+ */
+export function codeForm(email: string, next: string, validMinutes: number, { error, notice }: { error?: string; notice?: { text: string; kind: "info" | "error" } } = {}): SafeHtml {
+  const status = notice ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${notice.text}</p>` : null;
+  return html`${errorNote(error)}${status}<p>If ${email} belongs to a staff member, a 6-digit code is on its way. It is valid for ${validMinutes} minutes.</p>
 <form method="post" action="/internal/login/code">
 <input type="hidden" name="email" value="${email}">
 <input type="hidden" name="next" value="${next}">

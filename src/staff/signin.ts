@@ -60,8 +60,8 @@ export class StaffSignIn {
     if (!result.ok || !(await this.d.staff.isStaff(email))) {
       const burnt = !result.ok && result.burnt;
       await this.d.audit.record({ type: "staff.sign_in_failed", actor: email, clientAddress: input.ip, detail: { reason: burnt ? "too_many_attempts" : "invalid_code" } });
-      if (burnt) throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Request a new one.");
-      throw new AppError(401, "INVALID_CODE", "The code is wrong, expired or already used. Request a new one.");
+      if (burnt) throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Send a new code.");
+      throw new AppError(401, "INVALID_CODE", "The code is wrong, expired or already used. Send a new code.");
     }
     const session = await this.d.sessions.create(email, input.ip, input.userAgent);
     await this.d.audit.record({ type: "staff.sign_in", actor: email, subject: session.id, clientAddress: input.ip });

@@ -10,8 +10,10 @@
   const date = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
   // Chart axis labels: as short as the locale writes them (11/18, 9 PM), so seven fit side by side on a phone.
   const hour = new Intl.DateTimeFormat(undefined, { hour: "numeric" });
-  const day = new Intl.DateTimeFormat(undefined, { month: "numeric", day: "numeric" });
-  const month = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short" });
+  // Day and month labels mark UTC midnights (the buckets are UTC days): written in UTC, they name the
+  // day the bar and its table row hold, not the evening before west of Greenwich.
+  const day = new Intl.DateTimeFormat(undefined, { month: "numeric", day: "numeric", timeZone: "UTC" });
+  const month = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", timeZone: "UTC" });
   const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
   const formats = { datetime: dateTime, date, hour, day, month };
 
@@ -28,6 +30,13 @@
       const f = formats[el.dataset.f] || dateTime;
       el.textContent = f.format(d);
     }
+  }
+
+  // The nav scrolls sideways on a narrow screen: keep the focused link, and on load the current page's, in view.
+  const nav = document.querySelector(".nav");
+  if (nav) {
+    nav.addEventListener("focusin", (event) => event.target.scrollIntoView({ block: "nearest", inline: "nearest" }));
+    nav.querySelector("[aria-current]")?.scrollIntoView({ block: "nearest", inline: "nearest" });
   }
 
   document.addEventListener("submit", (event) => {

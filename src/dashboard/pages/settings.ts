@@ -1,7 +1,7 @@
 import { html, type SafeHtml } from "../../html/index.ts";
 import type { StaffMember } from "../../staff/directory.ts";
 import type { SessionRow as StaffSessionRow } from "../../staff/sessions.ts";
-import { badge, breakable, empty, table, time } from "../components.ts";
+import { badge, breakable, EMAIL_BREAKS, empty, table, time } from "../components.ts";
 import type { TlsView } from "../../tls/status.ts";
 import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../layout.ts";
 
@@ -37,12 +37,12 @@ export interface SettingsView {
 /** /internal/settings: staff (add/remove), sessions, configuration (redacted), storage, versions. */
 export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const staffRows = v.staff.map(
-    (s) => html`<tr><td class="email">${s.email}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
-<td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${s.addedBy}` : null}`}</td>
+    (s) => html`<tr><td class="email">${breakable(s.email, EMAIL_BREAKS)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
+<td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${breakable(s.addedBy, EMAIL_BREAKS)}` : null}`}</td>
 <td>${
       s.source === "database"
         ? html`<form method="post" action="/internal/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove<span class="sr-only"> ${s.email}</span></button></form>`
-        : html`<span class="muted">set in the environment</span>`
+        : html`<span class="sr-only">Set in IMGPRESS_STAFF_EMAILS: removed only there</span>`
     }</td></tr>`,
   );
   const sessionRows = v.sessions.map(
@@ -70,7 +70,7 @@ ${table({
   compact: true,
   columns: [{ label: "Variable" }, { label: "Value" }],
   className: "settings-table",
-  rows: v.settings.map((s) => html`<tr><td><span class="mono">${breakable(s.env)}</span><span class="setting-help">${s.help}</span></td><td class="mono">${breakable(s.value)}</td></tr>`),
+  rows: v.settings.map((s) => html`<tr><td><span class="mono">${breakable(s.env)}</span><span class="sr-only">: </span><span class="setting-help">${breakable(s.help)}</span></td><td class="mono">${breakable(s.value)}</td></tr>`),
 })}
 <div class="grid-2">
 <section class="panel" aria-labelledby="storage-title"><h2 id="storage-title">Storage</h2><dl class="facts"><dt>Data folder</dt><dd class="mono">${v.dataDir}</dd><dt>Database</dt><dd class="mono">${v.database}</dd></dl></section>
