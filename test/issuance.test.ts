@@ -563,9 +563,12 @@ describe("every error body is exactly {error, message, code}", () => {
     // HEAD on a POST route: the same status and Allow, without a body.
     const head = await h.request("HEAD", "/v1/plugin/convert");
     expect([head.status, head.headers.get("allow")]).toEqual([405, "POST"]);
-    for (const [method, path] of [["GET", "/v1/plugin/convert/"], ["PUT", "/internal/login"], ["GET", "/internal/keys/abc/revoke"]] as const) {
+    for (const [method, path] of [["GET", "/v1/plugin/convert/"], ["PUT", "/internal/login"], ["DELETE", "/internal/keys/abc/revoke"]] as const) {
       // From loopback, inside the /internal/ allowlist.
       expectError(await h.request(method, path, { ip: "127.0.0.1" }), 404, "NOT_FOUND");
     }
+    // A page address under /internal/ that is no page (a form's address opened in the browser) is
+    // the dashboard's "Page not found", for staff: sign in first.
+    expectError(await h.request("GET", "/internal/keys/abc/revoke", { ip: "127.0.0.1" }), 303, "SIGN_IN_REQUIRED");
   });
 });
