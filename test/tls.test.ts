@@ -98,6 +98,10 @@ describe("the certificate the server writes into the data folder, and TLS files 
     expect(new X509Certificate(grown.cert).checkPrivateKey(createPrivateKey(grown.key))).toBe(true);
     // Dropping a name from the setting does not make another certificate: the old one still holds it.
     expect((await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder }))).cert).toBe(grown.cert);
+    // Nor does a name a wildcard of the certificate covers.
+    const wild = await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "*.example.lan" }));
+    expect(wild.replaced?.reason).toBe("the one in the data folder lacks *.example.lan");
+    expect((await loadTls(loadConfig({ IMGPRESS_DATA_DIR: folder, IMGPRESS_TLS_NAMES: "*.example.lan,nas.example.lan" }))).replaced).toBeUndefined();
   });
 
   test("a generated certificate within 30 days of its end, or one that cannot be read, is replaced at start", async () => {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Config } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import { readOrCreate, replaceFile } from "../files.ts";
-import { canonicalName, isDnsName, isWildcard } from "./names.ts";
+import { canonicalName, coversName, isDnsName, isWildcard } from "./names.ts";
 import { selfSignedCertificate, type TlsPair } from "./selfsigned.ts";
 
 
@@ -90,7 +90,8 @@ async function generatedTls(config: Config, now: Date): Promise<ServedTls> {
   // The old certificate's names and fingerprint count even when its key is what is damaged.
   const oldCert = pemBlocks(bundle, "CERTIFICATE")[0];
   const oldFacts = oldCert ? certificateFacts(oldCert) : null;
-  const missing = oldFacts ? wanted.filter((name) => !oldFacts.names.includes(name)) : wanted;
+  // A name a wildcard of the certificate already covers (nas.example.lan under *.example.lan) is no reason for a new one.
+  const missing = oldFacts ? wanted.filter((name) => !coversName(oldFacts.names, name)) : wanted;
   let reason: string | null = null;
   if (!found || !oldFacts) reason = "the one in the data folder could not be read (its key or certificate is missing, damaged or not a pair)";
   else if (missing.length > 0) reason = `the one in the data folder lacks ${missing.join(", ")}`;
