@@ -52,6 +52,20 @@ describe("validityWarnings", () => {
   });
 });
 
+describe("validityWarnings: an intermediate that ends first", () => {
+  test("is said apart from the server's certificate, whose end stays what is reported", async () => {
+    const leaf = await selfSignedCertificate(["imgpress.example.com"], 90, NOW);
+    const intermediate = await selfSignedCertificate(["Intermediate CA"], 5, NOW);
+    const facts = certificateFacts(leaf.cert + intermediate.cert)!;
+    expect(facts.notAfter).toEqual(new Date(NOW.getTime() + 90 * DAY));
+    expect(validityWarnings(facts, NOW, "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem)")).toEqual([
+      "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) comes with an intermediate certificate that expires in 5 days (2026-03-06T12:00:00Z): clients that build the chain through it refuse the server (an extra cross-signed one that clients skip does no harm); renew the chain and restart imgpress",
+    ]);
+    // One that ends later than 14 days from now is no matter.
+    expect(validityWarnings(certificateFacts(leaf.cert + (await selfSignedCertificate(["CA"], 60, NOW)).cert)!, NOW, "x")).toEqual([]);
+  });
+});
+
 describe("certificateWarnings: the operator's files on disk against the one served", () => {
   const kept = "the certificate read at start is still served";
   test("the same certificate, even rewritten with other line ends: only validity", async () => {

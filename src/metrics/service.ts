@@ -119,7 +119,7 @@ export class Metrics {
   observeCertificate(notAfter: Date): void {
     this.certificateEnd ??= new Gauge({
       name: "imgpress_tls_certificate_expiry_timestamp_seconds",
-      help: "When the TLS certificate this instance serves (or an intermediate in its file) stops being valid (Unix time); a renewed file is served after a restart.",
+      help: "When the TLS certificate this instance serves stops being valid (Unix time); a renewed file is served after a restart.",
       registers: [this.registry],
     });
     this.certificateEnd.set(Math.floor(notAfter.getTime() / 1000));

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { parseFormBody } from "../http/form.ts";
+import type { Notice } from "../dashboard/layout.ts";
 import type { AppError } from "../errors.ts";
 import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
@@ -46,8 +47,7 @@ export function staffRoutes(d: StaffRouteDeps) {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
           const email = await d.signIn.requestCode(body.email, d.clientIp(request));
-          const sent = body.resend ? { notice: { kind: "info" as const, text: `If ${email} belongs to a staff member, a new code is on its way; the code sent before no longer works.` } } : {};
-          return pageResponse("Enter your code", codeForm(email, next, minutes, sent));
+          return pageResponse("Enter your code", codeForm(email, next, minutes, { notice: body.resend ? resent(email) : undefined }));
         }),
       { parse: parseFormBody, body: LoginForm, ...hidden() },
     )
@@ -86,8 +86,13 @@ function asPage(request: Request, title: string, form: (message: string, err: Ap
   return orRefusal(request, run, (err) => pageResponse(title, form(err.message, err), err.status, err.headers));
 }
 
+// A new code sent from the code form: the page must show that something happened, the same for any address.
+function resent(email: string): Notice {
+  return { kind: "info", text: `If ${email} belongs to a staff member, a new code is on its way; the code sent before no longer works.` };
+}
+
 // A new code asked for too soon: when the next one may be asked for, and that the one sent still works.
-function resendRefused(message: string, err: AppError): { kind: "error"; text: string } {
+function resendRefused(message: string, err: AppError): Notice {
   const wait = Number(err.headers?.["retry-after"]);
   if (err.status !== 429 || !Number.isFinite(wait)) return { kind: "error", text: message };
   return { kind: "error", text: `A new code can be sent in ${wait} s; the code already sent still works.` };

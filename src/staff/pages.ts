@@ -1,4 +1,4 @@
-import { doorLayout } from "../dashboard/layout.ts";
+import { doorLayout, type Notice } from "../dashboard/layout.ts";
 import { AppError } from "../errors.ts";
 import { noteErrorCode } from "../http/meta.ts";
 import { html, type SafeHtml } from "../html/index.ts";
@@ -57,7 +57,7 @@ export function loginForm(next: string, { error, email = "", returning = false }
  * `error`: why the last code was refused (the field is marked invalid); `notice`: a status that is
  * about no field (a new code sent, or asked for too soon).
  */
-export function codeForm(email: string, next: string, validMinutes: number, { error, notice }: { error?: string; notice?: { text: string; kind: "info" | "error" } } = {}): SafeHtml {
+export function codeForm(email: string, next: string, validMinutes: number, { error, notice }: { error?: string; notice?: Notice } = {}): SafeHtml {
   const status = notice ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${notice.text}</p>` : null;
   return html`${errorNote(error)}${status}<p>If ${email} belongs to a staff member, a 6-digit code is on its way. It is valid for ${validMinutes} minutes.</p>
 <form method="post" action="/internal/login/code">

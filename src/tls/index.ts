@@ -10,7 +10,6 @@ import { readOrCreate, replaceFile } from "../files.ts";
 import { canonicalName, coversName, isDnsName, isWildcard } from "./names.ts";
 import { selfSignedCertificate, type TlsPair } from "./selfsigned.ts";
 
-
 /** The certificate the server presents, with what clients will check of it. */
 export interface ServedTls extends TlsPair {
   /** Its names and validity; null for an operator's certificate node:crypto cannot read (the runtime may still serve it). */
@@ -113,7 +112,7 @@ async function generatedTls(config: Config, now: Date): Promise<ServedTls> {
   // The copy clients are given (certificate blocks only): put right if it was edited or damaged, so it always matches what is served.
   const copy = await readOrCreate(certPath, async () => pair.cert, 0o644).catch(unwritable(certPath));
   if (copy !== pair.cert) await writeFile(certPath, pair.cert, { mode: 0o644 }).catch(unwritable(certPath));
-  return { ...pair, facts: certificateFacts(pair.cert), generated: true, certPath, ...(replaced ? { replaced } : {}) };
+  return { ...pair, facts: replaced ? certificateFacts(pair.cert) : oldFacts, generated: true, certPath, ...(replaced ? { replaced } : {}) };
 }
 
 // A read-only folder gets a sentence that says what was to be written and why.
@@ -145,6 +144,15 @@ function readBundle(bundle: string): TlsPair | null {
 export function pemBlocks(text: string, label: string): string[] {
   const pattern = new RegExp(`-----BEGIN (${label})-----[\\s\\S]*?-----END \\1-----`, "g");
   return [...text.matchAll(pattern)].map((m) => `${m[0].replace(/\r\n/g, "\n")}\n`);
+}
+
+/** Clock difference a certificate's start may show before it counts as not valid yet (the generated one starts an hour back). */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/** Whether a client at `now` refuses the certificate as not valid yet or expired. */
+export function notValidAt(facts: CertificateFacts, now: Date): "not yet" | "expired" | null {
+  if (facts.notBefore.getTime() > now.getTime() + CLOCK_SKEW_MS) return "not yet";
+  return facts.notAfter <= now ? "expired" : null;
 }
 
 /** A time to the second, as openssl and the warnings write it. */

@@ -1,12 +1,10 @@
 import { readFile } from "node:fs/promises";
-import { certificateFacts, certificateFingerprint, isoSeconds, keyFits, type CertificateFacts, type ServedTls } from "./index.ts";
+import { certificateFacts, certificateFingerprint, isoSeconds, keyFits, notValidAt, type CertificateFacts, type ServedTls } from "./index.ts";
 
 /** Within this many days of its end a certificate is warned about (Let's Encrypt renews 30 days ahead). */
 export const EXPIRY_WARNING_DAYS = 14;
 
 const DAY_MS = 86_400_000;
-
-const at = isoSeconds;
 
 /**
  * What is wrong with the served certificate's validity at `now`, one sentence each: not valid yet
@@ -16,26 +14,26 @@ const at = isoSeconds;
  */
 export function validityWarnings(facts: CertificateFacts, now: Date, what: string, generated = false): string[] {
   // The generated certificate starts an hour back for clients behind; a little skew is not worth a word.
-  if (facts.notBefore.getTime() > now.getTime() + 5 * 60_000) {
+  if (notValidAt(facts, now) === "not yet") {
     // Kept rather than replaced: at start the clock is the likelier fault (a NAS before its time sync).
     const fix = generated
       ? "if this machine's clock is right, stop imgpress and delete tls/self-signed.pem: the next start makes a new one (clients need the new cert.pem)"
       : "check this machine's clock";
-    return [`${what} is not valid before ${at(facts.notBefore)}: clients refuse it until then; ${fix}`];
+    return [`${what} is not valid before ${isoSeconds(facts.notBefore)}: clients refuse it until then; ${fix}`];
   }
   const fix = generated ? "restart imgpress, which then makes a new one (clients need the new cert.pem)" : "renew it and restart imgpress, which reads it at start only";
   const ending = (end: Date) => {
     const left = end.getTime() - now.getTime();
-    if (left <= 0) return `expired on ${at(end)}`;
+    if (left <= 0) return `expired on ${isoSeconds(end)}`;
     if (left >= EXPIRY_WARNING_DAYS * DAY_MS) return null;
     const days = Math.round(left / DAY_MS);
-    return `expires ${left < DAY_MS ? "within a day" : `in ${days} day${days === 1 ? "" : "s"}`} (${at(end)})`;
+    return `expires ${left < DAY_MS ? "within a day" : `in ${days} day${days === 1 ? "" : "s"}`} (${isoSeconds(end)})`;
   };
   const own = ending(facts.notAfter);
   const warnings = own ? [`${what} ${own}: ${own.startsWith("expired") ? "clients that check it refuse to connect; " : ""}${fix}`] : [];
   const intermediate = facts.intermediateEnds && ending(facts.intermediateEnds);
   if (intermediate) {
-    warnings.push(`an intermediate certificate in ${what.replace(/^the certificate in /, "")} ${intermediate}: clients that build the chain through it refuse the server (an extra cross-signed one that clients skip does no harm); renew the chain and restart imgpress`);
+    warnings.push(`${what} comes with an intermediate certificate that ${intermediate}: clients that build the chain through it refuse the server (an extra cross-signed one that clients skip does no harm); renew the chain and restart imgpress`);
   }
   return warnings;
 }
@@ -70,7 +68,7 @@ async function changeOnDisk(tls: ServedTls, now: Date, read: (path: string) => P
   const facts = certificateFacts(cert);
   if (!facts) return `${file} holds no certificate that can be read now: a restart would fail; ${kept}`;
   const changed = (await certificateFingerprint(cert)) !== (await certificateFingerprint(tls.cert));
-  const what = changed ? `${file} has changed (valid until ${at(facts.notAfter)}), but ` : "";
+  const what = changed ? `${file} has changed (valid until ${isoSeconds(facts.notAfter)}), but ` : "";
   if (key instanceof Error) return `${what}${keyFile} cannot be read now (${key.message}): a restart would fail; ${kept}`;
   const fits = keyFits(cert, key);
   if (fits === null) return `${what}${keyFile} holds no private key that can be read now: a restart would fail; ${kept}`;
@@ -78,10 +76,10 @@ async function changeOnDisk(tls: ServedTls, now: Date, read: (path: string) => P
     return `${what}${keyFile} is not the private key of the certificate that comes first in ${file} (the server's certificate first, then the intermediates): a restart would fail; ${kept}`;
   }
   if (!changed) return null;
-  if (facts.notBefore.getTime() > now.getTime() + 5 * 60_000 || facts.notAfter <= now) {
-    return `${file} has changed, but the new certificate is not valid now (valid from ${at(facts.notBefore)} until ${at(facts.notAfter)}): a restart would serve it and clients would refuse it; ${kept}`;
+  if (notValidAt(facts, now)) {
+    return `${file} has changed, but the new certificate is not valid now (valid from ${isoSeconds(facts.notBefore)} until ${isoSeconds(facts.notAfter)}): a restart would serve it and clients would refuse it; ${kept}`;
   }
-  return `${file} has changed since imgpress started (valid until ${at(facts.notAfter)}): restart imgpress to serve it; until then ${kept}`;
+  return `${file} has changed since imgpress started (valid until ${isoSeconds(facts.notAfter)}): restart imgpress to serve it; until then ${kept}`;
 }
 
 /** Options of `certificateCheck`; the defaults are the server's. */

@@ -74,8 +74,8 @@ export class UsageQueries {
     const rows = await this.store.all<SumRow & { t: number; outcome: string }>(
       wholeDays
         ? sql`SELECT day AS t, outcome, ${SUMS} FROM usage_daily_total WHERE day >= ${from} AND day < ${to} GROUP BY day, outcome`
-        : // Hourly steps read hours only: a whole day's row would land on its 00:00 hour.
-          sql`SELECT ${sql.raw(`((at + ${offset}) / ${stepMs}) * ${stepMs} - ${offset}`)} AS t, outcome, ${SUMS} FROM ${buckets(from, to, query.keyId, query.step === "day" && offset === 0)} GROUP BY t, outcome`,
+        : // Hours only: a whole day's row would land on its 00:00 hour, and days of another offset straddle two.
+          sql`SELECT ${sql.raw(`((at + ${offset}) / ${stepMs}) * ${stepMs} - ${offset}`)} AS t, outcome, ${SUMS} FROM ${buckets(from, to, query.keyId, false)} GROUP BY t, outcome`,
     );
     const byStep = new Map<number, typeof rows>();
     for (const r of rows) byStep.set(r.t, [...(byStep.get(r.t) ?? []), r]);
