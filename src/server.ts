@@ -10,8 +10,7 @@ import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
 import { isoSeconds, loadTls, urlHost, type ServedTls } from "./tls/index.ts";
-import { coversName, isWildcard } from "./tls/names.ts";
-import { describeServed, validityWarnings, watchCertificate } from "./tls/watch.ts";
+import { describeServed, servedWarnings, watchCertificate } from "./tls/watch.ts";
 import { version } from "./version.ts";
 import type { Logger } from "./log.ts";
 import type { Services } from "./app.ts";
@@ -180,15 +179,11 @@ async function watchServedCertificate(tls: ServedTls | undefined, host: string, 
       previousPairKeptAt: keptAt,
     });
   }
-  // The operator's file cannot have changed since it was read a moment ago: only validity is checked now.
-  const said = tls.facts ? validityWarnings(tls.facts, new Date(), describeServed(tls), tls.generated) : [];
-  // The operator's certificate holds its own names: one that lacks the listen address fails every client using it.
-  if (!tls.generated && tls.facts && !isWildcard(host) && !coversName(tls.facts.names, host)) {
-    said.push(`${describeServed(tls)} does not hold IMGPRESS_HOST (${host}) among its names (${tls.facts.names.join(", ")}): clients that connect by that address refuse it`);
-  }
+  // The operator's file cannot have changed since it was read a moment ago: not read again now.
+  const said = servedWarnings(tls, new Date(), host);
   for (const message of said) logger.startup("warn", message);
   await services.tls.serving(tls, said);
-  return watchCertificate(tls, (message) => logger.warn(message), { said, checked: (warnings) => services.tls.warn(warnings) });
+  return watchCertificate(tls, (message) => logger.warn(message), { host, said, checked: (warnings) => services.tls.warn(warnings) });
 }
 
 /** Counts requests between arrival and answer, so a drain can say what it waits for. */

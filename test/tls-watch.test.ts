@@ -8,7 +8,8 @@ import { certificateFacts, certificateFingerprint, type ServedTls } from "../src
 import { selfSignedCertificate } from "../src/tls/selfsigned.ts";
 import { TlsStatus } from "../src/tls/status.ts";
 import { X509Certificate } from "node:crypto";
-import { certificateWarnings, certificateCheck, validityWarnings, watchCertificate } from "../src/tls/watch.ts";
+import { certificateWarnings, certificateCheck, servedWarnings, validityWarnings, watchCertificate } from "../src/tls/watch.ts";
+import { certificateChain, type CertificateChain } from "./support/ca.ts";
 
 const NOW = new Date("2026-03-01T12:00:00Z");
 const DAY = 86_400_000;
@@ -66,18 +67,56 @@ describe("validityWarnings: an intermediate that ends first", () => {
   });
 });
 
+describe("servedWarnings: a chain clients cannot complete (a real CA chain made by openssl)", () => {
+  let chain: CertificateChain;
+  const what = "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem)";
+  const operator = (cert: string): ServedTls => ({ cert, key: chain.key, facts: certificateFacts(cert)!, generated: false, certPath: "/etc/imgpress/cert.pem", keyPath: "/etc/imgpress/key.pem" });
+  const now = () => new Date();
+
+  test("the server's certificate alone (certbot's cert.pem): its issuer is named, with the fix", async () => {
+    chain = await certificateChain(["imgpress.example.com"]);
+    expect(certificateFacts(chain.leaf)!.missingIssuer).toBe("CN=imgpress test intermediate, O=imgpress tests");
+    expect(servedWarnings(operator(chain.leaf), now(), "imgpress.example.com")).toEqual([
+      `${what} comes without the certificate that issued it (CN=imgpress test intermediate, O=imgpress tests): clients that do not already hold that one (PHP cURL, curl and most programs; browsers may fetch it) refuse the server ("unable to get local issuer certificate" in curl and PHP, "unable to verify the first certificate" in Node); put the whole chain in the file, the server's certificate first, then its intermediates (certbot: fullchain.pem, not cert.pem), and restart imgpress (nothing is missing if that issuer is a private CA's root installed on every client)`,
+    ]);
+  });
+
+  test("the full chain, with or without the root, in any order: nothing to say", () => {
+    for (const file of [chain.fullchain, chain.fullchain + chain.root, chain.leaf + chain.root + chain.intermediate]) {
+      expect(certificateFacts(file)!.missingIssuer).toBeUndefined();
+      expect(servedWarnings(operator(file), now(), "imgpress.example.com")).toEqual([]);
+    }
+  });
+
+  test("another CA's intermediate of the same name is not the issuer: its signature is checked, not only its name", () => {
+    expect(certificateFacts(chain.leaf + chain.otherIntermediate)!.missingIssuer).toBe("CN=imgpress test intermediate, O=imgpress tests");
+  });
+
+  test("a self-signed certificate (the generated one, or the operator's) needs no issuer", async () => {
+    const pair = await selfSignedCertificate(["imgpress.example.com"], 90);
+    expect(certificateFacts(pair.cert)!.missingIssuer).toBeUndefined();
+  });
+
+  test("the hourly check keeps saying what the start said of the certificate itself (the dashboard shows the check's list)", async () => {
+    const tls = operator(chain.leaf);
+    const told: (readonly string[])[] = [];
+    await certificateCheck(tls, () => {}, { now, host: "nas.example.lan", read: files(chain.leaf, chain.key), checked: (w) => told.push(w) })();
+    expect(told[0]).toEqual([expect.stringContaining("comes without the certificate that issued it"), `${what} does not hold IMGPRESS_HOST (nas.example.lan) among its names (imgpress.example.com): clients that connect by that address refuse it`]);
+  });
+});
+
 describe("certificateWarnings: the operator's files on disk against the one served", () => {
   const kept = "the certificate read at start is still served";
   test("the same certificate, even rewritten with other line ends: only validity", async () => {
     const tls = await served(90);
-    expect(await certificateWarnings(tls, NOW, files(tls.cert, tls.key))).toEqual([]);
-    expect(await certificateWarnings(tls, NOW, files(`${tls.cert.replaceAll("\n", "\r\n")}\n\n`, tls.key))).toEqual([]);
+    expect(await certificateWarnings(tls, NOW, { read: files(tls.cert, tls.key) })).toEqual([]);
+    expect(await certificateWarnings(tls, NOW, { read: files(`${tls.cert.replaceAll("\n", "\r\n")}\n\n`, tls.key) })).toEqual([]);
   });
 
   test("a renewal with its key, waiting for a restart: named with its end", async () => {
     const tls = await served(5);
     const renewed = await served(90, false, new Date(NOW.getTime() - DAY));
-    expect(await certificateWarnings(tls, NOW, files(renewed.cert, renewed.key))).toEqual([
+    expect(await certificateWarnings(tls, NOW, { read: files(renewed.cert, renewed.key) })).toEqual([
       "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) expires in 5 days (2026-03-06T12:00:00Z): renew it and restart imgpress, which reads it at start only",
       `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed since imgpress started (valid until 2026-05-29T12:00:00Z): restart imgpress to serve it; until then ${kept}`,
     ]);
@@ -88,7 +127,7 @@ describe("certificateWarnings: the operator's files on disk against the one serv
     const renewed = await served(90, false, new Date(NOW.getTime() - DAY));
     const expired = await served(1, false, new Date(NOW.getTime() - 10 * DAY));
     const gone = Object.assign(new Error("no such file"), { code: "ENOENT" });
-    const said = async (cert: string | Error, key: string | Error) => (await certificateWarnings(tls, NOW, files(cert, key)))[0];
+    const said = async (cert: string | Error, key: string | Error) => (await certificateWarnings(tls, NOW, { read: files(cert, key) }))[0];
     expect(await said(gone, tls.key)).toBe(`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) cannot be read now (ENOENT): a restart would fail; ${kept}`);
     expect(await said("-----BEGIN CERTIFICATE-----\nMIIB", tls.key)).toBe(`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`);
     // The new certificate before its key: a renewal half done; or the key half copied, or gone.
@@ -110,13 +149,13 @@ describe("certificateWarnings: the operator's files on disk against the one serv
 
   test("a certificate whose validity could not be read at start: only the files are compared", async () => {
     const tls = { ...(await served(1)), facts: null };
-    expect(await certificateWarnings(tls, NOW, files(tls.cert, tls.key))).toEqual([]);
-    expect(await certificateWarnings(tls, NOW, files("other", tls.key))).toEqual([`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`]);
+    expect(await certificateWarnings(tls, NOW, { read: files(tls.cert, tls.key) })).toEqual([]);
+    expect(await certificateWarnings(tls, NOW, { read: files("other", tls.key) })).toEqual([`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`]);
   });
 
   test("the generated certificate is never compared with a file, and a restart alone renews it", async () => {
     const tls = await served(10, true);
-    expect(await certificateWarnings(tls, NOW, () => Promise.reject(new Error("must not be read")))).toEqual([
+    expect(await certificateWarnings(tls, NOW, { read: () => Promise.reject(new Error("must not be read")) })).toEqual([
       "the generated certificate (/etc/imgpress/cert.pem) expires in 10 days (2026-03-11T12:00:00Z): restart imgpress, which then makes a new one (clients need the new cert.pem)",
     ]);
   });

@@ -2,6 +2,7 @@ import { Buffer } from "node:buffer";
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
+import { rootCertificates } from "node:tls";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config.ts";
@@ -44,6 +45,8 @@ export interface CertificateFacts {
   notAfter: Date;
   /** The earliest end of an intermediate in the file, when it comes before the server's certificate's. */
   intermediateEnds?: Date;
+  /** The issuer of the server's certificate (e.g. "CN=R11, O=Let's Encrypt, C=US") when the file lacks it and it is no trusted root: see `missingIssuer`. */
+  missingIssuer?: string;
 }
 
 /** A generated certificate this close to its end is replaced at start (it is valid for ten years). */
@@ -182,7 +185,44 @@ export function certificateFacts(pem: string): CertificateFacts | null {
   });
   const leafEnd = new Date(leaf.validTo);
   const intermediateEnd = Math.min(...chain.slice(1).map((c) => new Date(c.validTo).getTime()));
-  return { names, notBefore: new Date(leaf.validFrom), notAfter: leafEnd, ...(intermediateEnd < leafEnd.getTime() ? { intermediateEnds: new Date(intermediateEnd) } : {}) };
+  const gap = missingIssuer(chain);
+  return {
+    names,
+    notBefore: new Date(leaf.validFrom),
+    notAfter: leafEnd,
+    ...(intermediateEnd < leafEnd.getTime() ? { intermediateEnds: new Date(intermediateEnd) } : {}),
+    ...(gap ? { missingIssuer: gap } : {}),
+  };
+}
+
+/**
+ * The issuer of the server's certificate when clients cannot find it: not in the file (in any order:
+ * clients build the chain from whatever certificates come along) and not a root the runtime trusts.
+ * That is certbot's cert.pem given instead of fullchain.pem, which browsers may paper over and PHP
+ * cURL does not. A root of a private CA that the clients were given looks the same, so the warning
+ * says so. A self-signed certificate needs nothing more.
+ */
+function missingIssuer([leaf, ...others]: X509Certificate[]): string | null {
+  if (!leaf || issuedBy(leaf, leaf) || others.some((other) => issuedBy(leaf, other))) return null;
+  return trustedRootSubjects().has(leaf.issuer) ? null : distinguishedName(leaf.issuer);
+}
+
+// By name and signature: a name alone would take another CA's intermediate of the same name for the
+// issuer. (checkIssued also wants the issuer's key usage to allow signing certificates, which a
+// self-signed server certificate such as the generated one does not.)
+function issuedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
+  return cert.issuer === issuer.subject && cert.verify(issuer.publicKey);
+}
+
+let rootSubjects: Set<string> | null = null;
+// The subjects of the root certificates this runtime trusts, read once and only when asked (~2 ms).
+function trustedRootSubjects(): Set<string> {
+  return (rootSubjects ??= new Set(rootCertificates.map((root) => new X509Certificate(root).subject)));
+}
+
+// node:crypto writes a name one attribute per line: on one line, as openssl prints it.
+function distinguishedName(name: string): string {
+  return name.split("\n").join(", ");
 }
 
 function unquoted(value: string): string {

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { certificateFacts, certificateFingerprint, isoSeconds, keyFits, notValidAt, type CertificateFacts, type ServedTls } from "./index.ts";
+import { coversName, isWildcard } from "./names.ts";
 
 /** Within this many days of its end a certificate is warned about (Let's Encrypt renews 30 days ahead). */
 export const EXPIRY_WARNING_DAYS = 14;
@@ -44,13 +45,40 @@ export function describeServed(tls: Pick<ServedTls, "generated" | "certPath">): 
 }
 
 /**
- * The warnings about the served certificate at `now`: its validity, and for the operator's files
- * whether they still hold the served certificate and its key, and if not, whether a restart would
- * serve them or fail (unreadable, no certificate or key, not a pair, not valid now). `read` reads a
- * file as it is now.
+ * What is wrong with the served certificate itself at `now`, whatever its files hold since: its
+ * validity, a chain clients cannot complete, and (the operator's, which holds its own names) that it
+ * lacks `host`, the address the server listens on.
  */
-export async function certificateWarnings(tls: ServedTls, now: Date, read: (path: string) => Promise<string> = (path) => readFile(path, "utf8")): Promise<string[]> {
-  const warnings = tls.facts ? validityWarnings(tls.facts, now, describeServed(tls), tls.generated) : [];
+export function servedWarnings(tls: ServedTls, now: Date, host?: string): string[] {
+  if (!tls.facts) return [];
+  const what = describeServed(tls);
+  const warnings = validityWarnings(tls.facts, now, what, tls.generated);
+  if (tls.facts.missingIssuer) {
+    warnings.push(
+      `${what} comes without the certificate that issued it (${tls.facts.missingIssuer}): clients that do not already hold that one (PHP cURL, curl and most programs; browsers may fetch it) refuse the server ("unable to get local issuer certificate" in curl and PHP, "unable to verify the first certificate" in Node); put the whole chain in the file, the server's certificate first, then its intermediates (certbot: fullchain.pem, not cert.pem), and restart imgpress (nothing is missing if that issuer is a private CA's root installed on every client)`,
+    );
+  }
+  if (!tls.generated && host && !isWildcard(host) && !coversName(tls.facts.names, host)) {
+    warnings.push(`${what} does not hold IMGPRESS_HOST (${host}) among its names (${tls.facts.names.join(", ")}): clients that connect by that address refuse it`);
+  }
+  return warnings;
+}
+
+/** How `certificateWarnings` reads the operator's files and what it checks them against. */
+export interface WarningOptions {
+  /** Reads a file as it is now (the certificate and key files). */
+  read?: (path: string) => Promise<string>;
+  /** The address the server listens on (IMGPRESS_HOST). */
+  host?: string;
+}
+
+/**
+ * The warnings about the served certificate at `now`: `servedWarnings`, and for the operator's
+ * files whether they still hold the served certificate and its key, and if not, whether a restart
+ * would serve them or fail (unreadable, no certificate or key, not a pair, not valid now).
+ */
+export async function certificateWarnings(tls: ServedTls, now: Date, { read = (path) => readFile(path, "utf8"), host }: WarningOptions = {}): Promise<string[]> {
+  const warnings = servedWarnings(tls, now, host);
   if (tls.generated) return warnings;
   const change = await changeOnDisk(tls, now, read);
   return change ? [...warnings, change] : warnings;
@@ -83,12 +111,10 @@ async function changeOnDisk(tls: ServedTls, now: Date, read: (path: string) => P
 }
 
 /** Options of `certificateCheck`; the defaults are the server's. */
-export interface WatchOptions {
+export interface WatchOptions extends WarningOptions {
   /** How long a warning that still holds stays unsaid (a day). */
   repeatMs?: number;
   now?: () => Date;
-  /** Reads a file as it is now (the certificate and key files). */
-  read?: (path: string) => Promise<string>;
   /** Warnings the start-up lines already gave: they count as said at the first `now()`. */
   said?: string[];
   /** Told every check's warnings, whether logged now or not (the dashboard shows them). */
@@ -100,11 +126,11 @@ export interface WatchOptions {
  * appears and again every `repeatMs` while it holds, so a renewal that was not followed by a
  * restart, or a certificate nearing its end, is said in the log before clients are refused.
  */
-export function certificateCheck(tls: ServedTls, warn: (message: string) => void, { repeatMs = DAY_MS, now = () => new Date(), read, said = [], checked }: WatchOptions = {}): () => Promise<void> {
+export function certificateCheck(tls: ServedTls, warn: (message: string) => void, { repeatMs = DAY_MS, now = () => new Date(), said = [], checked, ...warningOptions }: WatchOptions = {}): () => Promise<void> {
   const lastSaid = new Map<string, number>(said.map((message) => [message, now().getTime()]));
   return async () => {
     const time = now();
-    const warnings = await certificateWarnings(tls, time, read);
+    const warnings = await certificateWarnings(tls, time, warningOptions);
     checked?.(warnings);
     for (const message of warnings) {
       const when = lastSaid.get(message);

@@ -11,6 +11,7 @@ import { connect } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { selfSignedCertificate } from "../../src/tls/selfsigned.ts";
+import { certificateChain } from "../support/ca.ts";
 import { parseMetrics } from "../support/metrics.ts";
 import { startServer, type RunningServer } from "../support/server.ts";
 
@@ -85,5 +86,30 @@ describe("the operator's certificate", () => {
     server = await startServer({ dataDir, env: { IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: key } });
     const warned = (await server.waitForLog((l) => String(l.json?.msg).includes("does not hold IMGPRESS_HOST"))).json!;
     expect(warned.msg).toBe(`the certificate in IMGPRESS_TLS_CERT (${cert}) does not hold IMGPRESS_HOST (127.0.0.1) among its names (imgpress.example.com): clients that connect by that address refuse it`);
+  }, 60_000);
+
+  test("the server's certificate without its intermediate (certbot's cert.pem): a client trusting the root refuses it, and the start says why; the full chain passes", async () => {
+    const chain = await certificateChain(["localhost", "127.0.0.1"]);
+    const dataDir = await mkdtemp(join(tmpdir(), "imgpress-own-tls-"));
+    const [cert, key] = [join(dataDir, "tls", "cert.pem"), join(dataDir, "tls", "key.pem")];
+    await mkdir(join(dataDir, "tls"), { recursive: true });
+    await writeFile(cert, chain.leaf);
+    await writeFile(key, chain.key, { mode: 0o600 });
+    server = await startServer({ dataDir, env: { IMGPRESS_TLS_CERT: cert, IMGPRESS_TLS_KEY: key } });
+    expect(await verifiesAs(server.port, "localhost", chain.root)).toEqual({ authorized: false, error: "UNABLE_TO_VERIFY_LEAF_SIGNATURE" });
+    // curl (and PHP's cURL, with the same libcurl) in the words the warning quotes.
+    const rootFile = join(dataDir, "root.pem");
+    await writeFile(rootFile, chain.root);
+    const curl = Bun.spawnSync(["curl", "-sS", "-o", "/dev/null", "--cacert", rootFile, `https://localhost:${server.port}/health`]);
+    expect({ exit: curl.exitCode, stderr: curl.stderr.toString() }).toEqual({ exit: 60, stderr: expect.stringContaining("unable to get local issuer certificate") });
+    const warned = (await server.waitForLog((l) => String(l.json?.msg).includes("comes without the certificate that issued it"))).json!;
+    expect(warned).toMatchObject({ level: "warn", msg: expect.stringContaining(`the certificate in IMGPRESS_TLS_CERT (${cert}) comes without the certificate that issued it (CN=imgpress test intermediate, O=imgpress tests)`) });
+
+    await writeFile(cert, chain.fullchain);
+    const linesBefore = server.logs.length;
+    await server.restart();
+    expect(await verifiesAs(server.port, "localhost", chain.root)).toEqual({ authorized: true });
+    expect(Bun.spawnSync(["curl", "-sS", "-o", "/dev/null", "--cacert", rootFile, `https://localhost:${server.port}/health`]).exitCode).toBe(0);
+    expect(server.logs.slice(linesBefore).some((l) => l.json?.level === "warn" && String(l.json.msg).startsWith("the certificate in IMGPRESS_TLS_CERT"))).toBe(false);
   }, 60_000);
 });
