@@ -27,10 +27,24 @@ export const SIGN_OUT_PATH = "/internal/logout";
 export interface Notice {
   kind: "info" | "error";
   text: string;
+  /** The Retry-After of a refusal whose text says "in N s": the page counts it down (see `countdownText`). */
+  retryAfterS?: number;
 }
 
 /** The id of the page's notice, for a field the notice explains (`aria-describedby`). */
 export const NOTICE_ID = "notice";
+
+/**
+ * `text` with its "in N s" (N = `retryAfterS`) counting down to "now" in the browser
+ * (dashboard.js). The count is no live region of its own: inside an alert a screen reader would
+ * otherwise read out every second of it; it reads the current count when the notice is read.
+ */
+export function countdownText(text: string, retryAfterS?: number): SafeHtml | string {
+  const phrase = `in ${retryAfterS} s`;
+  const at = retryAfterS === undefined ? -1 : text.lastIndexOf(phrase);
+  if (at < 0) return text;
+  return html`${text.slice(0, at)}<span data-countdown="${retryAfterS}" aria-live="off">${phrase}</span>${text.slice(at + phrase.length)}`;
+}
 
 /** The hidden CSRF field every state-changing form carries. */
 export function csrfField(viewer: Viewer): SafeHtml {

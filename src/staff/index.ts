@@ -6,7 +6,7 @@ import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
 import { CodeForm, CsrfForm, LoginForm, LoginQuery } from "./model.ts";
-import { codeForm, loginForm, orRefusal, pageResponse, setupPage } from "./pages.ts";
+import { codeForm, loginForm, orRefusal, pageResponse, setupPage, type Refusal } from "./pages.ts";
 import type { SessionService } from "./sessions.ts";
 import { STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
 
@@ -32,7 +32,7 @@ export function staffRoutes(d: StaffRouteDeps) {
     .get(
       "/login",
       async ({ query, request }) =>
-        asPage(request, "Staff sign-in", (m) => loginForm(shownNext(query.next), { error: m }), async () => {
+        asPage(request, "Staff sign-in", (m, err) => loginForm(shownNext(query.next), refusal(m, err)), async () => {
           const next = safeNext(query.next);
           if (!(await d.staff.any())) return pageResponse("Set up staff access", setupPage());
           return pageResponse("Staff sign-in", loginForm(next, { returning: query.next !== undefined }));
@@ -43,7 +43,7 @@ export function staffRoutes(d: StaffRouteDeps) {
       "/login",
       async ({ body, request }) =>
         // A new code asked for on the code form stays there, sent or refused: a refusal leaves the code already sent valid.
-        asPage(request, body.resend ? "Enter your code" : "Staff sign-in", (m, err) => (body.resend ? codeForm(body.email, shownNext(body.next), minutes, { notice: resendRefused(m, err) }) : loginForm(shownNext(body.next), { error: m, email: body.email })), async () => {
+        asPage(request, body.resend ? "Enter your code" : "Staff sign-in", (m, err) => (body.resend ? codeForm(body.email, shownNext(body.next), minutes, { notice: resendRefused(m, err) }) : loginForm(shownNext(body.next), { ...refusal(m, err), email: body.email })), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
           const email = await d.signIn.requestCode(body.email, d.clientIp(request));
@@ -54,7 +54,7 @@ export function staffRoutes(d: StaffRouteDeps) {
     .post(
       "/login/code",
       async ({ body, request }) =>
-        asPage(request, "Enter your code", (m) => codeForm(body.email, shownNext(body.next), minutes, { error: m }), async () => {
+        asPage(request, "Enter your code", (m, err) => codeForm(body.email, shownNext(body.next), minutes, refusal(m, err)), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
           const input = { email: body.email, code: body.code.trim(), ip: d.clientIp(request), userAgent: request.headers.get("user-agent") ?? "" };
@@ -93,9 +93,15 @@ function resent(email: string): Notice {
 
 // A new code asked for too soon: when the next one may be asked for, and that the one sent still works.
 function resendRefused(message: string, err: AppError): Notice {
+  const { retryAfterS } = refusal(message, err);
+  if (retryAfterS === undefined) return { kind: "error", text: message };
+  return { kind: "error", text: `A new code can be sent in ${retryAfterS} s; the code already sent still works.`, retryAfterS };
+}
+
+// A refused form's reason, with the wait of a rate limit (its Retry-After) for the page to count down.
+function refusal(message: string, err: AppError): Refusal {
   const wait = Number(err.headers?.["retry-after"]);
-  if (err.status !== 429 || !Number.isFinite(wait)) return { kind: "error", text: message };
-  return { kind: "error", text: `A new code can be sent in ${wait} s; the code already sent still works.` };
+  return { error: message, ...(err.status === 429 && Number.isFinite(wait) ? { retryAfterS: wait } : {}) };
 }
 
 // The return page a refused form is shown again with: the one asked for when safe, else the overview.

@@ -1,4 +1,4 @@
-import { doorLayout, type Notice } from "../dashboard/layout.ts";
+import { countdownText, doorLayout, type Notice } from "../dashboard/layout.ts";
 import { AppError } from "../errors.ts";
 import { noteErrorCode } from "../http/meta.ts";
 import { html, type SafeHtml } from "../html/index.ts";
@@ -37,14 +37,20 @@ export function setupPage(): SafeHtml {
 <p>or start the service with <code>IMGPRESS_STAFF_EMAILS=you@example.com</code> (a comma list). The address must receive mail from this service.</p>`;
 }
 
+/** Why a form was refused, and for a rate limit when to try again (its Retry-After). */
+export interface Refusal {
+  error?: string;
+  retryAfterS?: number;
+}
+
 /**
  * The e-mail form. `error`: why the last attempt was refused, with its address `email` back in the
  * field to be corrected; `returning`: the visitor was sent here on the way to a page (`?next=`).
  */
-export function loginForm(next: string, { error, email = "", returning = false }: { error?: string; email?: string; returning?: boolean } = {}): SafeHtml {
+export function loginForm(next: string, { error, retryAfterS, email = "", returning = false }: Refusal & { email?: string; returning?: boolean } = {}): SafeHtml {
   // A session that ended moves the visitor here unasked: say why.
   const why = returning && !error ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>` : "";
-  return html`${errorNote(error)}${why}<form method="post" action="/internal/login">
+  return html`${errorNote(error, retryAfterS)}${why}<form method="post" action="/internal/login">
 <input type="hidden" name="next" value="${next}">
 <label for="email">E-mail address</label>
 <input id="email" name="email" type="email" autocomplete="email" value="${email}" required autofocus${invalid(error)}>
@@ -57,9 +63,9 @@ export function loginForm(next: string, { error, email = "", returning = false }
  * `error`: why the last code was refused (the field is marked invalid); `notice`: a status that is
  * about no field (a new code sent, or asked for too soon).
  */
-export function codeForm(email: string, next: string, validMinutes: number, { error, notice }: { error?: string; notice?: Notice } = {}): SafeHtml {
-  const status = notice ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${notice.text}</p>` : null;
-  return html`${errorNote(error)}${status}<p>If ${email} belongs to a staff member, a 6-digit code is on its way. It is valid for ${validMinutes} minutes.</p>
+export function codeForm(email: string, next: string, validMinutes: number, { error, retryAfterS, notice }: Refusal & { notice?: Notice } = {}): SafeHtml {
+  const status = notice ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${countdownText(notice.text, notice.retryAfterS)}</p>` : null;
+  return html`${errorNote(error, retryAfterS)}${status}<p>If ${email} belongs to a staff member, a 6-digit code is on its way. It is valid for ${validMinutes} minutes.</p>
 <form method="post" action="/internal/login/code">
 <input type="hidden" name="email" value="${email}">
 <input type="hidden" name="next" value="${next}">
@@ -76,8 +82,8 @@ export function codeForm(email: string, next: string, validMinutes: number, { er
 <p class="muted">No mail after a minute? Check the spam folder, then send a new code; each new one replaces the last.</p>`;
 }
 
-function errorNote(error: string | undefined): SafeHtml {
-  return html`${error ? html`<p class="notice error" role="alert" id="${ERROR_ID}">${error}</p>` : ""}`;
+function errorNote(error: string | undefined, retryAfterS: number | undefined): SafeHtml {
+  return html`${error ? html`<p class="notice error" role="alert" id="${ERROR_ID}">${countdownText(error, retryAfterS)}</p>` : ""}`;
 }
 
 const ERROR_ID = "form-error";

@@ -4,6 +4,7 @@
 // 3. The live panel: polls the URL in data-live-src every data-live-every seconds, and pauses after
 //    data-live-pause seconds without a key press, click or scroll, so that an unattended tab lets the
 //    staff session reach its idle timeout instead of keeping it alive for ever.
+// 4. A refusal's "in N s" (data-countdown="N") counts down to "now", so the page says when to try again.
 (() => {
   "use strict";
   const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
@@ -135,9 +136,21 @@
     tick();
   }
 
+  function countDown(el) {
+    const end = Date.now() + Number(el.dataset.countdown) * 1000;
+    if (!Number.isFinite(end)) return;
+    const show = () => {
+      const left = Math.ceil((end - Date.now()) / 1000);
+      el.textContent = left > 0 ? `in ${left} s` : "now";
+      if (left > 0) window.setTimeout(show, ((end - Date.now()) % 1000) + 20);
+    };
+    show();
+  }
+
   // The outcome of the action that led here: focused, so a screen reader reads it (a status
   // present when the page loads is not announced) and the keyboard goes on from it.
   document.querySelector("[data-notice]")?.focus();
   localise(document);
   for (const panel of document.querySelectorAll("[data-live-src]")) startLive(panel);
+  for (const el of document.querySelectorAll("[data-countdown]")) countDown(el);
 })();
