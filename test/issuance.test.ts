@@ -6,6 +6,9 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { otpCodes } from "../src/db/schema.ts";
 import { createHarness, expectError, wrongCode, type Harness, type TestResponse } from "./support/harness.ts";
 import { closedPort } from "./support/ports.ts";
@@ -272,6 +275,26 @@ describe("allowlist (IMGPRESS_ALLOWED_EMAILS)", () => {
     } else {
       expectError(res, 403, "EMAIL_NOT_ALLOWED");
       expect(h.smtp.messages).toHaveLength(0);
+    }
+  });
+});
+
+describe("allowlist: an address taken off it after its code was sent", () => {
+  test("gets no key for that code (403 EMAIL_NOT_ALLOWED, the code left as it was); put back, the code still works", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "imgpress-allowlist-"));
+    const database = { IMGPRESS_DATABASE_URL: `file:${join(dir, "imgpress.db")}` };
+    try {
+      await reharness({ ...database, IMGPRESS_ALLOWED_EMAILS: "@team.example" });
+      expect((await h.requestOtp({ email: "dev@team.example" })).status).toBe(200);
+      const otp = extractOtp(await h.smtp.waitFor((m) => m.envelopeTo.includes("dev@team.example")));
+      await reharness({ ...database, IMGPRESS_ALLOWED_EMAILS: "boss@corp.example" });
+      expectError(await h.verifyOtp({ email: "dev@team.example", otp }), 403, "EMAIL_NOT_ALLOWED");
+      await reharness({ ...database, IMGPRESS_ALLOWED_EMAILS: "@team.example" });
+      const verified = await h.verifyOtp({ email: "dev@team.example", otp });
+      expect(verified.status).toBe(200);
+      expect(verified.body.api_key).toStartWith("imp_");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -35,7 +35,7 @@ export function authRoutes(otp: OtpService, clientIp: (request: Request) => stri
       {
         parse: parseJsonBody,
         body: VerifyOtpBody,
-        response: { 200: VerifyOtpResponse, 400: ErrorModel, 401: ErrorModel, 408: ErrorModel, 413: ErrorModel, 415: ErrorModel, 429: ErrorModel, 503: ErrorModel },
+        response: { 200: VerifyOtpResponse, 400: ErrorModel, 401: ErrorModel, 403: ErrorModel, 408: ErrorModel, 413: ErrorModel, 415: ErrorModel, 429: ErrorModel, 503: ErrorModel },
         detail: { summary: "Exchange the code for an API key and secret key", tags: ["credentials"] },
       },
     );

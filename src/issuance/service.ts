@@ -44,6 +44,10 @@ export interface OtpDeps {
   now: () => number;
 }
 
+function notAllowed(): AppError {
+  return new AppError(403, "EMAIL_NOT_ALLOWED", "This address is not allowed to obtain keys on this server.");
+}
+
 /** Passwordless credential issuance: e-mail a 6-digit code, exchange it once for a key pair. */
 export class OtpService {
   private readonly codes: OtpEngine<typeof otpCodes>;
@@ -56,9 +60,7 @@ export class OtpService {
   async request(input: { email: string; siteUrl?: string; ip: string }): Promise<void> {
     const email = normalizeEmail(input.email);
     const siteUrl = input.siteUrl === undefined ? null : normalizeSiteUrl(input.siteUrl);
-    if (!isAllowed(email, this.d.allowedEmails)) {
-      throw new AppError(403, "EMAIL_NOT_ALLOWED", "This address is not allowed to obtain keys on this server.");
-    }
+    if (!isAllowed(email, this.d.allowedEmails)) throw notAllowed();
     // Retries refused for the address (a plugin's retry loop, a shared host's many sites) do not use up the IP's hourly quota.
     await this.d.limiter.hitBoth(
       { bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
@@ -84,7 +86,9 @@ export class OtpService {
     await this.d.limiter.hit(`verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many verification attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const siteUrlGiven = input.siteUrl === undefined ? undefined : normalizeSiteUrl(input.siteUrl);
-    const invalid = new AppError(401, "INVALID_OTP", "The code is wrong, expired or already used. Request a new one.");
+    // Checked again here: an address the operator took off the list since its code was sent gets no key.
+    if (!isAllowed(email, this.d.allowedEmails)) throw notAllowed();
+    const invalid = new AppError(401, "INVALID_OTP", "The code is wrong, expired or already used: check it, or request a new one.");
     const result = await this.codes.consume(email, input.otp);
     if (!result.ok && result.burnt) {
       throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Request a new one.");
