@@ -310,8 +310,20 @@ describe("hostile input", () => {
     expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
     expect(err.message).toContain("1000×1000");
     expect(err.message).toContain("MiB");
+    // The advice is exact: the largest max_width that fits is accepted, one more is refused.
+    const width = Number(err.message.match(/send max_width (\d+) or less or ask for lossy WebP, which needs the least\.$/)?.[1]);
+    expect(width).toBeGreaterThan(500);
+    await expectImage((await convert(input, { format: "avif", maxWidth: width }, limits)).bytes, { format: "avif", width, height: width });
+    expect((await rejection(convert(input, { format: "avif", maxWidth: width + 1 }, limits))).code).toBe("IMAGE_TOO_LARGE");
     await expectImage((await convert(input, { format: "webp" }, limits)).bytes, { format: "webp", width: 1000, height: 1000 });
     await expectImage((await convert(input, { format: "avif", maxWidth: 500 }, limits)).bytes, { format: "avif", width: 500, height: 500 });
+  });
+
+  test("an image whose decoding alone exceeds the memory budget is told that no max_width helps", async () => {
+    const err = await rejection(convert(img.pngBomb(9000, 9000), { format: "webp", maxWidth: 10 }, { ...LIMITS, memoryBudgetBytes: 64 * 2 ** 20 }));
+    expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
+    expect(err.message).toEndWith("decoding an image this large takes more than that at any max_width, so this server cannot convert it.");
+    await expectHealthy();
   });
 
   test("IMGPRESS_MAX_PIXELS is honoured exactly: at the limit converts, one pixel over is refused", async () => {
@@ -334,6 +346,10 @@ describe("hostile input", () => {
     expect((await sharp(input).metadata()).width).toBe(width);
     const err = await rejection(convert(input, { format }));
     expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
+    // The largest max_width within the format's side, which then converts.
+    const within = Number(err.message.match(/send max_width (\d+) or less\.$/)?.[1]);
+    expect(within).toBe(width > height ? (format === "avif" ? 16_384 : 16_383) : 192);
+    if (format === "webp") expect((await convert(input, { format, maxWidth: within })).bytes.length).toBeGreaterThan(0);
     await expectHealthy();
   });
 

@@ -1,4 +1,7 @@
 import { AppError } from "../../errors.ts";
+import type { Size } from "./inspect.ts";
+import { largestWidthWithin } from "./memory.ts";
+import type { OutputFormat, QualityMode } from "./presets.ts";
 
 /** 422 INVALID_IMAGE with the first line of the decoder's complaint. */
 export function invalidImage(detail: string): AppError {
@@ -38,20 +41,21 @@ export function translateSharpError(err: Error): AppError {
   return invalidImage(message);
 }
 
-/** 422 IMAGE_TOO_LARGE for a job whose memory estimate exceeds the whole budget, with what would fit better. */
+/** 422 IMAGE_TOO_LARGE for a job whose memory estimate exceeds the whole budget, with what would fit (a max_width, lossy WebP) or that nothing can. */
 export function needsTooMuchMemory(
-  upright: { width: number; height: number },
-  size: { width: number; height: number },
-  options: { format: string; quality: string },
+  upright: Size,
+  size: Size,
+  options: { format: OutputFormat; quality: QualityMode },
   memoryBytes: number,
   budgetBytes: number,
 ): AppError {
   const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
+  const needs = `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${options.format.toUpperCase()} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(budgetBytes)} MiB)`;
+  const width = largestWidthWithin(upright, options.format, options.quality, budgetBytes);
   // Lossy WebP needs the least per pixel (pipeline/memory.ts), so it is the other way out.
-  const otherWay = options.format === "avif" || options.quality === "lossless" ? " or ask for lossy WebP, which needs the least" : "";
-  return new AppError(
-    422,
-    "IMAGE_TOO_LARGE",
-    `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${options.format.toUpperCase()} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(budgetBytes)} MiB); send a smaller max_width${otherWay}.`,
-  );
+  const webpWidth = options.format === "webp" && options.quality === "lossy" ? 0 : largestWidthWithin(upright, "webp", "lossy", budgetBytes);
+  const otherWay = webpWidth > width ? ` or ask for lossy WebP${webpWidth < upright.width ? ` with max_width ${webpWidth} or less` : ", which needs the least"}` : "";
+  // Decoding the upload alone would take more: no max_width helps.
+  if (width === 0) return new AppError(422, "IMAGE_TOO_LARGE", `${needs}; decoding an image this large takes more than that at any max_width, so this server cannot convert it.`);
+  return new AppError(422, "IMAGE_TOO_LARGE", `${needs}; send max_width ${width} or less${otherWay}.`);
 }

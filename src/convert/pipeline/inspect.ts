@@ -37,13 +37,22 @@ export function outputSize(upright: Size, maxWidth: number | undefined, format: 
       ? { width: maxWidth, height: Math.max(1, Math.round((upright.height * maxWidth) / upright.width)) }
       : upright;
   if (Math.max(size.width, size.height) > MAX_SIDE[format]) {
+    const within = widthWithinSide(upright, MAX_SIDE[format]);
     throw new AppError(
       422,
       "IMAGE_TOO_LARGE",
-      `${format.toUpperCase()} holds at most ${MAX_SIDE[format]} pixels per side and the result would be ${size.width}×${size.height}; send a smaller max_width.`,
+      `${format.toUpperCase()} holds at most ${MAX_SIDE[format]} pixels per side and the result would be ${size.width}×${size.height}; ${within > 0 ? `send max_width ${within} or less` : "no max_width brings this image within it"}.`,
     );
   }
   return size;
+}
+
+// The largest width whose output keeps both sides within `side` (the height scales with it,
+// rounded, at least 1 pixel), or 0 when none does (a sliver taller than `side` at 1 pixel wide).
+function widthWithinSide(upright: Size, side: number): number {
+  let width = Math.min(side, Math.floor(((side + 0.5) * upright.width) / upright.height));
+  while (width > 0 && Math.max(1, Math.round((upright.height * width) / upright.width)) > side) width--;
+  return width;
 }
 
 /** Largest side libspng (sharp's PNG decoder) reads; its header read fails above it, saying only "corrupt header". */

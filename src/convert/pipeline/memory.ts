@@ -20,3 +20,20 @@ const BYTES_PER_INPUT_PIXEL = 3;
 export function conversionMemoryBytes(upright: Size, size: Size, format: OutputFormat, quality: QualityMode): number {
   return size.width * size.height * BYTES_PER_OUTPUT_PIXEL[format][quality] + upright.width * upright.height * BYTES_PER_INPUT_PIXEL;
 }
+
+/**
+ * The largest output width (`max_width`) whose conversion fits in `budgetBytes`, or 0 when none
+ * does: decoding the input alone takes more (no max_width makes the decoded image smaller).
+ */
+export function largestWidthWithin(upright: Size, format: OutputFormat, quality: QualityMode, budgetBytes: number): number {
+  const left = budgetBytes - upright.width * upright.height * BYTES_PER_INPUT_PIXEL;
+  const perWidthSquared = (BYTES_PER_OUTPUT_PIXEL[format][quality] * upright.height) / upright.width;
+  let width = Math.min(upright.width, Math.floor(Math.sqrt(Math.max(0, left) / perWidthSquared)));
+  // The output's height is rounded (outputSize): step down until the estimate itself fits.
+  while (width > 0 && conversionMemoryBytes(upright, scaledTo(upright, width), format, quality) > budgetBytes) width--;
+  return width;
+}
+
+function scaledTo(upright: Size, width: number): Size {
+  return { width, height: Math.max(1, Math.round((upright.height * width) / upright.width)) };
+}
