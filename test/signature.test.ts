@@ -292,7 +292,13 @@ describe("BODY_HASH of a multipart request", () => {
     const strict = await createHarness({ env: { IMGPRESS_SIGNATURE_BODY: "strict" }, smtp: h.smtp });
     try {
       const k = await strict.issueKey("strict@example.com");
-      expect401(await postSigned(strict, k, await body(), { bodyHash: EMPTY_SHA256 }), "INVALID_SIGNATURE");
+      const emptyHash = await postSigned(strict, k, await body(), { bodyHash: EMPTY_SHA256 });
+      expect401(emptyHash, "INVALID_SIGNATURE");
+      // Said as what it is (the CURLFile form the docs offer), not as a key or clock problem.
+      expect(emptyHash.body.message).toStartWith("The signature covers the SHA-256 of an empty body, which this server does not accept (IMGPRESS_SIGNATURE_BODY=strict)");
+      // Any other wrong signature keeps the plain answer.
+      const wrong = await postSigned(strict, k, await body(), { bodyHash: "0".repeat(64) });
+      expect(wrong.body.message).toStartWith("The signature does not match.");
       await expectConverted(await postSigned(strict, k, await body()));
     } finally {
       await strict.close();
