@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { appendFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { Readiness } from "../src/health/service.ts";
 import { createFetchHandler } from "../src/http/serve.ts";
@@ -155,6 +156,29 @@ describe("the request log line", () => {
     expect(logged).toEqual(["/v1/plugin/convert/imp_******", "/imps_******", "/v1/x"]);
     expect(lines.join("\n")).not.toContain(api_key.slice(4));
     expect(lines.join("\n")).not.toContain(secret_key.slice(5));
+  });
+});
+
+describe("the OpenAPI document (/v1/docs/json)", () => {
+  test("is valid OpenAPI 3.0.3 by an OpenAPI schema validator, and its bodies and answers have the types the routes use", async () => {
+    h = await createHarness();
+    const doc = (await h.request("GET", "/v1/docs/json")).body;
+    const checked = await new Validator().validate(doc);
+    expect(checked.errors ?? []).toEqual([]);
+    expect(checked.valid).toBe(true);
+    for (const route of ["/v1/plugin/auth/request-otp", "/v1/plugin/auth/verify-otp"]) {
+      const operation = doc.paths[route].post;
+      // JSON only: a multipart or text body is answered 415 (so a client generated from the document must not send one).
+      expect(Object.keys(operation.requestBody.content)).toEqual(["application/json"]);
+      for (const answer of Object.values(operation.responses) as { description: string; content: object }[]) {
+        expect(answer.description).toBeString();
+        expect(Object.keys(answer.content)).toEqual(["application/json"]);
+      }
+    }
+    const form = await h.request("POST", "/v1/plugin/auth/request-otp", { body: "email=owner%40example.com", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(form.status).toBe(415);
+    expect(doc.paths["/v1/plugin/auth/request-otp"].post.responses["200"].content["application/json"].schema.properties.expires_in).toMatchObject({ type: "integer", example: 900 });
+    expect(Object.keys(doc.paths["/v1/plugin/convert"].post.responses["200"].content).sort()).toEqual(["image/avif", "image/webp"]);
   });
 });
 

@@ -2,6 +2,7 @@ import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import { ErrorModel } from "../errors.ts";
 import { version } from "../version.ts";
+import { tidyOpenApi } from "./openapi.ts";
 
 /** Where the UI script is served from, so the docs page works with no internet access. */
 const SCALAR_ASSET = "/v1/docs/assets/scalar.js";
@@ -30,6 +31,8 @@ export const OFFLINE_SCALAR = {
 export function docsRoutes(loadScalar: () => Promise<Blob>) {
   let script: Promise<Blob> | undefined;
   return new Elysia({ name: "docs" })
+    // Registered before the plugin, so it applies to the plugin's document route.
+    .onAfterHandle(({ path, response }) => (path === "/v1/docs/json" && response && typeof response === "object" && !(response instanceof Response) ? tidyOpenApi(response as Record<string, unknown>) : undefined))
     .use(
       swagger({
         path: "/v1/docs",
