@@ -21,6 +21,8 @@ import { CANONICAL_ENDPOINT, EMPTY_SHA256, FULL_ENDPOINT, sha256Hex, signedHeade
 /** expectError for responses that kept their body as bytes. */
 function expect401(res: RawResponse, code: string) {
   expectError({ status: res.status, headers: res.headers, body: res.body, text: "" }, 401, code);
+  // Every 401 names the schemes the server accepts (RFC 9110).
+  expect(res.headers.get("www-authenticate")).toMatch(/^(Bearer realm="imgpress"|HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature")(, |$)/);
 }
 
 async function expectConverted(res: RawResponse, format: "webp" | "avif" = "webp") {
@@ -336,6 +338,7 @@ describe("IMGPRESS_AUTH_SCHEMES", () => {
       const res = await postBearer(only, k, await body());
       expect401(res, "SCHEME_DISABLED");
       expect(res.body.message).toContain("signed");
+      expect(res.headers.get("www-authenticate")).toBe('HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature"');
       await expectConverted(await postSigned(only, k, await body()));
     } finally {
       await only.close();
@@ -346,7 +349,9 @@ describe("IMGPRESS_AUTH_SCHEMES", () => {
     const only = await createHarness({ env: { IMGPRESS_AUTH_SCHEMES: "bearer" }, smtp: h.smtp });
     try {
       const k = await only.issueKey("only-bearer@example.com");
-      expect401(await postSigned(only, k, await body()), "SCHEME_DISABLED");
+      const refused = await postSigned(only, k, await body());
+      expect401(refused, "SCHEME_DISABLED");
+      expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="imgpress"');
       await expectConverted(await postBearer(only, k, await body()));
     } finally {
       await only.close();

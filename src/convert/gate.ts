@@ -246,7 +246,7 @@ function clientGone(): AppError {
 
 // The gate's owners are API keys (ConvertService admits by key id), hence the wording.
 function tooManyInProgress(share: number): AppError {
-  return new AppError(429, "TOO_MANY_IN_PROGRESS", `This key already has ${share} conversions in progress (uploading, waiting or running); send the next when one has finished.`, { "retry-after": "5" });
+  return new AppError(429, "TOO_MANY_IN_PROGRESS", `This key already has ${share} conversion${share === 1 ? "" : "s"} in progress (uploading, waiting or running); send the next when one has finished.`, { "retry-after": "5" });
 }
 
 function busy(why: string): AppError {

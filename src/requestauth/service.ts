@@ -25,7 +25,6 @@ export interface Credential {
 }
 
 const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-const unauthorized = (code: string, message: string) => new AppError(401, code, message);
 
 /**
  * Authenticates API requests. Header checks run before the body is read, so a request with bad
@@ -57,14 +56,20 @@ export class RequestAuthenticator {
     const bearer = /^bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
     if (!signed && !bearer && !headers.has("x-api-key")) {
       // Sent but not one Bearer key (Basic, an empty or two-word token, two headers merged with a comma).
-      if (headers.has("authorization")) throw unauthorized("UNAUTHORIZED", "The Authorization header must be exactly: Bearer <api_key>.");
-      throw unauthorized("UNAUTHORIZED", "Missing credentials: send Authorization: Bearer <api_key>, or x-api-key, x-timestamp and x-signature.");
+      if (headers.has("authorization")) throw this.unauthorized("UNAUTHORIZED", "The Authorization header must be exactly: Bearer <api_key>.");
+      throw this.unauthorized("UNAUTHORIZED", "Missing credentials: send Authorization: Bearer <api_key>, or x-api-key, x-timestamp and x-signature.");
     }
     const scheme: Scheme = signed || !bearer ? "signed" : "bearer";
     if (!this.policy.schemes.includes(scheme)) {
-      throw unauthorized("SCHEME_DISABLED", `This server does not accept ${scheme} requests; use ${this.policy.schemes.join(" or ")}.`);
+      throw this.unauthorized("SCHEME_DISABLED", `This server does not accept ${scheme} requests; use ${this.policy.schemes.join(" or ")}.`);
     }
     return scheme === "bearer" ? this.bearer(bearer!) : this.signed(method, headers);
+  }
+
+  // A 401 names the schemes this server accepts (RFC 9110 asks every 401 for a WWW-Authenticate).
+  private unauthorized(code: string, message: string): AppError {
+    const challenges = this.policy.schemes.map((scheme) => (scheme === "bearer" ? 'Bearer realm="imgpress"' : 'HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature"'));
+    return new AppError(401, code, message, { "www-authenticate": challenges.join(", ") });
   }
 
   /** Forgets replay records that can no longer match a valid timestamp. */
@@ -83,11 +88,11 @@ export class RequestAuthenticator {
     const timestamp = headers.get("x-timestamp")?.trim();
     const signature = headers.get("x-signature")?.trim().toLowerCase();
     const missing = [!apiKey && "x-api-key", !timestamp && "x-timestamp", !signature && "x-signature"].filter(Boolean);
-    if (missing.length) throw unauthorized("UNAUTHORIZED", `Missing signature header(s): ${missing.join(", ")}.`);
+    if (missing.length) throw this.unauthorized("UNAUTHORIZED", `Missing signature header(s): ${missing.join(", ")}.`);
 
     const nowS = Math.floor(this.now() / 1000);
     if (!/^\d{1,12}$/.test(timestamp!) || Math.abs(nowS - Number(timestamp)) > this.policy.toleranceS) {
-      throw unauthorized(
+      throw this.unauthorized(
         "TIMESTAMP_OUT_OF_RANGE",
         `x-timestamp must be whole Unix seconds within ±${this.policy.toleranceS} s of the server time; server time is ${nowS}.`,
       );
@@ -107,7 +112,7 @@ export class RequestAuthenticator {
 
   private async findKey(apiKey: string): Promise<ActiveKey> {
     const key = await this.keys.findActive(apiKey.trim());
-    if (!key) throw unauthorized("INVALID_API_KEY", "The API key is unknown or has been revoked.");
+    if (!key) throw this.unauthorized("INVALID_API_KEY", "The API key is unknown or has been revoked.");
     return key;
   }
 
@@ -129,12 +134,12 @@ export class RequestAuthenticator {
       // A strict server refuses the empty-hash form the docs offer CURLFile clients: say so, rather than
       // leave them to doubt their key or clock (the candidate needs the secret as much as the others).
       if (this.policy.bodyHash === "strict" && /^multipart\//i.test(contentType ?? "") && (await this.signsEmptyHash(secret, method, timestamp, signature))) {
-        throw unauthorized(
+        throw this.unauthorized(
           "INVALID_SIGNATURE",
           "The signature covers the SHA-256 of an empty body, which this server does not accept (IMGPRESS_SIGNATURE_BODY=strict): sign the SHA-256 of the raw request body. See docs/api.md#signing.",
         );
       }
-      throw unauthorized("INVALID_SIGNATURE", "The signature does not match. See docs/api.md#signing for the string to sign.");
+      throw this.unauthorized("INVALID_SIGNATURE", "The signature does not match. See docs/api.md#signing for the string to sign.");
     }
     return { bodyHash, coversBody: matched === bodyHash };
   }
@@ -153,6 +158,6 @@ export class RequestAuthenticator {
     const expiresAt = (timestampS + this.policy.toleranceS) * 1000 + 1000;
     // One INSERT on the shared database, whose primary key makes the check exact across processes.
     const inserted = await this.store.bounded(this.insertSeen.execute({ keyId, signature, expiresAt }));
-    if (inserted.length === 0) throw unauthorized("REPLAYED_REQUEST", "This signature was already used; sign each request with a fresh timestamp.");
+    if (inserted.length === 0) throw this.unauthorized("REPLAYED_REQUEST", "This signature was already used; sign each request with a fresh timestamp.");
   }
 }

@@ -1,7 +1,7 @@
 import { AppError } from "../../errors.ts";
 import type { Size } from "./inspect.ts";
 import { largestWidthWithin } from "./memory.ts";
-import type { OutputFormat, QualityMode } from "./presets.ts";
+import { formatNames, type OutputFormat, type QualityMode } from "./presets.ts";
 
 /** 422 INVALID_IMAGE with the first line of the decoder's complaint. */
 export function invalidImage(detail: string): AppError {
@@ -50,7 +50,7 @@ export function needsTooMuchMemory(
   budgetBytes: number,
 ): AppError {
   const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
-  const needs = `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${options.format.toUpperCase()} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(budgetBytes)} MiB)`;
+  const needs = `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${formatNames[options.format]} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(budgetBytes)} MiB)`;
   const width = largestWidthWithin(upright, options.format, options.quality, budgetBytes);
   // Lossy WebP needs the least per pixel (pipeline/memory.ts), so it is the other way out.
   const webpWidth = options.format === "webp" && options.quality === "lossy" ? 0 : largestWidthWithin(upright, "webp", "lossy", budgetBytes);

@@ -1,7 +1,7 @@
 import sharp, { type Metadata } from "sharp";
 import { AppError } from "../../errors.ts";
 import { invalidImage, tooManyPixels } from "./errors.ts";
-import type { OutputFormat } from "./presets.ts";
+import { formatNames, type OutputFormat } from "./presets.ts";
 import type { InputFormat } from "./sniff.ts";
 
 /** Largest side each encoder can write (libwebp: 16383; AVIF as written by libheif: 16384). */
@@ -41,7 +41,7 @@ export function outputSize(upright: Size, maxWidth: number | undefined, format: 
     throw new AppError(
       422,
       "IMAGE_TOO_LARGE",
-      `${format.toUpperCase()} holds at most ${MAX_SIDE[format]} pixels per side and the result would be ${size.width}×${size.height}; ${within > 0 ? `send max_width ${within} or less` : "no max_width brings this image within it"}.`,
+      `${formatNames[format]} holds at most ${MAX_SIDE[format]} pixels per side and the result would be ${size.width}×${size.height}; ${within > 0 ? `send max_width ${within} or less` : "no max_width brings this image within it"}.`,
     );
   }
   return size;

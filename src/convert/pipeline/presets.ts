@@ -34,3 +34,6 @@ export const presets: Record<OutputFormat, Record<QualityMode, WebpOptions | Avi
 
 /** The MIME type of each output format. */
 export const mimeTypes: Record<OutputFormat, string> = { webp: "image/webp", avif: "image/avif" };
+
+/** Each output format as people write it, for messages. */
+export const formatNames: Record<OutputFormat, string> = { webp: "WebP", avif: "AVIF" };
