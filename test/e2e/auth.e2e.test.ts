@@ -146,6 +146,10 @@ describe("request-otp → mail → verify-otp", () => {
     expect(requestId).toMatch(/^req_/);
     const requestLine = await server.waitForLog((l) => l.json?.msg === "request" && l.json?.requestId === requestId);
     expect(requestLine.json).toMatchObject({ method: "POST", path: "/v1/plugin/auth/verify-otp", status: 200, ms: expect.any(Number) });
+    expect(requestLine.json?.code).toBeUndefined();
+    // A refusal's line carries its error code.
+    const refusedLine = server.logs.find((l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/auth/verify-otp" && l.json?.status === 401);
+    expect(refusedLine?.json).toMatchObject({ status: 401, code: "INVALID_OTP" });
 
     const log = server.logs.map((l) => l.raw).join("\n");
     expect(secretsSeen.length).toBeGreaterThanOrEqual(3);

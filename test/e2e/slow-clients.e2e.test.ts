@@ -131,6 +131,7 @@ describe("slow clients", () => {
       expect((await status()).running).toBe(1);
       const line = await one.waitForLog((l) => l.json?.msg === "request" && l.json?.status === 499);
       expect(line.json?.path).toBe("/v1/plugin/convert");
+      expect(line.json?.code).toBe("CLIENT_CLOSED_REQUEST");
       expect((await slow).status).toBe(200);
       // The 200's line may still be on its way through the pipe when its answer has arrived.
       await one.waitForLog((l) => l.json?.msg === "request" && l.json?.status === 200 && l.json?.path === "/v1/plugin/convert");
