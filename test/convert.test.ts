@@ -227,6 +227,12 @@ describe("400 MISSING_IMAGE", () => {
     expectCode(res, 400, "MISSING_IMAGE");
     await expectHealthy();
   });
+
+  test("the image under `Image`: the near miss is named (field names are case-sensitive)", async () => {
+    const res = await postBearer(h, keys, await formBody({ Image: { data: photo, filename: "p.jpg" } }));
+    expectCode(res, 400, "MISSING_IMAGE");
+    expect(res.body.message).toBe("The multipart field `image` is required; got `Image` (field names are case-sensitive).");
+  });
 });
 
 describe("400 INVALID_MULTIPART", () => {

@@ -189,5 +189,8 @@ describe("not multipart/form-data → 415 UNSUPPORTED_MEDIA_TYPE", () => {
   ] as const)("%s", (_name, contentType) => {
     const err = refusal(() => parseMultipart(bytes('--B\r\nContent-Disposition: form-data; name="x"\r\n\r\nv\r\n--B--\r\n'), contentType));
     expect({ status: err.status, code: err.code }).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
+    // Form data without its boundary (a type set by hand) is told as that, not as "send form data".
+    const noBoundary = contentType?.startsWith("multipart/form-data") ?? false;
+    expect(err.message).toStartWith(noBoundary ? "The Content-Type multipart/form-data has no boundary parameter" : "Send the request as multipart/form-data");
   });
 });

@@ -28,7 +28,11 @@ export function readUpload(parts: FormPart[]): Upload {
   };
 
   const image = field("image");
-  if (!image) throw new AppError(400, "MISSING_IMAGE", "The multipart field `image` is required.");
+  if (!image) {
+    // Field names are case-sensitive: name the near miss (`Image`, `image[]`) a client sent instead.
+    const near = parts.find((p) => p.name.toLowerCase().replace(/\[\]$/, "") === "image");
+    throw new AppError(400, "MISSING_IMAGE", `The multipart field \`image\` is required${near ? `; got \`${near.name.slice(0, 40)}\` (field names are case-sensitive)` : ""}.`);
+  }
   if (image.data.length === 0) throw new AppError(400, "MISSING_IMAGE", "The `image` field is empty.");
   if (image.data.length > MAX_IMAGE_BYTES) throw fileTooLarge();
 

@@ -18,7 +18,11 @@ export function parseMultipart(body: Uint8Array, contentType: string | null): Fo
   // A parameter named exactly `boundary` (not `xboundary`), wherever it stands among the others.
   const boundary = /^multipart\/form-data\s*;(?:[^;]*;)*?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType ?? "");
   if (!boundary) {
-    throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", "Send the request as multipart/form-data with the image in the field `image`.");
+    // A client that set the type by hand (often without the boundary) is told what is missing.
+    const why = /^multipart\/form-data\b/i.test(contentType ?? "")
+      ? "The Content-Type multipart/form-data has no boundary parameter (set by the HTTP library when it builds the form: do not set this header by hand)"
+      : "Send the request as multipart/form-data";
+    throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `${why}, with the image in the field \`image\`.`);
   }
   const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`);
