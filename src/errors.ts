@@ -55,7 +55,8 @@ export function errorResponse(err: AppError, extraHeaders: Record<string, string
   const body: ErrorBody = { error: statusTitles[err.status] ?? "Error", message: err.message, code: err.code };
   return new Response(JSON.stringify(body), {
     status: err.status,
-    headers: { "content-type": "application/json; charset=utf-8", ...err.headers, ...extraHeaders },
+    // Written as Elysia writes its JSON answers, so a client comparing the header sees one value.
+    headers: { "content-type": "application/json;charset=utf-8", ...err.headers, ...extraHeaders },
   });
 }
 

@@ -45,6 +45,8 @@ export function createFetchHandler(
     const url = URL.parse(request.url);
     const response = withoutBodyForHead(request, refusal(request, url) ?? (await handleSafely(handle, request, meta, logger)));
     response.headers.set("x-request-id", meta.id);
+    // Deno's Response.json omits the charset Bun's writes: every JSON answer is spelt one way.
+    if (response.headers.get("content-type") === "application/json") response.headers.set("content-type", "application/json;charset=utf-8");
     // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
     for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");

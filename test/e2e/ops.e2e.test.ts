@@ -173,4 +173,9 @@ describe("Host header of any length", () => {
     }
     expect((await server.fetch("/health")).status).toBe(200);
   });
+
+  test("every JSON answer, success or error, spells its Content-Type one way under either runtime", async () => {
+    const answers = [await server.fetch("/health"), await server.fetch("/nowhere"), (await server.json("POST", "/v1/plugin/auth/request-otp", {})) as { headers: Headers }];
+    expect(answers.map((a) => a.headers.get("content-type"))).toEqual(Array(3).fill("application/json;charset=utf-8"));
+  });
 });

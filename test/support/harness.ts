@@ -218,7 +218,8 @@ export function expectError(res: TestResponse, status: number, code: string): vo
   expect(typeof res.body.message).toBe("string");
   expect(res.body.error.length).toBeGreaterThan(0);
   expect(res.body.message.length).toBeGreaterThan(0);
-  expect(res.headers.get("content-type") ?? "").toContain("application/json");
+  // One spelling for every JSON answer, success or error (clients compare the header as a string).
+  expect(res.headers.get("content-type")).toBe("application/json;charset=utf-8");
 }
 
 export { wrongCode } from "./codes.ts";
