@@ -4,28 +4,9 @@
 // rest), leaves answers without the description 3.0 requires, and writes the 3.1 schema keywords
 // `const` and `examples` and Elysia's string-or-integer for an integer.
 
-type Json = Record<string, unknown>;
+import { statusTitles } from "../errors.ts";
 
-/** The reason phrase of each status the routes answer, for answers the plugin leaves without a description. */
-const REASONS: Record<string, string> = {
-  "200": "Success",
-  "400": "Bad request",
-  "401": "Not authenticated",
-  "403": "Forbidden",
-  "404": "Not found",
-  "405": "Method not allowed",
-  "408": "Request timeout",
-  "413": "Payload too large",
-  "415": "Unsupported media type",
-  "422": "Unprocessable image",
-  "429": "Too many requests (see Retry-After)",
-  "431": "Request header fields too large",
-  "499": "Client closed the request",
-  "500": "Internal error",
-  "502": "Mail delivery failed",
-  "503": "Unavailable (see Retry-After)",
-  "504": "Timeout",
-};
+type Json = Record<string, unknown>;
 
 /** The media types the plugin assumes for a route it cannot read the parser of. */
 const GUESSED = ["multipart/form-data", "text/plain"];
@@ -50,7 +31,8 @@ function tidyOperation(operation: Json): void {
     // Answers are JSON, or the image the convert route describes.
     if (content?.["application/json"]) for (const type of GUESSED) delete content[type];
     for (const media of Object.values(content ?? {})) tidyMedia(media);
-    if (typeof answer.description !== "string") answer.description = REASONS[status] ?? `HTTP ${status}`;
+    // The error bodies' own titles; 200 is the one success the plugin leaves undescribed.
+    if (typeof answer.description !== "string") answer.description = statusTitles[Number(status)] ?? (status === "200" ? "OK" : `HTTP ${status}`);
     delete answer.title;
   }
 }

@@ -1,6 +1,7 @@
 import sharp, { type Metadata } from "sharp";
 import { AppError } from "../../errors.ts";
 import { invalidImage, tooManyPixels } from "./errors.ts";
+import { scaledToWidth } from "./memory.ts";
 import { formatNames, type OutputFormat } from "./presets.ts";
 import type { InputFormat } from "./sniff.ts";
 
@@ -32,10 +33,7 @@ export async function inspect(input: Uint8Array, expected: InputFormat, maxPixel
 
 /** The output size for `maxWidth` (scale down only), refused early when the encoder could not hold it. */
 export function outputSize(upright: Size, maxWidth: number | undefined, format: OutputFormat): Size {
-  const size =
-    maxWidth && maxWidth < upright.width
-      ? { width: maxWidth, height: Math.max(1, Math.round((upright.height * maxWidth) / upright.width)) }
-      : upright;
+  const size = maxWidth && maxWidth < upright.width ? scaledToWidth(upright, maxWidth) : upright;
   if (Math.max(size.width, size.height) > MAX_SIDE[format]) {
     const within = widthWithinSide(upright, MAX_SIDE[format]);
     throw new AppError(
@@ -51,7 +49,7 @@ export function outputSize(upright: Size, maxWidth: number | undefined, format: 
 // rounded, at least 1 pixel), or 0 when none does (a sliver taller than `side` at 1 pixel wide).
 function widthWithinSide(upright: Size, side: number): number {
   let width = Math.min(side, Math.floor(((side + 0.5) * upright.width) / upright.height));
-  while (width > 0 && Math.max(1, Math.round((upright.height * width) / upright.width)) > side) width--;
+  while (width > 0 && scaledToWidth(upright, width).height > side) width--;
   return width;
 }
 

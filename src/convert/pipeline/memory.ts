@@ -30,10 +30,11 @@ export function largestWidthWithin(upright: Size, format: OutputFormat, quality:
   const perWidthSquared = (BYTES_PER_OUTPUT_PIXEL[format][quality] * upright.height) / upright.width;
   let width = Math.min(upright.width, Math.floor(Math.sqrt(Math.max(0, left) / perWidthSquared)));
   // The output's height is rounded (outputSize): step down until the estimate itself fits.
-  while (width > 0 && conversionMemoryBytes(upright, scaledTo(upright, width), format, quality) > budgetBytes) width--;
+  while (width > 0 && conversionMemoryBytes(upright, scaledToWidth(upright, width), format, quality) > budgetBytes) width--;
   return width;
 }
 
-function scaledTo(upright: Size, width: number): Size {
+/** `upright` scaled to `width`, its height rounded and at least 1 pixel (what max_width makes of it). */
+export function scaledToWidth(upright: Size, width: number): Size {
   return { width, height: Math.max(1, Math.round((upright.height * width) / upright.width)) };
 }
