@@ -152,6 +152,19 @@ describe("success", () => {
     expect(cd).not.toMatch(/[\r\n]/);
   });
 
+  test("a name cut at 120 characters inside an emoji: 200 every time, and every place in the gate comes back", async () => {
+    // The 120th UTF-16 unit is the first half of 😀: a cut there left a string encodeURIComponent refuses,
+    // after the conversion had taken its place, which was then never given back.
+    const filename = `${"a".repeat(119)}😀b.png`;
+    for (let i = 0; i < 12; i++) {
+      const res = await postBearer(h, keys, await convertForm(photo, {}, filename));
+      expect({ i, status: res.status }).toEqual({ i, status: 200 });
+      const cd = res.headers.get("content-disposition")!;
+      expect(cd).toContain(`filename*=UTF-8''${"a".repeat(119)}%F0%9F%98%80.webp`);
+    }
+    expect(h.services.convert.gate.stats()).toMatchObject({ admitted: 0, running: 0 });
+  });
+
   test("a part without a filename is named image.<ext>", async () => {
     const b = handBody([{ headers: 'Content-Disposition: form-data; name="image"', data: photo }]);
     const res = await postBearer(h, keys, b);

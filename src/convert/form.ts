@@ -65,5 +65,6 @@ export function fileTooLarge(formOverheadBytes?: number): AppError {
 function fileStem(filename: string | undefined): string {
   const base = (filename ?? "").split(/[\\/]/).at(-1) ?? "";
   const stem = base.includes(".") ? base.slice(0, base.lastIndexOf(".")) : base;
-  return stem.normalize("NFC").slice(0, 120) || "image";
+  // Cut by code point: a cut inside a surrogate pair would leave a string no header can carry.
+  return Array.from(stem.normalize("NFC")).slice(0, 120).join("") || "image";
 }

@@ -43,7 +43,14 @@ function rfc8187(text: string): string {
 export const HOLD_ABOVE_BYTES = 1024 * 1024;
 
 function imageResponse(result: Delivery, sendTimeoutMs: number): Response {
-  const headers = imageHeaders(result);
+  let headers: Record<string, string>;
+  try {
+    headers = imageHeaders(result);
+  } catch (err) {
+    // The place in the gate is this response's to give back: a failure here must not keep it for good.
+    result.release();
+    throw err;
+  }
   if (result.bytes.length <= HOLD_ABOVE_BYTES) {
     result.release();
     return new Response(result.bytes as Uint8Array<ArrayBuffer>, { headers });
