@@ -17,7 +17,7 @@ export async function parseJsonBody({ request }: { request: Request }): Promise<
   });
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes), dropConversionKeys);
   } catch {
     throw new AppError(400, "VALIDATION_ERROR", "The body is not valid UTF-8 JSON.");
   }
@@ -25,4 +25,11 @@ export async function parseJsonBody({ request }: { request: Request }): Promise<
     throw new AppError(400, "VALIDATION_ERROR", "The body must be a JSON object.");
   }
   return value;
+}
+
+// A value such as {"toString": "a"} is refused by the schema like any object where a string belongs,
+// but Elysia's message writes the value into a template string, which calls that non-function and
+// throws inside the error itself (a 500). The keys are never fields of these routes.
+function dropConversionKeys(key: string, value: unknown): unknown {
+  return key === "toString" || key === "valueOf" ? undefined : value;
 }
