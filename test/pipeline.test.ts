@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { AppError } from "../src/errors.ts";
 import { convertImage, type ConvertLimits, type ConvertOptions } from "../src/convert/pipeline/index.ts";
+import { conversionMemoryBytes, inputCost } from "../src/convert/pipeline/memory.ts";
 import * as img from "./support/images.ts";
 import { expectImage, firstDifference, meanAbsDiff, outputFormat, rgba } from "./support/convert-helpers.ts";
 
@@ -304,7 +305,7 @@ describe("hostile input", () => {
 
   test("a conversion whose memory estimate exceeds the budget is refused from the header; a smaller output or lossy WebP fits", async () => {
     const input = await img.photo(1000, 1000);
-    // 1 MP: lossy AVIF ≈ 31 MB, lossy WebP ≈ 19 MB, AVIF at 500 px ≈ 10 MB (src/convert/pipeline/memory.ts); the budget is 24 MiB.
+    // 1 MP: lossy AVIF ≈ 33 MB, lossy WebP ≈ 19 MB, AVIF at 500 px ≈ 10.5 MB (src/convert/pipeline/memory.ts); the budget is 24 MiB.
     const limits = { ...LIMITS, memoryBudgetBytes: 24 * 2 ** 20 };
     const err = await rejection(convert(input, { format: "avif" }, limits));
     expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
@@ -317,6 +318,31 @@ describe("hostile input", () => {
     expect((await rejection(convert(input, { format: "avif", maxWidth: width + 1 }, limits))).code).toBe("IMAGE_TOO_LARGE");
     await expectImage((await convert(input, { format: "webp" }, limits)).bytes, { format: "webp", width: 1000, height: 1000 });
     await expectImage((await convert(input, { format: "avif", maxWidth: 500 }, limits)).bytes, { format: "avif", width: 500, height: 500 });
+  });
+
+  test("the decoder's cost comes from the header: progressive JPEGs and interlaced PNGs are decoded whole, alpha costs the encoder more", async () => {
+    const pixels = sharp({ create: { width: 64, height: 48, channels: 4, background: { r: 10, g: 200, b: 90, alpha: 0.5 } } });
+    const cost = async (bytes: Buffer) => inputCost(await sharp(bytes).metadata());
+    expect(await cost(await pixels.clone().jpeg().toBuffer())).toEqual({ bytesPerPixel: 3, alpha: false });
+    expect(await cost(await pixels.clone().jpeg({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 5, alpha: false });
+    expect(await cost(await pixels.clone().jpeg({ progressive: true, chromaSubsampling: "4:4:4" }).toBuffer())).toEqual({ bytesPerPixel: 8, alpha: false });
+    expect(await cost(await pixels.clone().png().toBuffer())).toEqual({ bytesPerPixel: 3, alpha: true });
+    expect(await cost(await pixels.clone().removeAlpha().png({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 5, alpha: false });
+    expect(await cost(await pixels.clone().toColourspace("rgb16").png({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 10, alpha: true });
+    const upright = { width: 1000, height: 1000 };
+    expect(conversionMemoryBytes(upright, upright, "webp", "lossy", { bytesPerPixel: 3, alpha: true })).toBeGreaterThan(conversionMemoryBytes(upright, upright, "webp", "lossy", { bytesPerPixel: 3, alpha: false }));
+  });
+
+  test("an interlaced 16-bit PNG is charged its whole decoded frame at any max_width; the same pixels not interlaced fit", async () => {
+    const noise = sharp({ create: { width: 1000, height: 1000, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 }, noise: { type: "gaussian", mean: 128, sigma: 30 } } }).toColourspace("rgb16");
+    // 1 MP at 10 bytes per pixel (8 decoded + 2) against 3 when streamed; the budget lies between.
+    const limits = { ...LIMITS, memoryBudgetBytes: 6 * 2 ** 20 };
+    const interlaced = await noise.clone().png({ progressive: true, compressionLevel: 1 }).toBuffer();
+    const err = await rejection(convert(interlaced, { maxWidth: 10 }, limits));
+    expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
+    expect(err.message).toEndWith("decoding an image this large takes more than that at any max_width, so this server cannot convert it.");
+    const streamed = await noise.clone().png({ compressionLevel: 1 }).toBuffer();
+    await expectImage((await convert(streamed, { maxWidth: 10 }, limits)).bytes, { format: "webp", width: 10, height: 10 });
   });
 
   test("an image whose decoding alone exceeds the memory budget is told that no max_width helps", async () => {

@@ -1,6 +1,6 @@
 import { AppError } from "../../errors.ts";
 import type { Size } from "./inspect.ts";
-import { largestWidthWithin } from "./memory.ts";
+import { largestWidthWithin, type InputCost } from "./memory.ts";
 import { formatNames, type OutputFormat, type QualityMode } from "./presets.ts";
 
 /** 422 INVALID_IMAGE with the first line of the decoder's complaint. */
@@ -46,14 +46,15 @@ export function needsTooMuchMemory(
   upright: Size,
   size: Size,
   options: { format: OutputFormat; quality: QualityMode },
+  input: InputCost,
   memoryBytes: number,
   budgetBytes: number,
 ): AppError {
   const mib = (bytes: number) => Math.ceil(bytes / 2 ** 20);
   const needs = `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${formatNames[options.format]} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(budgetBytes)} MiB)`;
-  const width = largestWidthWithin(upright, options.format, options.quality, budgetBytes);
+  const width = largestWidthWithin(upright, options.format, options.quality, input, budgetBytes);
   // Lossy WebP needs the least per pixel (pipeline/memory.ts), so it is the other way out.
-  const webpWidth = options.format === "webp" && options.quality === "lossy" ? 0 : largestWidthWithin(upright, "webp", "lossy", budgetBytes);
+  const webpWidth = options.format === "webp" && options.quality === "lossy" ? 0 : largestWidthWithin(upright, "webp", "lossy", input, budgetBytes);
   const otherWay = webpWidth > width ? ` or ask for lossy WebP${webpWidth < upright.width ? ` with max_width ${webpWidth} or less` : ", which needs the least"}` : "";
   // Decoding the upload alone would take more: no max_width helps.
   if (width === 0) return new AppError(422, "IMAGE_TOO_LARGE", `${needs}; decoding an image this large takes more than that at any max_width, so this server cannot convert it.`);

@@ -65,11 +65,11 @@ export interface Inspected {
  */
 export async function inspectUpload(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits): Promise<Inspected> {
   const inputFormat = sniffFormat(input);
-  const upright = await inspect(input, inputFormat, limits.maxPixels);
+  const { upright, cost } = await inspect(input, inputFormat, limits.maxPixels);
   const size = outputSize(upright, options.maxWidth, options.format);
-  const memoryBytes = conversionMemoryBytes(upright, size, options.format, options.quality);
+  const memoryBytes = conversionMemoryBytes(upright, size, options.format, options.quality, cost);
   if (limits.memoryBudgetBytes !== undefined && memoryBytes > limits.memoryBudgetBytes) {
-    throw needsTooMuchMemory(upright, size, options, memoryBytes, limits.memoryBudgetBytes);
+    throw needsTooMuchMemory(upright, size, options, cost, memoryBytes, limits.memoryBudgetBytes);
   }
   return { inputFormat, upright, size, memoryBytes };
 }

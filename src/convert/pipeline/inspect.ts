@@ -1,7 +1,7 @@
 import sharp, { type Metadata } from "sharp";
 import { AppError } from "../../errors.ts";
 import { invalidImage, tooManyPixels } from "./errors.ts";
-import { scaledToWidth } from "./memory.ts";
+import { inputCost, scaledToWidth, type InputCost } from "./memory.ts";
 import { formatNames, type OutputFormat } from "./presets.ts";
 import type { InputFormat } from "./sniff.ts";
 
@@ -14,11 +14,17 @@ export interface Size {
   height: number;
 }
 
+/** What the header tells: the upright dimensions and what decoding and encoding the image costs besides them. */
+export interface Header {
+  upright: Size;
+  cost: InputCost;
+}
+
 /**
  * Reads the header only (no pixel is decoded, so a decompression bomb costs nothing), checks it
  * is the sniffed format and within the pixel limit, and returns the upright dimensions.
  */
-export async function inspect(input: Uint8Array, expected: InputFormat, maxPixels: number): Promise<Size> {
+export async function inspect(input: Uint8Array, expected: InputFormat, maxPixels: number): Promise<Header> {
   let header: Metadata;
   try {
     header = await sharp(input, { limitInputPixels: false }).metadata();
@@ -28,7 +34,8 @@ export async function inspect(input: Uint8Array, expected: InputFormat, maxPixel
   if (header.format !== expected || !header.width || !header.height) throw invalidImage(`the ${expected.toUpperCase()} header could not be read`);
   if (header.width * header.height > maxPixels) throw tooManyPixels(header.width, header.height, maxPixels);
   const turned = (header.orientation ?? 1) >= 5;
-  return turned ? { width: header.height, height: header.width } : { width: header.width, height: header.height };
+  const upright = turned ? { width: header.height, height: header.width } : { width: header.width, height: header.height };
+  return { upright, cost: inputCost(header) };
 }
 
 /** The output size for `maxWidth` (scale down only), refused early when the encoder could not hold it. */

@@ -3,34 +3,74 @@ import type { OutputFormat, QualityMode } from "./presets.ts";
 
 /**
  * Peak memory per output pixel of each encoder, the decoded pixels the pipeline holds included
- * (bytes; the process's RSS growth over one conversion, 2026-11-24, the worst case found, rounded
- * up). Lossy WebP: 5.5–5.7 MiB per megapixel on smooth photos, 15–16 on noise-textured ones
- * (libwebp's buffers grow with the output's entropy, which the client controls); lossy AVIF 20–27
- * with the quality guard; lossless WebP 28; lossless AVIF 35 for photos, 50 for a PNG with alpha.
- * AVIF's encoder keeps several full-size planes.
+ * (bytes; the process's RSS growth over one conversion, the worst case found, rounded up). Lossy
+ * WebP: 5.5–5.7 MiB per megapixel on smooth photos, 15–16 on noise-textured ones (libwebp's
+ * buffers grow with the output's entropy, which the client controls); lossy AVIF 20–27 with the
+ * quality guard (28 on noise); lossless WebP 40 and lossless AVIF 60 on noise (2026-11-25). An alpha channel the
+ * client filled with noise costs most: lossy WebP codes it losslessly (40 in all), lossy AVIF
+ * codes a second image with the guard (53), lossless 45 and 77. AVIF's encoder keeps several
+ * full-size planes.
  */
-const BYTES_PER_OUTPUT_PIXEL: Record<OutputFormat, Record<QualityMode, number>> = {
-  webp: { lossy: 16, lossless: 30 },
-  avif: { lossy: 28, lossless: 54 },
+const BYTES_PER_OUTPUT_PIXEL: Record<OutputFormat, Record<QualityMode, { opaque: number; alpha: number }>> = {
+  webp: { lossy: { opaque: 16, alpha: 42 }, lossless: { opaque: 40, alpha: 46 } },
+  avif: { lossy: { opaque: 30, alpha: 54 }, lossless: { opaque: 62, alpha: 78 } },
 };
-/** The decoder's buffers while the image streams into the resize (JPEG shrinks on load; PNG does not; 16-bit and CMYK take more). */
-const BYTES_PER_INPUT_PIXEL = 3;
+/** The decoder's buffers while the image streams into the resize (JPEG shrinks on load; PNG rows stream). */
+const STREAMED_BYTES_PER_INPUT_PIXEL = 3;
+
+/**
+ * What the header says of the input's cost besides its size: how many bytes per pixel the decoder
+ * holds, and whether the encoder has an alpha channel to code.
+ */
+export interface InputCost {
+  bytesPerPixel: number;
+  alpha: boolean;
+}
+
+/**
+ * The decoder's cost of an image from its header (sharp's metadata). A progressive JPEG keeps
+ * every DCT coefficient (2 bytes per stored sample, chroma subsampled) and an interlaced PNG every
+ * pixel at its bit depth before the first row reaches the resize, whatever max_width asks for:
+ * measured 3.1 and 6.2 bytes per pixel for progressive 4:2:0 and 4:4:4, 3.5–9.6 for interlaced
+ * 8-bit RGB to 16-bit RGBA, against 0.2–2.7 for the same images streamed (2026-11-25).
+ */
+export function inputCost(header: { isProgressive?: boolean; format?: string; channels?: number; depth?: string; chromaSubsampling?: string; hasAlpha?: boolean }): InputCost {
+  const alpha = header.hasAlpha === true;
+  const channels = header.channels ?? 4;
+  if (!header.isProgressive) return { bytesPerPixel: STREAMED_BYTES_PER_INPUT_PIXEL, alpha };
+  if (header.format === "jpeg") return { bytesPerPixel: 2 * storedSamples(header.chromaSubsampling, channels) + 2, alpha };
+  const bytesPerSample = header.depth === "ushort" ? 2 : 1;
+  return { bytesPerPixel: channels * bytesPerSample + 2, alpha };
+}
+
+// Samples a JPEG stores per pixel: luma, the two chroma planes at their subsampling (J:a:b), and a fourth (CMYK's K) when named.
+function storedSamples(subsampling: string | undefined, channels: number): number {
+  const parts = /^4:([124]):([0124])(?::4)?$/.exec(subsampling ?? "");
+  if (!parts) return channels;
+  const chroma = (Number(parts[1]) / 4) * (parts[2] === "0" ? 0.5 : 1);
+  return 1 + 2 * chroma + (subsampling!.split(":").length === 4 ? 1 : 0);
+}
 
 /** About how much memory converting an image of `upright` pixels to `size` in `format` takes at its peak. */
-export function conversionMemoryBytes(upright: Size, size: Size, format: OutputFormat, quality: QualityMode): number {
-  return size.width * size.height * BYTES_PER_OUTPUT_PIXEL[format][quality] + upright.width * upright.height * BYTES_PER_INPUT_PIXEL;
+export function conversionMemoryBytes(upright: Size, size: Size, format: OutputFormat, quality: QualityMode, input: InputCost): number {
+  return size.width * size.height * outputBytesPerPixel(format, quality, input) + upright.width * upright.height * input.bytesPerPixel;
+}
+
+function outputBytesPerPixel(format: OutputFormat, quality: QualityMode, input: InputCost): number {
+  const { opaque, alpha } = BYTES_PER_OUTPUT_PIXEL[format][quality];
+  return input.alpha ? alpha : opaque;
 }
 
 /**
  * The largest output width (`max_width`) whose conversion fits in `budgetBytes`, or 0 when none
  * does: decoding the input alone takes more (no max_width makes the decoded image smaller).
  */
-export function largestWidthWithin(upright: Size, format: OutputFormat, quality: QualityMode, budgetBytes: number): number {
-  const left = budgetBytes - upright.width * upright.height * BYTES_PER_INPUT_PIXEL;
-  const perWidthSquared = (BYTES_PER_OUTPUT_PIXEL[format][quality] * upright.height) / upright.width;
+export function largestWidthWithin(upright: Size, format: OutputFormat, quality: QualityMode, input: InputCost, budgetBytes: number): number {
+  const left = budgetBytes - upright.width * upright.height * input.bytesPerPixel;
+  const perWidthSquared = (outputBytesPerPixel(format, quality, input) * upright.height) / upright.width;
   let width = Math.min(upright.width, Math.floor(Math.sqrt(Math.max(0, left) / perWidthSquared)));
   // The output's height is rounded (outputSize): step down until the estimate itself fits.
-  while (width > 0 && conversionMemoryBytes(upright, scaledToWidth(upright, width), format, quality) > budgetBytes) width--;
+  while (width > 0 && conversionMemoryBytes(upright, scaledToWidth(upright, width), format, quality, input) > budgetBytes) width--;
   return width;
 }
 
