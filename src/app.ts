@@ -263,7 +263,7 @@ export function createApp(deps: AppDeps, services: Services) {
     )
     .use(metricsRoutes(services.metrics, config.metricsToken))
     .group("/v1", (v1) =>
-      v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000)),
+      v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000, clientIp)),
     );
   methods.learn(app.routes);
   return app;

@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { HOLD_ABOVE_BYTES } from "../src/convert/index.ts";
+import { requesterOf } from "../src/convert/service.ts";
+import { until } from "./support/ops.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
 import {
@@ -416,6 +418,80 @@ describe("408 / incomplete bodies", () => {
     } finally {
       await slow.close();
     }
+  });
+});
+
+describe("the gate's shares: per key, and per client address", () => {
+  // 6 places, at most 3 per owner; uploads that never end hold their places until closed.
+  const stalled = () => {
+    let control!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        control = c;
+        c.enqueue(new TextEncoder().encode("--x\r\n"));
+      },
+    });
+    let ended = false;
+    return { body, end: () => (ended ? undefined : ((ended = true), control.close())) };
+  };
+
+  test("a signed request counts against its key per address: whoever has seen only the api_key cannot lock its owner out", async () => {
+    const shared = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "5", IMGPRESS_KEY_MAX_ADMITTED: "3", IMGPRESS_UPLOAD_TIMEOUT_S: "30" }, smtp: h.smtp });
+    const uploads: ReturnType<typeof stalled>[] = [];
+    try {
+      const k = await shared.issueKey("owner@example.com");
+      // The eavesdropper signs with a made-up secret: refused, but only once its body has arrived.
+      const forged = (ip: string) => {
+        const upload = stalled();
+        uploads.push(upload);
+        const headers = { "x-api-key": k.api_key, "x-timestamp": String(Math.floor(shared.clock.now() / 1000)), "x-signature": "0".repeat(64) };
+        return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers, ip });
+      };
+      const held = [forged("203.0.113.9"), forged("203.0.113.9"), forged("203.0.113.9")];
+      await until(() => shared.services.convert.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
+      const fourth = await forged("203.0.113.9");
+      expectCode(fourth, 429, "TOO_MANY_IN_PROGRESS");
+      expect(fourth.body.message).toStartWith("This key already has 3 conversions in progress");
+      // Its owner, elsewhere, converts as if nothing were happening.
+      expect((await postSigned(shared, k, await convertForm(photo), {}, "198.51.100.7")).status).toBe(200);
+      for (const upload of uploads) upload.end();
+      for (const res of await Promise.all(held)) expect(res.status).toBe(401);
+      expect(shared.services.convert.gate.stats()).toMatchObject({ admitted: 0 });
+    } finally {
+      for (const upload of uploads) upload.end();
+      await shared.close();
+    }
+  });
+
+  test("one client address holds at most the share, whatever its keys; other addresses still get in", async () => {
+    const shared = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "5", IMGPRESS_KEY_MAX_ADMITTED: "3", IMGPRESS_UPLOAD_TIMEOUT_S: "30" }, smtp: h.smtp });
+    const uploads: ReturnType<typeof stalled>[] = [];
+    try {
+      const keysOf: Keys[] = [];
+      for (const n of ["a", "b", "c", "d"]) keysOf.push(await shared.issueKey(`${n}@example.com`));
+      const hold = (k: Keys) => {
+        const upload = stalled();
+        uploads.push(upload);
+        return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers: { authorization: `Bearer ${k.api_key}` }, ip: "203.0.113.9" });
+      };
+      const held = keysOf.slice(0, 3).map(hold);
+      await until(() => shared.services.convert.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
+      const another = await hold(keysOf[3]!);
+      expectCode(another, 429, "TOO_MANY_IN_PROGRESS");
+      expect(another.body.message).toBe("This client address already has 3 conversions in progress (uploading, waiting or running), whatever their keys; send the next when one has finished.");
+      const form = await convertForm(photo);
+      expect((await postConvert(shared, { body: form.bytes, contentType: form.contentType, headers: { authorization: `Bearer ${keysOf[3]!.api_key}` }, ip: "198.51.100.7" })).status).toBe(200);
+      for (const upload of uploads) upload.end();
+      for (const res of await Promise.all(held)) expect(res.status).toBe(400);
+    } finally {
+      for (const upload of uploads) upload.end();
+      await shared.close();
+    }
+  });
+
+  test("requesterOf: a bearer request is its key's, a signed one its key's at that address; both are the address's", () => {
+    expect(requesterOf("key_1", "bearer", "203.0.113.9").owners).toEqual(["key:key_1", "address:203.0.113.9"]);
+    expect(requesterOf("key_1", "signed", "2001:db8:0:1::/64").owners).toEqual(["key:key_1@2001:db8:0:1::/64", "address:2001:db8:0:1::/64"]);
   });
 });
 

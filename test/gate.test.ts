@@ -118,6 +118,21 @@ describe("admission", () => {
     for (let i = 0; i < 3; i++) g.admit("key_a");
   });
 
+  test("a request of several owners (its key, its address) is refused when any of them holds its share, and counts for each", () => {
+    const g = gate({ concurrency: 2, queueSize: 6, maxAdmittedPerOwner: 3 });
+    const mine = ["key:a", "key:b", "key:c"].map((key) => g.admit(key, "address:203.0.113.9"));
+    const err = busy(() => g.admit("key:d", "address:203.0.113.9"));
+    expect({ status: err.status, code: err.code }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS" });
+    expect(err.message).toStartWith("This client address already has 3 conversions in progress");
+    const elsewhere = [g.admit("key:a", "address:198.51.100.7"), g.admit("key:a", "address:198.51.100.7")];
+    expect(busy(() => g.admit("key:a", "address:192.0.2.1")).message).toStartWith("This key already has 3 conversions in progress");
+    mine[0]!();
+    // Leaving gives back the place of each owner: key a's, and the address's.
+    const again = g.admit("key:a", "address:203.0.113.9");
+    for (const leave of [...mine, ...elsewhere, again]) leave();
+    expect(g.stats().admitted).toBe(0);
+  });
+
   test("queueSize 0 and concurrency 1 admit exactly one request", () => {
     const g = gate({ concurrency: 1, queueSize: 0 });
     const leave = g.admit();

@@ -88,27 +88,30 @@ export class ConversionGate {
   }
 
   /**
-   * Takes a place for one request of `owner`, or throws 503 SERVER_BUSY (no place left) or 429
-   * TOO_MANY_IN_PROGRESS (the owner holds its share); call the returned function once to leave.
+   * Takes a place for one request of `owners` (its key, its client address: each holds at most
+   * its share), or throws 503 SERVER_BUSY (no place left) or 429 TOO_MANY_IN_PROGRESS (one of
+   * them holds its share); call the returned function once to leave.
    */
-  admit(owner = ""): () => void {
+  admit(...owners: string[]): () => void {
     if (this.admitted >= this.options.concurrency + this.options.queueSize) {
       this.rejected++;
       throw busy("The server is converting as many images as it can hold.");
     }
-    const held = this.admittedBy.get(owner) ?? 0;
     const share = this.options.maxAdmittedPerOwner ?? Infinity;
-    if (held >= share) throw tooManyInProgress(share);
+    const full = owners.find((owner) => (this.admittedBy.get(owner) ?? 0) >= share);
+    if (full !== undefined) throw tooManyInProgress(share, full);
     this.admitted++;
-    this.admittedBy.set(owner, held + 1);
+    for (const owner of owners) this.admittedBy.set(owner, (this.admittedBy.get(owner) ?? 0) + 1);
     let left = false;
     return () => {
       if (left) return;
       left = true;
       this.admitted--;
-      const rest = this.admittedBy.get(owner)! - 1;
-      if (rest > 0) this.admittedBy.set(owner, rest);
-      else this.admittedBy.delete(owner);
+      for (const owner of owners) {
+        const rest = this.admittedBy.get(owner)! - 1;
+        if (rest > 0) this.admittedBy.set(owner, rest);
+        else this.admittedBy.delete(owner);
+      }
     };
   }
 
@@ -244,9 +247,18 @@ function clientGone(): AppError {
   return new AppError(499, "CLIENT_CLOSED_REQUEST", "The client closed the connection before its conversion started; it was not converted.");
 }
 
-// The gate's owners are API keys (ConvertService admits by key id), hence the wording.
-function tooManyInProgress(share: number): AppError {
-  return new AppError(429, "TOO_MANY_IN_PROGRESS", `This key already has ${share} conversion${share === 1 ? "" : "s"} in progress (uploading, waiting or running); send the next when one has finished.`, { "retry-after": "5" });
+/** The owner a client address is admitted as (ConvertService's other owner is its key). */
+export const ADDRESS_OWNER = "address:";
+
+function tooManyInProgress(share: number, owner: string): AppError {
+  const who = owner.startsWith(ADDRESS_OWNER) ? "This client address" : "This key";
+  const whatever = owner.startsWith(ADDRESS_OWNER) ? ", whatever their keys" : "";
+  return new AppError(
+    429,
+    "TOO_MANY_IN_PROGRESS",
+    `${who} already has ${share} conversion${share === 1 ? "" : "s"} in progress (uploading, waiting or running)${whatever}; send the next when one has finished.`,
+    { "retry-after": "5" },
+  );
 }
 
 function busy(why: string): AppError {

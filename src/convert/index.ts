@@ -6,18 +6,20 @@ import { convertDocs } from "./docs.ts";
 import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
 import { parseMultipart } from "./multipart.ts";
 import { handedOverBody } from "../http/send.ts";
-import { savingsPercent, type Converted, type ConvertService, type Delivery } from "./service.ts";
+import { rateLimitSubject } from "../http/ipallow.ts";
+import { requesterOf, savingsPercent, type Converted, type ConvertService, type Delivery } from "./service.ts";
 
 /** Room for the multipart framing and the small fields around a maximum-size image. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
 
 /** POST /plugin/convert (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
-export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, uploadTimeoutMs: number) {
+export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, uploadTimeoutMs: number, clientIp: (request: Request) => string) {
   const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: () => fileTooLarge(FORM_OVERHEAD_BYTES) };
   return new Elysia({ name: "convert", prefix: "/plugin" }).use(apiAuth(authenticator)).post(
     "/convert",
     async ({ request, credential }) => {
-      const result = await convert.handle(credential.key.id, async () => {
+      const requester = requesterOf(credential.key.id, credential.scheme, rateLimitSubject(clientIp(request)));
+      const result = await convert.handle(requester, async () => {
         const body = await readBody(request, bodyLimits);
         await credential.verifyBody(body);
         return readUpload(parseMultipart(body, request.headers.get("content-type")));

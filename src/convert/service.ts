@@ -1,5 +1,5 @@
 import { AppError } from "../errors.ts";
-import type { ConversionGate } from "./gate.ts";
+import { ADDRESS_OWNER, type ConversionGate } from "./gate.ts";
 import type { Upload } from "./form.ts";
 import { convertInspected, inspectUpload, type ConvertLimits } from "./pipeline/index.ts";
 import type { QualityReason } from "./pipeline/guard.ts";
@@ -27,6 +27,23 @@ export interface Converted {
  */
 export interface Delivery extends Converted {
   release(): void;
+}
+
+/** Who a conversion is for: its key (usage, metrics) and the owners the gate admits it as (`requesterOf`). */
+export interface Requester {
+  keyId: string;
+  owners: readonly string[];
+}
+
+/**
+ * The owners a request is admitted as, each holding at most the per-key share of the gate's
+ * places: its client address (`clientGroup`: one IPv4 address or IPv6 /64), so one client with
+ * many keys cannot take every place, and its key. A signed request is admitted before its
+ * signature can be checked (that needs the body): its key is counted per address, so someone who
+ * has seen only the api_key (a logged request) cannot take the key's share from its owner.
+ */
+export function requesterOf(keyId: string, scheme: "bearer" | "signed", clientGroup: string): Requester {
+  return { keyId, owners: [scheme === "signed" ? `key:${keyId}@${clientGroup}` : `key:${keyId}`, `${ADDRESS_OWNER}${clientGroup}`] };
 }
 
 /**
@@ -80,15 +97,15 @@ export class ConvertService {
   }
 
   /**
-   * Admits one request for `keyId`, lets `receive` read and validate its upload, converts it, and
+   * Admits one request of `keyId` as `owners`, lets `receive` read and validate its upload, converts it, and
    * reports the attempt (success or error code) to the observers. `signal` is the request's: a
    * job still waiting for a slot when it aborts (the client left) is dropped. A result keeps its
    * place in the gate until the caller calls its `release`; a failure gives it back at once.
    */
-  async handle(keyId: string, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Delivery> {
+  async handle({ keyId, owners }: Requester, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Delivery> {
     const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: null, convertMs: 0, guardEncodes: 0, at: 0 };
     try {
-      const leave = this.gate.admit(keyId);
+      const leave = this.gate.admit(...owners);
       let delivered = false;
       try {
         const upload = await receive();

@@ -33,12 +33,12 @@ afterAll(async () => {
   await sink?.close();
 });
 
-/** A TLS connection to the server (or `to`) that records what came back and when it closed. */
-function open(to: RunningServer = server): Promise<{ socket: TLSSocket; received: () => string; closed: Promise<number> }> {
+/** A TLS connection to the server (or `to`, from `localAddress`: another loopback address is another client) that records what came back and when it closed. */
+function open(to: RunningServer = server, localAddress?: string): Promise<{ socket: TLSSocket; received: () => string; closed: Promise<number> }> {
   return new Promise((resolve, reject) => {
     let data = "";
     const started = Date.now();
-    const socket = connect({ host: "127.0.0.1", port: to.port, ca: to.ca, servername: "localhost", ALPNProtocols: ["http/1.1"] }, () =>
+    const socket = connect({ host: "127.0.0.1", port: to.port, ca: to.ca, servername: "localhost", ALPNProtocols: ["http/1.1"], ...(localAddress ? { localAddress } : {}) }, () =>
       resolve({ socket, received: () => data, closed }),
     );
     const closed = new Promise<number>((done) => socket.on("close", () => done(Date.now() - started)));
@@ -59,7 +59,7 @@ async function answered(c: Awaited<ReturnType<typeof open>>, ms: number): Promis
 
 describe("slow clients", () => {
   test.skipIf(e2eRuntime() !== "bun")(`${TRICKLERS} connections trickling headers are cut; a normal client keeps converting`, async () => {
-    const conns = await Promise.all(Array.from({ length: TRICKLERS }, open));
+    const conns = await Promise.all(Array.from({ length: TRICKLERS }, () => open()));
     let line = 0;
     for (const c of conns) c.socket.write("POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\n");
     const trickle = setInterval(() => {
@@ -142,7 +142,7 @@ describe("slow clients", () => {
     }
   }, 60_000);
 
-  test("one key's stalled uploads take only its share of the places: its next request gets 429, another key still converts", async () => {
+  test("one key's stalled uploads take only its share of the places: its next request gets 429, and so does its address's; another client still converts", async () => {
     // A server of its own: the places are fixed (2 + 8, whatever the machine's cores) and the upload
     // timeout leaves room to open every stalled connection on a busy machine before the first ends.
     const own = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_UPLOAD_TIMEOUT_S: "5", IMGPRESS_CONCURRENCY: "2", IMGPRESS_QUEUE_SIZE: "8" } });
@@ -150,15 +150,17 @@ describe("slow clients", () => {
       const admitted = async () => (await (await own.fetch("/internal/status")).json()).conversions.admitted as number;
       const [mine, other] = [await obtainKeys(own, sink, "stalls@example.com"), await obtainKeys(own, sink, "other@example.com")];
       const body = await convertForm(await img.photo(320, 240));
-      const stall = async () => {
-        const c = await open(own);
+      const send = async (apiKey: string, bytes: Uint8Array, from?: string) => {
+        const c = await open(own, from);
+        // A complete request asks for the close, so its answer ends with the connection.
         c.socket.write(
-          `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${mine.api_key}\r\n` +
+          `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${apiKey}\r\n${from ? "Connection: close\r\n" : ""}` +
             `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
         );
-        c.socket.write(body.bytes.subarray(0, body.bytes.length - 1));
+        c.socket.write(bytes);
         return c;
       };
+      const stall = () => send(mine.api_key, body.bytes.subarray(0, body.bytes.length - 1));
       // The server's default share: every place but IMGPRESS_CONCURRENCY of them (8 of 2 + 8).
       const share = Number(/IMGPRESS_KEY_MAX_ADMITTED=(\d+)/.exec((await runCli(["settings"], own.env)).stdout)![1]);
       expect(share).toBe(8);
@@ -171,7 +173,13 @@ describe("slow clients", () => {
       expect({ status: refused.status, code: refused.body?.code, retry: refused.headers.get("retry-after") }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
       // Still all held: the refusal above was the share's, not a race with the upload timeout.
       expect(await admitted()).toBe(share);
-      expect((await convertBearer(own, other.api_key, body)).status).toBe(200);
+      // Another key from the same client address: that address holds its share too, whatever the key.
+      const sameAddress = await convertBearer(own, other.api_key, body);
+      expect({ status: sameAddress.status, message: sameAddress.body?.message }).toEqual({ status: 429, message: expect.stringMatching(/^This client address already has 8 conversions/) });
+      // Another client (127.0.0.2 is this machine too, but another address) converts.
+      const elsewhere = await send(other.api_key, body.bytes, "127.0.0.2");
+      await answered(elsewhere, 30_000);
+      expect(elsewhere.received()).toStartWith("HTTP/1.1 200");
       // The stalled ones end at the upload timeout (5 s here) with 408.
       for (const c of stalled) await answered(c, 30_000);
       for (const c of stalled) expect(c.received()).toStartWith("HTTP/1.1 408");

@@ -6,6 +6,7 @@ import { expect } from "bun:test";
 import sharp from "sharp";
 import type { Harness } from "./harness.ts";
 import { signedHeaders, type SignInput } from "./sign.ts";
+import { attachMeta } from "../../src/http/meta.ts";
 
 /** The conversion route. */
 export const CONVERT_PATH = "/v1/plugin/convert";
@@ -70,7 +71,7 @@ export async function readResponse(res: Response): Promise<RawResponse> {
 /** POST to the conversion route through `app.handle` (no socket). */
 export async function postConvert(
   h: Harness,
-  options: { body?: BodyInit | Uint8Array | null; contentType?: string; headers?: Record<string, string>; path?: string; method?: string },
+  options: { body?: BodyInit | Uint8Array | null; contentType?: string; headers?: Record<string, string>; path?: string; method?: string; ip?: string },
 ): Promise<RawResponse> {
   const headers = new Headers(options.headers);
   if (options.contentType && !headers.has("content-type")) headers.set("content-type", options.contentType);
@@ -81,6 +82,8 @@ export async function postConvert(
     // @ts-expect-error: needed by the fetch spec for stream bodies; Bun accepts it.
     duplex: "half",
   });
+  // The client address the app sees, as the runtime's edge attaches it (otherwise "unknown").
+  if (options.ip !== undefined) attachMeta(req, options.ip);
   return readResponse(await h.app.handle(req));
 }
 
@@ -96,8 +99,8 @@ export function postBearer(h: Harness, keys: Keys | string, body: Body, extra: R
   return postConvert(h, { body: body.bytes, contentType: body.contentType, headers: { authorization: `Bearer ${apiKey}`, ...extra } });
 }
 
-/** POST a multipart body signed over its raw bytes at the harness clock (overridable). */
-export function postSigned(h: Harness, keys: Keys, body: Body, sign: Partial<SignInput> = {}): Promise<RawResponse> {
+/** POST a multipart body signed over its raw bytes at the harness clock (overridable), from client address `ip` when given. */
+export function postSigned(h: Harness, keys: Keys, body: Body, sign: Partial<SignInput> = {}, ip?: string): Promise<RawResponse> {
   const headers = signedHeaders({
     apiKey: keys.api_key,
     secretKey: keys.secret_key,
@@ -105,7 +108,7 @@ export function postSigned(h: Harness, keys: Keys, body: Body, sign: Partial<Sig
     body: body.bytes,
     ...sign,
   });
-  return postConvert(h, { body: body.bytes, contentType: body.contentType, headers });
+  return postConvert(h, { body: body.bytes, contentType: body.contentType, headers, ip });
 }
 
 /** "webp" or "avif" from the decoded container (sharp reports AVIF as heif + av1). */
