@@ -75,7 +75,8 @@ export class Readiness {
     try {
       const fs = await statfs(this.dataFolder);
       const free = Number(fs.bavail) * Number(fs.bsize);
-      return free >= MIN_FREE_BYTES ? "ok" : `only ${free} bytes free in the data folder`;
+      // Logged once with a cause that does not change with every byte written, not at every probe.
+      return free >= MIN_FREE_BYTES ? "ok" : this.failing("storage", `only ${free} bytes free in the data folder`, `less than ${MIN_FREE_BYTES} bytes free in ${this.dataFolder}`);
     } catch (err) {
       return this.failed("storage", "cannot inspect the data folder", err);
     }
@@ -90,9 +91,12 @@ export class Readiness {
     }
   }
 
-  /** The public text of a failed check; the cause is logged when it differs from the last one logged. */
+  /** The public text of a check failed by `err`; the cause is logged when it differs from the last one logged. */
   private failed(check: string, what: string, err: unknown): string {
-    const fault = driverMessage(err);
+    return this.failing(check, what, driverMessage(err));
+  }
+
+  private failing(check: string, what: string, fault: string): string {
     if (this.logged.get(check) !== fault) {
       this.logged.set(check, fault);
       this.logger?.warn("readiness check failing", { check, fault });
