@@ -1,11 +1,11 @@
 import { existsSync } from "node:fs";
 import { createApp, createServices, type App, type Services } from "./app.ts";
-import { ConfigError, ineffectiveSettings, loadConfig, unknownSettings, type Config } from "./config.ts";
+import { ineffectiveSettings, loadConfig, unknownSettings, type Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { localPath, openStore, type Store } from "./db/index.ts";
 import { inspectDatabaseFile } from "./db/inspect.ts";
 import { pendingMigrations } from "./db/migrate.ts";
-import { scrub } from "./db/location.ts";
+import { scrub } from "./redact.ts";
 import { sqliteMigrations } from "./db/migrations.gen.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { logMailer, type Mailer, smtpMailer } from "./mail/mailer.ts";
@@ -37,6 +37,8 @@ export async function boot(options: {
   beforeOpen?: (config: Config) => Promise<void>;
   /** A command that may run beside a live server on the same file: it refuses to migrate the file under it. */
   besideServer?: boolean;
+  /** A command that reads or changes what a database holds: with no database there it refuses, and creates nothing. */
+  existingOnly?: boolean;
 }): Promise<Booted> {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
@@ -47,15 +49,25 @@ export async function boot(options: {
   await options.beforeOpen?.(config);
   // A local file is looked at before it is opened: a refusal then leaves it as it was, unmigrated.
   const path = localPath(config.databaseUrl);
-  const facts = path ? await inspectDatabaseFile(path) : null;
+  const facts = path ? await inspectDatabaseFile(path).catch((err) => cannotOpen(config, err, [])) : null;
+  // Run in the wrong folder, or with IMGPRESS_DATA_DIR mistyped, a command would make a new, empty installation and report on that.
+  if (path && !facts && options.existingOnly) {
+    throw new Error(`no database at ${path} (no file, or an empty one): check IMGPRESS_DATA_DIR (or IMGPRESS_DATABASE_URL) and the folder you run this in (the default data folder is ./imgpress-data, relative to it); nothing was created`);
+  }
   const pending = facts ? pendingMigrations(facts.newestMigration, sqliteMigrations).map((m) => m.tag) : [];
   if (path && options.besideServer && pending.length > 0) {
     const server = serverInUse(path);
-    if (server) throw new ConfigError(`this imgpress would migrate the database (${pending.join(", ")}) under a running server: ${server}, then start this version, which migrates at start`);
+    // Exit 1 like restore's refusal, not the 2 of a command line imgpress cannot read.
+    if (server) throw new Error(`this imgpress would migrate the database (${pending.join(", ")}) under a running server: ${server}, then start this version, which migrates at start`);
+  }
+  // Its master key is in it in clear, and `imgpress backup` of it would fail: restore puts that right.
+  if (path && facts?.isBackup) {
+    throw new Error(`${path} is a file written by imgpress backup, put in place without imgpress restore (it still holds the master key in clear): stop imgpress, then run imgpress restore ${path}, which checks it, moves the key into ${masterKeyPath(config)} and keeps a copy of the file aside`);
   }
   await requireDatabaseKey(config, facts);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
   const store = await openConfiguredStore(config, pending);
+  if (path && !facts && options.besideServer) logger.startup("warn", `no database was at ${path}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`);
   // After an upgrade the operator sees what changed in the database, once, at the start that did it.
   if (store.migrationsApplied.length > 0) logger.startup("info", "database migrated", { migrations: store.migrationsApplied });
   // A new, empty database beside a master key of earlier runs: the old database file is gone or was replaced (an empty copy).
@@ -78,17 +90,22 @@ async function openConfiguredStore(config: Config, pending: readonly string[]): 
   try {
     return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
   } catch (err) {
-    const message = driverMessage(err);
-    // SQLite's code 14 (CANTOPEN) says nothing of why: on a local file it is the folder's permissions or a read-only mount.
-    const local = localPath(config.databaseUrl) !== null;
-    const hint =
-      local && pending.length > 0 && /readonly|read-only/i.test(message)
-        ? ` (this version must first migrate it (${pending.join(", ")}), which needs it writable: use a writable copy, or the version that wrote it)`
-        : local && /CANTOPEN|unable to open database|: 14\b/i.test(message)
-          ? " (is the data folder writable by this user, and not on a read-only mount?)"
-          : "";
-    throw new Error(scrub(`cannot open the database ${config.databaseUrl}: ${message}${hint}`, [config.databaseUrl]), { cause: err });
+    return cannotOpen(config, err, pending);
   }
+}
+
+// The one line for a database that would not open, with the likely cause where the driver gives none.
+function cannotOpen(config: Config, err: unknown, pending: readonly string[]): never {
+  const message = driverMessage(err);
+  // SQLite's code 14 (CANTOPEN) says nothing of why: on a local file it is the folder's permissions or a read-only mount.
+  const local = localPath(config.databaseUrl) !== null;
+  const hint =
+    local && pending.length > 0 && /readonly|read-only/i.test(message)
+      ? ` (this version must first migrate it (${pending.join(", ")}), which needs it writable: use a writable copy, or the version that wrote it)`
+      : local && /CANTOPEN|unable to open database|: 14\b/i.test(message)
+        ? " (are the data folder and its files readable and writable by this user, and not on a read-only mount? A command run as root may have left them owned by root)"
+        : "";
+  throw new Error(scrub(`cannot open the database ${config.databaseUrl}: ${message}${hint}`, [config.databaseUrl]), { cause: err });
 }
 
 /**

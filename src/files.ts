@@ -1,5 +1,5 @@
 import { link, mkdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
-import type { Stats } from "node:fs";
+import { realpathSync, type Stats } from "node:fs";
 import { dirname } from "node:path";
 
 /**
@@ -48,4 +48,28 @@ export async function createOwnerOnly(path: string): Promise<void> {
   // Any failure (it exists, or the folder is not writable) is left to the program that opens it
   // next, which reports it in its own words.
   await writeFile(path, "", { mode: 0o600, flag: "wx" }).catch(() => {});
+}
+
+/** The file `path` names with every symbolic link resolved, or `path` itself when it does not exist (yet). */
+export function realFile(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * Why the secret file `path` can be read by other users of this machine, or null when it cannot:
+ * "`what` `path` can be read by … (modes): `why`". imgpress creates its folders 0700 and files 0600;
+ * a folder made by an older version (0755, files 0644) or by hand keeps its modes across an upgrade.
+ */
+export async function readableByOthers(path: string, what: string, why: string): Promise<string | null> {
+  const folder = dirname(path);
+  const [folderStat, fileStat] = await Promise.all([statOf(folder), statOf(path)]);
+  if (!folderStat || !fileStat) return null;
+  // Others need to pass through the folder (x) and read the file (r).
+  const mode = (n: number) => (n & 0o777).toString(8).padStart(4, "0");
+  if ((folderStat.mode & 0o011) === 0 || (fileStat.mode & 0o044) === 0) return null;
+  return `${what} ${path} can be read by other users of this machine (folder mode ${mode(folderStat.mode)}, file mode ${mode(fileStat.mode)}): ${why}`;
 }

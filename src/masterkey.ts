@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { eq } from "drizzle-orm";
 import { ConfigError, type Config } from "./config.ts";
 import { deriveKey, randomBytes, SecretBox, timingSafeEqual, toHex } from "./crypto.ts";
@@ -27,6 +27,7 @@ export async function existingMasterKey(config: Config): Promise<Uint8Array | nu
   // Only a missing file is "no key": one that cannot be read (root-owned after a command run as root) must say so.
   const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return null;
+    if (err.code === "ENOTDIR") throw new Error(`cannot read the master key file ${path}: ${dirname(path)} is not a folder (check IMGPRESS_DATA_DIR)`);
     throw new Error(`cannot read the master key file ${path} (${err.code ?? err.message}): give this user read access to it, e.g. chown it to the user the service runs as`);
   });
   return text === null ? null : decodeKey(text.trim(), path);

@@ -1,4 +1,5 @@
 import { readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { realFile } from "./files.ts";
 import { pid } from "node:process";
 
 /**
@@ -8,7 +9,9 @@ import { pid } from "node:process";
  * process is then gone, so it is ignored.
  */
 export function pidFilePath(databasePath: string): string {
-  return `${databasePath}.pid`;
+  // The file itself, not the name it was reached by: a server on a symbolic link to the database
+  // and restore by its real path (or the other way round) must find the same record.
+  return `${realFile(databasePath)}.pid`;
 }
 
 /**
@@ -47,11 +50,22 @@ function recordedServer(databasePath: string): { pid: number; alive: boolean | u
   if (other === null || other === pid) return null;
   try {
     process.kill(other, 0);
-    return { pid: other, alive: true };
+    return { pid: other, alive: !isZombie(other) };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // EPERM: alive but someone else's process, so still a server; no code at all: not allowed to ask.
     return { pid: other, alive: code === "EPERM" ? true : code === undefined ? undefined : false };
+  }
+}
+
+// A server killed with kill -9 whose parent has not reaped it yet still answers kill(pid, 0), but
+// serves nothing (Linux; elsewhere, or where /proc cannot be read, it counts as alive).
+function isZombie(other: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${other}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
+  } catch {
+    return false;
   }
 }
 

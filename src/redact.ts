@@ -40,3 +40,30 @@ const KEY_IN_PATH = /(imps?_)[A-Za-z0-9_-]{6,}/g;
 export function redactPath(path: string): string {
   return path.replace(KEY_IN_PATH, "$1******");
 }
+
+/** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's or a server's message may have quoted it. */
+export function scrub(text: string, urls: string[]): string {
+  const secrets = urls.flatMap(passwords).filter((p) => p.length > 0);
+  let out = text;
+  for (const url of urls) out = out.replaceAll(url, url.startsWith("file:") ? url : redactUrl(url));
+  for (const secret of secrets) out = out.replaceAll(secret, "******");
+  return out;
+}
+
+function passwords(url: string): string[] {
+  try {
+    const { password } = new URL(url);
+    return [password, safeDecode(password)];
+  } catch {
+    const typed = /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:([^/@]*)@/i.exec(url)?.[1];
+    return typed ? [typed, safeDecode(typed)] : [];
+  }
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,11 +1,14 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { dirname, join } from "node:path";
 import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { releaseWhenIdle } from "./convert/idle.ts";
 import type { Config } from "./config.ts";
 import { driverMessage } from "./db/faults.ts";
 import { localPath } from "./db/index.ts";
-import { prepareDatabaseFolder, readableByOthers } from "./db/sqlite.ts";
+import { prepareDatabaseFolder } from "./db/sqlite.ts";
+import { readableByOthers } from "./files.ts";
+import { masterKeyPath } from "./masterkey.ts";
 import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
@@ -125,9 +128,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     };
     services.convert.observe(releaseWhenIdle(services.convert.gate, release));
   }
-  const dbPath = localPath(config.databaseUrl);
-  const exposed = dbPath ? await readableByOthers(dbPath) : null;
-  if (exposed) logger.startup("warn", exposed);
+  for (const warning of await exposedSecrets(config, tls)) logger.startup("warn", warning);
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
   logger.startup("info", "imgpress listening", {
     version,
@@ -164,6 +165,18 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
  * then keeps watching it; the metric lets Prometheus alert before it ends, and the dashboard shows
  * it. Returns the stop.
  */
+/** The files another user of this machine could read that give secrets away, each with the chmod that fixes it. */
+async function exposedSecrets(config: Config, tls: ServedTls | undefined): Promise<string[]> {
+  const dbPath = localPath(config.databaseUrl);
+  const tlsKey = tls?.keyPath ?? (tls?.generated ? join(config.dataDir, "tls", "self-signed.pem") : undefined);
+  const found = await Promise.all([
+    dbPath ? readableByOthers(dbPath, "the database", `it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${dirname(dbPath)}`) : null,
+    config.masterKey ? null : readableByOthers(masterKeyPath(config), "the master key", `it unseals every secret stored in the database; make it owner-only with chmod 600 ${masterKeyPath(config)}`),
+    tlsKey ? readableByOthers(tlsKey, "the TLS private key", `with it anyone can pose as this server; make it owner-only with chmod 600 ${tlsKey}`) : null,
+  ]);
+  return found.filter((warning) => warning !== null);
+}
+
 async function watchServedCertificate(tls: ServedTls | undefined, host: string, logger: Logger, services: Pick<Services, "metrics" | "tls">): Promise<() => void> {
   if (!tls) {
     await services.tls.serving(undefined, []);

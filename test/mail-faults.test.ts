@@ -11,7 +11,10 @@ import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
 
-type Behaviour = "silent" | "drop" | "refuse";
+type Behaviour = "silent" | "drop" | "refuse" | "echo-login";
+
+/** What the "echo-login" server quotes back: the password of a failed AUTH PLAIN, as some servers do. */
+const SMTP_PASSWORD = "S3cret-Smtp-Pass";
 
 /** A TCP server on 127.0.0.1 that misbehaves as an SMTP server would. */
 async function badSmtp(behaviour: Behaviour): Promise<{ url: string; close: () => Promise<void> }> {
@@ -22,17 +25,35 @@ async function badSmtp(behaviour: Behaviour): Promise<{ url: string; close: () =
     socket.on("close", () => sockets.delete(socket));
     if (behaviour === "drop") socket.destroy();
     if (behaviour === "refuse") socket.end("554 5.3.2 no service here\r\n");
+    if (behaviour === "echo-login") echoLogin(socket);
     // "silent": hold the connection open and say nothing.
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   return {
-    url: `smtp://127.0.0.1:${port}`,
+    url: behaviour === "echo-login" ? `smtp://mailer:${SMTP_PASSWORD}@127.0.0.1:${port}` : `smtp://127.0.0.1:${port}`,
     close: () => {
       for (const s of sockets) s.destroy();
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+// Offers AUTH, and refuses the login quoting what it was sent (user and password decoded).
+function echoLogin(socket: Socket): void {
+  socket.write("220 echo.test ESMTP\r\n");
+  let buffered = "";
+  socket.on("data", (chunk) => {
+    buffered += chunk.toString("latin1");
+    for (let end = buffered.indexOf("\r\n"); end >= 0; end = buffered.indexOf("\r\n")) {
+      const line = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      if (/^(EHLO|HELO)/i.test(line)) socket.write("250-echo.test\r\n250 AUTH PLAIN\r\n");
+      else if (/^AUTH PLAIN /i.test(line)) socket.write(`535 5.7.8 login refused for ${Buffer.from(line.slice(11), "base64").toString("latin1").replaceAll("\0", " ")}\r\n`);
+      else if (/^QUIT/i.test(line)) socket.end("221 bye\r\n");
+      else socket.write("502 5.5.1 not here\r\n");
+    }
+  });
 }
 
 let h: Harness | undefined;
@@ -55,4 +76,17 @@ describe("an SMTP server that misbehaves", () => {
     expect(await h.store.db.select().from(otpCodes)).toEqual([]);
     // Bounded by the test's 30 s limit: the transport gives up on a silent server after its 10 s greeting timeout.
   }, 30_000);
+});
+
+describe("a mail server whose refusal quotes the login", () => {
+  test("the log line names the refusal without the SMTP password", async () => {
+    smtp = await badSmtp("echo-login");
+    h = await createHarness({ env: { IMGPRESS_SMTP_URL: smtp.url } });
+    expectError(await h.requestOtp({ email: "owner@example.com" }), 502, "MAIL_DELIVERY_FAILED");
+    const failure = h.logs.map((l) => JSON.parse(l)).find((l) => l.msg === "otp mail delivery failed");
+    // The server's words are kept (they say why), its quote of the password is not.
+    expect(failure?.error).toContain("login refused for");
+    expect(failure?.error).toContain("******");
+    expect(h.logs.join("\n")).not.toContain(SMTP_PASSWORD);
+  });
 });

@@ -4,10 +4,7 @@
  * the alert rules (promtool) and the Host-length fix. The real server is in test/e2e/ops.e2e.test.ts.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { appendFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { ConfigError, loadConfig } from "../src/config.ts";
@@ -20,6 +17,7 @@ import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
 import { delta, parseMetrics, promtool } from "./support/metrics.ts";
+import { canMount, mountTmpfs } from "./support/mounts.ts";
 import { ROOT } from "./support/server.ts";
 import { startSmtpSink } from "./support/smtp.ts";
 
@@ -248,26 +246,6 @@ describe("/health/ready", () => {
   });
 });
 
-/** Mounts a fresh 8 MiB tmpfs, when this process may (root with mount rights, as in CI); null otherwise. */
-function mountTmpfs(): { path: string; unmount: () => void } | null {
-  if (process.getuid?.() !== 0) return null;
-  const path = mkdtempSync(join(tmpdir(), "imgpress-ready-tmpfs-"));
-  // Lazy: libSQL may release its file handles a moment after close().
-  const unmount = () => (spawnSync("umount", ["-l", path]), rmSync(path, { recursive: true, force: true }));
-  if (spawnSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", path]).status !== 0) {
-    rmSync(path, { recursive: true, force: true });
-    return null;
-  }
-  return { path, unmount };
-}
-
-/** Whether a tmpfs can be mounted here: probed once at load, and unmounted at once. */
-const canMount = (() => {
-  const probe = mountTmpfs();
-  probe?.unmount();
-  return probe !== null;
-})();
-
 describe("/health/ready on a full disk", () => {
   test.skipIf(!canMount)("turns 503 naming storage when the data folder's disk fills, and 200 once space returns", async () => {
     const disk = mountTmpfs();
@@ -286,8 +264,13 @@ describe("/health/ready on a full disk", () => {
       expect(full.body.code).toBe("NOT_READY");
       expect(full.body.checks.storage).toMatch(/^only \d+ bytes free in the data folder$/);
       expect((await h.request("GET", "/health")).status).toBe(200);
+      // The operator's log says so once, however many probes fail, and again when it is over.
+      expect((await h.request("GET", "/health/ready")).status).toBe(503);
+      const said = (msg: string) => h.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === msg && l.check === "storage");
+      expect(said("readiness check failing")).toEqual([expect.objectContaining({ level: "warn", fault: `less than 1048576 bytes free in ${disk.path}` })]);
       await rm(filler);
       expect((await h.request("GET", "/health/ready")).status).toBe(200);
+      expect(said("readiness check ok again")).toHaveLength(1);
     } finally {
       await h?.close();
       h = undefined as never;

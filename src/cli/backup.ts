@@ -1,14 +1,16 @@
 import { Buffer } from "node:buffer";
-import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chown, mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { DATABASE_FILE_SUFFIXES, describeKeyPairs, moveAside, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { storageFaultCode } from "../db/faults.ts";
 import { inspectDatabaseFile } from "../db/inspect.ts";
 import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { existingMasterKey, keyFitsDatabase, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
 import { serverInUse } from "../pidfile.ts";
-import { statOf } from "../files.ts";
+import { realFile, statOf } from "../files.ts";
 import { migrateReport } from "./index.ts";
+import { UsageError } from "./args.ts";
 import { interruptible } from "./interrupt.ts";
 
 /** Where CLI output goes: results on `out`, progress and warnings on `err`. */
@@ -40,11 +42,12 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   // A folder (existing, or written with a trailing slash) gets the default name inside it.
   const named = file !== undefined && !/[/\\]$/.test(file) && !(await isFolder(file));
   const dest = named ? resolve(file) : await defaultName(file ?? ".");
+  // The database first: in the wrong folder, that is what is missing (its master key too).
+  if (!(await isFile(source))) return io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1;
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
   if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;
   if (!(await isFolder(dirname(dest)))) return io.err(`imgpress backup: ${await notAFolder(dirname(dest))}`), 1;
-  if (!(await isFile(source))) return io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1;
   // A backup carrying another key than the database's would restore into a folder that cannot start.
   const facts = masterKey ? await inspectDatabaseFile(source) : null;
   if (masterKey && facts && (await keyFitsDatabase(facts, masterKey)) === false) throw masterKeyMismatch(masterKeyOrigin(config));
@@ -58,7 +61,9 @@ export async function runBackup(config: Config, file: string | undefined, flags:
       if (expected >= LARGE_BYTES) io.err(`backup: copying about ${(expected / MiB).toFixed(1)} MiB into ${dest}…`);
     },
     signals.leaveNothing,
-  ).finally(() => signals.release());
+  )
+    .catch((err) => notWritten(dest, err))
+    .finally(() => signals.release());
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${describeKeyPairs(result.keys)}, ${seconds} s)`);
   io.out(
@@ -69,12 +74,27 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   return 0;
 }
 
+// A backup the destination would not take, said of the destination (SQLite's "database or disk is
+// full" reads as if the live database were); nothing of it is left there.
+function notWritten(dest: string, err: NodeJS.ErrnoException): never {
+  const code = storageFaultCode(err) ?? err.code ?? "";
+  const folder = dirname(dest);
+  if (/^(SQLITE_FULL|ENOSPC|EDQUOT)/.test(code)) throw new Error(`no room for the backup in ${folder} (${code}): free some space there or choose another folder; nothing was written`);
+  if (/^(SQLITE_CANTOPEN|SQLITE_READONLY|EROFS|EACCES|EPERM)/.test(code)) throw new Error(`cannot write the backup into ${folder} (${code}): choose a folder this user may write to; nothing was written`);
+  throw err;
+}
+
 // imgpress-backup-<UTC time>.db in `folder`; a second backup within the same second gets -2, -3…
 async function defaultName(folder: string): Promise<string> {
-  const base = resolve(folder, `imgpress-backup-${stamp()}`);
+  return `${await unclaimed(resolve(folder, `imgpress-backup-${stamp()}`), (name) => [`${name}.db`])}.db`;
+}
+
+// `base`, or `base-2`, `base-3`…: the first for which none of `paths(name)` exists, so that a second
+// run within the same second never renames or writes over the first one's files.
+async function unclaimed(base: string, paths: (name: string) => string[]): Promise<string> {
   for (let n = 1; ; n++) {
-    const candidate = `${base}${n === 1 ? "" : `-${n}`}.db`;
-    if (!(await isFile(candidate)) || n >= 100) return candidate;
+    const name = n === 1 ? base : `${base}-${n}`;
+    if ((await Promise.all(paths(name).map(statOf))).every((s) => s === null)) return name;
   }
 }
 
@@ -83,13 +103,16 @@ async function defaultName(folder: string): Promise<string> {
  * touching anything, keeps the old database (and a replaced master key file) aside, then migrates.
  */
 export async function runRestore(config: Config, file: string | undefined, io: Output): Promise<number> {
-  if (!file) return io.err("usage: imgpress restore FILE"), 2;
-  const target = localPath(config.databaseUrl);
+  if (!file) throw new UsageError("restore needs the backup to restore: imgpress restore FILE");
+  // Through a symbolic link to the database, the file it names is replaced (not the link, which the server would still follow to the old file).
+  const configured = localPath(config.databaseUrl);
+  const target = configured && realFile(configured);
   if (!target) return io.err(`imgpress restore: ${notAFile(config.databaseUrl, "restore a pg_dump with pg_restore", "restore it with that server's tools")}`), 1;
   const inUse = serverInUse(target);
   if (inUse !== null) return io.err(`imgpress restore: ${inUse}`), 1;
   if (!(await isFile(resolve(file)))) return io.err(`imgpress restore: ${resolve(file)} is not a file`), 1;
-  const suffix = `.before-restore-${stamp()}`;
+  // Names no earlier restore used: a second one within the same second must not replace the first's kept copies.
+  const suffix = await unclaimed(`.before-restore-${stamp()}`, (s) => [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${s}${ext}`), `${masterKeyPath(config)}${s}`]);
   const stage = `${target}.restore-${crypto.randomUUID()}`;
   await mkdir(dirname(target), { recursive: true, mode: 0o700 });
   const signals = interruptible(io);
@@ -135,6 +158,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
     await removeDatabaseFiles(stage);
     throw err;
   }
+  const owner = await ownerToKeep(target);
   // Moving the old key and database aside and the new ones in: a signal now waits, or the folder
   // would be left without a database, or with the backup's key beside the old one.
   const aside = await signals.uninterrupted(async () => {
@@ -154,6 +178,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   });
   const store = await openStore(`file:${target}`);
   await store.shutdown();
+  if (owner) for (const path of [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${ext}`), ...(keySwap ? [keySwap.keyFile] : [])]) await chown(path, owner.uid, owner.gid).catch(() => {});
   // An older backup is brought up to this version: said as `imgpress migrate` says it.
   if (store.migrationsApplied.length > 0) io.out(migrateReport(store.migrationsApplied));
   if (keySwap?.asideKey) io.out(`previous master key kept as ${keySwap.asideKey}`);
@@ -161,6 +186,14 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";
   io.out(`restored ${resolve(file)}${taken} into ${target} (${describeKeyPairs(info.keys)}; integrity check ok)`);
   return 0;
+}
+
+// Run by root (`sudo imgpress restore`), the new files would be root's, and a service running as its
+// own user could not open them: they take the owner of what they replace (the old database, or its folder).
+async function ownerToKeep(target: string): Promise<{ uid: number; gid: number } | null> {
+  if (process.getuid?.() !== 0) return null;
+  const before = (await statOf(target)) ?? (await statOf(dirname(target)));
+  return before && before.uid !== 0 ? { uid: before.uid, gid: before.gid } : null;
 }
 
 // Why `path` cannot take the backup: missing, not a folder, or out of this process's reach (a

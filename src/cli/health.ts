@@ -1,5 +1,8 @@
 import { request as httpRequest } from "node:http";
+import { readFile } from "node:fs/promises";
 import { request as httpsRequest } from "node:https";
+import { join } from "node:path";
+import { rootCertificates } from "node:tls";
 import { loadConfig } from "../config.ts";
 import { redactUrl } from "../redact.ts";
 import { urlHost } from "../tls/index.ts";
@@ -14,7 +17,8 @@ const PROBE_TIMEOUT_MS = 5000;
  * answers 200, 1 otherwise, for container health checks. Without --url it probes this host on the
  * configured port. Certificate verification is skipped for loopback addresses only: the probe sends
  * nothing secret and reads only a status, and a self-signed or public certificate never names
- * 127.0.0.1 reliably; any other address is verified as usual. A plain-HTTP URL (an instance behind
+ * 127.0.0.1 reliably; any other address is verified against the system's CAs and the certificate
+ * this configuration serves. A plain-HTTP URL (an instance behind
  * a TLS proxy) is sent `X-Forwarded-Proto: https`, as the proxy would, or the HTTPS guard answers 403.
  */
 export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, out: (line: string) => void): Promise<number> {
@@ -22,7 +26,7 @@ export async function runHealthCommand(flags: Record<string, string>, env: Recor
   const url = URL.parse(raw);
   if (!url) throw new UsageError(`${flags.url ? "--url" : "the address from IMGPRESS_HOST and IMGPRESS_PORT"} is not a URL: ${redactUrl(raw)}`);
   try {
-    const { status, body } = await probe(url);
+    const { status, body } = await probe(url, await servedCertificate(env, flags));
     out(`${status} ${body.trim()}`);
     return status === 200 ? 0 : 1;
   } catch (err) {
@@ -39,16 +43,28 @@ function defaultUrl(env: Record<string, string | undefined>, flags: Record<strin
   return `${config.behindProxy ? "http" : "https"}://${host}:${config.port}/health/ready`;
 }
 
+// The certificate this configuration serves (the data folder's self-signed one, or IMGPRESS_TLS_CERT),
+// trusted besides the system's CAs: the probe of a LAN address then passes without installing it
+// system-wide. Null when this user cannot read it, or the configuration cannot be read.
+async function servedCertificate(env: Record<string, string | undefined>, flags: Record<string, string>): Promise<string | null> {
+  try {
+    const config = loadConfig(env, flags);
+    return await readFile(config.tlsCert ?? join(config.dataDir, "tls", "cert.pem"), "utf8");
+  } catch {
+    return null;
+  }
+}
+
 function isLoopback(hostname: string): boolean {
   const bare = hostname.replace(/^\[|\]$/g, "");
   return bare === "localhost" || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare);
 }
 
-function probe(url: URL): Promise<{ status: number; body: string }> {
+function probe(url: URL, ownCertificate: string | null): Promise<{ status: number; body: string }> {
   const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return new Promise((resolve, reject) => {
     const headers = url.protocol === "http:" ? { "x-forwarded-proto": "https" } : {};
-    const req = send(url.href, { method: "GET", headers, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopback(url.hostname) }, (res) => {
+    const req = send(url.href, { method: "GET", headers, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopback(url.hostname), ...(ownCertificate ? { ca: [...rootCertificates, ownCertificate] } : {}) }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (body += chunk.slice(0, 4096 - body.length)));

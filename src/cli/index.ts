@@ -1,6 +1,6 @@
 import { flagName, settings, type Config } from "../config.ts";
 import type { Services } from "../app.ts";
-import { parseDuration } from "../audit/service.ts";
+import { AUDIT_TYPES, parseDuration } from "../audit/service.ts";
 import { AppError } from "../errors.ts";
 import { describeSettings } from "../internal/settings.ts";
 import { normalizeEmail } from "../issuance/email.ts";
@@ -48,31 +48,41 @@ Environment only (compiled executable):
 `;
 }
 
-/** Runs `imgpress keys …`; returns the process exit status. */
-export async function runKeysCommand(words: string[], flags: Record<string, string>, services: Services, out: (line: string) => void): Promise<number> {
+/** `imgpress keys …` as read from its words and flags. */
+export type KeysCommand = { action: "list"; all: boolean; email?: string; json: boolean } | { action: "revoke"; id: string } | { action: "revoke-email"; email: string };
+
+/** Reads `imgpress keys …`, or throws the UsageError that says why it cannot (before any database is opened). */
+export function readKeysCommand(words: string[], flags: Record<string, string>): KeysCommand {
   const [action, target] = words;
-  if (action === "list") {
-    const rows = await services.keys.list({ activeOnly: flags.all !== "true", email: flags.email?.trim().toLowerCase() });
-    out(flags.json === "true" ? JSON.stringify(rows, null, 2) : formatTable(rows));
-    return 0;
-  }
+  if (action === "list") return { action, all: flags.all === "true", email: flags.email?.trim().toLowerCase(), json: flags.json === "true" };
   if (action === "revoke" && target) {
     // A pasted key, not its id: never echo it (terminals and logs keep what is printed).
     if (target.startsWith(API_KEY_PREFIX) || target.startsWith(SECRET_KEY_PREFIX)) {
       throw new UsageError(`that is a key itself, not its id: revoke by the key_… id that imgpress keys list shows (or imgpress keys revoke-email ADDRESS)`);
     }
-    const done = await services.revocation.revoke(target, "cli");
-    out(done ? `revoked ${target}` : `no active key with id ${target}`);
-    return done ? 0 : 1;
+    return { action, id: target };
   }
-  if (action === "revoke-email" && target) {
-    // Written as the keys were issued: a mistyped address must not report "revoked 0" as if it were done.
-    const email = asArgument(() => normalizeEmail(target));
-    const ids = await services.revocation.revokeAllOf(email, "cli");
-    out(`revoked ${ids.length} key(s) of ${email}`);
+  // Written as the keys were issued: a mistyped address must not report "revoked 0" as if it were done.
+  if (action === "revoke-email" && target) return { action, email: asArgument(() => normalizeEmail(target)) };
+  throw new UsageError("usage: imgpress keys list [--all] [--email ADDRESS] [--json] | keys revoke ID | keys revoke-email ADDRESS");
+}
+
+/** Runs `imgpress keys …`; returns the process exit status. */
+export async function runKeysCommand(words: string[], flags: Record<string, string>, services: Services, out: (line: string) => void): Promise<number> {
+  const command = readKeysCommand(words, flags);
+  if (command.action === "list") {
+    const rows = await services.keys.list({ activeOnly: !command.all, email: command.email });
+    out(command.json ? JSON.stringify(rows, null, 2) : formatTable(rows));
     return 0;
   }
-  throw new UsageError("usage: imgpress keys list [--all] [--email ADDRESS] [--json] | keys revoke ID | keys revoke-email ADDRESS");
+  if (command.action === "revoke") {
+    const done = await services.revocation.revoke(command.id, "cli");
+    out(done ? `revoked ${command.id}` : `no active key with id ${command.id}`);
+    return done ? 0 : 1;
+  }
+  const ids = await services.revocation.revokeAllOf(command.email, "cli");
+  out(`revoked ${ids.length} key(s) of ${command.email}`);
+  return 0;
 }
 
 // A refusal of an argument (an address that is not one) is a usage error, exit 2, not a failure.
@@ -84,33 +94,56 @@ function asArgument<T>(read: () => T): T {
   }
 }
 
+/** `imgpress staff …` as read from its words. */
+export type StaffCommand = { action: "list" } | { action: "add" | "remove"; email: string };
+
+/** Reads `imgpress staff …`, or throws the UsageError that says why it cannot. */
+export function readStaffCommand(words: string[]): StaffCommand {
+  const [action, target] = words;
+  if (action === "list") return { action };
+  if ((action === "add" || action === "remove") && target) return { action, email: asArgument(() => normalizeEmail(target)) };
+  throw new UsageError("usage: imgpress staff list | staff add EMAIL | staff remove EMAIL");
+}
+
 /** Runs `imgpress staff …`; returns the process exit status. */
 export async function runStaffCommand(words: string[], services: Services, out: (line: string) => void): Promise<number> {
-  const [action, target] = words;
-  if (action === "list") {
+  const command = readStaffCommand(words);
+  if (command.action === "list") {
     const rows = await services.staff.list();
     out(rows.length === 0 ? "no staff (add one: imgpress staff add you@example.com)" : table(["EMAIL", "SOURCE", "ADDED", "BY"], rows.map((r) => [r.email, r.source, date(r.addedAt), r.addedBy ?? "-"])));
     return 0;
   }
-  if (action === "add" && target) {
-    const { email, added } = await services.staff.add(asArgument(() => normalizeEmail(target)), "cli");
+  if (command.action === "add") {
+    const { email, added } = await services.staff.add(command.email, "cli");
     out(added ? `added ${email}: they can sign in at /internal/login` : `${email} is already staff`);
     return 0;
   }
-  if (action === "remove" && target) {
-    const { email, removed } = await services.staff.remove(target, "cli");
-    out(removed ? `removed ${email} and ended their sessions` : `${email} is not staff`);
-    return removed ? 0 : 1;
-  }
-  throw new UsageError("usage: imgpress staff list | staff add EMAIL | staff remove EMAIL");
+  const { email, removed } = await services.staff.remove(command.email, "cli");
+  out(removed ? `removed ${email} and ended their sessions` : `${email} is not staff`);
+  return removed ? 0 : 1;
+}
+
+/** `imgpress audit …` as read from its flags: how far back, which type, how printed. */
+export interface AuditCommand {
+  backMs: number;
+  type?: string;
+  json: boolean;
+}
+
+/** Reads `imgpress audit [--since 24h] [--type TYPE] [--json]`, or throws the UsageError that says why it cannot. */
+export function readAuditCommand(flags: Record<string, string>): AuditCommand {
+  const backMs = parseDuration(flags.since ?? "24h");
+  if (backMs === null) throw new UsageError("usage: imgpress audit [--since 24h|90m|7d] [--type TYPE] [--json]");
+  // A mistyped type would list nothing, as if nothing had happened.
+  if (flags.type !== undefined && !(AUDIT_TYPES as readonly string[]).includes(flags.type)) throw new UsageError(`--type ${flags.type} is not an event type; the types are ${AUDIT_TYPES.join(", ")}`);
+  return { backMs, type: flags.type, json: flags.json === "true" };
 }
 
 /** Runs `imgpress audit [--since 24h] [--type TYPE] [--json]`; returns the process exit status. */
 export async function runAuditCommand(flags: Record<string, string>, services: Services, now: number, out: (line: string) => void): Promise<number> {
-  const back = parseDuration(flags.since ?? "24h");
-  if (back === null) throw new UsageError("usage: imgpress audit [--since 24h|90m|7d] [--type TYPE] [--json]");
-  const events = await services.audit.list({ since: now - back, type: flags.type, limit: 500 });
-  if (flags.json === "true") return out(JSON.stringify(events, null, 2)), 0;
+  const command = readAuditCommand(flags);
+  const events = await services.audit.list({ since: now - command.backMs, type: command.type, limit: 500 });
+  if (command.json) return out(JSON.stringify(events, null, 2)), 0;
   const rows = events.map((e) => [date(e.at), e.type, e.actor, e.subject || "-", e.clientAddress || "-", JSON.stringify(e.detail)]);
   out(events.length === 0 ? "no events" : table(["AT", "TYPE", "ACTOR", "SUBJECT", "ADDRESS", "DETAIL"], rows));
   return 0;

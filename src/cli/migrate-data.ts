@@ -2,7 +2,8 @@ import { parseDatabaseUrl } from "../config.ts";
 import { copyDatabase, CopyRefused, type TableCount } from "../db/copy.ts";
 import { driverMessage } from "../db/faults.ts";
 import type { DatabaseOptions } from "../db/index.ts";
-import { scrub, shown } from "../db/location.ts";
+import { shown } from "../db/location.ts";
+import { scrub } from "../redact.ts";
 import type { Output } from "./backup.ts";
 import { interruptible } from "./interrupt.ts";
 import { table } from "./index.ts";
@@ -17,7 +18,7 @@ const PROGRESS_EVERY = 10_000;
  */
 export async function runMigrateData(words: string[], flags: Record<string, string>, options: DatabaseOptions, io: Output): Promise<number> {
   const { from, to } = flags;
-  if (!from || !to || words.length > 0) return io.err("usage: imgpress migrate-data --from URL --to URL   (e.g. --from file:./imgpress-data/imgpress.db --to postgres://user:pass@host/imgpress)"), 2;
+  if (!from || !to || words.length > 0) return io.err("usage: imgpress migrate-data --from URL --to URL   (e.g. --from file:./imgpress-data/imgpress.db --to postgres://user@host/imgpress, the password in PGPASSWORD)"), 2;
   // A malformed URL is a usage error, refused before anything is opened (an in-memory target would "succeed" into nothing).
   for (const [flag, url] of [["--from", from], ["--to", to]] as const) {
     try {

@@ -1,9 +1,10 @@
 import { boot } from "../boot.ts";
 import { ConfigError, loadConfig } from "../config.ts";
+import { driverMessage, storageFaultAdvice, storageFaultCode } from "../db/faults.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
-import { helpText, migrateReport, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
+import { helpText, migrateReport, readAuditCommand, readKeysCommand, readStaffCommand, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
 export async function runMain(argv: readonly string[], runtime: Runtime): Promise<number> {
@@ -27,7 +28,13 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     }
     if (command === "health") return await (await import("./health.ts")).runHealthCommand(flags, runtime.env, out);
     if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) throw new UsageError(`unknown command "${command}"`);
-    const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err, besideServer: true });
+    // Words a command cannot take are refused before any database is opened (or created).
+    if (command === "keys") readKeysCommand(rest, flags);
+    if (command === "audit") readAuditCommand(flags);
+    const staff = command === "staff" ? readStaffCommand(rest) : null;
+    // Only `migrate` and `staff add` (which may come before the first start) may create the database.
+    const existingOnly = command !== "migrate" && staff?.action !== "add";
+    const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err, besideServer: true, existingOnly });
     try {
       if (command === "migrate") return out(migrateReport(booted.store.migrationsApplied)), 0;
       if (command === "staff") return await runStaffCommand(rest, booted.services, out);
@@ -39,8 +46,12 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     }
   } catch (e) {
     if (e instanceof ConfigError) return err(`imgpress: ${e.message}`), 2;
-    if (e instanceof UsageError) return err(`imgpress: ${e.message}; see imgpress --help`), 2;
-    err(`imgpress: ${(e as Error).message}`);
+    if (e instanceof UsageError) return err(`imgpress: ${e.message.replace(/\.$/, "")}; see imgpress --help`), 2;
+    // A statement the database refused: Drizzle's message would print it and its parameters (addresses), not why.
+    const message = (e as Error).message;
+    const fault = /^Failed query:/.test(message) ? storageFaultCode(e) : null;
+    if (fault) return err(`imgpress: the database refused this (${fault}: ${driverMessage(e)}); ${storageFaultAdvice(fault)}`), 1;
+    err(`imgpress: ${/^Failed query:/.test(message) ? driverMessage(e) : message}`);
     return 1;
   }
 }

@@ -11,7 +11,7 @@ import { sqliteMigrations } from "./migrations.gen.ts";
  * Online backup and verified restore of the local database file. A snapshot is made with
  * `VACUUM INTO`, which reads inside one transaction: in WAL mode the server keeps writing and the
  * copy is exactly the database at one instant. The master key travels inside the snapshot (table
- * `imgpress_backup`, never present in the live database), because sealed secrets are useless
+ * `imgpress_backup`, never in a live database: the server refuses one copied into place), because sealed secrets are useless
  * without it; that makes the file as sensitive as the key itself.
  */
 
@@ -65,6 +65,8 @@ export async function writeSnapshot(
     const snapshot = createClient({ url: `file:${temp}` });
     let keys: KeyPairCount;
     try {
+      // A live database that is itself a backup copied into place (the server refuses it) would already have one.
+      await snapshot.execute("DROP TABLE IF EXISTS imgpress_backup");
       await snapshot.execute("CREATE TABLE imgpress_backup (master_key TEXT, created_at INTEGER NOT NULL)");
       await snapshot.execute({
         sql: "INSERT INTO imgpress_backup (master_key, created_at) VALUES (?, ?)",

@@ -81,3 +81,14 @@ export function driverMessage(err: unknown): string {
   for (let depth = 0; e?.cause && depth < 5; depth++) e = e.cause as typeof e;
   return String(e?.message ?? err).split("\n")[0]!.slice(0, 200);
 }
+
+/**
+ * What an operator can do about a storage fault a one-off command met (its `storageFaultCode`):
+ * the disk, the permissions, a lock, or the database server.
+ */
+export function storageFaultAdvice(code: string): string {
+  if (code.startsWith("SQLITE_FULL")) return "the disk is full: free some space, then run it again";
+  if (/^SQLITE_(BUSY|LOCKED)/.test(code)) return "another process kept the database locked: run it again";
+  if (code.startsWith("SQLITE_")) return "make the data folder and its files writable by this user (not on a read-only mount), then run it again";
+  return "the database server is unreachable or refused: check it, then run it again";
+}

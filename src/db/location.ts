@@ -26,30 +26,3 @@ export function isPostgresUrl(url: string): boolean {
 export function shown(url: string): string {
   return url.startsWith("file:") ? url : redactUrl(url);
 }
-
-/** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's message may have quoted it. */
-export function scrub(text: string, urls: string[]): string {
-  const secrets = urls.flatMap(passwords).filter((p) => p.length > 0);
-  let out = text;
-  for (const url of urls) out = out.replaceAll(url, shown(url));
-  for (const secret of secrets) out = out.replaceAll(secret, "******");
-  return out;
-}
-
-function passwords(url: string): string[] {
-  try {
-    const { password } = new URL(url);
-    return [password, safeDecode(password)];
-  } catch {
-    const typed = /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:([^/@]*)@/i.exec(url)?.[1];
-    return typed ? [typed, safeDecode(typed)] : [];
-  }
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}

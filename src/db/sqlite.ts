@@ -3,7 +3,7 @@ import type { SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/libsql";
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
-import { createOwnerOnly, statOf } from "../files.ts";
+import { createOwnerOnly } from "../files.ts";
 import { localPath } from "./location.ts";
 import { migrateSqlite } from "./migrate.ts";
 import { sqliteMigrations } from "./migrations.gen.ts";
@@ -27,21 +27,6 @@ export async function prepareDatabaseFolder(path: string): Promise<void> {
     }
     throw err;
   });
-}
-
-/**
- * Why the database file `path` can be read by other users of this machine, or null when it cannot.
- * imgpress creates its folder 0700 and the file 0600; a folder made by an older version (0755, the
- * file 0644) or by hand keeps its modes across an upgrade.
- */
-export async function readableByOthers(path: string): Promise<string | null> {
-  const folder = dirname(path);
-  const [folderStat, fileStat] = await Promise.all([statOf(folder), statOf(path)]);
-  if (!folderStat || !fileStat) return null;
-  // Others need to pass through the folder (x) and read the file (r).
-  const mode = (n: number) => (n & 0o777).toString(8).padStart(4, "0");
-  if ((folderStat.mode & 0o011) === 0 || (fileStat.mode & 0o044) === 0) return null;
-  return `the database ${path} can be read by other users of this machine (folder mode ${mode(folderStat.mode)}, file mode ${mode(fileStat.mode)}): it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${folder}`;
 }
 
 /** Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL or a remote libSQL server. */

@@ -1,3 +1,4 @@
+import { scrub } from "../redact.ts";
 import type { Transporter } from "nodemailer";
 
 /** One outgoing e-mail with both a plain-text and an HTML body. */
@@ -35,7 +36,10 @@ export function smtpMailer(url: string, from: string): Mailer {
     isDevelopment: false,
     async send(message) {
       transport ??= loadTransport();
-      await (await transport).sendMail({ from, ...message });
+      // The server's reply goes into the log: one that echoes the login (some do, on a failed AUTH) must not put the password there.
+      await (await transport).sendMail({ from, ...message }).catch((err: Error) => {
+        throw new Error(scrub(err.message, [url]));
+      });
     },
   };
 }

@@ -1,0 +1,299 @@
+/**
+ * What a careless operator does on a NAS, and what imgpress answers (from an operator review):
+ * two restores within one second, a restore run as root, a backup copied over the live database,
+ * commands run in the wrong folder, a read-only or full disk, a LAN health probe of the
+ * self-signed certificate, a killed server's zombie, a symbolic link to the database, and secret
+ * files left readable by other users. Every command runs as the executable's code does
+ * (`runCli`); each refusal exits non-zero, says what to do, and changes nothing.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { createClient } from "@libsql/client";
+import { chmodSync, chownSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFile, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { networkInterfaces, tmpdir } from "node:os";
+import { join } from "node:path";
+import { serverInUse } from "../src/pidfile.ts";
+import { canMount, mountTmpfs } from "./support/mounts.ts";
+import { runCli, startServer } from "./support/server.ts";
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imgpress-operator-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+let folders = 0;
+/** A data folder (new, or under `parent`) whose database has one staff member, `email`. */
+async function installation(email: string, parent = dir): Promise<string> {
+  const folder = join(parent, `data-${++folders}`);
+  const r = await runCli(["staff", "add", email], { IMGPRESS_DATA_DIR: folder });
+  expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code: 0 });
+  return folder;
+}
+
+/** `imgpress backup` of `folder` into a new file; returns its path. */
+async function backupOf(folder: string): Promise<string> {
+  const file = join(dir, `backup-${++folders}.db`);
+  const r = await runCli(["backup", file], { IMGPRESS_DATA_DIR: folder });
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
+  return file;
+}
+
+/** The staff addresses a database file holds (read directly, as a check from outside). */
+async function staffIn(file: string): Promise<string[]> {
+  const client = createClient({ url: `file:${file}` });
+  try {
+    return (await client.execute("SELECT email FROM staff_members ORDER BY email")).rows.map((r) => String(r[0]));
+  } finally {
+    client.close();
+  }
+}
+
+const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
+
+describe("restore", () => {
+  test("a second restore within the same second never replaces the first one's kept copies", async () => {
+    const live = await installation("original@example.com");
+    const originalKey = readFileSync(join(live, "master.key"), "utf8");
+    const other = await backupOf(await installation("other@example.com"));
+    // Copies a restore made in each of the next seconds, so this one's name is taken whenever it runs.
+    const now = Date.now();
+    const decoys = Array.from({ length: 30 }, (_, i) => `.before-restore-${stamp(now + i * 1000)}`);
+    for (const suffix of decoys) {
+      writeFileSync(join(live, `imgpress.db${suffix}`), `decoy ${suffix}`);
+      writeFileSync(join(live, `master.key${suffix}`), `decoy ${suffix}`);
+    }
+    const r = await runCli(["restore", other], { IMGPRESS_DATA_DIR: live });
+    expect(r.code).toBe(0);
+    const keptDb = /previous database kept as (\S+)/.exec(r.stdout)?.[1];
+    const keptKey = /previous master key kept as (\S+)/.exec(r.stdout)?.[1];
+    expect(keptDb).toMatch(/imgpress\.db\.before-restore-\d{8}-\d{6}-2$/);
+    expect(keptKey).toBe(join(live, `master.key${keptDb!.slice(join(live, "imgpress.db").length)}`));
+    for (const suffix of decoys) expect(readFileSync(join(live, `imgpress.db${suffix}`), "utf8")).toBe(`decoy ${suffix}`);
+    expect(await staffIn(keptDb!)).toEqual(["original@example.com"]);
+    expect(readFileSync(keptKey!, "utf8")).toBe(originalKey);
+    expect(await staffIn(join(live, "imgpress.db"))).toEqual(["other@example.com"]);
+  });
+
+  test.skipIf(process.getuid?.() !== 0)("run as root, the restored database and master key keep the service user's ownership", async () => {
+    const live = await installation("service@example.com");
+    const other = await backupOf(await installation("other@example.com"));
+    // The service's own user (here a numeric uid with no name): its folder and files are its own.
+    const [uid, gid] = [64_321, 64_322];
+    for (const name of ["", ...readdirSync(live)]) chownSync(join(live, name), uid, gid);
+    const r = await runCli(["restore", other], { IMGPRESS_DATA_DIR: live });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("previous master key kept as");
+    for (const name of readdirSync(live)) expect({ name, uid: statSync(join(live, name)).uid, gid: statSync(join(live, name)).gid }).toEqual({ name, uid, gid });
+  });
+
+  test("through a symbolic link to the database: refused while a server uses the file, then the file itself is replaced", async () => {
+    const live = await installation("linked@example.com");
+    const other = await backupOf(await installation("other@example.com"));
+    const env = { IMGPRESS_DATA_DIR: live, IMGPRESS_DATABASE_URL: `file:${join(dir, "link-folder", "db-link.db")}` };
+    const linkFolder = join(dir, "link-folder");
+    await mkdir(linkFolder, { recursive: true });
+    const link = join(linkFolder, "db-link.db");
+    symlinkSync(join(live, "imgpress.db"), link);
+    // A live process stands in for a server on the real path.
+    const stand = Bun.spawn(["sleep", "30"]);
+    writeFileSync(join(live, "imgpress.db.pid"), `${stand.pid}\n`);
+    try {
+      expect(serverInUse(link)).toContain(`a server (pid ${stand.pid}) is using ${link}`);
+      const refused = await runCli(["restore", other], env);
+      expect(refused.code).toBe(1);
+    } finally {
+      stand.kill();
+    }
+    expect(await staffIn(join(live, "imgpress.db"))).toEqual(["linked@example.com"]);
+    await rm(join(live, "imgpress.db.pid"));
+    const r = await runCli(["restore", other], env);
+    expect(r.code).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(await staffIn(join(live, "imgpress.db"))).toEqual(["other@example.com"]);
+  });
+
+  test("without a FILE: a usage error (exit 2), like every other command line imgpress cannot read", async () => {
+    const r = await runCli(["restore"], { IMGPRESS_DATA_DIR: join(dir, "never-made") });
+    expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({ code: 2, stderr: "imgpress: restore needs the backup to restore: imgpress restore FILE; see imgpress --help" });
+  });
+});
+
+describe("a backup file copied over imgpress.db instead of restored", () => {
+  test("the server and the commands refuse it, naming imgpress restore; backup works; restore puts it right", async () => {
+    const folder = await installation("copied@example.com");
+    const file = await backupOf(folder);
+    for (const ext of ["", "-wal", "-shm"]) await rm(join(folder, `imgpress.db${ext}`), { force: true });
+    await copyFile(file, join(folder, "imgpress.db"));
+    const env = { IMGPRESS_DATA_DIR: folder };
+    const said = `${join(folder, "imgpress.db")} is a file written by imgpress backup, put in place without imgpress restore (it still holds the master key in clear): stop imgpress, then run imgpress restore ${join(folder, "imgpress.db")}`;
+    for (const argv of [["keys", "list"], ["serve", "--port", "0"]]) {
+      const r = await runCli(argv, env);
+      expect({ argv, code: r.code, last: r.stderr.trim().split("\n").at(-1) }).toEqual({ argv, code: 1, last: expect.stringContaining(said) });
+    }
+    // A backup of it is a backup like any other (it carries the key once).
+    expect((await runCli(["backup", join(dir, "of-the-copy.db")], env)).code).toBe(0);
+    const restored = await runCli(["restore", join(folder, "imgpress.db")], env);
+    expect(restored.code).toBe(0);
+    expect((await runCli(["keys", "list"], env)).code).toBe(0);
+    const client = createClient({ url: `file:${join(folder, "imgpress.db")}` });
+    try {
+      expect((await client.execute("SELECT name FROM sqlite_master WHERE name = 'imgpress_backup'")).rows).toEqual([]);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe("commands in the wrong folder (or with IMGPRESS_DATA_DIR mistyped)", () => {
+  test("those that read or change what a database holds refuse, and create nothing", async () => {
+    const nowhere = join(dir, "typo-data");
+    const database = join(nowhere, "imgpress.db");
+    for (const argv of [["keys", "list"], ["keys", "revoke", "key_0123456789abcdef"], ["keys", "revoke-email", "a@example.com"], ["audit"], ["settings"], ["staff", "list"], ["staff", "remove", "a@example.com"]]) {
+      const r = await runCli(argv, { IMGPRESS_DATA_DIR: nowhere });
+      expect({ argv, code: r.code, stdout: r.stdout, stderr: r.stderr.trim() }).toEqual({
+        argv,
+        code: 1,
+        stdout: "",
+        stderr: `imgpress: no database at ${database} (no file, or an empty one): check IMGPRESS_DATA_DIR (or IMGPRESS_DATABASE_URL) and the folder you run this in (the default data folder is ./imgpress-data, relative to it); nothing was created`,
+      });
+      expect(existsSync(nowhere)).toBe(false);
+    }
+    // A backup names the database it lacks, not the master key (which is missing with it).
+    const backup = await runCli(["backup", join(dir, "nothing.db")], { IMGPRESS_DATA_DIR: nowhere });
+    expect({ code: backup.code, stderr: backup.stderr.trim() }).toEqual({ code: 1, stderr: `imgpress backup: no database at ${database} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)` });
+  });
+
+  test("staff add, which may come before the first start, creates the database and says where", async () => {
+    const fresh = join(dir, "first-staff");
+    const r = await runCli(["staff", "add", "first@example.com"], { IMGPRESS_DATA_DIR: fresh });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("added first@example.com: they can sign in at /internal/login\n");
+    expect(r.stderr).toContain(`no database was at ${join(fresh, "imgpress.db")}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`);
+    // The next command finds it, and says nothing of the kind.
+    const again = await runCli(["staff", "list"], { IMGPRESS_DATA_DIR: fresh });
+    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: "" });
+  });
+
+  test("words a command cannot take are refused first (exit 2), before looking for a database", async () => {
+    const nowhere = { IMGPRESS_DATA_DIR: join(dir, "usage-only") };
+    const typo = await runCli(["audit", "--type", "key.revoke"], nowhere);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain("imgpress: --type key.revoke is not an event type; the types are staff.sign_in,");
+    expect(typo.stderr).toContain("key.revoked");
+    for (const argv of [["staff", "remove", "notanemail"], ["staff", "add", "notanemail"]]) {
+      const r = await runCli(argv, nowhere);
+      expect({ argv, code: r.code }).toEqual({ argv, code: 2 });
+      expect(r.stderr).toMatch(/^imgpress: [^\n]*[^.]; see imgpress --help\n$/);
+    }
+    expect(existsSync(nowhere.IMGPRESS_DATA_DIR)).toBe(false);
+  });
+});
+
+describe.skipIf(!canMount)("a disk that is read-only or full", () => {
+  test("a change the database refuses names the cause and what to do, never the statement or its parameters", async () => {
+    const disk = mountTmpfs("8m")!;
+    try {
+      const folder = await installation("staff@example.com", disk.path);
+      disk.readOnly();
+      const r = await runCli(["staff", "add", "second@example.com"], { IMGPRESS_DATA_DIR: folder });
+      expect(r.code).toBe(1);
+      const last = r.stderr.trim().split("\n").at(-1)!;
+      expect(last).toMatch(/^imgpress: (the database refused this \(SQLITE_READONLY|cannot open the database)/);
+      expect(last).toMatch(/writable/);
+      expect(r.stderr).not.toContain("Failed query");
+      expect(r.stderr).not.toContain("second@example.com");
+    } finally {
+      disk.unmount();
+    }
+  });
+
+  test("a backup into a full folder says it is that folder, and leaves nothing there", async () => {
+    const folder = await installation("full@example.com");
+    const disk = mountTmpfs("1m")!;
+    try {
+      const filler = join(disk.path, "filler");
+      for (let i = 0; i < 64; i++) {
+        const full = await appendFile(filler, new Uint8Array(64 * 1024)).then(() => false, (err: NodeJS.ErrnoException) => err.code === "ENOSPC");
+        if (full) break;
+      }
+      const r = await runCli(["backup", `${disk.path}/`], { IMGPRESS_DATA_DIR: folder });
+      expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({
+        code: 1,
+        stderr: expect.stringMatching(new RegExp(`^imgpress: no room for the backup in ${disk.path} \\((SQLITE_FULL|ENOSPC)[^)]*\\): free some space there or choose another folder; nothing was written$`)),
+      });
+      expect(readdirSync(disk.path)).toEqual(["filler"]);
+    } finally {
+      disk.unmount();
+    }
+  });
+});
+
+describe("pid records", () => {
+  let parent: ReturnType<typeof Bun.spawn> | undefined;
+  afterEach(() => parent?.kill());
+
+  test.skipIf(!existsSync("/proc/self/stat"))("a killed server's process that its parent has not reaped yet (a zombie) serves nothing: it does not block restore", async () => {
+    // The shell's child exits at once; the shell becomes `sleep`, which never waits for it.
+    parent = Bun.spawn(["sh", "-c", "sleep 0 & echo $!; exec sleep 30"], { stdout: "pipe" });
+    const reader = (parent.stdout as ReadableStream<Uint8Array>).getReader();
+    const zombie = Number(new TextDecoder().decode((await reader.read()).value).trim());
+    reader.releaseLock();
+    for (let i = 0; i < 50 && !readFileSync(`/proc/${zombie}/stat`, "utf8").includes(") Z "); i++) await Bun.sleep(20);
+    expect(readFileSync(`/proc/${zombie}/stat`, "utf8")).toContain(") Z ");
+    const folder = await installation("zombie@example.com");
+    writeFileSync(join(folder, "imgpress.db.pid"), `${zombie}\n`);
+    expect(serverInUse(join(folder, "imgpress.db"))).toBeNull();
+    // A live process named there still counts.
+    writeFileSync(join(folder, "imgpress.db.pid"), `${parent.pid}\n`);
+    expect(serverInUse(join(folder, "imgpress.db"))).toContain(`a server (pid ${parent.pid})`);
+  });
+});
+
+/** This machine's first address that is not a loopback one, or undefined. */
+function lanAddress(): string | undefined {
+  return Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+}
+
+describe("imgpress health of a LAN address", () => {
+  const address = lanAddress();
+  test.skipIf(!address)("passes with the data folder's self-signed certificate, which it trusts besides the system's CAs", async () => {
+    const server = await startServer({ env: { IMGPRESS_HOST: "0.0.0.0", IMGPRESS_TLS_NAMES: address! } });
+    try {
+      const url = `https://${address}:${server.port}/health/ready`;
+      const probe = await runCli(["health", "--url", url], server.env);
+      expect({ code: probe.code, stdout: probe.stdout }).toEqual({ code: 0, stdout: expect.stringMatching(/^200 \{"status":"ready"/) });
+      // From another folder the certificate is unknown: verified against the system's CAs alone, it fails.
+      const elsewhere = await runCli(["health", "--url", url], { IMGPRESS_DATA_DIR: join(dir, "elsewhere") });
+      expect(elsewhere.code).toBe(1);
+      expect(elsewhere.stdout).toStartWith(`unreachable: ${url}: `);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("secret files other users of the machine can read", () => {
+  test("the database, the master key and the TLS private key are each named at start, with the chmod that fixes it", async () => {
+    const server = await startServer();
+    try {
+      await server.stop({ keepData: true });
+      const data = server.dataDir;
+      chmodSync(data, 0o755);
+      chmodSync(join(data, "tls"), 0o755);
+      for (const name of ["imgpress.db", "master.key", "tls/self-signed.pem"]) chmodSync(join(data, name), 0o644);
+      await server.restart();
+      const warned = server.logs.filter((l) => l.json?.level === "warn").map((l) => String(l.json!.msg));
+      expect(warned).toContainEqual(`the database ${join(data, "imgpress.db")} can be read by other users of this machine (folder mode 0755, file mode 0644): it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${data}`);
+      expect(warned).toContainEqual(`the master key ${join(data, "master.key")} can be read by other users of this machine (folder mode 0755, file mode 0644): it unseals every secret stored in the database; make it owner-only with chmod 600 ${join(data, "master.key")}`);
+      const tlsKey = join(data, "tls", "self-signed.pem");
+      expect(warned).toContainEqual(`the TLS private key ${tlsKey} can be read by other users of this machine (folder mode 0755, file mode 0644): with it anyone can pose as this server; make it owner-only with chmod 600 ${tlsKey}`);
+    } finally {
+      await server.stop();
+    }
+  });
+});
