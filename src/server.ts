@@ -9,7 +9,7 @@ import { localPath } from "./db/index.ts";
 import { prepareDatabaseFolder } from "./db/sqlite.ts";
 import { readableByOthers } from "./files.ts";
 import { masterKeyPath } from "./masterkey.ts";
-import { DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
+import { clearTextMailWarning, DEVELOPMENT_MAIL_WARNING } from "./mail/mailer.ts";
 import { createFetchHandler } from "./http/serve.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
 import { isoSeconds, loadTls, urlHost, type ServedTls } from "./tls/index.ts";
@@ -80,6 +80,8 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     throw err;
   });
   if (mailer.isDevelopment) logger.startup("warn", DEVELOPMENT_MAIL_WARNING);
+  const clearText = config.smtpUrl ? clearTextMailWarning(config.smtpUrl) : null;
+  if (clearText) logger.startup("warn", clearText);
   // Waiting for room and converting send nothing: the runtime would close the connection unanswered.
   const silentS = config.queueTimeoutS + config.convertTimeoutS;
   if (runtime.maxSilentS !== undefined && silentS > runtime.maxSilentS) {

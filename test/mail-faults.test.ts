@@ -6,6 +6,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { createServer, type Server, type Socket } from "node:net";
+import { networkInterfaces } from "node:os";
+import { clearTextMailWarning, requiresStartTls } from "../src/mail/mailer.ts";
 import { otpCodes } from "../src/db/schema.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
@@ -16,22 +18,24 @@ type Behaviour = "silent" | "drop" | "refuse" | "echo-login";
 /** What the "echo-login" server quotes back: the password of a failed AUTH PLAIN, as some servers do. */
 const SMTP_PASSWORD = "S3cret-Smtp-Pass";
 
-/** A TCP server on 127.0.0.1 that misbehaves as an SMTP server would. */
-async function badSmtp(behaviour: Behaviour): Promise<{ url: string; close: () => Promise<void> }> {
+/** A TCP server on `host` (127.0.0.1 by default) that misbehaves as an SMTP server would; `lines` records what clients said. */
+async function badSmtp(behaviour: Behaviour, host = "127.0.0.1"): Promise<{ url: string; lines: string[]; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
+  const lines: string[] = [];
   const server: Server = createServer((socket) => {
     sockets.add(socket);
     socket.on("error", () => {});
     socket.on("close", () => sockets.delete(socket));
     if (behaviour === "drop") socket.destroy();
     if (behaviour === "refuse") socket.end("554 5.3.2 no service here\r\n");
-    if (behaviour === "echo-login") echoLogin(socket);
+    if (behaviour === "echo-login") echoLogin(socket, lines);
     // "silent": hold the connection open and say nothing.
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as { port: number }).port;
   return {
-    url: behaviour === "echo-login" ? `smtp://mailer:${SMTP_PASSWORD}@127.0.0.1:${port}` : `smtp://127.0.0.1:${port}`,
+    url: behaviour === "echo-login" ? `smtp://mailer:${SMTP_PASSWORD}@${host}:${port}` : `smtp://${host}:${port}`,
+    lines,
     close: () => {
       for (const s of sockets) s.destroy();
       return new Promise<void>((resolve) => server.close(() => resolve()));
@@ -39,8 +43,8 @@ async function badSmtp(behaviour: Behaviour): Promise<{ url: string; close: () =
   };
 }
 
-// Offers AUTH, and refuses the login quoting what it was sent (user and password decoded).
-function echoLogin(socket: Socket): void {
+// Offers AUTH but no STARTTLS, and refuses the login quoting what it was sent (user and password decoded).
+function echoLogin(socket: Socket, lines: string[]): void {
   socket.write("220 echo.test ESMTP\r\n");
   let buffered = "";
   socket.on("data", (chunk) => {
@@ -48,6 +52,7 @@ function echoLogin(socket: Socket): void {
     for (let end = buffered.indexOf("\r\n"); end >= 0; end = buffered.indexOf("\r\n")) {
       const line = buffered.slice(0, end);
       buffered = buffered.slice(end + 2);
+      lines.push(line);
       if (/^(EHLO|HELO)/i.test(line)) socket.write("250-echo.test\r\n250 AUTH PLAIN\r\n");
       else if (/^AUTH PLAIN /i.test(line)) socket.write(`535 5.7.8 login refused for ${Buffer.from(line.slice(11), "base64").toString("latin1").replaceAll("\0", " ")}\r\n`);
       else if (/^QUIT/i.test(line)) socket.end("221 bye\r\n");
@@ -88,5 +93,43 @@ describe("a mail server whose refusal quotes the login", () => {
     expect(failure?.error).toContain("login refused for");
     expect(failure?.error).toContain("******");
     expect(h.logs.join("\n")).not.toContain(SMTP_PASSWORD);
+  });
+});
+
+/** This machine's first address that is not a loopback one, or undefined. */
+const lanAddress = Object.values(networkInterfaces())
+  .flat()
+  .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+
+describe("smtp:// to another machine requires STARTTLS before the login", () => {
+  test("requiresStartTls: not for this machine's loopback, nor smtps://, nor when the URL opts out", () => {
+    expect(requiresStartTls("smtp://u:p@mail.example.com:587")).toBe(true);
+    expect(requiresStartTls("smtp://u:p@192.168.1.5:25")).toBe(true);
+    expect(requiresStartTls("smtp://u:p@127.0.0.1:25")).toBe(false);
+    expect(requiresStartTls("smtp://localhost:25")).toBe(false);
+    expect(requiresStartTls("smtp://[::1]:25")).toBe(false);
+    expect(requiresStartTls("smtps://u:p@mail.example.com:465")).toBe(false);
+    expect(requiresStartTls("smtp://u:p@192.168.1.5:25?requireTLS=false")).toBe(false);
+    expect(clearTextMailWarning("smtp://u:p@192.168.1.5:25?requireTLS=false")).toContain("cross the network in clear");
+    expect(clearTextMailWarning("smtp://u:p@192.168.1.5:25")).toBeNull();
+    expect(clearTextMailWarning("smtp://127.0.0.1:25?requireTLS=false")).toBeNull();
+  });
+
+  test.skipIf(!lanAddress)("a server that offers no STARTTLS never sees the login: 502, and the log says why and how to fix it", async () => {
+    smtp = await badSmtp("echo-login", lanAddress);
+    h = await createHarness({ env: { IMGPRESS_SMTP_URL: smtp.url } });
+    expectError(await h.requestOtp({ email: "owner@example.com" }), 502, "MAIL_DELIVERY_FAILED");
+    expect(smtp.lines.some((l) => /^AUTH/i.test(l))).toBe(false);
+    expect(smtp.lines.some((l) => /^STARTTLS/i.test(l))).toBe(true);
+    const failure = h.logs.map((l) => JSON.parse(l)).find((l) => l.msg === "otp mail delivery failed");
+    expect(failure?.error).toContain("imgpress sends the password and the codes only after STARTTLS, which this server did not complete");
+    expect(h.logs.join("\n")).not.toContain(SMTP_PASSWORD);
+  });
+
+  test.skipIf(!lanAddress)("with ?requireTLS=false the operator's choice holds: the login is sent", async () => {
+    smtp = await badSmtp("echo-login", lanAddress);
+    h = await createHarness({ env: { IMGPRESS_SMTP_URL: `${smtp.url}?requireTLS=false` } });
+    expectError(await h.requestOtp({ email: "owner@example.com" }), 502, "MAIL_DELIVERY_FAILED");
+    expect(smtp.lines.some((l) => /^AUTH PLAIN/i.test(l))).toBe(true);
   });
 });

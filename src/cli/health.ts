@@ -4,6 +4,7 @@ import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { rootCertificates } from "node:tls";
 import { loadConfig } from "../config.ts";
+import { isLoopbackHost } from "../http/ipallow.ts";
 import { redactUrl } from "../redact.ts";
 import { urlHost } from "../tls/index.ts";
 import { isWildcard } from "../tls/names.ts";
@@ -55,16 +56,11 @@ async function servedCertificate(env: Record<string, string | undefined>, flags:
   }
 }
 
-function isLoopback(hostname: string): boolean {
-  const bare = hostname.replace(/^\[|\]$/g, "");
-  return bare === "localhost" || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare);
-}
-
 function probe(url: URL, ownCertificate: string | null): Promise<{ status: number; body: string }> {
   const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return new Promise((resolve, reject) => {
     const headers = url.protocol === "http:" ? { "x-forwarded-proto": "https" } : {};
-    const req = send(url.href, { method: "GET", headers, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopback(url.hostname), ...(ownCertificate ? { ca: [...rootCertificates, ownCertificate] } : {}) }, (res) => {
+    const req = send(url.href, { method: "GET", headers, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopbackHost(url.hostname), ...(ownCertificate ? { ca: [...rootCertificates, ownCertificate] } : {}) }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (body += chunk.slice(0, 4096 - body.length)));

@@ -36,6 +36,12 @@ export class IpAllowlist {
   }
 }
 
+/** Whether a URL's host names this machine by its loopback (`localhost`, 127.0.0.0/8, `::1`, with or without brackets). */
+export function isLoopbackHost(hostname: string): boolean {
+  const bare = hostname.replace(/^\[|\]$/g, "");
+  return bare === "localhost" || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare);
+}
+
 /**
  * What a per-address limit counts a client as: an IPv4 address as it is, an IPv6 address by its
  * /64 (one home or server network gets a whole /64, so counting single addresses would give one

@@ -1,3 +1,4 @@
+import { isLoopbackHost } from "../http/ipallow.ts";
 import { scrub } from "../redact.ts";
 import type { Transporter } from "nodemailer";
 
@@ -24,9 +25,14 @@ export interface Mailer {
  */
 export function smtpMailer(url: string, from: string): Mailer {
   let transport: Promise<Transporter> | undefined;
+  const tlsRequired = requiresStartTls(url);
   const loadTransport = async () =>
     (await import("nodemailer")).default.createTransport({
       url,
+      // The password and the codes never go in clear: nodemailer would carry on without TLS when
+      // the server offers no STARTTLS (or a man in the middle strips it). `?requireTLS=false` in the
+      // URL (which wins over these options) opts out, on a network the operator trusts.
+      requireTLS: tlsRequired,
       // A hung SMTP server must not hold a request for minutes.
       connectionTimeout: 10_000,
       greetingTimeout: 10_000,
@@ -37,11 +43,27 @@ export function smtpMailer(url: string, from: string): Mailer {
     async send(message) {
       transport ??= loadTransport();
       // The server's reply goes into the log: one that echoes the login (some do, on a failed AUTH) must not put the password there.
-      await (await transport).sendMail({ from, ...message }).catch((err: Error) => {
-        throw new Error(scrub(err.message, [url]));
+      await (await transport).sendMail({ from, ...message }).catch((err: Error & { code?: string }) => {
+        const why = tlsRequired && err.code === "ETLS" ? ` (${NO_STARTTLS})` : "";
+        throw new Error(scrub(`${err.message}${why}`, [url]));
       });
     },
   };
+}
+
+const NO_STARTTLS =
+  "IMGPRESS_SMTP_URL is smtp://, so imgpress sends the password and the codes only after STARTTLS, which this server did not complete: " +
+  "enable STARTTLS on it, use smtps://, or on a network you trust add ?requireTLS=false to the URL";
+
+/**
+ * Whether mail to `url` must upgrade to TLS before the login: an `smtp://` server other than this
+ * machine's loopback (a local relay often has no certificate, and nothing leaves the machine),
+ * unless the URL opts out with `requireTLS=false`. `smtps://` is TLS from the first byte.
+ */
+export function requiresStartTls(url: string): boolean {
+  const parsed = URL.parse(url);
+  if (!parsed || parsed.protocol !== "smtp:" || isLoopbackHost(parsed.hostname)) return false;
+  return parsed.searchParams.get("requireTLS") !== "false";
 }
 
 /** What the server logs at start when it uses logMailer (the CLI's commands send no mail, so they do not say it). */
@@ -73,4 +95,11 @@ export function observedMailer(inner: Mailer, observe: (outcome: "sent" | "faile
       observe("sent");
     },
   };
+}
+
+/** The start-up warning for an `smtp://` URL that opted out of STARTTLS to another machine, or null. */
+export function clearTextMailWarning(url: string): string | null {
+  const parsed = URL.parse(url);
+  if (!parsed || parsed.protocol !== "smtp:" || isLoopbackHost(parsed.hostname) || requiresStartTls(url)) return null;
+  return "IMGPRESS_SMTP_URL has requireTLS=false: if the mail server offers no STARTTLS, the SMTP password and the one-time codes cross the network in clear";
 }
