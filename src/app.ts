@@ -115,7 +115,8 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     },
   });
   const metrics = new Metrics(gate, { slots: deps.config.concurrency, queueSize: deps.config.queueSize });
-  // Every service that sends mail gets this one, so imgpress_mail_total sees every message.
+  // Key-code mail is counted in imgpress_mail_total. Staff sign-in mail is not: it goes to staff
+  // addresses only, so the counter (readable without a session) would tell who is staff.
   const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));
   const audit = new AuditLog(deps.store, now);
   const otp = new OtpService({
@@ -168,7 +169,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     store: deps.store,
     staff,
     sessions,
-    mailer,
+    mailer: deps.mailer,
     limiter,
     audit,
     logger: deps.logger,

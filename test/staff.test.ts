@@ -303,6 +303,34 @@ describe("sign-in", () => {
   });
 });
 
+describe("nothing tells staff from other addresses", () => {
+  test("while mail fails, five wrong guesses answer alike for staff and others (401 × 4, then 429)", async () => {
+    h.smtp.setReject("rcpt");
+    const answers: Record<string, number[]> = {};
+    for (const email of [STAFF, "nobody@example.com"]) {
+      const rejected = h.smtp.rejected.length;
+      expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
+      // The code is stored and mailed after the answer: wait until that is over.
+      if (email === STAFF) await until(() => h.smtp.rejected.length > rejected || h.logs.some((l) => l.includes("staff code mail delivery failed")), 5000, "the refused mail");
+      await until(async () => (await h.store.db.select().from(staffCodes).where(eq(staffCodes.email, email))).length === 1, 5000, "the stored code");
+      answers[email] = [];
+      for (let i = 0; i < 5; i++) answers[email]!.push((await h.request("POST", "/internal/login/code", form({ email, code: "000000" }))).status);
+    }
+    expect(answers[STAFF]).toEqual([401, 401, 401, 401, 429]);
+    expect(answers["nobody@example.com"]).toEqual(answers[STAFF]!);
+  });
+
+  test("imgpress_mail_total counts key codes, not staff sign-in codes (readable without a session, it would name staff)", async () => {
+    const metric = async () => (await h.request("GET", "/internal/metrics", { ip: LOOPBACK })).text.match(/^imgpress_mail_total\{outcome="sent"\} (\d+)$/m)?.[1] ?? "0";
+    const before = h.smtp.messages.length;
+    await h.request("POST", "/internal/login", form({ email: STAFF }));
+    await nextCode(h, STAFF, before);
+    expect(await metric()).toBe("0");
+    await h.obtainOtp("client@example.com");
+    expect(await metric()).toBe("1");
+  });
+});
+
 describe("two code worlds", () => {
   test("a staff code cannot be exchanged for API keys", async () => {
     const before = h.smtp.messages.length;

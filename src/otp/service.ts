@@ -1,5 +1,5 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
-import { hmacSha256Hex, randomDigits, timingSafeEqual } from "../crypto.ts";
+import { hmacSha256Hex, randomBytes, randomDigits, timingSafeEqual, toHex } from "../crypto.ts";
 import type { Database } from "../db/index.ts";
 import type { otpCodes, staffCodes } from "../db/schema.ts";
 
@@ -44,6 +44,17 @@ export class OtpEngine<T extends CodeTable> {
   /** Deletes the code `create` returned unless a newer one already replaced it (e.g. its mail failed). */
   async discard(email: string, codeHash: string): Promise<void> {
     await this.db.delete(this.t).where(and(eq(this.t.email, email), eq(this.t.codeHash, codeHash)));
+  }
+
+  /**
+   * Makes the code `create` returned unusable but keeps its row (unless a newer one replaced it):
+   * guesses still spend its attempts and burn it, as they do for a code that was mailed.
+   */
+  async spoil(email: string, codeHash: string): Promise<void> {
+    await this.db
+      .update(this.t)
+      .set({ codeHash: toHex(randomBytes(32)) })
+      .where(and(eq(this.t.email, email), eq(this.t.codeHash, codeHash)));
   }
 
   /**

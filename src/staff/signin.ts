@@ -76,8 +76,9 @@ export class StaffSignIn {
     try {
       await this.d.mailer.send(otpMail(email, code, { kind: "staff" }, STAFF_CODE_TTL_S / 60));
     } catch (err) {
-      // An undelivered code must not stay usable.
-      await this.codes.discard(email, codeHash);
+      // An undelivered code must not stay usable; its row stays, so wrong guesses burn it on the
+      // fifth as on any other address (deleted, staff would answer 401 where others get 429).
+      await this.codes.spoil(email, codeHash);
       throw err;
     }
   }
