@@ -279,6 +279,19 @@ describe("allowlist (IMGPRESS_ALLOWED_EMAILS)", () => {
   });
 });
 
+describe("allowlist: probing it", () => {
+  test("refused addresses count against the client's hourly quota: the list cannot be tested at full speed", async () => {
+    await reharness({ IMGPRESS_ALLOWED_EMAILS: "boss@corp.example" });
+    const ip = "203.0.113.50";
+    for (let i = 0; i < 20; i++) expectError(await h.requestOtp({ email: `guess${i}@corp.example` }, { ip }), 403, "EMAIL_NOT_ALLOWED");
+    const limited = await h.requestOtp({ email: "boss@corp.example" }, { ip });
+    expectError(limited, 429, "RATE_LIMITED");
+    expect(limited.body.message).toStartWith("Too many code requests from this IP address.");
+    // Another client is not affected.
+    expect((await h.requestOtp({ email: "boss@corp.example" }, { ip: "198.51.100.60" })).status).toBe(200);
+  });
+});
+
 describe("allowlist: an address taken off it after its code was sent", () => {
   test("gets no key for that code (403 EMAIL_NOT_ALLOWED, the code left as it was); put back, the code still works", async () => {
     const dir = await mkdtemp(join(tmpdir(), "imgpress-allowlist-"));

@@ -60,12 +60,15 @@ export class OtpService {
   async request(input: { email: string; siteUrl?: string; ip: string }): Promise<void> {
     const email = normalizeEmail(input.email);
     const siteUrl = input.siteUrl === undefined ? null : normalizeSiteUrl(input.siteUrl);
-    if (!isAllowed(email, this.d.allowedEmails)) throw notAllowed();
+    const perIp = { bucket: `otp-ip:${rateLimitSubject(input.ip)}`, rules: otpLimits.requestPerIp, what: "Too many code requests from this IP address." };
+    if (!isAllowed(email, this.d.allowedEmails)) {
+      // Counted against the client's hourly quota like any request, or the 403 would let anyone
+      // test addresses against IMGPRESS_ALLOWED_EMAILS at full speed.
+      await this.d.limiter.hit(perIp.bucket, perIp.rules, "RATE_LIMITED", perIp.what);
+      throw notAllowed();
+    }
     // Retries refused for the address (a plugin's retry loop, a shared host's many sites) do not use up the IP's hourly quota.
-    await this.d.limiter.hitBoth(
-      { bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
-      { bucket: `otp-ip:${rateLimitSubject(input.ip)}`, rules: otpLimits.requestPerIp, what: "Too many code requests from this IP address." },
-    );
+    await this.d.limiter.hitBoth({ bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE }, perIp);
 
     const { code, codeHash } = await this.codes.create(email, { siteUrl });
     try {
