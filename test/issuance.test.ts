@@ -256,6 +256,66 @@ describe("rate limits", () => {
   });
 });
 
+describe("wrong codes per address over a day", () => {
+  // Requests 20 codes (12 min 10 s apart, within 5 per hour for the address) and spends each code's 5 guesses wrong.
+  async function guessOut(email: string): Promise<void> {
+    for (let round = 0; round < 20; round++) {
+      h.clock.advance(12 * MINUTE + 10 * SECOND);
+      const ip = `198.51.100.${round + 1}`;
+      const { code } = await h.obtainOtp(email, undefined, { ip });
+      for (let i = 0; i < 5; i++) expect((await h.verifyOtp({ email, otp: wrongCode(code, i + 1) }, { ip })).status).toBe(i < 4 ? 401 : 429);
+    }
+  }
+
+  test("after 100 wrong codes in 24 hours, no code of that address is checked nor sent until they age out; other addresses are not affected", async () => {
+    const email = "target@example.com";
+    await guessOut(email);
+    h.clock.advance(13 * MINUTE);
+    const refused = await h.requestOtp({ email }, { ip: "203.0.113.70" });
+    expectError(refused, 429, "RATE_LIMITED");
+    expect(refused.body.message).toStartWith("Too many wrong codes were tried for this e-mail address in the last 24 hours");
+    // The first wrong codes are a day old 24 h after the first round: Retry-After says when.
+    const wait = Number(refused.headers.get("retry-after"));
+    expect(wait).toBeGreaterThan(19 * 3600);
+    expect(wait).toBeLessThanOrEqual(20 * 3600);
+    const checked = await h.verifyOtp({ email, otp: "123456" }, { ip: "203.0.113.70" });
+    expectError(checked, 429, "TOO_MANY_ATTEMPTS");
+    expect((await h.requestOtp({ email: "bystander@example.com" }, { ip: "203.0.113.71" })).status).toBe(200);
+    // The minute's maintenance keeps these events for the day (other buckets for an hour).
+    await h.services.limiter.prune(HOUR, { prefix: "wrong-code:", windowMs: 24 * HOUR });
+    expectError(await h.requestOtp({ email }, { ip: "203.0.113.72" }), 429, "RATE_LIMITED");
+    h.clock.advance(wait * SECOND);
+    const { code } = await h.obtainOtp(email, undefined, { ip: "203.0.113.73" });
+    expect((await h.verifyOtp({ email, otp: code }, { ip: "203.0.113.73" })).status).toBe(200);
+  }, 60_000);
+
+  test("guesses at an address with no pending code are not counted: they cannot lock it out", async () => {
+    const email = "nocode@example.com";
+    for (let i = 0; i < 120; i++) {
+      if (i % 30 === 0) h.clock.advance(5 * MINUTE + SECOND);
+      expect((await h.verifyOtp({ email, otp: "123456" }, { ip: "203.0.113.80" })).status).toBe(401);
+    }
+    const { code } = await h.obtainOtp(email);
+    expect((await h.verifyOtp({ email, otp: code })).status).toBe(200);
+  });
+
+  test("staff sign-in has the same day's budget, counted apart from key issuance", async () => {
+    await reharness({ IMGPRESS_STAFF_EMAILS: "boss@example.com" });
+    const email = "boss@example.com";
+    for (let round = 0; round < 20; round++) {
+      h.clock.advance(12 * MINUTE + 10 * SECOND);
+      const ip = `198.51.100.${round + 1}`;
+      await h.services.staffSignIn.requestCode(email, ip);
+      await h.smtp.waitFor((m) => m.envelopeTo.includes(email) && h.smtp.messages.filter((x) => x.envelopeTo.includes(email)).length === round + 1);
+      for (let i = 0; i < 5; i++) await h.services.staffSignIn.verify({ email, code: "000000", ip, userAgent: "test" }).catch(() => {});
+    }
+    h.clock.advance(13 * MINUTE);
+    await expect(h.services.staffSignIn.requestCode(email, "203.0.113.90")).rejects.toThrow("Too many wrong codes were tried for this e-mail address");
+    // Key issuance for the same address has its own budget.
+    expect((await h.requestOtp({ email }, { ip: "203.0.113.91" })).status).toBe(200);
+  }, 60_000);
+});
+
 describe("allowlist (IMGPRESS_ALLOWED_EMAILS)", () => {
   test.each([
     { email: "boss@corp.example", allowed: true },

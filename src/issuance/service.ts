@@ -53,7 +53,7 @@ export class OtpService {
   private readonly codes: OtpEngine<typeof otpCodes>;
 
   constructor(private readonly d: OtpDeps) {
-    this.codes = new OtpEngine(d.store.db, d.store.tables.otpCodes, d.pepper, OTP_TTL_S, d.now);
+    this.codes = new OtpEngine(d.store.db, d.store.tables.otpCodes, d.pepper, OTP_TTL_S, d.now, { limiter: d.limiter, kind: "otp" });
   }
 
   /** Sends a fresh code to `email`, replacing any pending one. */
@@ -67,6 +67,7 @@ export class OtpService {
       await this.d.limiter.hit(perIp.bucket, perIp.rules, "RATE_LIMITED", perIp.what);
       throw notAllowed();
     }
+    await this.codes.refuseWhenGuessedOut(email);
     // Retries refused for the address (a plugin's retry loop, a shared host's many sites) do not use up the IP's hourly quota.
     await this.d.limiter.hitBoth({ bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE }, perIp);
 

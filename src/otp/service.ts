@@ -2,9 +2,29 @@ import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { hmacSha256Hex, randomBytes, randomDigits, timingSafeEqual, toHex } from "../crypto.ts";
 import type { Database } from "../db/index.ts";
 import type { otpCodes, staffCodes } from "../db/schema.ts";
+import type { RateLimiter, RateRule } from "../ratelimit/service.ts";
 
 /** Wrong guesses after which a code is burnt. */
 export const OTP_MAX_ATTEMPTS = 5;
+
+/**
+ * Wrong codes compared for one address within a day, whatever codes they were for: beyond it no
+ * code of that address is checked, nor a new one sent, until the oldest is a day old. Each new
+ * code resets its own 5 attempts, so without this a patient guesser could try 25 codes an hour,
+ * 600 a day, for good; 100 is NIST SP 800-63B's ceiling for consecutive failures (5.2.2).
+ */
+export const WRONG_CODES_PER_ADDRESS: readonly RateRule[] = [{ limit: 100, windowMs: 24 * 60 * 60 * 1000 }];
+
+const GUESSED_OUT = "Too many wrong codes were tried for this e-mail address in the last 24 hours: no code is checked for it, nor a new one sent, until some of them are a day old.";
+
+/** Where an engine counts wrong codes per address: the service's limiter, under `WRONG_CODE_BUCKETS` + its own `kind`. */
+export interface WrongCodeBudget {
+  limiter: RateLimiter;
+  kind: string;
+}
+
+/** The prefix of every wrong-code bucket: the limiter keeps their events a day (the others an hour). */
+export const WRONG_CODE_BUCKETS = "wrong-code:";
 
 /** A table with the shared code columns (see `codeColumns` in src/db/schema.ts). */
 export type CodeTable = typeof otpCodes | typeof staffCodes;
@@ -27,8 +47,14 @@ export class OtpEngine<T extends CodeTable> {
     private readonly pepper: Uint8Array,
     readonly ttlS: number,
     private readonly now: () => number,
+    private readonly budget: WrongCodeBudget,
   ) {
     this.t = table as unknown as typeof staffCodes;
+  }
+
+  /** Throws 429 RATE_LIMITED (with Retry-After) when `email` has used up its wrong codes of the day: a new code could not be checked. */
+  async refuseWhenGuessedOut(email: string): Promise<void> {
+    await this.budget.limiter.check(this.bucketOf(email), WRONG_CODES_PER_ADDRESS, "RATE_LIMITED", GUESSED_OUT);
   }
 
   /** Creates a fresh code for `email` (replacing a pending one); returns the clear code to mail and its hash. */
@@ -64,6 +90,7 @@ export class OtpEngine<T extends CodeTable> {
    * two concurrent right guesses exactly one wins: the DELETE … RETURNING decides).
    */
   async consume(email: string, guess: string): Promise<Consumed<T>> {
+    await this.budget.limiter.check(this.bucketOf(email), WRONG_CODES_PER_ADDRESS, "TOO_MANY_ATTEMPTS", GUESSED_OUT);
     // Hash before the lookup so an unknown address and a wrong code take the same time.
     const guessHash = await this.hash(email, guess);
     const [pending] = await this.db
@@ -72,7 +99,11 @@ export class OtpEngine<T extends CodeTable> {
       .where(and(eq(this.t.email, email), gt(this.t.expiresAt, this.now()), lt(this.t.attempts, OTP_MAX_ATTEMPTS)))
       .returning({ codeHash: this.t.codeHash, attempts: this.t.attempts });
     if (!pending) return { ok: false, burnt: false };
-    if (!timingSafeEqual(guessHash, pending.codeHash)) return { ok: false, burnt: pending.attempts >= OTP_MAX_ATTEMPTS };
+    if (!timingSafeEqual(guessHash, pending.codeHash)) {
+      // Only guesses compared with a live code count: a guess at an address without one tells nothing.
+      await this.budget.limiter.hit(this.bucketOf(email), WRONG_CODES_PER_ADDRESS).catch(() => {});
+      return { ok: false, burnt: pending.attempts >= OTP_MAX_ATTEMPTS };
+    }
     const [row] = await this.db
       .delete(this.t)
       .where(and(eq(this.t.email, email), eq(this.t.codeHash, pending.codeHash)))
@@ -83,6 +114,10 @@ export class OtpEngine<T extends CodeTable> {
   /** Deletes expired and burnt codes. */
   async prune(): Promise<void> {
     await this.db.delete(this.t).where(sql`${this.t.expiresAt} <= ${this.now()} OR ${this.t.attempts} >= ${OTP_MAX_ATTEMPTS}`);
+  }
+
+  private bucketOf(email: string): string {
+    return `${WRONG_CODE_BUCKETS}${this.budget.kind}:${email}`;
   }
 
   private hash(email: string, code: string): Promise<string> {

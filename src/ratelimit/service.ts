@@ -63,10 +63,17 @@ export class RateLimiter {
     await this.hit(narrow.bucket, narrow.rules, code, narrow.what);
   }
 
-  /** Deletes events older than any rule can see. */
-  async prune(maxWindowMs: number): Promise<void> {
+  /**
+   * Deletes events older than any rule can see: `maxWindowMs`, or `longer.windowMs` for the buckets
+   * whose names start with `longer.prefix` (a day's budget need not keep every hourly bucket a day).
+   */
+  async prune(maxWindowMs: number, longer?: { prefix: string; windowMs: number }): Promise<void> {
     const { rateEvents } = this.store.tables;
-    await this.store.db.delete(rateEvents).where(lt(rateEvents.at, this.now() - maxWindowMs));
+    const now = this.now();
+    if (!longer) return void (await this.store.db.delete(rateEvents).where(lt(rateEvents.at, now - maxWindowMs)));
+    const kept = sql`${rateEvents.bucket} LIKE ${`${longer.prefix}%`}`;
+    await this.store.db.delete(rateEvents).where(sql`${rateEvents.at} < ${now - maxWindowMs} AND NOT (${kept})`);
+    await this.store.db.delete(rateEvents).where(and(lt(rateEvents.at, now - longer.windowMs), kept));
   }
 
   /** How long until every rule of `bucket` admits one more event; 0 when they do now. */

@@ -35,7 +35,7 @@ export class StaffSignIn {
   private readonly codes: OtpEngine<typeof staffCodes>;
 
   constructor(private readonly d: StaffSignInDeps) {
-    this.codes = new OtpEngine(d.store.db, d.store.tables.staffCodes, d.pepper, STAFF_CODE_TTL_S, d.now);
+    this.codes = new OtpEngine(d.store.db, d.store.tables.staffCodes, d.pepper, STAFF_CODE_TTL_S, d.now, { limiter: d.limiter, kind: "staff" });
   }
 
   /**
@@ -44,6 +44,8 @@ export class StaffSignIn {
    */
   async requestCode(raw: string, ip: string): Promise<string> {
     const email = normalizeEmail(raw);
+    // Any address, staff or not, can use up its wrong codes (every address gets a code): the answer tells nothing.
+    await this.codes.refuseWhenGuessedOut(email);
     await this.d.limiter.hitBoth(
       { bucket: `staff-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
       { bucket: `staff-ip:${rateLimitSubject(ip)}`, rules: otpLimits.requestPerIp, what: "Too many sign-in requests from this IP address." },
