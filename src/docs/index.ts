@@ -25,12 +25,26 @@ export const OFFLINE_SCALAR = {
 } as const;
 
 /**
+ * The docs page's own policy. It shares the dashboard's origin, so a script that ever ran there
+ * could act as a signed-in staff member: only this server's scripts run, nothing is framed, and
+ * the built-in client talks to this server alone. Scalar sets styles at run time (style-src
+ * 'unsafe-inline'; no script needs it). Its configuration sits in a <script> element that holds
+ * only whitespace; allowed by that whitespace's hash, it runs nothing, and without it the browser
+ * reports a violation (the pinned plugin's template: test/e2e/docs.browser.test.ts sees a change).
+ */
+export const DOCS_PAGE_HEADERS: Record<string, string> = {
+  "content-security-policy":
+    "default-src 'self'; script-src 'self' 'sha256-TcUB1mzXiQO4GxpTRZ0EMpOXKMU3u+n/q1WrgVIcs1I='; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+};
+
+/**
  * OpenAPI document at /v1/docs/json and the Scalar UI at /v1/docs. The UI script is a pinned copy
  * served by this process (the plugin's default page would fetch it from a CDN).
  */
 export function docsRoutes(loadScalar: () => Promise<Blob>) {
   let script: Promise<Blob> | undefined;
-  return new Elysia({ name: "docs" })
+  const docs = new Elysia({ name: "docs" })
     // Registered before the plugin, so it applies to the plugin's document route.
     .onAfterHandle(({ path, response }) => (path === "/v1/docs/json" && response && typeof response === "object" && !(response instanceof Response) ? tidyOpenApi(response as Record<string, unknown>) : undefined))
     .use(
@@ -71,4 +85,9 @@ export function docsRoutes(loadScalar: () => Promise<Blob>) {
         headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" },
       });
     }, { detail: { hide: true } });
+  // The plugin serves the page as one static Response, which no hook sees: its headers are set on it, once.
+  const page = docs.routes.find((route) => route.method === "GET" && route.path === "/v1/docs")?.handler;
+  if (!(page instanceof Response)) throw new Error("@elysiajs/swagger no longer serves /v1/docs as a static Response: DOCS_PAGE_HEADERS must be set another way");
+  for (const [name, value] of Object.entries(DOCS_PAGE_HEADERS)) page.headers.set(name, value);
+  return docs;
 }

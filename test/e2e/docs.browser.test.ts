@@ -23,7 +23,15 @@ describe.skipIf(!hasChromium())("/v1/docs in chromium", () => {
     const page = await browser.newPage();
     const requested: string[] = [];
     page.on("request", (r) => requested.push(r.url()));
-    await page.goto(`${server.url}/v1/docs#tag/operations/GET/health`, { waitUntil: "networkidle" });
+    // The page's own CSP (it shares the dashboard's origin) must not break it: no refusal in the console.
+    const errors: string[] = [];
+    page.on("console", (m) => void (m.type() === "error" && !m.text().startsWith("Failed to load resource") && errors.push(m.text())));
+    // The browser asks for /favicon.ico on its own; nothing else may be missing.
+    page.on("response", (r) => void (r.status() >= 400 && new URL(r.url()).pathname !== "/favicon.ico" && errors.push(`${r.status()} ${r.url()}`)));
+    page.on("pageerror", (e) => errors.push(e.message));
+    const answer = await page.goto(`${server.url}/v1/docs#tag/operations/GET/health`, { waitUntil: "networkidle" });
+    expect(answer?.headers()["content-security-policy"]).toMatch(/(^|; )script-src 'self'( 'sha256-[A-Za-z0-9+/=]+')?;/);
+    expect(answer?.headers()["x-frame-options"]).toBe("DENY");
     // The page renders the operations after the network is idle; on a loaded machine that takes a while.
     await page.getByRole("button", { name: /Test Request/ }).first().waitFor({ timeout: 20_000 });
     const labels = (await page.locator("button:visible, a:visible").allInnerTexts()).map((t) => t.trim()).filter(Boolean);
@@ -37,6 +45,7 @@ describe.skipIf(!hasChromium())("/v1/docs in chromium", () => {
     await page.getByText("200 OK").first().waitFor({ timeout: 10_000 });
     expect(requested.filter((url) => new URL(url).origin !== server.url)).toEqual([]);
     expect(requested).toContain(`${server.url}/health`);
+    expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
 });
