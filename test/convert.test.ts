@@ -398,6 +398,19 @@ describe("422", () => {
   });
 });
 
+describe("a compressed body", () => {
+  test("Content-Encoding other than identity → 415 naming it; identity is read as usual", async () => {
+    const form = await convertForm(photo);
+    const gz = Bun.gzipSync(form.bytes);
+    const res = await postConvert(h, { body: gz, contentType: form.contentType, headers: { ...auth(), "content-encoding": "gzip" } });
+    expectCode(res, 415, "UNSUPPORTED_MEDIA_TYPE");
+    expect(res.body.message).toBe("The body is sent with Content-Encoding: gzip, which this server does not decode: send it uncompressed.");
+    expect((await postConvert(h, { body: form.bytes, contentType: form.contentType, headers: { ...auth(), "content-encoding": "identity" } })).status).toBe(200);
+    expectError(await h.request("POST", "/v1/plugin/auth/request-otp", { body: Bun.gzipSync(JSON.stringify({ email: "a@example.com" })), headers: { "content-type": "application/json", "content-encoding": "gzip" } }), 415, "UNSUPPORTED_MEDIA_TYPE");
+    expect(h.services.convert.gate.stats().admitted).toBe(0);
+  });
+});
+
 describe("408 / incomplete bodies", () => {
   test("a body shorter than its Content-Length → 400 INCOMPLETE_BODY", async () => {
     const b = await convertForm(photo);

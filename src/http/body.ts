@@ -18,6 +18,7 @@ export interface BodyLimits {
  * as soon as it passes the limit, and a client that sends too slowly gets 408.
  */
 export async function readBody(request: Request, limits: BodyLimits): Promise<Uint8Array> {
+  refuseEncoded(request);
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   if (declared > limits.maxBytes) throw limits.tooLarge();
   if (!request.body) return new Uint8Array(0);
@@ -57,6 +58,15 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Ui
     return exact;
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
+}
+
+// A compressed body would be read as the bytes it is on the wire (a multipart "without its
+// boundary", JSON "not valid"): said as what it is. Images are compressed already.
+function refuseEncoded(request: Request): void {
+  const coding = request.headers.get("content-encoding")?.trim().toLowerCase();
+  if (coding && coding !== "identity") {
+    throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `The body is sent with Content-Encoding: ${coding.slice(0, 40)}, which this server does not decode: send it uncompressed.`);
+  }
 }
 
 function slow(timeoutMs: number): AppError {
