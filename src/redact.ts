@@ -36,9 +36,13 @@ export function redactUrl(raw: string): string {
 // API and secret keys (API_KEY_PREFIX, SECRET_KEY_PREFIX in src/keys/service.ts) followed by their random part.
 const KEY_IN_PATH = /(imps?_)[A-Za-z0-9_-]{6,}/g;
 
-/** A URL path fit for a log line: a key a client put in the path (by mistake) is masked, as the query string is left out. */
+/**
+ * A URL path fit for a log line: a key a client put in the path (by mistake) is masked, as the
+ * query string is left out. The path is read percent-decoded (where it decodes), so `%69mps_…` or
+ * `imps%5F…` is masked too; the line shows the decoded path.
+ */
 export function redactPath(path: string): string {
-  return path.replace(KEY_IN_PATH, "$1******");
+  return safeDecode(path).replace(KEY_IN_PATH, "$1******");
 }
 
 /** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's or a server's message may have quoted it. */
