@@ -200,6 +200,22 @@ describe("keys revoke", () => {
   });
 });
 
+describe("secrets given as flags", () => {
+  test("are named in a warning (visible in ps and shell history), with the variable to use instead; other flags are not", async () => {
+    const key = "ab".repeat(32);
+    const r = await runCli(["migrate", "--master-key", key, "--smtp-url", "smtp://mailer:pw-in-url@mail.example.com:587", "--log-level", "warn"], env);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(
+      "imgpress: warning: --smtp-url, --master-key on the command line are visible to every user of this machine (ps) and kept in shell history; set IMGPRESS_SMTP_URL, IMGPRESS_MASTER_KEY in the environment (an env file) instead",
+    );
+    expect(r.stderr).not.toContain(key);
+    expect(r.stderr).not.toContain("pw-in-url");
+    const plain = await runCli(["migrate", "--smtp-url", "smtp://mail.example.com:587", "--master-key", key], env);
+    expect(plain.stderr).toContain("warning: --master-key on the command line is visible");
+    expect(plain.stderr).not.toContain("--smtp-url");
+  });
+});
+
 describe("migrate and configuration errors", () => {
   test("migrate prepares the database and exits 0; a data folder and database it creates are owner-only", async () => {
     const fresh = join(dir, "new", "data");

@@ -401,7 +401,7 @@ describe("422", () => {
 describe("a compressed body", () => {
   test("Content-Encoding other than identity → 415 naming it; identity is read as usual", async () => {
     const form = await convertForm(photo);
-    const gz = Bun.gzipSync(form.bytes);
+    const gz = Bun.gzipSync(form.bytes as Uint8Array<ArrayBuffer>);
     const res = await postConvert(h, { body: gz, contentType: form.contentType, headers: { ...auth(), "content-encoding": "gzip" } });
     expectCode(res, 415, "UNSUPPORTED_MEDIA_TYPE");
     expect(res.body.message).toBe("The body is sent with Content-Encoding: gzip, which this server does not decode: send it uncompressed.");

@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from "../config.ts";
 import { driverMessage, storageFaultAdvice, storageFaultCode } from "../db/faults.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
+import { secretFlags } from "../internal/settings.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
 import { helpText, migrateReport, readAuditCommand, readKeysCommand, readStaffCommand, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
 
@@ -16,6 +17,10 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     if (flags.help) return out(helpText()), 0;
     if (flags.version) return out(`imgpress ${version} (${runtime.name})`), 0;
     checkUsage(parsed);
+    const exposed = secretFlags(flags);
+    if (exposed.length > 0) {
+      err(`imgpress: warning: ${exposed.join(", ")} on the command line ${exposed.length === 1 ? "is" : "are"} visible to every user of this machine (ps) and kept in shell history; set ${exposed.map((f) => `IMGPRESS_${f.slice(2).toUpperCase().replaceAll("-", "_")}`).join(", ")} in the environment (an env file) instead`);
+    }
     const [command = "serve", ...rest] = words;
     if (command === "serve") return await serve(flags, runtime);
     // The one-off commands' modules load only when asked for: a server's start-up need not read them.

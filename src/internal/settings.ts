@@ -1,4 +1,4 @@
-import { settings, type Config } from "../config.ts";
+import { flagName, settings, type Config } from "../config.ts";
 import { redactUrl } from "../redact.ts";
 
 /** How a masked secret is shown: only that it is set. */
@@ -28,4 +28,18 @@ export function describeSettings(config: Config, reveal: boolean): SettingView[]
     if (typeof value === "string" && /^[a-z][a-z0-9+.-]*:\/\//i.test(value) && !value.startsWith("file:")) return { env: s.env, help: s.help, value: redactUrl(value) };
     return { env: s.env, help: s.help, value };
   });
+}
+
+/**
+ * The flags in `flags` that carry a secret (a secret setting, or a URL with a password): on the
+ * command line they are visible to every user of the machine (`ps`, /proc) and kept in shell
+ * history, unlike the same variable in the environment.
+ */
+export function secretFlags(flags: Record<string, string>): string[] {
+  return settings
+    .filter((s) => {
+      const value = flags[flagName(s.env)];
+      return value !== undefined && (SECRET_NAME.test(s.env) || (/^[a-z][a-z0-9+.-]*:\/\//i.test(value) && redactUrl(value) !== value));
+    })
+    .map((s) => `--${flagName(s.env)}`);
 }
