@@ -5,7 +5,7 @@ import { driverMessage } from "./db/faults.ts";
 import { localPath, openStore, type Store } from "./db/index.ts";
 import { inspectDatabaseFile } from "./db/inspect.ts";
 import { pendingMigrations } from "./db/migrate.ts";
-import { WRONG_CODE_BUCKETS, WRONG_CODES_PER_ADDRESS } from "./otp/service.ts";
+import { WRONG_CODE_BUCKETS, WRONG_CODE_WINDOW_MS } from "./otp/service.ts";
 import { scrub } from "./redact.ts";
 import { sqliteMigrations } from "./db/migrations.gen.ts";
 import { createLogger, type Logger } from "./log.ts";
@@ -115,7 +115,7 @@ function cannotOpen(config: Config, err: unknown, pending: readonly string[]): n
  */
 export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.otp.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(60 * 60 * 1000, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODES_PER_ADDRESS[0]!.windowMs }), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
+    Promise.all([services.otp.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(60 * 60 * 1000, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);

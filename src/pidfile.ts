@@ -1,6 +1,6 @@
 import { readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
-import { realFile } from "./files.ts";
 import { pid } from "node:process";
+import { realFile } from "./files.ts";
 
 /**
  * `<database file>.pid`: written by a serving process, removed when it stops. A second server on

@@ -31,15 +31,15 @@ export function describeSettings(config: Config, reveal: boolean): SettingView[]
 }
 
 /**
- * The flags in `flags` that carry a secret (a secret setting, or a URL with a password): on the
- * command line they are visible to every user of the machine (`ps`, /proc) and kept in shell
- * history, unlike the same variable in the environment.
+ * The flags in `flags` that carry a secret (a secret setting, or a URL with a password), each with
+ * its variable: on the command line they are visible to every user of the machine (`ps`, /proc)
+ * and kept in shell history, unlike the same variable in the environment.
  */
-export function secretFlags(flags: Record<string, string>): string[] {
+export function secretFlags(flags: Record<string, string>): { flag: string; env: string }[] {
   return settings
     .filter((s) => {
       const value = flags[flagName(s.env)];
       return value !== undefined && (SECRET_NAME.test(s.env) || (/^[a-z][a-z0-9+.-]*:\/\//i.test(value) && redactUrl(value) !== value));
     })
-    .map((s) => `--${flagName(s.env)}`);
+    .map((s) => ({ flag: `--${flagName(s.env)}`, env: s.env }));
 }

@@ -15,6 +15,9 @@ export const OTP_MAX_ATTEMPTS = 5;
  */
 export const WRONG_CODES_PER_ADDRESS: readonly RateRule[] = [{ limit: 100, windowMs: 24 * 60 * 60 * 1000 }];
 
+/** How long the limiter must keep wrong-code events (the budget's window). */
+export const WRONG_CODE_WINDOW_MS = WRONG_CODES_PER_ADDRESS[0]!.windowMs;
+
 const GUESSED_OUT = "Too many wrong codes were tried for this e-mail address in the last 24 hours: no code is checked for it, nor a new one sent, until some of them are a day old.";
 
 /** Where an engine counts wrong codes per address: the service's limiter, under `WRONG_CODE_BUCKETS` + its own `kind`. */
