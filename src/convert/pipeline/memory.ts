@@ -4,7 +4,7 @@ import type { OutputFormat, QualityMode } from "./presets.ts";
 /**
  * Peak memory per output pixel of each encoder, the decoded pixels the pipeline holds included
  * (bytes; the process's RSS growth over one conversion, the worst case found, rounded up). Lossy
- * WebP: 5.5–5.7 MiB per megapixel on smooth photos, 15–16 on noise-textured ones (libwebp's
+ * WebP: 5.5–5.7 MiB per megapixel on smooth photos, 15–18 on noise-textured ones (libwebp's
  * buffers grow with the output's entropy, which the client controls); lossy AVIF 20–27 with the
  * quality guard (28 on noise); lossless WebP 40 and lossless AVIF 60 on noise (2026-11-25). An alpha channel the
  * client filled with noise costs most: lossy WebP codes it losslessly (40 in all), lossy AVIF
@@ -12,11 +12,13 @@ import type { OutputFormat, QualityMode } from "./presets.ts";
  * full-size planes.
  */
 const BYTES_PER_OUTPUT_PIXEL: Record<OutputFormat, Record<QualityMode, { opaque: number; alpha: number }>> = {
-  webp: { lossy: { opaque: 16, alpha: 42 }, lossless: { opaque: 40, alpha: 46 } },
+  webp: { lossy: { opaque: 18, alpha: 42 }, lossless: { opaque: 40, alpha: 46 } },
   avif: { lossy: { opaque: 30, alpha: 54 }, lossless: { opaque: 62, alpha: 78 } },
 };
 /** The decoder's buffers while the image streams into the resize (JPEG shrinks on load; PNG rows stream). */
 const STREAMED_BYTES_PER_INPUT_PIXEL = 3;
+/** The same for a CMYK JPEG, whose conversion to sRGB holds more (measured up to 4.4 bytes per pixel beyond the encoder's share). */
+const STREAMED_CMYK_BYTES_PER_INPUT_PIXEL = 5;
 
 /**
  * What the header says of the input's cost besides its size: how many bytes per pixel the decoder
@@ -29,16 +31,20 @@ export interface InputCost {
 
 /**
  * The decoder's cost of an image from its header (sharp's metadata). A progressive JPEG keeps
- * every DCT coefficient (2 bytes per stored sample, chroma subsampled) and an interlaced PNG every
- * pixel at its bit depth before the first row reaches the resize, whatever max_width asks for:
- * measured 3.1 and 6.2 bytes per pixel for progressive 4:2:0 and 4:4:4, 3.5–9.6 for interlaced
- * 8-bit RGB to 16-bit RGBA, against 0.2–2.7 for the same images streamed (2026-11-25).
+ * every DCT coefficient (2 bytes per stored sample, chroma subsampled) before the first row
+ * reaches the resize, whatever max_width asks for; so does a PNG interlaced or turned by its EXIF
+ * orientation, every pixel at its bit depth. Measured (2026-11-25, two machines): 3.1 and 6.2
+ * bytes per pixel for progressive 4:2:0 and 4:4:4 at a small max_width, up to 3.3 more at full
+ * size; 3.5–9.6 for interlaced 8-bit RGB to 16-bit RGBA; against 0.2–2.7 for the same streamed.
  */
-export function inputCost(header: { isProgressive?: boolean; format?: string; channels?: number; depth?: string; chromaSubsampling?: string; hasAlpha?: boolean }): InputCost {
+export function inputCost(header: { isProgressive?: boolean; format?: string; channels?: number; depth?: string; chromaSubsampling?: string; hasAlpha?: boolean; orientation?: number }): InputCost {
   const alpha = header.hasAlpha === true;
   const channels = header.channels ?? 4;
-  if (!header.isProgressive) return { bytesPerPixel: STREAMED_BYTES_PER_INPUT_PIXEL, alpha };
-  if (header.format === "jpeg") return { bytesPerPixel: 2 * storedSamples(header.chromaSubsampling, channels) + 2, alpha };
+  if (header.format === "jpeg") {
+    if (header.isProgressive) return { bytesPerPixel: 2 * storedSamples(header.chromaSubsampling, channels) + 4, alpha };
+    return { bytesPerPixel: channels >= 4 ? STREAMED_CMYK_BYTES_PER_INPUT_PIXEL : STREAMED_BYTES_PER_INPUT_PIXEL, alpha };
+  }
+  if (!header.isProgressive && (header.orientation ?? 1) < 5) return { bytesPerPixel: STREAMED_BYTES_PER_INPUT_PIXEL, alpha };
   const bytesPerSample = header.depth === "ushort" ? 2 : 1;
   return { bytesPerPixel: channels * bytesPerSample + 2, alpha };
 }
