@@ -448,25 +448,26 @@ describe("the gate's shares: per key, and per client address", () => {
     return { body, end: () => (ended ? undefined : ((ended = true), control.close())) };
   };
 
-  test("a signed request counts against its key per address: whoever has seen only the api_key cannot lock its owner out", async () => {
+  test("one key holds at most its share from any number of addresses, signed requests included (admitted before their signature is checked); other keys still convert", async () => {
     const shared = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "5", IMGPRESS_KEY_MAX_ADMITTED: "3", IMGPRESS_UPLOAD_TIMEOUT_S: "30" }, smtp: h.smtp });
     const uploads: ReturnType<typeof stalled>[] = [];
     try {
       const k = await shared.issueKey("owner@example.com");
-      // The eavesdropper signs with a made-up secret: refused, but only once its body has arrived.
+      const other = await shared.issueKey("other@example.com");
+      // Someone who saw a signed request's api_key signs with a made-up secret: refused, but only once its body has arrived.
       const forged = (ip: string) => {
         const upload = stalled();
         uploads.push(upload);
         const headers = { "x-api-key": k.api_key, "x-timestamp": String(Math.floor(shared.clock.now() / 1000)), "x-signature": "0".repeat(64) };
         return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers, ip });
       };
-      const held = [forged("203.0.113.9"), forged("203.0.113.9"), forged("203.0.113.9")];
+      const held = [forged("203.0.113.9"), forged("203.0.113.10"), forged("203.0.113.11")];
       await until(() => shared.services.convert.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
-      const fourth = await forged("203.0.113.9");
+      const fourth = await forged("203.0.113.12");
       expectCode(fourth, 429, "TOO_MANY_IN_PROGRESS");
       expect(fourth.body.message).toStartWith("This key already has 3 conversions in progress");
-      // Its owner, elsewhere, converts as if nothing were happening.
-      expect((await postSigned(shared, k, await convertForm(photo), {}, "198.51.100.7")).status).toBe(200);
+      // Its places are the key's share, not the server: another key converts.
+      expect((await postSigned(shared, other, await convertForm(photo), {}, "198.51.100.7")).status).toBe(200);
       for (const upload of uploads) upload.end();
       for (const res of await Promise.all(held)) expect(res.status).toBe(401);
       expect(shared.services.convert.gate.stats()).toMatchObject({ admitted: 0 });
@@ -502,9 +503,8 @@ describe("the gate's shares: per key, and per client address", () => {
     }
   });
 
-  test("requesterOf: a bearer request is its key's, a signed one its key's at that address; both are the address's", () => {
-    expect(requesterOf("key_1", "bearer", "203.0.113.9").owners).toEqual(["key:key_1", "address:203.0.113.9"]);
-    expect(requesterOf("key_1", "signed", "2001:db8:0:1::/64").owners).toEqual(["key:key_1@2001:db8:0:1::/64", "address:2001:db8:0:1::/64"]);
+  test("requesterOf: a request is its key's and its address's", () => {
+    expect(requesterOf("key_1", "2001:db8:0:1::/64").owners).toEqual(["key:key_1", "address:2001:db8:0:1::/64"]);
   });
 });
 

@@ -18,7 +18,7 @@ export function convertRoutes(convert: ConvertService, authenticator: RequestAut
   return new Elysia({ name: "convert", prefix: "/plugin" }).use(apiAuth(authenticator)).post(
     "/convert",
     async ({ request, credential }) => {
-      const requester = requesterOf(credential.key.id, credential.scheme, rateLimitSubject(clientIp(request)));
+      const requester = requesterOf(credential.key.id, rateLimitSubject(clientIp(request)));
       const result = await convert.handle(requester, async () => {
         const body = await readBody(request, bodyLimits);
         await credential.verifyBody(body);

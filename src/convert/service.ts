@@ -37,13 +37,14 @@ export interface Requester {
 
 /**
  * The owners a request is admitted as, each holding at most the per-key share of the gate's
- * places: its client address (`clientGroup`: one IPv4 address or IPv6 /64), so one client with
- * many keys cannot take every place, and its key. A signed request is admitted before its
- * signature can be checked (that needs the body): its key is counted per address, so someone who
- * has seen only the api_key (a logged request) cannot take the key's share from its owner.
+ * places: its key, and its client address (`clientGroup`: one IPv4 address or IPv6 /64), so one
+ * client with many keys cannot take every place either. A signed request is admitted before its
+ * signature can be checked (that needs the body), under its key like any other: counted per key
+ * and address instead, one key could take every place from two addresses, so someone who has
+ * seen only a signed request's api_key can hold that key's share (docs/api.md, limits).
  */
-export function requesterOf(keyId: string, scheme: "bearer" | "signed", clientGroup: string): Requester {
-  return { keyId, owners: [scheme === "signed" ? `key:${keyId}@${clientGroup}` : `key:${keyId}`, `${ADDRESS_OWNER}${clientGroup}`] };
+export function requesterOf(keyId: string, clientGroup: string): Requester {
+  return { keyId, owners: [`key:${keyId}`, `${ADDRESS_OWNER}${clientGroup}`] };
 }
 
 /**
