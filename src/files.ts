@@ -1,6 +1,6 @@
 import { link, mkdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
-import { realpathSync, type Stats } from "node:fs";
-import { dirname } from "node:path";
+import { lstatSync, readlinkSync, realpathSync, type Stats } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 
 /**
  * Returns the file's text, creating it with `make()` when missing. The content is written under a
@@ -50,10 +50,23 @@ export async function createOwnerOnly(path: string): Promise<void> {
   await writeFile(path, "", { mode: 0o600, flag: "wx" }).catch(() => {});
 }
 
-/** The file `path` names with every symbolic link resolved, or `path` itself when it does not exist (yet). */
-export function realFile(path: string): string {
+/**
+ * The file `path` names with every symbolic link resolved, also when it does not exist yet (a
+ * link to a database a first start will create: its record must sit where restore looks later).
+ */
+export function realFile(path: string, depth = 0): string {
   try {
     return realpathSync(path);
+  } catch {
+    // Not there (yet): follow the link by hand, or resolve the folder and keep the name.
+  }
+  try {
+    if (depth < 16 && lstatSync(path).isSymbolicLink()) return realFile(resolve(dirname(path), readlinkSync(path)), depth + 1);
+  } catch {
+    // No link either.
+  }
+  try {
+    return join(realpathSync(dirname(path)), basename(path));
   } catch {
     return path;
   }

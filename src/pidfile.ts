@@ -39,8 +39,9 @@ export function claimPidFile(databasePath: string): () => void {
       rmSync(path, { force: true });
     }
   }
+  // The record written above, by the name it was written under (the database file may have come into being since).
   return () => {
-    if (serverPid(databasePath) === pid) unlinkSync(path);
+    if (recordedPid(path) === pid) unlinkSync(path);
   };
 }
 
@@ -81,8 +82,12 @@ export function serverInUse(databasePath: string): string | null {
 }
 
 function serverPid(databasePath: string): number | null {
+  return recordedPid(pidFilePath(databasePath));
+}
+
+function recordedPid(record: string): number | null {
   try {
-    const value = Number(readFileSync(pidFilePath(databasePath), "utf8").trim());
+    const value = Number(readFileSync(record, "utf8").trim());
     return Number.isInteger(value) && value > 0 ? value : null;
   } catch {
     return null;

@@ -115,6 +115,27 @@ describe("restore", () => {
     expect(await staffIn(join(live, "imgpress.db"))).toEqual(["other@example.com"]);
   });
 
+  test("a server started on a symbolic link to a database that did not exist yet: restore sees it by either name, and its record goes when it stops", async () => {
+    const target = join(dir, "link-target", "imgpress.db");
+    await mkdir(join(dir, "link-target"), { recursive: true });
+    const linkFolder = join(dir, "first-start-link");
+    await mkdir(linkFolder, { recursive: true });
+    const link = join(linkFolder, "db.db");
+    symlinkSync(target, link);
+    const server = await startServer({ env: { IMGPRESS_DATABASE_URL: `file:${link}` } });
+    try {
+      expect(existsSync(`${target}.pid`)).toBe(true);
+      const backup = await backupOf(await installation("other@example.com"));
+      for (const url of [`file:${link}`, `file:${target}`]) {
+        const r = await runCli(["restore", backup], { IMGPRESS_DATA_DIR: server.dataDir, IMGPRESS_DATABASE_URL: url });
+        expect({ url, code: r.code, stderr: r.stderr }).toEqual({ url, code: 1, stderr: expect.stringContaining(`is using ${target}`) });
+      }
+    } finally {
+      await server.stop();
+    }
+    expect(existsSync(`${target}.pid`)).toBe(false);
+  });
+
   test("without a FILE: a usage error (exit 2), like every other command line imgpress cannot read", async () => {
     const r = await runCli(["restore"], { IMGPRESS_DATA_DIR: join(dir, "never-made") });
     expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({ code: 2, stderr: "imgpress: restore needs the backup to restore: imgpress restore FILE; see imgpress --help" });
