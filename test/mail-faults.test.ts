@@ -108,6 +108,12 @@ describe("smtp:// to another machine requires STARTTLS before the login", () => 
     expect(requiresStartTls("smtp://u:p@127.0.0.1:25")).toBe(false);
     expect(requiresStartTls("smtp://localhost:25")).toBe(false);
     expect(requiresStartTls("smtp://[::1]:25")).toBe(false);
+    // A URL of the smtp: scheme keeps its host as written: every spelling of loopback counts.
+    for (const host of ["LOCALHOST", "localhost.", "127.1", "127.0.0.2", "[::ffff:127.0.0.1]", "[0:0:0:0:0:0:0:1]"]) expect({ host, required: requiresStartTls(`smtp://${host}:25`) }).toEqual({ host, required: false });
+    for (const host of ["128.0.0.1", "localhost.example.com", "[::2]", "[::ffff:10.0.0.1]"]) expect({ host, required: requiresStartTls(`smtp://${host}:25`) }).toEqual({ host, required: true });
+    // Only requireTLS=false opts out (nodemailer would read any falsy spelling as one).
+    for (const value of ["0", "", "no", "off"]) expect({ value, required: requiresStartTls(`smtp://u:p@192.168.1.5:25?requireTLS=${value}`) }).toEqual({ value, required: true });
+    expect(requiresStartTls("smtp://u:p@192.168.1.5:25?requireTLS=FALSE")).toBe(false);
     expect(requiresStartTls("smtps://u:p@mail.example.com:465")).toBe(false);
     expect(requiresStartTls("smtp://u:p@192.168.1.5:25?requireTLS=false")).toBe(false);
     expect(clearTextMailWarning("smtp://u:p@192.168.1.5:25?requireTLS=false")).toContain("cross the network in clear");
@@ -124,6 +130,13 @@ describe("smtp:// to another machine requires STARTTLS before the login", () => 
     const failure = h.logs.map((l) => JSON.parse(l)).find((l) => l.msg === "otp mail delivery failed");
     expect(failure?.error).toContain("imgpress sends the password and the codes only after STARTTLS, which this server did not complete");
     expect(h.logs.join("\n")).not.toContain(SMTP_PASSWORD);
+  });
+
+  test.skipIf(!lanAddress)("?requireTLS=0 does not opt out (nodemailer alone would read it so): the login is still not sent", async () => {
+    smtp = await badSmtp("echo-login", lanAddress);
+    h = await createHarness({ env: { IMGPRESS_SMTP_URL: `${smtp.url}?requireTLS=0` } });
+    expectError(await h.requestOtp({ email: "owner@example.com" }), 502, "MAIL_DELIVERY_FAILED");
+    expect(smtp.lines.some((l) => /^AUTH/i.test(l))).toBe(false);
   });
 
   test.skipIf(!lanAddress)("with ?requireTLS=false the operator's choice holds: the login is sent", async () => {

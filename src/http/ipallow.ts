@@ -36,10 +36,17 @@ export class IpAllowlist {
   }
 }
 
-/** Whether a URL's host names this machine by its loopback (`localhost`, 127.0.0.0/8, `::1`, with or without brackets). */
+/**
+ * Whether a URL's host names this machine by its loopback: `localhost`, 127.0.0.0/8 (also written
+ * short, `127.1`), `::1` or its IPv4-mapped form, in any case, with or without brackets or a final
+ * dot. A URL of a scheme the URL standard does not know (`smtp:`) keeps its host as written.
+ */
 export function isLoopbackHost(hostname: string): boolean {
-  const bare = hostname.replace(/^\[|\]$/g, "");
-  return bare === "localhost" || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare);
+  const bare = hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
+  if (bare === "localhost" || /^127(\.\d+){0,3}$/.test(bare)) return true;
+  // An IPv4-mapped address comes back as its 4 IPv4 bytes.
+  const bytes = addressBytes(bare);
+  return bytes !== null && (bytes.length === 4 ? bytes[0] === 127 : bytes.every((b, i) => b === (i === 15 ? 1 : 0)));
 }
 
 /**

@@ -28,10 +28,11 @@ export function smtpMailer(url: string, from: string): Mailer {
   const tlsRequired = requiresStartTls(url);
   const loadTransport = async () =>
     (await import("nodemailer")).default.createTransport({
-      url,
+      // Without its requireTLS parameter: nodemailer reads any falsy spelling (`=0`, `=`) as an
+      // opt-out and lets the URL win over the options; here only `requireTLS=false` opts out.
+      url: withoutParameter(url, "requireTLS"),
       // The password and the codes never go in clear: nodemailer would carry on without TLS when
-      // the server offers no STARTTLS (or a man in the middle strips it). `?requireTLS=false` in the
-      // URL (which wins over these options) opts out, on a network the operator trusts.
+      // the server offers no STARTTLS (or a man in the middle strips it).
       requireTLS: tlsRequired,
       // A hung SMTP server must not hold a request for minutes.
       connectionTimeout: 10_000,
@@ -63,7 +64,15 @@ const NO_STARTTLS =
 export function requiresStartTls(url: string): boolean {
   const parsed = URL.parse(url);
   if (!parsed || parsed.protocol !== "smtp:" || isLoopbackHost(parsed.hostname)) return false;
-  return parsed.searchParams.get("requireTLS") !== "false";
+  return parsed.searchParams.get("requireTLS")?.toLowerCase() !== "false";
+}
+
+// `url` without query parameter `name` (every occurrence); unchanged when it has none.
+function withoutParameter(url: string, name: string): string {
+  const parsed = URL.parse(url);
+  if (!parsed?.searchParams.has(name)) return url;
+  parsed.searchParams.delete(name);
+  return parsed.href;
 }
 
 /** What the server logs at start when it uses logMailer (the CLI's commands send no mail, so they do not say it). */
@@ -100,6 +109,6 @@ export function observedMailer(inner: Mailer, observe: (outcome: "sent" | "faile
 /** The start-up warning for an `smtp://` URL that opted out of STARTTLS to another machine, or null. */
 export function clearTextMailWarning(url: string): string | null {
   const parsed = URL.parse(url);
-  if (!parsed || parsed.protocol !== "smtp:" || isLoopbackHost(parsed.hostname) || requiresStartTls(url)) return null;
+  if (parsed?.protocol !== "smtp:" || isLoopbackHost(parsed.hostname) || requiresStartTls(url)) return null;
   return "IMGPRESS_SMTP_URL has requireTLS=false: if the mail server offers no STARTTLS, the SMTP password and the one-time codes cross the network in clear";
 }
