@@ -350,6 +350,14 @@ describe("allowlist: probing it", () => {
     // Another client is not affected.
     expect((await h.requestOtp({ email: "boss@corp.example" }, { ip: "198.51.100.60" })).status).toBe(200);
   });
+
+  test("verify-otp answers an address off the list without a code as a wrong code for a listed one: it tells nothing of the list", async () => {
+    await reharness({ IMGPRESS_ALLOWED_EMAILS: "boss@corp.example" });
+    const listed = await h.verifyOtp({ email: "boss@corp.example", otp: "123456" });
+    const unlisted = await h.verifyOtp({ email: "guess@corp.example", otp: "123456" });
+    expectError(listed, 401, "INVALID_OTP");
+    expect({ status: unlisted.status, body: unlisted.body }).toEqual({ status: listed.status, body: listed.body });
+  });
 });
 
 describe("allowlist: an address taken off it after its code was sent", () => {

@@ -90,9 +90,11 @@ export class OtpService {
     await this.d.limiter.hit(`verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many verification attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const siteUrlGiven = input.siteUrl === undefined ? undefined : normalizeSiteUrl(input.siteUrl);
-    // Checked again here: an address the operator took off the list since its code was sent gets no key.
-    if (!isAllowed(email, this.d.allowedEmails)) throw notAllowed();
     const invalid = new AppError(401, "INVALID_OTP", "The code is wrong, expired or already used: check it, or request a new one.");
+    // Checked again here: an address the operator took off the list since its code was sent gets no
+    // key. Said so only to an address that has a code (it was on the list then); any other answers
+    // as a wrong code does, or verify-otp would test addresses against the list 30 times in 5 minutes.
+    if (!isAllowed(email, this.d.allowedEmails)) throw (await this.codes.hasPending(email)) ? notAllowed() : invalid;
     const result = await this.codes.consume(email, input.otp);
     if (!result.ok && result.burnt) {
       throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Request a new one.");

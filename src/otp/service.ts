@@ -75,6 +75,16 @@ export class OtpEngine<T extends CodeTable> {
     await this.db.delete(this.t).where(and(eq(this.t.email, email), eq(this.t.codeHash, codeHash)));
   }
 
+  /** Whether `email` has a code that can still be guessed (not expired, not burnt). */
+  async hasPending(email: string): Promise<boolean> {
+    const [row] = await this.db
+      .select({ email: this.t.email })
+      .from(this.t)
+      .where(and(eq(this.t.email, email), gt(this.t.expiresAt, this.now()), lt(this.t.attempts, OTP_MAX_ATTEMPTS)))
+      .limit(1);
+    return row !== undefined;
+  }
+
   /**
    * Makes the code `create` returned unusable but keeps its row (unless a newer one replaced it):
    * guesses still spend its attempts and burn it, as they do for a code that was mailed.
