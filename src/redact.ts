@@ -38,11 +38,18 @@ const KEY_IN_PATH = /(imps?_)[A-Za-z0-9_-]{6,}/g;
 
 /**
  * A URL path fit for a log line: a key a client put in the path (by mistake) is masked, as the
- * query string is left out. The path is read percent-decoded (where it decodes), so `%69mps_…` or
- * `imps%5F…` is masked too; the line shows the decoded path.
+ * query string is left out. Its ASCII escapes are decoded first (up to three times, as the
+ * /internal/ guard reads paths), each on its own, so `%69mps_…`, `imps%5F…` or `%2569mps_…` is
+ * masked too whatever else the path holds; the line shows the path so decoded.
  */
 export function redactPath(path: string): string {
-  return safeDecode(path).replace(KEY_IN_PATH, "$1******");
+  let shown = path;
+  for (let round = 0; round < 3; round++) {
+    const decoded = shown.replace(/%([0-7][0-9a-f])/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    if (decoded === shown) break;
+    shown = decoded;
+  }
+  return shown.replace(KEY_IN_PATH, "$1******");
 }
 
 /** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's or a server's message may have quoted it. */
