@@ -15,6 +15,14 @@ export function credentialsPastAuthority(raw: string): boolean {
   return end >= 0 && !rest.slice(0, end).includes("@") && rest.slice(end).includes("@");
 }
 
+/** Whether the URL `raw` carries a credential: a password that is not empty, or a credential-like query parameter. */
+export function hasCredentials(raw: string): boolean {
+  if (credentialsPastAuthority(raw)) return true;
+  const url = URL.parse(raw);
+  if (!url) return /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]+@/i.test(raw);
+  return url.password !== "" || [...url.searchParams.keys()].some((name) => SECRET_PARAM.test(name));
+}
+
 /**
  * A URL without its password and credential-bearing query parameters. An address URL that cannot
  * parse, or whose password spills past its authority, keeps nothing between `://` and its last `@`.

@@ -206,13 +206,17 @@ describe("secrets given as flags", () => {
     const r = await runCli(["migrate", "--master-key", key, "--smtp-url", "smtp://mailer:pw-in-url@mail.example.com:587", "--log-level", "warn"], env);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(
-      "imgpress: warning: --smtp-url, --master-key on the command line are visible to every user of this machine (ps) and kept in shell history; set IMGPRESS_SMTP_URL, IMGPRESS_MASTER_KEY in the environment (an env file) instead",
+      "imgpress: warning: --smtp-url, --master-key on the command line are visible to every user of this machine (ps) and kept in shell history; use IMGPRESS_SMTP_URL in the environment (an env file); IMGPRESS_MASTER_KEY in the environment (an env file) instead",
     );
     expect(r.stderr).not.toContain(key);
     expect(r.stderr).not.toContain("pw-in-url");
-    const plain = await runCli(["migrate", "--smtp-url", "smtp://mail.example.com:587", "--master-key", key], env);
+    // A URL with an empty password or none carries no secret.
+    const plain = await runCli(["migrate", "--smtp-url", "smtp://mailer:@mail.example.com:587", "--master-key", key], env);
     expect(plain.stderr).toContain("warning: --master-key on the command line is visible");
     expect(plain.stderr).not.toContain("--smtp-url");
+    // migrate-data's URLs are flags of their own; the warning comes before its usage check.
+    const copy = await runCli(["migrate-data", "--from", `file:${join(dir, "imgpress.db")}`, "--to", "postgres://app:pw-in-url@127.0.0.1:1/imgpress"], env);
+    expect(copy.stderr).toContain("imgpress: warning: --to on the command line is visible to every user of this machine (ps) and kept in shell history; use the URL of --to without its password, and PGPASSWORD in the environment instead");
   });
 });
 

@@ -19,8 +19,8 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     checkUsage(parsed);
     const exposed = secretFlags(flags);
     if (exposed.length > 0) {
-      const [flagList, envList] = [exposed.map((e) => e.flag).join(", "), exposed.map((e) => e.env).join(", ")];
-      err(`imgpress: warning: ${flagList} on the command line ${exposed.length === 1 ? "is" : "are"} visible to every user of this machine (ps) and kept in shell history; set ${envList} in the environment (an env file) instead`);
+      const flagList = exposed.map((e) => e.flag).join(", ");
+      err(`imgpress: warning: ${flagList} on the command line ${exposed.length === 1 ? "is" : "are"} visible to every user of this machine (ps) and kept in shell history; use ${exposed.map((e) => e.instead).join("; ")} instead`);
     }
     const [command = "serve", ...rest] = words;
     if (command === "serve") return await serve(flags, runtime);

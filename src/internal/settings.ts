@@ -1,5 +1,5 @@
 import { flagName, settings, type Config } from "../config.ts";
-import { redactUrl } from "../redact.ts";
+import { hasCredentials, redactUrl } from "../redact.ts";
 
 /** How a masked secret is shown: only that it is set. */
 const SET = "(set)";
@@ -31,15 +31,20 @@ export function describeSettings(config: Config, reveal: boolean): SettingView[]
 }
 
 /**
- * The flags in `flags` that carry a secret (a secret setting, or a URL with a password), each with
- * its variable: on the command line they are visible to every user of the machine (`ps`, /proc)
- * and kept in shell history, unlike the same variable in the environment.
+ * The flags in `flags` that carry a secret (a secret setting, or a URL with a password or token,
+ * migrate-data's `--from` and `--to` included), each with what to use instead: on the command line
+ * they are visible to every user of the machine (`ps`, /proc) and kept in shell history.
  */
-export function secretFlags(flags: Record<string, string>): { flag: string; env: string }[] {
-  return settings
+export function secretFlags(flags: Record<string, string>): { flag: string; instead: string }[] {
+  const found = settings
     .filter((s) => {
       const value = flags[flagName(s.env)];
-      return value !== undefined && (SECRET_NAME.test(s.env) || (/^[a-z][a-z0-9+.-]*:\/\//i.test(value) && redactUrl(value) !== value));
+      return value !== undefined && (SECRET_NAME.test(s.env) || (/^[a-z][a-z0-9+.-]*:\/\//i.test(value) && hasCredentials(value)));
     })
-    .map((s) => ({ flag: `--${flagName(s.env)}`, env: s.env }));
+    .map((s) => ({ flag: `--${flagName(s.env)}`, instead: `${s.env} in the environment (an env file)` }));
+  for (const name of ["from", "to"]) {
+    const value = flags[name];
+    if (value !== undefined && hasCredentials(value)) found.push({ flag: `--${name}`, instead: `the URL of --${name} without its password, and PGPASSWORD in the environment` });
+  }
+  return found;
 }
