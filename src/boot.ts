@@ -61,9 +61,11 @@ export async function boot(options: {
     // Exit 1 like restore's refusal, not the 2 of a command line imgpress cannot read.
     if (server) throw new Error(`this imgpress would migrate the database (${pending.join(", ")}) under a running server: ${server}, then start this version, which migrates at start`);
   }
-  // Its master key is in it in clear, and `imgpress backup` of it would fail: restore puts that right.
-  if (path && facts?.isBackup) {
-    throw new Error(`${path} is a file written by imgpress backup, put in place without imgpress restore (it still holds the master key in clear): stop imgpress, then run imgpress restore ${path}, which checks it, moves the key into ${masterKeyPath(config)} and keeps a copy of the file aside`);
+  // Its master key may be in it in clear: restore puts that right.
+  if (path && facts?.backup) {
+    const why = facts.backup.withKey ? "it still holds the master key in clear" : "a --without-key backup, so the master key it was made with must be in place too";
+    const does = facts.backup.withKey ? `moves the key into ${masterKeyPath(config)}` : "takes the backup's table out";
+    throw new Error(`${path} is a file written by imgpress backup, put in place without imgpress restore (${why}): stop imgpress, then run imgpress restore ${path}, which checks it, ${does} and keeps a copy of the file aside`);
   }
   await requireDatabaseKey(config, facts);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));

@@ -168,6 +168,22 @@ describe("a backup file copied over imgpress.db instead of restored", () => {
   });
 });
 
+describe("a --without-key backup copied over imgpress.db", () => {
+  test("is refused as a backup, without claiming it holds the key; restore of it keeps the folder's key", async () => {
+    const folder = await installation("nokey@example.com");
+    const file = join(dir, `nokey-${++folders}.db`);
+    expect((await runCli(["backup", file, "--without-key"], { IMGPRESS_DATA_DIR: folder })).code).toBe(0);
+    for (const ext of ["", "-wal", "-shm"]) await rm(join(folder, `imgpress.db${ext}`), { force: true });
+    await copyFile(file, join(folder, "imgpress.db"));
+    const r = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: folder });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("put in place without imgpress restore (a --without-key backup, so the master key it was made with must be in place too)");
+    expect(r.stderr).not.toContain("in clear");
+    expect((await runCli(["restore", join(folder, "imgpress.db")], { IMGPRESS_DATA_DIR: folder })).code).toBe(0);
+    expect((await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: folder })).code).toBe(0);
+  });
+});
+
 describe("commands in the wrong folder (or with IMGPRESS_DATA_DIR mistyped)", () => {
   test("those that read or change what a database holds refuse, and create nothing", async () => {
     const nowhere = join(dir, "typo-data");

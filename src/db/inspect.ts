@@ -12,8 +12,8 @@ export interface DatabaseFacts {
   keyCheck: string | null;
   /** Its newest sealed secret key, which only the right master key opens; null when it holds no key pair. */
   newestSealed: { id: string; sealed: string } | null;
-  /** It holds `imgpress backup`'s table (the master key in clear): a backup file put in place by hand instead of restored. */
-  isBackup: boolean;
+  /** It holds `imgpress backup`'s table: a backup file put in place by hand instead of restored; `withKey` when it carries the master key (in clear). */
+  backup: { withKey: boolean } | null;
 }
 
 /**
@@ -37,11 +37,11 @@ export async function factsOf(client: Client): Promise<DatabaseFacts> {
   const migration = await first("SELECT max(created_at) FROM __drizzle_migrations");
   const check = await first("SELECT value FROM database_facts WHERE name = 'master_key_check'");
   const sealed = await first("SELECT id, secret_sealed FROM api_keys ORDER BY created_at DESC LIMIT 1");
-  const backup = await first("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'imgpress_backup'");
+  const backup = await first("SELECT count(master_key) FROM imgpress_backup");
   return {
     newestMigration: migration?.[0] === undefined || migration[0] === null ? null : Number(migration[0]),
     keyCheck: check?.[0] === undefined || check[0] === null ? null : String(check[0]),
     newestSealed: sealed ? { id: String(sealed[0]), sealed: String(sealed[1]) } : null,
-    isBackup: backup !== undefined && backup !== null,
+    backup: backup ? { withKey: Number(backup[0]) > 0 } : null,
   };
 }
