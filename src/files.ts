@@ -61,14 +61,20 @@ export function realFile(path: string, depth = 0): string {
     // Not there (yet): follow the link by hand, or resolve the folder and keep the name.
   }
   try {
-    if (depth < 16 && lstatSync(path).isSymbolicLink()) return realFile(resolve(dirname(path), readlinkSync(path)), depth + 1);
+    // A relative target is read from where the link really is (its folder may itself be a link).
+    if (depth < 16 && lstatSync(path).isSymbolicLink()) return realFile(resolve(realFolder(path), readlinkSync(path)), depth + 1);
   } catch {
     // No link either.
   }
+  return join(realFolder(path), basename(path));
+}
+
+// The folder of `path` with its links resolved, or as written where it does not exist.
+function realFolder(path: string): string {
   try {
-    return join(realpathSync(dirname(path)), basename(path));
+    return realpathSync(dirname(path));
   } catch {
-    return path;
+    return dirname(path);
   }
 }
 

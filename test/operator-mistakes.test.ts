@@ -136,6 +136,28 @@ describe("restore", () => {
     expect(existsSync(`${target}.pid`)).toBe(false);
   });
 
+  test("a relative link inside a linked data folder is read from where the link really is", async () => {
+    // layout/data → layout/deep/real, and in it imgpress.db → ../db/imgpress.db (not there yet).
+    const layout = join(dir, "layout");
+    await mkdir(join(layout, "deep", "real"), { recursive: true });
+    await mkdir(join(layout, "deep", "db"), { recursive: true });
+    await mkdir(join(layout, "db"), { recursive: true }); // where reading the link from layout/data would wrongly lead
+    symlinkSync(join(layout, "deep", "real"), join(layout, "data"));
+    symlinkSync("../db/imgpress.db", join(layout, "deep", "real", "imgpress.db"));
+    const target = join(layout, "deep", "db", "imgpress.db");
+    const server = await startServer({ dataDir: join(layout, "data") });
+    try {
+      expect(existsSync(`${target}.pid`)).toBe(true);
+      expect(readdirSync(join(layout, "db"))).toEqual([]);
+      const backup = await backupOf(await installation("other@example.com"));
+      const r = await runCli(["restore", backup], { IMGPRESS_DATA_DIR: join(layout, "data") });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: expect.stringContaining(`is using ${target}`) });
+    } finally {
+      await server.stop({ keepData: true });
+    }
+    expect(existsSync(`${target}.pid`)).toBe(false);
+  });
+
   test("without a FILE: a usage error (exit 2), like every other command line imgpress cannot read", async () => {
     const r = await runCli(["restore"], { IMGPRESS_DATA_DIR: join(dir, "never-made") });
     expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({ code: 2, stderr: "imgpress: restore needs the backup to restore: imgpress restore FILE; see imgpress --help" });
