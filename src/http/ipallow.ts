@@ -36,14 +36,20 @@ export class IpAllowlist {
   }
 }
 
-/**
- * Whether a URL's host names this machine by its loopback: `localhost`, 127.0.0.0/8 (also written
- * short, `127.1`), `::1` or its IPv4-mapped form, in any case, with or without brackets or a final
- * dot. A URL of a scheme the URL standard does not know (`smtp:`) keeps its host as written.
- */
+/** Whether a URL's host names this machine by its loopback: `localhost`, or a loopback address (`isLoopbackAddress`). */
 export function isLoopbackHost(hostname: string): boolean {
+  return hostname.replace(/\.$/, "").toLowerCase() === "localhost" || isLoopbackAddress(hostname);
+}
+
+/**
+ * Whether a URL's host is a loopback address as written: 127.0.0.0/8 (also short, `127.1`), `::1`
+ * or an IPv4-mapped one, with or without brackets or a final dot (a URL of a scheme the URL
+ * standard does not know, `smtp:`, keeps its host as written). No name counts: a client may ask
+ * DNS for `localhost` before the hosts file (nodemailer does).
+ */
+export function isLoopbackAddress(hostname: string): boolean {
   const bare = hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
-  if (bare === "localhost" || /^127(\.\d+){0,3}$/.test(bare)) return true;
+  if (/^127(\.\d+){0,3}$/.test(bare)) return true;
   // An IPv4-mapped address comes back as its 4 IPv4 bytes.
   const bytes = addressBytes(bare);
   return bytes !== null && (bytes.length === 4 ? bytes[0] === 127 : bytes.every((b, i) => b === (i === 15 ? 1 : 0)));

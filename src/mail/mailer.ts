@@ -1,4 +1,4 @@
-import { isLoopbackHost } from "../http/ipallow.ts";
+import { isLoopbackAddress } from "../http/ipallow.ts";
 import { scrub } from "../redact.ts";
 import type { Transporter } from "nodemailer";
 
@@ -57,13 +57,14 @@ const NO_STARTTLS =
   "enable STARTTLS on it, use smtps://, or on a network you trust add ?requireTLS=false to the URL";
 
 /**
- * Whether mail to `url` must upgrade to TLS before the login: an `smtp://` server other than this
- * machine's loopback (a local relay often has no certificate, and nothing leaves the machine),
- * unless the URL opts out with `requireTLS=false`. `smtps://` is TLS from the first byte.
+ * Whether mail to `url` must upgrade to TLS before the login: an `smtp://` server other than a
+ * loopback address (a local relay often has no certificate, and nothing leaves the machine; not
+ * the name `localhost`, which nodemailer may ask DNS for), unless the URL opts out with
+ * `requireTLS=false`. `smtps://` is TLS from the first byte.
  */
 export function requiresStartTls(url: string): boolean {
   const parsed = URL.parse(url);
-  if (!parsed || parsed.protocol !== "smtp:" || isLoopbackHost(parsed.hostname)) return false;
+  if (!parsed || parsed.protocol !== "smtp:" || isLoopbackAddress(parsed.hostname)) return false;
   return parsed.searchParams.get("requireTLS")?.toLowerCase() !== "false";
 }
 
@@ -109,6 +110,6 @@ export function observedMailer(inner: Mailer, observe: (outcome: "sent" | "faile
 /** The start-up warning for an `smtp://` URL that opted out of STARTTLS to another machine, or null. */
 export function clearTextMailWarning(url: string): string | null {
   const parsed = URL.parse(url);
-  if (parsed?.protocol !== "smtp:" || isLoopbackHost(parsed.hostname) || requiresStartTls(url)) return null;
+  if (parsed?.protocol !== "smtp:" || isLoopbackAddress(parsed.hostname) || requiresStartTls(url)) return null;
   return "IMGPRESS_SMTP_URL has requireTLS=false: if the mail server offers no STARTTLS, the SMTP password and the one-time codes cross the network in clear";
 }
