@@ -323,16 +323,21 @@ describe("hostile input", () => {
   test("the decoder's cost comes from the header: progressive JPEGs and interlaced PNGs are decoded whole, alpha costs the encoder more", async () => {
     const pixels = sharp({ create: { width: 64, height: 48, channels: 4, background: { r: 10, g: 200, b: 90, alpha: 0.5 } } });
     const cost = async (bytes: Buffer) => inputCost(await sharp(bytes).metadata());
-    expect(await cost(await pixels.clone().jpeg().toBuffer())).toEqual({ bytesPerPixel: 3, alpha: false });
-    expect(await cost(await pixels.clone().jpeg({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 7, alpha: false });
-    expect(await cost(await pixels.clone().jpeg({ progressive: true, chromaSubsampling: "4:4:4" }).toBuffer())).toEqual({ bytesPerPixel: 10, alpha: false });
-    expect(await cost(await pixels.clone().toColourspace("cmyk").jpeg().toBuffer())).toEqual({ bytesPerPixel: 5, alpha: false });
-    expect(await cost(await pixels.clone().png().withMetadata({ orientation: 6 }).toBuffer())).toEqual({ bytesPerPixel: 6, alpha: true });
-    expect(await cost(await pixels.clone().png().toBuffer())).toEqual({ bytesPerPixel: 3, alpha: true });
-    expect(await cost(await pixels.clone().removeAlpha().png({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 5, alpha: false });
-    expect(await cost(await pixels.clone().toColourspace("rgb16").png({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 10, alpha: true });
+    expect(await cost(await pixels.clone().jpeg().toBuffer())).toEqual({ bytesPerPixel: 3, alpha: false, turned: false });
+    expect(await cost(await pixels.clone().jpeg({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 7, alpha: false, turned: false });
+    expect(await cost(await pixels.clone().jpeg({ progressive: true, chromaSubsampling: "4:4:4" }).toBuffer())).toEqual({ bytesPerPixel: 10, alpha: false, turned: false });
+    expect(await cost(await pixels.clone().toColourspace("cmyk").jpeg().toBuffer())).toEqual({ bytesPerPixel: 5, alpha: false, turned: false });
+    expect(await cost(await pixels.clone().jpeg().withMetadata({ orientation: 3 }).toBuffer())).toEqual({ bytesPerPixel: 3, alpha: false, turned: true });
+    expect(await cost(await pixels.clone().png().toBuffer())).toEqual({ bytesPerPixel: 3, alpha: true, turned: false });
+    expect(await cost(await pixels.clone().toColourspace("rgb16").png().toBuffer())).toEqual({ bytesPerPixel: 4, alpha: true, turned: false });
+    expect(await cost(await pixels.clone().toColourspace("rgb16").png().withMetadata({ orientation: 6 }).toBuffer())).toEqual({ bytesPerPixel: 6, alpha: true, turned: true });
+    expect(await cost(await pixels.clone().removeAlpha().png({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 5, alpha: false, turned: false });
+    expect(await cost(await pixels.clone().toColourspace("rgb16").png({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 10, alpha: true, turned: false });
     const upright = { width: 1000, height: 1000 };
-    expect(conversionMemoryBytes(upright, upright, "webp", "lossy", { bytesPerPixel: 3, alpha: true })).toBeGreaterThan(conversionMemoryBytes(upright, upright, "webp", "lossy", { bytesPerPixel: 3, alpha: false }));
+    const plain = { bytesPerPixel: 3, alpha: false, turned: false };
+    expect(conversionMemoryBytes(upright, upright, "webp", "lossy", { ...plain, alpha: true })).toBeGreaterThan(conversionMemoryBytes(upright, upright, "webp", "lossy", plain));
+    // Turning costs one more copy of the output, not of the input: nothing at a small max_width.
+    expect(conversionMemoryBytes(upright, upright, "webp", "lossy", { ...plain, turned: true }) - conversionMemoryBytes(upright, upright, "webp", "lossy", plain)).toBe(3 * 1_000_000);
   });
 
   test("an interlaced 16-bit PNG is charged its whole decoded frame at any max_width; the same pixels not interlaced fit", async () => {

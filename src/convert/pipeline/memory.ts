@@ -20,33 +20,40 @@ const STREAMED_BYTES_PER_INPUT_PIXEL = 3;
 /** The same for a CMYK JPEG, whose conversion to sRGB holds more (measured up to 4.4 bytes per pixel beyond the encoder's share). */
 const STREAMED_CMYK_BYTES_PER_INPUT_PIXEL = 5;
 
+/** Turning or flipping the scaled image (its EXIF orientation) holds one more copy of it (measured 2.7 bytes per output pixel). */
+const TURNED_BYTES_PER_OUTPUT_PIXEL = 3;
+
 /**
  * What the header says of the input's cost besides its size: how many bytes per pixel the decoder
- * holds, and whether the encoder has an alpha channel to code.
+ * holds, whether the encoder has an alpha channel to code, and whether the scaled image is turned
+ * or flipped by its EXIF orientation.
  */
 export interface InputCost {
   bytesPerPixel: number;
   alpha: boolean;
+  turned: boolean;
 }
 
 /**
  * The decoder's cost of an image from its header (sharp's metadata). A progressive JPEG keeps
  * every DCT coefficient (2 bytes per stored sample, chroma subsampled) before the first row
- * reaches the resize, whatever max_width asks for; so does a PNG interlaced or turned by its EXIF
- * orientation, every pixel at its bit depth. Measured (2026-11-25, two machines): 3.1 and 6.2
- * bytes per pixel for progressive 4:2:0 and 4:4:4 at a small max_width, up to 3.3 more at full
- * size; 3.5–9.6 for interlaced 8-bit RGB to 16-bit RGBA; against 0.2–2.7 for the same streamed.
+ * reaches the resize, whatever max_width asks for; so does an interlaced PNG, every pixel at its
+ * bit depth. Measured (2026-11-25, two machines): 3.1 and 6.2 bytes per pixel for progressive
+ * 4:2:0 and 4:4:4 at a small max_width, up to 3.3 more at full size; 3.5–9.6 for interlaced 8-bit
+ * RGB to 16-bit RGBA; against 0.2–2.7 for the same streamed (more for a 16-bit PNG, below).
  */
 export function inputCost(header: { isProgressive?: boolean; format?: string; channels?: number; depth?: string; chromaSubsampling?: string; hasAlpha?: boolean; orientation?: number }): InputCost {
   const alpha = header.hasAlpha === true;
+  const turned = (header.orientation ?? 1) !== 1;
   const channels = header.channels ?? 4;
-  if (header.format === "jpeg") {
-    if (header.isProgressive) return { bytesPerPixel: 2 * storedSamples(header.chromaSubsampling, channels) + 4, alpha };
-    return { bytesPerPixel: channels >= 4 ? STREAMED_CMYK_BYTES_PER_INPUT_PIXEL : STREAMED_BYTES_PER_INPUT_PIXEL, alpha };
-  }
-  if (!header.isProgressive && (header.orientation ?? 1) < 5) return { bytesPerPixel: STREAMED_BYTES_PER_INPUT_PIXEL, alpha };
   const bytesPerSample = header.depth === "ushort" ? 2 : 1;
-  return { bytesPerPixel: channels * bytesPerSample + 2, alpha };
+  if (header.format === "jpeg") {
+    if (header.isProgressive) return { bytesPerPixel: 2 * storedSamples(header.chromaSubsampling, channels) + 4, alpha, turned };
+    return { bytesPerPixel: channels >= 4 ? STREAMED_CMYK_BYTES_PER_INPUT_PIXEL : STREAMED_BYTES_PER_INPUT_PIXEL, alpha, turned };
+  }
+  if (header.isProgressive) return { bytesPerPixel: channels * bytesPerSample + 2, alpha, turned };
+  // A 16-bit PNG streams at up to 3.2 bytes per pixel, up to 5.3 when turned by its orientation.
+  return { bytesPerPixel: STREAMED_BYTES_PER_INPUT_PIXEL + (bytesPerSample - 1) * (turned ? 3 : 1), alpha, turned };
 }
 
 // Samples a JPEG stores per pixel: luma, the two chroma planes at their subsampling (J:a:b), and a fourth (CMYK's K) when named.
@@ -64,7 +71,7 @@ export function conversionMemoryBytes(upright: Size, size: Size, format: OutputF
 
 function outputBytesPerPixel(format: OutputFormat, quality: QualityMode, input: InputCost): number {
   const { opaque, alpha } = BYTES_PER_OUTPUT_PIXEL[format][quality];
-  return input.alpha ? alpha : opaque;
+  return (input.alpha ? alpha : opaque) + (input.turned ? TURNED_BYTES_PER_OUTPUT_PIXEL : 0);
 }
 
 /**
