@@ -15,12 +15,16 @@ export function credentialsPastAuthority(raw: string): boolean {
   return end >= 0 && !rest.slice(0, end).includes("@") && rest.slice(end).includes("@");
 }
 
-/** Whether the URL `raw` carries a credential: a password that is not empty, or a credential-like query parameter. */
+/**
+ * Whether the URL `raw` carries a credential: a password that is not empty, or a credential-like
+ * query parameter (PostgreSQL's `sslkey`, `sslcert`… name files, not secrets).
+ */
 export function hasCredentials(raw: string): boolean {
-  if (credentialsPastAuthority(raw)) return true;
-  const url = URL.parse(raw);
-  if (!url) return /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]+@/i.test(raw);
-  return url.password !== "" || [...url.searchParams.keys()].some((name) => SECRET_PARAM.test(name));
+  const text = raw.trim();
+  if (credentialsPastAuthority(text)) return true;
+  const url = URL.parse(text);
+  if (!url) return /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]+@/i.test(text);
+  return url.password !== "" || [...url.searchParams.keys()].some((name) => SECRET_PARAM.test(name) && !/^ssl/i.test(name));
 }
 
 /**

@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { readableByOthers } from "../src/files.ts";
+import { secretFlags } from "../src/internal/settings.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -216,7 +217,13 @@ describe("secrets given as flags", () => {
     expect(plain.stderr).not.toContain("--smtp-url");
     // migrate-data's URLs are flags of their own; the warning comes before its usage check.
     const copy = await runCli(["migrate-data", "--from", `file:${join(dir, "imgpress.db")}`, "--to", "postgres://app:pw-in-url@127.0.0.1:1/imgpress"], env);
-    expect(copy.stderr).toContain("imgpress: warning: --to on the command line is visible to every user of this machine (ps) and kept in shell history; use the URL of --to without its password, and PGPASSWORD in the environment instead");
+    expect(copy.stderr).toContain("imgpress: warning: --to on the command line is visible to every user of this machine (ps) and kept in shell history; use the URL of --to without its password or token, and PGPASSWORD in the environment instead");
+  });
+
+  test("secretFlags: a leading space hides nothing, a libSQL token gets its own variable, a file named by sslkey is no secret", () => {
+    expect(secretFlags({ "smtp-url": " smtp://u:pw@mail.example.com:587" }).map((f) => f.flag)).toEqual(["--smtp-url"]);
+    expect(secretFlags({ from: "libsql://db.example.com?authToken=abc" })[0]?.instead).toContain("IMGPRESS_DATABASE_AUTH_TOKEN");
+    expect(secretFlags({ to: "postgres://app@db.example.com/imgpress?sslmode=verify-full&sslkey=/etc/imgpress/client.key" })).toEqual([]);
   });
 });
 

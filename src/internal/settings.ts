@@ -39,12 +39,14 @@ export function secretFlags(flags: Record<string, string>): { flag: string; inst
   const found = settings
     .filter((s) => {
       const value = flags[flagName(s.env)];
-      return value !== undefined && (SECRET_NAME.test(s.env) || (/^[a-z][a-z0-9+.-]*:\/\//i.test(value) && hasCredentials(value)));
+      return value !== undefined && (SECRET_NAME.test(s.env) || (/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) && hasCredentials(value)));
     })
     .map((s) => ({ flag: `--${flagName(s.env)}`, instead: `${s.env} in the environment (an env file)` }));
   for (const name of ["from", "to"]) {
     const value = flags[name];
-    if (value !== undefined && hasCredentials(value)) found.push({ flag: `--${name}`, instead: `the URL of --${name} without its password, and PGPASSWORD in the environment` });
+    if (value === undefined || !hasCredentials(value)) continue;
+    const instead = /^\s*postgres(ql)?:/i.test(value) ? "PGPASSWORD in the environment" : "IMGPRESS_DATABASE_AUTH_TOKEN in the environment";
+    found.push({ flag: `--${name}`, instead: `the URL of --${name} without its password or token, and ${instead}` });
   }
   return found;
 }
