@@ -1,6 +1,6 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { boot, startMaintenance, type Booted } from "./boot.ts";
 import { releaseWhenIdle } from "./convert/idle.ts";
 import type { Config } from "./config.ts";
@@ -162,15 +162,10 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
   });
 }
 
-/**
- * Says at start what is wrong with the served certificate (and that a new self-signed one was made),
- * then keeps watching it; the metric lets Prometheus alert before it ends, and the dashboard shows
- * it. Returns the stop.
- */
 /** The files another user of this machine could read that give secrets away, each with the chmod that fixes it. */
 async function exposedSecrets(config: Config, tls: ServedTls | undefined): Promise<string[]> {
   const dbPath = localPath(config.databaseUrl);
-  const tlsKey = tls?.keyPath ?? (tls?.generated ? join(config.dataDir, "tls", "self-signed.pem") : undefined);
+  const tlsKey = tls?.keyPath;
   const found = await Promise.all([
     dbPath ? readableByOthers(dbPath, "the database", `it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${dirname(dbPath)}`) : null,
     config.masterKey ? null : readableByOthers(masterKeyPath(config), "the master key", `it unseals every secret stored in the database; make it owner-only with chmod 600 ${masterKeyPath(config)}`),
@@ -179,6 +174,11 @@ async function exposedSecrets(config: Config, tls: ServedTls | undefined): Promi
   return found.filter((warning) => warning !== null);
 }
 
+/**
+ * Says at start what is wrong with the served certificate (and that a new self-signed one was made),
+ * then keeps watching it; the metric lets Prometheus alert before it ends, and the dashboard shows
+ * it. Returns the stop.
+ */
 async function watchServedCertificate(tls: ServedTls | undefined, host: string, logger: Logger, services: Pick<Services, "metrics" | "tls">): Promise<() => void> {
   if (!tls) {
     await services.tls.serving(undefined, []);

@@ -1,12 +1,11 @@
 import { request as httpRequest } from "node:http";
 import { readFile } from "node:fs/promises";
 import { request as httpsRequest } from "node:https";
-import { join } from "node:path";
 import { rootCertificates } from "node:tls";
 import { loadConfig } from "../config.ts";
 import { isLoopbackHost } from "../http/ipallow.ts";
 import { redactUrl } from "../redact.ts";
-import { urlHost } from "../tls/index.ts";
+import { servedCertificatePath, urlHost } from "../tls/index.ts";
 import { isWildcard } from "../tls/names.ts";
 import { UsageError } from "./args.ts";
 
@@ -50,7 +49,7 @@ function defaultUrl(env: Record<string, string | undefined>, flags: Record<strin
 async function servedCertificate(env: Record<string, string | undefined>, flags: Record<string, string>): Promise<string | null> {
   try {
     const config = loadConfig(env, flags);
-    return await readFile(config.tlsCert ?? join(config.dataDir, "tls", "cert.pem"), "utf8");
+    return await readFile(servedCertificatePath(config), "utf8");
   } catch {
     return null;
   }

@@ -1,6 +1,9 @@
 import { flagName, settings, type Config } from "../config.ts";
 import { hasCredentials, redactUrl } from "../redact.ts";
 
+/** A value written as a URL with an authority (`scheme://…`). */
+const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
+
 /** How a masked secret is shown: only that it is set. */
 const SET = "(set)";
 /** Settings whose whole value is secret, by variable name; also covers rows other features add later. */
@@ -25,7 +28,7 @@ export function describeSettings(config: Config, reveal: boolean): SettingView[]
     if (reveal || value === undefined) return { env: s.env, help: s.help, value };
     if (SECRET_NAME.test(s.env)) return { env: s.env, help: s.help, value: SET };
     // file: URLs hold a path only (and URL would rewrite file:x as file:///x).
-    if (typeof value === "string" && /^[a-z][a-z0-9+.-]*:\/\//i.test(value) && !value.startsWith("file:")) return { env: s.env, help: s.help, value: redactUrl(value) };
+    if (typeof value === "string" && URL_LIKE.test(value) && !value.startsWith("file:")) return { env: s.env, help: s.help, value: redactUrl(value) };
     return { env: s.env, help: s.help, value };
   });
 }
@@ -39,7 +42,7 @@ export function secretFlags(flags: Record<string, string>): { flag: string; inst
   const found = settings
     .filter((s) => {
       const value = flags[flagName(s.env)];
-      return value !== undefined && (SECRET_NAME.test(s.env) || (/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) && hasCredentials(value)));
+      return value !== undefined && (SECRET_NAME.test(s.env) || (URL_LIKE.test(value.trim()) && hasCredentials(value)));
     })
     .map((s) => ({ flag: `--${flagName(s.env)}`, instead: `${s.env} in the environment (an env file)` }));
   for (const name of ["from", "to"]) {

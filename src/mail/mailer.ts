@@ -63,9 +63,14 @@ const NO_STARTTLS =
  * `requireTLS=false`. `smtps://` is TLS from the first byte.
  */
 export function requiresStartTls(url: string): boolean {
+  return startTlsPolicy(url) === "required";
+}
+
+// What `url` says of STARTTLS: nothing to say (smtps://, a loopback address), required, or opted out.
+function startTlsPolicy(url: string): "not-needed" | "required" | "opted-out" {
   const parsed = URL.parse(url);
-  if (!parsed || parsed.protocol !== "smtp:" || isLoopbackAddress(parsed.hostname)) return false;
-  return parsed.searchParams.get("requireTLS")?.toLowerCase() !== "false";
+  if (!parsed || parsed.protocol !== "smtp:" || isLoopbackAddress(parsed.hostname)) return "not-needed";
+  return parsed.searchParams.get("requireTLS")?.toLowerCase() === "false" ? "opted-out" : "required";
 }
 
 // `url` without query parameter `name` (every occurrence); unchanged when it has none.
@@ -109,7 +114,6 @@ export function observedMailer(inner: Mailer, observe: (outcome: "sent" | "faile
 
 /** The start-up warning for an `smtp://` URL that opted out of STARTTLS to another machine, or null. */
 export function clearTextMailWarning(url: string): string | null {
-  const parsed = URL.parse(url);
-  if (parsed?.protocol !== "smtp:" || isLoopbackAddress(parsed.hostname) || requiresStartTls(url)) return null;
+  if (startTlsPolicy(url) !== "opted-out") return null;
   return "IMGPRESS_SMTP_URL has requireTLS=false: if the mail server offers no STARTTLS, the SMTP password and the one-time codes cross the network in clear";
 }

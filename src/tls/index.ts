@@ -19,7 +19,7 @@ export interface ServedTls extends TlsPair {
   generated: boolean;
   /** The file clients are given (`tls/cert.pem`, or IMGPRESS_TLS_CERT). */
   certPath: string;
-  /** IMGPRESS_TLS_KEY, for the operator's files. */
+  /** The file holding the private key: IMGPRESS_TLS_KEY, or the generated pair's `tls/self-signed.pem`. */
   keyPath?: string;
   /** Set when a new self-signed pair replaced the one in the data folder at this start. */
   replaced?: Replacement;
@@ -111,11 +111,16 @@ async function generatedTls(config: Config, now: Date): Promise<ServedTls> {
     pair = readBundle(fresh)!;
     replaced = { reason: why, keptAt: previous, ...(oldCert && oldFacts ? { previousSha256: await certificateFingerprint(oldCert) } : {}) };
   } else pair = found;
-  const certPath = join(config.dataDir, "tls", "cert.pem");
+  const certPath = servedCertificatePath(config);
   // The copy clients are given (certificate blocks only): put right if it was edited or damaged, so it always matches what is served.
   const copy = await readOrCreate(certPath, async () => pair.cert, 0o644).catch(unwritable(certPath));
   if (copy !== pair.cert) await writeFile(certPath, pair.cert, { mode: 0o644 }).catch(unwritable(certPath));
-  return { ...pair, facts: replaced ? certificateFacts(pair.cert) : oldFacts, generated: true, certPath, ...(replaced ? { replaced } : {}) };
+  return { ...pair, facts: replaced ? certificateFacts(pair.cert) : oldFacts, generated: true, certPath, keyPath: bundlePath, ...(replaced ? { replaced } : {}) };
+}
+
+/** The certificate file clients are given: IMGPRESS_TLS_CERT, or the data folder's `tls/cert.pem` (the generated one's copy). */
+export function servedCertificatePath(config: Config): string {
+  return config.tlsCert ?? join(config.dataDir, "tls", "cert.pem");
 }
 
 // A read-only folder gets a sentence that says what was to be written and why.

@@ -6,10 +6,10 @@ import type { OutputFormat, QualityMode } from "./presets.ts";
  * (bytes; the process's RSS growth over one conversion, the worst case found, rounded up). Lossy
  * WebP: 5.5–5.7 MiB per megapixel on smooth photos, 15–18 on noise-textured ones (libwebp's
  * buffers grow with the output's entropy, which the client controls); lossy AVIF 20–27 with the
- * quality guard (28 on noise); lossless WebP 40 and lossless AVIF 60 on noise (2026-11-25). An alpha channel the
- * client filled with noise costs most: lossy WebP codes it losslessly (40 in all), lossy AVIF
- * codes a second image with the guard (53), lossless 45 and 77. AVIF's encoder keeps several
- * full-size planes.
+ * quality guard (28 on noise); lossless WebP 40 and lossless AVIF 60 on noise (2026-11-25). An
+ * alpha channel the client filled with noise costs most: lossy WebP codes it losslessly (40 in
+ * all), lossy AVIF codes a second image with the guard (53), lossless 45 and 77. AVIF's encoder
+ * keeps several full-size planes.
  */
 const BYTES_PER_OUTPUT_PIXEL: Record<OutputFormat, Record<QualityMode, { opaque: number; alpha: number }>> = {
   webp: { lossy: { opaque: 18, alpha: 42 }, lossless: { opaque: 40, alpha: 46 } },
@@ -58,10 +58,10 @@ export function inputCost(header: { isProgressive?: boolean; format?: string; ch
 
 // Samples a JPEG stores per pixel: luma, the two chroma planes at their subsampling (J:a:b), and a fourth (CMYK's K) when named.
 function storedSamples(subsampling: string | undefined, channels: number): number {
-  const parts = /^4:([124]):([0124])(?::4)?$/.exec(subsampling ?? "");
+  const parts = /^4:([124]):([0124])(:4)?$/.exec(subsampling ?? "");
   if (!parts) return channels;
   const chroma = (Number(parts[1]) / 4) * (parts[2] === "0" ? 0.5 : 1);
-  return 1 + 2 * chroma + (subsampling!.split(":").length === 4 ? 1 : 0);
+  return 1 + 2 * chroma + (parts[3] ? 1 : 0);
 }
 
 /** About how much memory converting an image of `upright` pixels to `size` in `format` takes at its peak. */
