@@ -138,6 +138,22 @@ describe("colour management", () => {
     expect((await sharp(out.bytes).metadata()).icc).toBeUndefined();
   });
 
+  // sharp processes 16-bit images in P3: without an explicit sRGB transform the P3 numbers came out as sRGB.
+  const guards = ["off", "all"] as const;
+  test.each(FORMATS.flatMap((format) => QUALITIES.flatMap((quality) => guards.map((guard) => [format, quality, guard] as const))))(
+    "16-bit Display P3 PNG with alpha is converted to sRGB (%s %s, guard %s)",
+    async (format, quality, qualityGuard) => {
+      const p3 = await img.png16WithP3Profile();
+      const out = await convert(p3.bytes, { format, quality }, { ...LIMITS, qualityGuard });
+      const decoded = await rgba(out.bytes);
+      const centre = [...decoded.data.subarray(0, 3)];
+      expect(img.colourDistance(centre, p3.srgb)).toBeLessThanOrEqual(8);
+      expect(img.colourDistance(centre, p3.naive)).toBeGreaterThan(15);
+      expect(Math.abs(decoded.data[3]! - 128)).toBeLessThanOrEqual(quality === "lossless" ? 1 : 4);
+      expect((await sharp(out.bytes).metadata()).icc).toBeUndefined();
+    },
+  );
+
   test.each(FORMATS)("grey JPEG stays grey (%s)", async (format) => {
     const out = await convert(await img.greyJpeg(50, 30), { format });
     await expectImage(out.bytes, { format, width: 50, height: 30 });

@@ -226,6 +226,25 @@ export async function jpegWithP3Profile(): Promise<P3Jpeg> {
   return { bytes, srgb, naive: [stored[0]!, stored[1]!, stored[2]!] };
 }
 
+/**
+ * The same colour as a half-transparent 16-bit RGBA PNG tagged Display P3, as
+ * photo editors export: sharp processes 16-bit images in P3, so only an explicit sRGB transform
+ * converts it.
+ */
+export async function png16WithP3Profile(): Promise<P3Jpeg> {
+  const srgb: RGB = [230, 30, 30];
+  const bytes = await memo("p3:png16", () =>
+    raw(solid(32, 32, () => srgb), 32, 32, 3)
+      .withIccProfile("p3")
+      .toColourspace("rgb16")
+      .ensureAlpha(0.5)
+      .png()
+      .toBuffer(),
+  );
+  const stored = await sharp(bytes, { ignoreIcc: true }).raw({ depth: "uchar" }).toBuffer();
+  return { bytes, srgb, naive: [stored[0]!, stored[1]!, stored[2]!] };
+}
+
 /** Appears in the EXIF, XMP and text/comment metadata of the *WithMetadata images, to grep outputs for leaks. */
 export const METADATA_MARKER = "imgpress-private-marker-7f3a";
 const XMP = `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description xmlns:dc="http://purl.org/dc/elements/1.1/" dc:creator="${METADATA_MARKER}"/></rdf:RDF></x:xmpmeta>`;

@@ -56,6 +56,8 @@ export interface Inspected {
   size: Size;
   /** About how much memory the conversion will take at its peak (conversionMemoryBytes). */
   memoryBytes: number;
+  /** See Header.profiled16Bit. */
+  profiled16Bit: boolean;
 }
 
 /**
@@ -65,13 +67,13 @@ export interface Inspected {
  */
 export async function inspectUpload(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits): Promise<Inspected> {
   const inputFormat = sniffFormat(input);
-  const { upright, cost } = await inspect(input, inputFormat, limits.maxPixels);
+  const { upright, cost, profiled16Bit } = await inspect(input, inputFormat, limits.maxPixels);
   const size = outputSize(upright, options.maxWidth, options.format);
   const memoryBytes = conversionMemoryBytes(upright, size, options.format, options.quality, cost);
   if (limits.memoryBudgetBytes !== undefined && memoryBytes > limits.memoryBudgetBytes) {
     throw needsTooMuchMemory(upright, size, options, cost, memoryBytes, limits.memoryBudgetBytes);
   }
-  return { inputFormat, upright, size, memoryBytes };
+  return { inputFormat, upright, size, memoryBytes, profiled16Bit };
 }
 
 /** The longest timeout sharp accepts for libvips' own stop (it throws beyond it). */
@@ -98,6 +100,9 @@ export async function convertInspected(input: Uint8Array, inspected: Inspected, 
     seconds: Math.min(LIBVIPS_TIMEOUT_MAX_S, Math.max(1, Math.ceil(limits.timeoutS))),
   });
   if (size.width < upright.width) pipeline = pipeline.resize({ width: size.width });
+  // sharp processes a 16-bit image in P3 and transforms its embedded profile into that, not sRGB,
+  // unless sRGB is named as the output profile (not attached: the output carries no metadata).
+  if (inspected.profiled16Bit) pipeline = pipeline.withIccProfile("srgb", { attach: false });
   pipeline = pipeline.toColourspace("srgb");
   const guarded = options.quality === "lossy" && (limits.qualityGuard === "all" || limits.qualityGuard === options.format);
   try {

@@ -18,6 +18,8 @@ export interface Size {
 export interface Header {
   upright: Size;
   cost: InputCost;
+  /** 16 bits per sample with an embedded ICC profile: sRGB must be asked for by name (see convertInspected). */
+  profiled16Bit: boolean;
 }
 
 /**
@@ -35,7 +37,7 @@ export async function inspect(input: Uint8Array, expected: InputFormat, maxPixel
   if (header.width * header.height > maxPixels) throw tooManyPixels(header.width, header.height, maxPixels);
   const turned = (header.orientation ?? 1) >= 5;
   const upright = turned ? { width: header.height, height: header.width } : { width: header.width, height: header.height };
-  return { upright, cost: inputCost(header) };
+  return { upright, cost: inputCost(header), profiled16Bit: header.depth === "ushort" && header.hasProfile === true };
 }
 
 /** The output size for `maxWidth` (scale down only), refused early when the encoder could not hold it. */
