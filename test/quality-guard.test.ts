@@ -72,19 +72,25 @@ describe("the decision", () => {
   test.each(crafted)("$name: meets WebP q80's SSIM with the smallest candidate tried", async ({ image }) => {
     const { deps, calls } = recording();
     const { bytes, report } = await guardedEncode(image, "avif", context, deps);
+    const candidates = calls.filter((c) => c.settings.format === "avif");
+    expect(candidates.length).toBe(report.candidates);
     const reference = calls.find((c) => c.settings.format === "webp");
-    expect(reference).toBeDefined();
-    const target = await score(image, reference!.bytes);
+    expect(report.reasons).not.toContain("budget");
+    if (!reference) {
+      // Lossless no larger than the preset beats every lossy candidate whatever the target: none is measured.
+      expect(report).toMatchObject({ quality: "lossless", reasons: ["smaller-lossless"], target: undefined });
+      expect(await score(image, bytes)).toBe(1);
+      expect(bytes.length).toBeLessThanOrEqual(candidates[0]!.bytes.length);
+      return;
+    }
+    const target = await score(image, reference.bytes);
     expect(report.target).toBeCloseTo(target, 6);
     const chosen = await score(image, bytes);
     if (report.quality === "lossless") expect(chosen).toBe(1);
     else expect(chosen).toBeGreaterThanOrEqual(target);
-    const candidates = calls.filter((c) => c.settings.format === "avif");
-    expect(candidates.length).toBe(report.candidates);
     const passing = [];
     for (const c of candidates) if (c.settings.options.lossless || (await score(image, c.bytes)) >= target) passing.push(c.bytes.length);
     expect(bytes.length).toBe(Math.min(...passing));
-    expect(report.reasons).not.toContain("budget");
   });
 
   test("the preset is kept when it already reaches the target, and a miss is raised", async () => {
@@ -158,8 +164,38 @@ describe("the decision", () => {
     expect(result.quality === "lossless" || result.quality > 55).toBe(true);
     expect(result.bytes.length).toBeGreaterThan(input.length);
     expect(result.qualityReasons).toContain("original-smaller");
-    const target = await score(image, calls.find((c) => c.settings.format === "webp")!.bytes);
-    expect(await score(image, result.bytes)).toBeGreaterThanOrEqual(target);
+    // Exact when lossless won (then no reference is needed), else at least the reference's score.
+    const reference = calls.find((c) => c.settings.format === "webp");
+    expect(await score(image, result.bytes)).toBeGreaterThanOrEqual(reference ? await score(image, reference.bytes) : 1);
+  });
+});
+
+describe("graphics larger than their sample", () => {
+  // Red dashes on white, like a banner or a chart: lossless codes it far smaller than any lossy setting.
+  const dashes = (w: number, h: number) => craft(w, h, 3, (x, y) => ((Math.floor(x / 7) + Math.floor(y / 9)) % 5 === 0 ? [200, 0, 0] : [255, 255, 255]));
+  // Encoders cost 1 ms per 1000 pixels, lossless half that (on flat content it is the faster one).
+  const cost = (image: RawImage, settings: EncodeSettings) => ((settings.options.lossless ? 0.5 : 1) * image.width * image.height) / 1000;
+
+  test.each(["avif", "webp"] as const)("%s: lossless is tried before any raise and chosen when smaller, within the bound", async (format) => {
+    const image = dashes(1200, 800);
+    const { deps, calls, elapsed } = recording(cost);
+    const { bytes, report } = await guardedEncode(image, format, context, deps);
+    const trials = calls.filter((c) => c.image !== image && c.settings.format === format);
+    // The preset, then lossless: no lossy raise spent the time lossless needs.
+    expect(trials.map((c) => c.settings.options.lossless === true)).toEqual([false, true]);
+    expect(report.quality).toBe("lossless");
+    expect(report.reasons).toEqual(["smaller-lossless"]);
+    expect(bytes.length).toBeLessThan((await sharpEncoder(image, { format, options: format === "webp" ? { quality: 80, effort: 4 } : { quality: 55, effort: 0 } })).length);
+    expect(elapsed()).toBeLessThanOrEqual(1.5 * ((1200 * 800) / 1000));
+  });
+
+  test("when lossless does not fit the bound, the reason says budget", async () => {
+    const image = dashes(1200, 800);
+    // Decoding a trial to score it costs a tenth of the preset's encode: the reference fits, lossless after it does not.
+    const { deps, calls } = recording((i, s) => (s.options.lossless ? 40 : 1) * cost(i, s), (1200 * 800) / 1000 / 10);
+    const { report } = await guardedEncode(image, "avif", context, deps);
+    expect(calls.some((c) => c.settings.options.lossless)).toBe(false);
+    expect(report.reasons).toContain("budget");
   });
 });
 
@@ -213,6 +249,17 @@ describe("the time bound", () => {
     expect(bytes.length).toBeGreaterThan(0);
     expect(calls).toHaveLength(2); // the preset's trial and the final encode
     expect(elapsed()).toBeLessThanOrEqual(1.5 * presetMs);
+  });
+
+  test("a strip longer than WebP's 16383 pixels is judged on a part that the WebP reference can hold", async () => {
+    const strip = noisyPhoto(16384, 8);
+    const { deps, calls } = recording();
+    const { bytes, report } = await guardedEncode(strip, "avif", context, deps);
+    const reference = calls.find((c) => c.settings.format === "webp");
+    expect(reference?.image.width).toBe(16383);
+    expect(calls.at(-1)!.image).toBe(strip);
+    expect((await sharp(bytes).metadata()).width).toBe(16384);
+    expect(report.candidates).toBeGreaterThanOrEqual(1);
   });
 
   test("the conversion time limit caps the budget", async () => {

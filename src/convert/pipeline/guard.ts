@@ -24,7 +24,7 @@ export interface GuardReport {
   extraEncodes: number;
   /** Settings of the output format tried, the preset included. */
   candidates: number;
-  /** SSIM of WebP q80 effort 4 on the sample, and of the chosen candidate (1 for lossless); absent when nothing was tried. */
+  /** SSIM of WebP q80 effort 4 on the sample (absent when it was not encoded), and of the chosen candidate (1 for lossless). */
   target?: number;
   score?: number;
 }
@@ -152,26 +152,46 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   // A trial is started only if, after it, the final encode of the candidate it may replace still fits.
   const fits = (trialMs: number, finalOf: number) => deps.now() + trialMs + scoreMs + finalOf <= end;
 
+  // The lossless candidate once tried; its trial's time is guessed, its full encode then estimated from the trial like any other.
+  let exact: Trial | undefined;
+  const tryLossless = async (current: Trial) => {
+    if (!fits(preset.encodeMs * LOSSLESS_COST, finalMs(current))) return false;
+    exact = await trial({ format, options: presets[format].lossless });
+    return true;
+  };
+  // Raising the quality only grows the output: an affordable lossless no larger than the preset beats every lossy candidate, whatever the target.
+  const losslessWins = () => exact !== undefined && affordable(exact) && exact.bytes.length <= preset.bytes.length;
+  // A graphic tries lossless first: it is often the smallest candidate, and on flat content often
+  // faster than lossy, so neither the reference nor raises may spend the time it needs.
+  let skipped = graphic && !(await tryLossless(preset));
+
+  // WebP's preset is the reference; for AVIF the target is unknown until the reference is encoded.
+  let measured = isReference;
   let target = preset.score;
   let budgetHit = false;
-  if (!isReference) {
-    if (fits(preset.encodeMs * TARGET_COST, finalMs(preset))) target = (await trial(REFERENCE)).score;
-    else budgetHit = true;
+  if (!isReference && !losslessWins()) {
+    if (fits(preset.encodeMs * TARGET_COST, finalMs(preset))) {
+      target = (await trial(REFERENCE)).score;
+      measured = true;
+    } else budgetHit = true;
   }
   const aim = whole || isReference ? target : 1 - AIM_SHARE * (1 - target);
 
-  // Raise the quality until the aim is met: lo is the highest known miss, hi the lowest known pass.
+  // The lossy candidates, the preset first.
   const mine: Trial[] = [preset];
-  const passes = () => mine.filter((t) => t.score >= aim);
+  const tried = () => (exact ? [...mine, exact] : mine);
+  const passes = () => tried().filter((t) => t.score >= aim);
   // What would be encoded if the search stopped now: the smallest affordable pass, else the best affordable score.
   const pick = () => {
-    const ok = mine.filter((t) => t === preset || affordable(t));
+    const ok = tried().filter((t) => t === preset || affordable(t));
     const pass = ok.filter((t) => t.score >= aim);
     return pass.length ? pass.reduce((a, b) => (b.bytes.length < a.bytes.length ? b : a)) : ok.reduce((a, b) => (b.score > a.score ? b : a));
   };
+
+  // Raise the quality until the aim is met: lo is the highest known miss, hi the lowest known pass.
   let lo = preset;
   let hi: Trial | undefined = budgetHit || preset.score >= aim ? preset : undefined;
-  while (hi !== preset && mine.length <= MAX_RAISES) {
+  while (hi !== preset && !losslessWins() && mine.length <= MAX_RAISES) {
     const q = nextQuality(preset, lo, hi, aim);
     if (q === undefined) break;
     if (!fits(preset.encodeMs * RAISE_COST, finalMs(pick()))) {
@@ -183,30 +203,23 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
     if (t.score < aim) lo = t;
     else hi = t;
   }
+  // Lossless for any image where no lossy quality reached the target (translucent images: AVIF codes alpha lossy at the colour quality).
+  if (!graphic && hi === undefined && !budgetHit) skipped = !(await tryLossless(pick()));
 
-  let chosen = pick();
+  const chosen = pick();
+  const lossless = chosen === exact;
   if (passes().some((t) => !affordable(t) && t.bytes.length < chosen.bytes.length)) budgetHit = true;
-  // Lossless: for graphics, where it may be smaller than lossy; for any image where no lossy
-  // quality reached the target (translucent images: AVIF codes alpha lossy at the colour quality).
-  let lossless = false;
-  if ((graphic || (hi === undefined && !budgetHit)) && fits(preset.encodeMs * LOSSLESS_COST, finalMs(preset) * LOSSLESS_COST)) {
-    const t = await trial({ format, options: presets[format].lossless });
-    mine.push(t);
-    const better = chosen.score < aim || t.bytes.length < chosen.bytes.length;
-    if (better && affordable(t)) {
-      chosen = t;
-      lossless = true;
-    }
-  } else if (hi === undefined) budgetHit = true;
 
   const bytes = whole ? chosen.bytes : await deps.encode(image, chosen.settings);
   if (!whole) encodes++;
   const reasons: QualityReason[] = [];
-  if (lossless && passes().length > 1) reasons.push("smaller-lossless");
+  // Lossless is "smaller" when a lossy candidate that passed, or the preset, is at least as large.
+  if (lossless && mine.some((t) => (t === preset || t.score >= aim) && t.bytes.length >= chosen.bytes.length)) reasons.push("smaller-lossless");
   else if (chosen === preset) reasons.push("preset");
   else reasons.push(hasTranslucency(sample) ? "alpha" : graphic ? "graphic" : "detail");
-  if (chosen.score < target || (budgetHit && chosen === preset && preset.score < aim)) reasons.push("budget");
-  return { bytes, report: { quality: lossless ? "lossless" : quality(chosen), reasons, extraEncodes: encodes - 1, candidates: mine.length, target, score: chosen.score } };
+  // Also when the time bound kept lossless from being tried.
+  if (chosen.score < target || skipped || (budgetHit && chosen === preset && preset.score < aim)) reasons.push("budget");
+  return { bytes, report: { quality: lossless ? "lossless" : quality(chosen), reasons, extraEncodes: encodes - 1, candidates: tried().length, target: measured ? target : undefined, score: chosen.score } };
 }
 
 /**

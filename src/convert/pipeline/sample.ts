@@ -21,11 +21,17 @@ const SAMPLE_SHARE = 1 / 64;
 const MIN_TILES = 16;
 const MAX_TILES = 256;
 
-/** A sample of `image` for trial encodes; the image itself when it is barely larger than the minimum. */
+/** Largest side of a sample: the WebP reference it is encoded to holds at most 16383 pixels per side (AVIF 16384). */
+const MAX_SAMPLE_SIDE = 16383;
+
+/**
+ * A sample of `image` for trial encodes; the image itself when it is barely larger than the
+ * minimum, cut to MAX_SAMPLE_SIDE when it is a longer strip.
+ */
 export function takeSample(image: RawImage): RawImage {
   const pixels = image.width * image.height;
   const tiles = Math.min(MAX_TILES, Math.max(MIN_TILES, Math.round((pixels * SAMPLE_SHARE) / (TILE * TILE))));
-  if (pixels <= 2 * tiles * TILE * TILE || image.width < TILE || image.height < TILE) return image;
+  if (pixels <= 2 * tiles * TILE * TILE || image.width < TILE || image.height < TILE) return withinSide(image);
   const cols = Math.max(1, Math.min(tiles, Math.round(Math.sqrt((tiles * image.width) / image.height))));
   const rows = Math.ceil(tiles / cols);
   const { channels } = image;
@@ -44,6 +50,17 @@ export function takeSample(image: RawImage): RawImage {
     }
   }
   return { data: out, width: cols * TILE, height: rows * TILE, channels };
+}
+
+// The top-left part of `image` within MAX_SAMPLE_SIDE (a strip, so the part is small), or the image itself.
+function withinSide(image: RawImage): RawImage {
+  const width = Math.min(image.width, MAX_SAMPLE_SIDE);
+  const height = Math.min(image.height, MAX_SAMPLE_SIDE);
+  if (width === image.width && height === image.height) return image;
+  const { channels } = image;
+  const out = new Uint8Array(width * height * channels);
+  for (let y = 0; y < height; y++) out.set(image.data.subarray(y * image.width * channels, (y * image.width + width) * channels), y * width * channels);
+  return { data: out, width, height, channels };
 }
 
 /** True when some pixel is not fully opaque. */
