@@ -66,21 +66,32 @@ export function redactPath(path: string): string {
 
 /** `text` with every password of `urls` (as typed and decoded) replaced, wherever a driver's or a server's message may have quoted it. */
 export function scrub(text: string, urls: string[]): string {
-  const secrets = urls.flatMap(passwords).filter((p) => p.length > 0);
+  // Longest first: a shorter form may sit inside a longer one (the password's base64 at the end of AUTH PLAIN's).
+  const secrets = urls
+    .flatMap(passwords)
+    .filter((p) => p.length > 0)
+    .sort((a, b) => b.length - a.length);
   let out = text;
   for (const url of urls) out = out.replaceAll(url, url.startsWith("file:") ? url : redactUrl(url));
   for (const secret of secrets) out = out.replaceAll(secret, "******");
   return out;
 }
 
+// The password as typed and decoded, and as an SMTP login sends it (base64: AUTH LOGIN alone,
+// AUTH PLAIN with the user), which a server may quote back in its refusal.
 function passwords(url: string): string[] {
+  let user = "";
+  let typed: string | undefined;
   try {
-    const { password } = new URL(url);
-    return [password, safeDecode(password)];
+    ({ username: user, password: typed } = new URL(url));
   } catch {
-    const typed = /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:([^/@]*)@/i.exec(url)?.[1];
-    return typed ? [typed, safeDecode(typed)] : [];
+    const parts = /^[a-z][a-z0-9+.-]*:\/\/([^/@:]*):([^/@]*)@/i.exec(url);
+    [user, typed] = [parts?.[1] ?? "", parts?.[2]];
   }
+  if (!typed) return [];
+  const password = safeDecode(typed);
+  const base64 = (text: string) => btoa(String.fromCharCode(...new TextEncoder().encode(text)));
+  return [typed, password, base64(password), base64(`\0${safeDecode(user)}\0${password}`)];
 }
 
 function safeDecode(text: string): string {

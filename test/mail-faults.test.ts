@@ -9,6 +9,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { clearTextMailWarning, requiresStartTls } from "../src/mail/mailer.ts";
 import { otpCodes } from "../src/db/schema.ts";
+import { scrub } from "../src/redact.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
@@ -43,7 +44,7 @@ async function badSmtp(behaviour: Behaviour, host = "127.0.0.1"): Promise<{ url:
   };
 }
 
-// Offers AUTH but no STARTTLS, and refuses the login quoting what it was sent (user and password decoded).
+// Offers AUTH but no STARTTLS, and refuses the login quoting what it was sent, as sent (base64) and decoded.
 function echoLogin(socket: Socket, lines: string[]): void {
   socket.write("220 echo.test ESMTP\r\n");
   let buffered = "";
@@ -54,7 +55,7 @@ function echoLogin(socket: Socket, lines: string[]): void {
       buffered = buffered.slice(end + 2);
       lines.push(line);
       if (/^(EHLO|HELO)/i.test(line)) socket.write("250-echo.test\r\n250 AUTH PLAIN\r\n");
-      else if (/^AUTH PLAIN /i.test(line)) socket.write(`535 5.7.8 login refused for ${Buffer.from(line.slice(11), "base64").toString("latin1").replaceAll("\0", " ")}\r\n`);
+      else if (/^AUTH PLAIN /i.test(line)) socket.write(`535 5.7.8 login refused for ${line.slice(11)} (${Buffer.from(line.slice(11), "base64").toString("latin1").replaceAll("\0", " ")})\r\n`);
       else if (/^QUIT/i.test(line)) socket.end("221 bye\r\n");
       else socket.write("502 5.5.1 not here\r\n");
     }
@@ -93,6 +94,15 @@ describe("a mail server whose refusal quotes the login", () => {
     expect(failure?.error).toContain("login refused for");
     expect(failure?.error).toContain("******");
     expect(h.logs.join("\n")).not.toContain(SMTP_PASSWORD);
+    expect(h.logs.join("\n")).not.toContain(Buffer.from(`\0mailer\0${SMTP_PASSWORD}`).toString("base64"));
+    expect(smtp.lines.some((l) => l.includes(Buffer.from(`\0mailer\0${SMTP_PASSWORD}`).toString("base64")))).toBe(true);
+  });
+
+  test("the password is masked as an SMTP login sends it too (base64: AUTH LOGIN alone, AUTH PLAIN with the user)", () => {
+    const url = "smtp://mail%40example.com:p%C3%A4ss%2Fw0rd@mail.example.com:587";
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    const quoted = `535 refused: ${b64("päss/w0rd")} ${b64("\0mail@example.com\0päss/w0rd")} päss/w0rd p%C3%A4ss%2Fw0rd`;
+    expect(scrub(quoted, [url])).toBe("535 refused: ****** ****** ****** ******");
   });
 });
 

@@ -4,7 +4,7 @@
  * the alert rules (promtool) and the Host-length fix. The real server is in test/e2e/ops.e2e.test.ts.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { appendFile, rm } from "node:fs/promises";
+import { appendFile, copyFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { ConfigError, loadConfig } from "../src/config.ts";
@@ -237,6 +237,31 @@ describe("/health/ready", () => {
     await h.sqlite.client.execute("PRAGMA query_only = OFF");
     expect((await readiness.check()).ready).toBe(true);
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: "info", msg: "readiness check ok again", check: "database" });
+  });
+
+  test("a database file removed or replaced under the server is not ready, though writes into it still succeed", async () => {
+    h = await createHarness();
+    const lines: string[] = [];
+    let now = 0;
+    const readiness = new Readiness(h.store, h.dir, () => false, createLogger("info", (l) => lines.push(l)), () => now);
+    expect((await readiness.check()).ready).toBe(true);
+    const aside = `${h.dbPath}.aside`;
+    await rename(h.dbPath, aside);
+    now += 1500;
+    const removed = await readiness.check();
+    expect(removed.ready).toBe(false);
+    expect(removed.checks.database).toBe("database file removed or replaced");
+    // Writes go on into the file the server still holds: only the path shows what happened.
+    await h.sqlite.client.execute("INSERT INTO heartbeat (id, at) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET at = 1");
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: "warn", msg: "readiness check failing", check: "database" });
+    expect(JSON.parse(lines.at(-1)!).fault).toContain("was removed while the server had it open");
+    // Another file at the path (a copy put back by hand) is not the one the server writes either.
+    await copyFile(aside, h.dbPath);
+    expect((await readiness.check()).checks.database).toBe("database file removed or replaced");
+    expect(JSON.parse(lines.at(-1)!).fault).toContain("was replaced by another file");
+    // The file itself put back: ready again.
+    await rename(aside, h.dbPath);
+    expect((await readiness.check()).ready).toBe(true);
   });
 
   test("a data folder that cannot be inspected is reported as storage", async () => {

@@ -64,6 +64,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
       }),
     bounded,
     ping: async () => void (await bounded(client`SELECT 1`.execute())),
+    fileLost: async () => null,
     // postgres.js replaces a broken connection on the next statement by itself.
     reconnect: async () => {},
     close: () => client.end({ timeout: 5 }),

@@ -1,7 +1,7 @@
 import { createClient, type Client } from "@libsql/client";
 import type { SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/libsql";
-import { mkdir } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createOwnerOnly } from "../files.ts";
 import { localPath } from "./location.ts";
@@ -46,6 +46,8 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
   const migrationsApplied = await migrateSqlite(client, sqliteMigrations);
   if (path) await syncNormal(client);
   const db = drizzle(client, { schema });
+  // The file as opened: the same path later naming no file, or another one, means it was removed or replaced under this process.
+  const opened = path ? await stat(path) : undefined;
   return {
     dialect: "sqlite",
     client,
@@ -63,6 +65,12 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
     // The busy timeout already bounds every statement on a local file.
     bounded: (work) => work,
     ping: async () => void (await client.execute("SELECT 1")),
+    async fileLost() {
+      if (!path || !opened) return null;
+      const now = await stat(path).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? null : Promise.reject(err)));
+      if (!now) return `${path} was removed while the server had it open: what is written now is lost at the next start`;
+      return now.ino === opened.ino && now.dev === opened.dev ? null : `${path} was replaced by another file while the server had it open: restart the server to use it`;
+    },
     reconnect: async () => void (await client.reconnect()),
     close: async () => client.close(),
     async shutdown() {

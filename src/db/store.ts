@@ -45,6 +45,12 @@ export interface Store {
   bounded<T>(work: Promise<T>): Promise<T>;
   /** One round trip to the database; rejects when it cannot be reached. */
   ping(): Promise<void>;
+  /**
+   * Why the database file is no longer the one this store opened (removed, or replaced by another
+   * file), or null. Writes into a removed file still succeed, and are lost at the next start.
+   * Always null for a database server.
+   */
+  fileLost(): Promise<string | null>;
   /** Drops pooled connections so the next statement opens fresh ones (after a storage fault). */
   reconnect(): Promise<void>;
   /** Closes the connections. */

@@ -59,6 +59,9 @@ export class Readiness {
 
   private async checkDatabase(): Promise<string> {
     try {
+      // A removed file still takes writes (into a file no one will open again), so the write below would pass.
+      const lost = await this.store.fileLost();
+      if (lost) return this.failing("database", "database file removed or replaced", lost);
       const at = Date.now();
       const { heartbeat } = this.store.tables;
       // Bounded: a frozen database server must not hold the probe (nor pile up writes behind it).
