@@ -14,6 +14,9 @@ export interface PostgresOptions {
   timeoutS: number;
 }
 
+const NO_STARTUP = (seconds: number) =>
+  `no PostgreSQL start-up completed within ${seconds + 1} s: something answers at that address and port, but not as PostgreSQL (is it another service's port?)`;
+
 /**
  * Opens and migrates a PostgreSQL database (`postgres://` or `postgresql://`, `sslmode` honoured).
  * The pool opens connections on demand up to `poolSize`; a connection lost when the server restarts
@@ -30,12 +33,21 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     types: { bigint: { to: 20, from: [20, 1700], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
     // "relation already exists, skipping" and the like are not for the operator's log.
     onnotice: () => {},
+    // No wait before reconnecting: postgres.js's default (up to 20 s after repeated failures) held
+    // every queued statement that long while the server refused connections in a millisecond;
+    // with none, each statement tries once and a refused one fails at once (503, Retry-After).
+    backoff: () => 0,
   });
   let migrationsApplied: string[];
   try {
+    // Bounded here: a peer that answers the start-up with something else (an HTTP server on that
+    // port) and closes makes postgres.js reconnect at once, for ever, without a timeout of its own.
+    // A second more than the driver's own connect timeout, so its errors (refused, timed out, bad password) come first.
+    await within(client`SELECT 1`.execute(), options.timeoutS * 1000 + 1000, () => new Error(NO_STARTUP(options.timeoutS)));
     migrationsApplied = await migratePostgres(client, postgresMigrations);
   } catch (err) {
-    await client.end({ timeout: 1 });
+    // timeout 0: ends a reconnect loop at once, failing the statement it retries.
+    await client.end({ timeout: 0 });
     throw err;
   }
   // ETIMEDOUT: a storage fault, answered 503 STORAGE_UNAVAILABLE.

@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import { postgresMigrations } from "../../src/db/migrations.gen.ts";
@@ -172,6 +173,17 @@ describe("imgpress on PostgreSQL", () => {
       expectStorageUnavailable(otp);
       expect(sink.messages.length).toBe(mails);
 
+      // Overlapping requests too: every one is refused at once, none waits out a reconnect delay
+      // (postgres.js's default backoff held them up to 20 s while each connect failed in a millisecond).
+      const burst = await Promise.all(
+        Array.from({ length: 8 }, async (_, i) => {
+          const t0 = performance.now();
+          const res = i % 2 ? await bearer(await convertForm(image)) : await postJson("/v1/plugin/auth/request-otp", { email: `burst${i}@example.com` });
+          return { code: res.body?.code, fast: performance.now() - t0 < (DB_TIMEOUT_S * 1000) / 2 };
+        }),
+      );
+      expect(burst).toEqual(Array.from({ length: 8 }, () => ({ code: "STORAGE_UNAVAILABLE", fast: true })));
+
       const health = await bounded("/health");
       expect({ status: health.status, code: health.body?.code }).toEqual({ status: 503, code: "UNHEALTHY" });
       const ready = await bounded("/health/ready");
@@ -278,6 +290,33 @@ describe("imgpress on PostgreSQL", () => {
       expect(lines[0]).toStartWith(`imgpress: cannot open the database ${masked(url)}: `);
       expect(lines[0]).toContain("ECONNREFUSED");
       expect(result.stderr).not.toContain(pg.password);
+    }, 60_000);
+
+    test("another service on the port (an HTTP server that answers and closes): refused within the timeout, not retried for ever", async () => {
+      let connections = 0;
+      const web = createServer((socket) => {
+        connections++;
+        socket.on("error", () => {});
+        socket.on("data", () => socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"));
+      });
+      await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
+      const wrong = new URL(url);
+      wrong.port = String((web.address() as { port: number }).port);
+      try {
+        const t0 = performance.now();
+        const result = await serve(wrong.href);
+        expect(performance.now() - t0).toBeLessThan((DB_TIMEOUT_S + 10) * 1000);
+        expect(result.code).not.toBe(0);
+        expect(result.stderr.trim().split("\n")).toEqual([
+          `imgpress: cannot open the database ${masked(wrong.href)}: no PostgreSQL start-up completed within ${DB_TIMEOUT_S + 1} s: something answers at that address and port, but not as PostgreSQL (is it another service's port?)`,
+        ]);
+        // The process is gone, and with it the reconnect loop.
+        const after = connections;
+        await Bun.sleep(300);
+        expect(connections).toBe(after);
+      } finally {
+        web.close();
+      }
     }, 60_000);
 
     test("a wrong password", async () => {
