@@ -3,6 +3,7 @@
  * E2E_RUNTIME) against a database in a temporary data folder.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { createClient } from "@libsql/client";
 import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { readableByOthers } from "../src/files.ts";
 import { secretFlags } from "../src/internal/settings.ts";
@@ -335,6 +336,23 @@ describe("migrate and configuration errors", () => {
       await first.stop();
     }
   });
+
+  test("health on a server whose database another process holds locked names the failing check, not 'unreachable'", async () => {
+    const server = await startServer();
+    const other = createClient({ url: `file:${join(server.dataDir, "imgpress.db")}` });
+    const tx = await other.transaction("write");
+    try {
+      const r = await runCli(["health", "--url", `${server.url}/health/ready`], env);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toStartWith("503 ");
+      expect(r.stdout).toContain('"database":"write failed"');
+    } finally {
+      await tx.rollback();
+      tx.close();
+      other.close();
+      await server.stop();
+    }
+  }, 30_000);
 
   test("health: a password in --url is never printed; IMGPRESS_PORT=0 asks for --url instead of probing port 443", async () => {
     const r = await runCli(["health", "--url", "https://probe:s3cret-pw@127.0.0.1:1/health/ready"], env);

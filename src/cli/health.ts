@@ -9,8 +9,11 @@ import { servedCertificatePath, urlHost } from "../tls/index.ts";
 import { isWildcard } from "../tls/names.ts";
 import { UsageError } from "./args.ts";
 
-/** How long the probe waits for an answer before reporting failure. */
-const PROBE_TIMEOUT_MS = 5000;
+/**
+ * How long the probe waits for an answer before reporting failure: past the 5 s an embedded
+ * database locked by another process makes readiness wait, so the answer names the failing check.
+ */
+const PROBE_TIMEOUT_MS = 8000;
 
 /**
  * `imgpress health [--url URL]`: asks a running instance's /health/ready and exits 0 when it

@@ -14,6 +14,9 @@ export interface PostgresOptions {
   timeoutS: number;
 }
 
+/** The readiness probe's write answers within this (a prober such as imgpress health waits 5 s), whatever IMGPRESS_DATABASE_TIMEOUT_S. */
+const HEARTBEAT_MS = 2000;
+
 const NO_STARTUP = (seconds: number) =>
   `no PostgreSQL start-up completed within ${seconds + 1} s: something answers at that address and port, but not as PostgreSQL (is it another service's port?)`;
 
@@ -76,6 +79,12 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
       }),
     bounded,
     ping: async () => void (await bounded(client`SELECT 1`.execute())),
+    heartbeat: (at) =>
+      within(
+        bounded(pg.insert(schema.heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: schema.heartbeat.id, set: { at } })).then(() => {}),
+        HEARTBEAT_MS,
+        () => Object.assign(new Error(`the database did not take a one-row write within ${HEARTBEAT_MS / 1000} s`), { code: "ETIMEDOUT" }),
+      ),
     fileLost: async () => null,
     // postgres.js replaces a broken connection on the next statement by itself.
     reconnect: async () => {},

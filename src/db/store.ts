@@ -46,6 +46,11 @@ export interface Store {
   /** One round trip to the database; rejects when it cannot be reached. */
   ping(): Promise<void>;
   /**
+   * The readiness probe's one-row write (the `heartbeat` table), failing before `imgpress health`
+   * gives up (8 s): within 2 s on a frozen database server, after the 5 s busy timeout on a locked file.
+   */
+  heartbeat(at: number): Promise<void>;
+  /**
    * Why the database file is no longer the one this store opened (removed, or replaced by another
    * file), or null. Writes into a removed file still succeed, and are lost at the next start.
    * Always null for a database server.

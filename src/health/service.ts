@@ -62,10 +62,8 @@ export class Readiness {
       // A removed file still takes writes (into a file no one will open again), so the write below would pass.
       const lost = await this.store.fileLost();
       if (lost) return this.failing("database", "database file removed or replaced", lost);
-      const at = Date.now();
-      const { heartbeat } = this.store.tables;
-      // Bounded: a frozen database server must not hold the probe (nor pile up writes behind it).
-      await this.store.bounded(this.store.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } }));
+      // Bounded by the store: a locked or frozen database must not hold the probe (nor pile up writes behind it).
+      await this.store.heartbeat(Date.now());
       return "ok";
     } catch (err) {
       return this.failed("database", "write failed", err);
