@@ -96,9 +96,9 @@ export class UsageRecorder {
     }
   }
 
-  /** Distinct buckets waiting for a flush. */
+  /** Distinct buckets waiting for a flush, and those of a flush under way (not written yet either). */
   get pendingBuckets(): number {
-    return this.pending.size;
+    return this.pending.size + this.inFlight;
   }
 
   /**

@@ -253,6 +253,31 @@ describe("imgpress on PostgreSQL", () => {
     }
   }, 60_000);
 
+  test("stopped while the database is frozen: the last usage flush gives up after the database timeout, says what is lost, exit 1", async () => {
+    const image = await img.photo(36, 24);
+    const held = await heldUpload(await convertForm(image));
+    const since = server.logs.length;
+    pg.freeze();
+    let exit: number;
+    const t0 = performance.now();
+    try {
+      // Converted after the freeze: its count cannot be written, and the periodic flush hangs on the frozen server.
+      expect(await held.finish()).toBe(200);
+      server.kill("SIGTERM");
+      exit = await server.exited();
+    } finally {
+      pg.thaw();
+    }
+    // The flush's bound (the database timeout) and closing the pool (5 s), not until the thaw (a supervisor's kill).
+    expect(performance.now() - t0).toBeLessThan((DB_TIMEOUT_S + 5 + 5) * 1000);
+    expect(exit).toBe(1);
+    const failed = server.logs.slice(since).find((l) => l.json?.msg === "shutdown step failed");
+    expect(failed?.json?.step).toBe("usage flush");
+    expect(JSON.stringify(failed?.json)).toMatch(/the last usage counts \([1-9]\d* buckets\) could not be written and are lost/);
+    await server.restart();
+    expect((await bounded("/health/ready")).status).toBe(200);
+  }, 60_000);
+
   describe("start-up errors: one line naming the database, password masked, exit status ≠ 0", () => {
     let dataDir: string;
     beforeAll(async () => {
