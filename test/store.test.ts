@@ -128,6 +128,21 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     expect((await postSigned(b, keys, await body())).status).toBe(200);
   });
 
+  test("an instance whose clock runs ahead (within the tolerance) cannot prune a replay record another instance still needs", async () => {
+    const keys = await a.issueKey("skew@example.com", "https://shared.example.com");
+    const form = await body();
+    const timestamp = String(Math.floor(b.clock.now() / 1000));
+    expect((await postSigned(b, keys, form, { timestamp })).status).toBe(200);
+    // A's clock runs 290 s ahead of B's: by A's clock the record expired (300 s tolerance + 1 s) a few seconds ago.
+    b.clock.advance(15_000);
+    a.clock.advance(15_000 + 290_000);
+    await a.services.authenticator.prune();
+    // B, on time, still accepts that timestamp: the record must still be there to refuse the replay.
+    const replay = await postSigned(b, keys, form, { timestamp });
+    expect({ status: replay.status, code: replay.body.code }).toEqual({ status: 401, code: "REPLAYED_REQUEST" });
+    b.clock.advance(290_000); // the clocks agree again for the tests below
+  });
+
   test("a key revoked through one instance is refused on the other's very next request", async () => {
     const keys = await b.issueKey("revoked@example.com");
     expect((await postBearer(a, keys, await body())).status).toBe(200);

@@ -72,10 +72,14 @@ export class RequestAuthenticator {
     return new AppError(401, code, message, { "www-authenticate": challenges.join(", ") });
   }
 
-  /** Forgets replay records that can no longer match a valid timestamp. */
+  /**
+   * Forgets replay records that can no longer match a valid timestamp, on any instance whose clock
+   * is within the tolerance of this one's: pruned by this clock alone, an instance running ahead
+   * would delete records that one running behind still needs, and a replay would pass there.
+   */
   async prune(): Promise<void> {
     const { seenSignatures } = this.store.tables;
-    await this.store.db.delete(seenSignatures).where(lt(seenSignatures.expiresAt, this.now()));
+    await this.store.db.delete(seenSignatures).where(lt(seenSignatures.expiresAt, this.now() - this.policy.toleranceS * 1000));
   }
 
   private async bearer(apiKey: string): Promise<Credential> {
