@@ -161,8 +161,10 @@ export async function createServices(deps: AppDeps): Promise<Services> {
         }),
       )
       .catch((err: Error) => {
-        // The recorder's warning speaks of a next flush; at shutdown there is none.
-        throw new Error(`the last usage counts (${usage.pendingBuckets} buckets) could not be written and are lost: ${err.message}`);
+        // The recorder's warning speaks of a next flush; at shutdown there is none. A flush still
+        // under way when the bound gave up may yet commit: those counts are not called lost.
+        const writing = usage.writingBuckets ? `; ${usage.writingBuckets} more were being written when it gave up and may have been` : "";
+        throw new Error(`the last usage counts (${usage.pendingBuckets} buckets) could not be written and are lost${writing}: ${err.message}`);
       }),
   );
   const staff = new StaffDirectory(deps.store, deps.config.staffEmails, audit, now);

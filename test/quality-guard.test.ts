@@ -189,6 +189,16 @@ describe("graphics larger than their sample", () => {
     expect(elapsed()).toBeLessThanOrEqual(1.5 * ((1200 * 800) / 1000));
   });
 
+  test("a lossless AVIF whose trial shows it 2× slower than the preset is not chosen, however small: its full encode would break the bound", async () => {
+    const image = dashes(1200, 800);
+    const { deps, calls, elapsed } = recording((i, s) => (s.options.lossless ? 4 : 1) * cost(i, s));
+    const { report } = await guardedEncode(image, "avif", context, deps);
+    expect(calls.some((c) => c.image !== image && c.settings.options.lossless)).toBe(true); // tried on the sample
+    expect(report.quality).not.toBe("lossless");
+    expect(calls.at(-1)!.settings.options.lossless).toBeUndefined();
+    expect(elapsed()).toBeLessThanOrEqual(1.5 * ((1200 * 800) / 1000));
+  });
+
   test("when lossless does not fit the bound, the reason says budget", async () => {
     const image = dashes(1200, 800);
     // Decoding a trial to score it costs a tenth of the preset's encode: the reference fits, lossless after it does not.

@@ -14,8 +14,12 @@ export interface PostgresOptions {
   timeoutS: number;
 }
 
-/** The readiness probe's write answers within this (a prober such as imgpress health waits 5 s), whatever IMGPRESS_DATABASE_TIMEOUT_S. */
-const HEARTBEAT_MS = 2000;
+/**
+ * The readiness probe's write answers within this, or IMGPRESS_DATABASE_TIMEOUT_S when shorter:
+ * before a prober gives up (imgpress health waits 8 s), yet as long as a slow but working server
+ * may need under load (a shorter bound took every instance of a slow database out of the balancer).
+ */
+const HEARTBEAT_MAX_MS = 5000;
 
 const NO_STARTUP = (seconds: number) =>
   `no PostgreSQL start-up completed within ${seconds + 1} s: something answers at that address and port, but not as PostgreSQL (is it another service's port?)`;
@@ -56,6 +60,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
   // ETIMEDOUT: a storage fault, answered 503 STORAGE_UNAVAILABLE.
   const bounded = <T>(work: Promise<T>) =>
     within(work, options.timeoutS * 1000, () => Object.assign(new Error(`the database did not answer within ${options.timeoutS} s`), { code: "ETIMEDOUT" }));
+  const heartbeatMs = Math.min(HEARTBEAT_MAX_MS, options.timeoutS * 1000);
   // Same names and columns as the SQLite schema (test/store.test.ts compares them), so services run unchanged.
   const db = drizzle(client, { schema }) as unknown as Database;
   const pg = db as unknown as ReturnType<typeof drizzle<typeof schema>>;
@@ -82,8 +87,8 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     heartbeat: (at) =>
       within(
         bounded(pg.insert(schema.heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: schema.heartbeat.id, set: { at } })).then(() => {}),
-        HEARTBEAT_MS,
-        () => Object.assign(new Error(`the database did not take a one-row write within ${HEARTBEAT_MS / 1000} s`), { code: "ETIMEDOUT" }),
+        heartbeatMs,
+        () => Object.assign(new Error(`the database did not take a one-row write within ${heartbeatMs / 1000} s`), { code: "ETIMEDOUT" }),
       ),
     fileLost: async () => null,
     // postgres.js replaces a broken connection on the next statement by itself.

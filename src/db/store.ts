@@ -47,7 +47,8 @@ export interface Store {
   ping(): Promise<void>;
   /**
    * The readiness probe's one-row write (the `heartbeat` table), failing before `imgpress health`
-   * gives up (8 s): within 2 s on a frozen database server, after the 5 s busy timeout on a locked file.
+   * gives up (8 s): within 5 s (or the database timeout) on a database server, after the 5 s busy
+   * timeout on a locked file.
    */
   heartbeat(at: number): Promise<void>;
   /**

@@ -96,9 +96,14 @@ export class UsageRecorder {
     }
   }
 
-  /** Distinct buckets waiting for a flush, and those of a flush under way (not written yet either). */
+  /** Distinct buckets waiting for a flush. */
   get pendingBuckets(): number {
-    return this.pending.size + this.inFlight;
+    return this.pending.size;
+  }
+
+  /** Buckets of the flush under way: sent, not yet known to be written. */
+  get writingBuckets(): number {
+    return this.inFlight;
   }
 
   /**

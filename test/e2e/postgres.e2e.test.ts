@@ -273,7 +273,10 @@ describe("imgpress on PostgreSQL", () => {
     expect(exit).toBe(1);
     const failed = server.logs.slice(since).find((l) => l.json?.msg === "shutdown step failed");
     expect(failed?.json?.step).toBe("usage flush");
-    expect(JSON.stringify(failed?.json)).toMatch(/the last usage counts \([1-9]\d* buckets\) could not be written and are lost/);
+    // The counts recorded since the flush that hangs are lost; those of that flush may still commit once the server resumes.
+    const said = /the last usage counts \((\d+) buckets\) could not be written and are lost(?:; (\d+) more were being written when it gave up and may have been)?/.exec(JSON.stringify(failed?.json));
+    expect(said).not.toBeNull();
+    expect(Number(said![1]) + Number(said![2] ?? 0)).toBeGreaterThanOrEqual(1);
     await server.restart();
     expect((await bounded("/health/ready")).status).toBe(200);
   }, 60_000);
