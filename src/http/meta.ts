@@ -35,16 +35,7 @@ export function requestMeta(request: Request): RequestMeta {
  * answer goes through here (the error mapper, the guards, the refusals before the app).
  */
 export function answerError(request: Request, error: AppError, headers: Record<string, string> = {}): Response {
-  // A refusal may come before or during the body (a wrong key, a full queue, a body too large or
-  // too slow): the connection closes after the answer, or the rest of the body would have to be
-  // read first, and a stop would wait on the connection until the client sends it.
-  const close: Record<string, string> = hasBody(request) ? { connection: "close" } : {};
-  return errorResponse(error, { ...close, ...headers, "x-request-id": noteErrorCode(request, error.code).id });
-}
-
-function hasBody(request: Request): boolean {
-  const length = request.headers.get("content-length");
-  return (length !== null && length !== "0") || request.headers.has("transfer-encoding");
+  return errorResponse(error, { ...headers, "x-request-id": noteErrorCode(request, error.code).id });
 }
 
 /** Records the `code` of a refusal answered some other way (a form page showing the reason), for the metrics. */
