@@ -24,7 +24,7 @@ export const bunRuntime: Runtime = {
       reusePort: false,
       fetch: (request, srv) => options.fetch(request, srv.requestIP(request)?.address),
     });
-    return { port: server.port ?? options.port, stop: () => server.stop(false) };
+    return { port: server.port ?? options.port, stop: () => server.stop(false), closeAnswered: () => void server.stop(true) };
   },
   onShutdownSignal(handler) {
     process.on("SIGTERM", () => handler("SIGTERM"));

@@ -23,6 +23,12 @@ export interface Listening {
   port: number;
   /** Stops accepting, lets in-flight requests finish, then resolves. */
   stop(): Promise<void>;
+  /**
+   * Closes the connections `stop` still waits on once every request has been answered (Bun
+   * counts one whose request was refused before its body was read, until the client sends the
+   * rest or leaves). Absent where the runtime's stop needs no help.
+   */
+  closeAnswered?(): void;
 }
 
 /**
@@ -35,6 +41,8 @@ const signalNumbers: Record<ShutdownSignal, number> = { SIGHUP: 1, SIGINT: 2, SI
 
 /** How often the log says what a drain is still waiting for. */
 const DRAIN_STATUS_EVERY_MS = 2000;
+/** How often a drain looks whether everything has been answered. */
+const IDLE_LOOK_MS = 250;
 
 /** What differs between Bun and Deno; everything else is shared. */
 export interface Runtime {
@@ -247,7 +255,16 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
     () => false,
     (err: Error) => (logger.error("closing the listener failed", { error: err }), false),
   );
+  // Nothing open for two looks in a row (half a second: every answer has been handed over): what
+  // the stop still waits on are connections holding only the unread body of an answered request.
+  let idleLooks = 0;
+  const idleWatch = setInterval(() => {
+    const s = status();
+    idleLooks = s.requests === 0 && services.convert.gate.stats().admitted === 0 ? idleLooks + 1 : 0;
+    if (idleLooks === 2) server.closeAnswered?.();
+  }, IDLE_LOOK_MS);
   const cut = await Promise.race([stopped, timedOut]);
+  clearInterval(idleWatch);
   clearInterval(ticker);
   clearTimeout(timer);
   if (cut) logger.warn(`shutdown timeout (${config.shutdownTimeoutS} s) reached: cutting what is left`, status());

@@ -112,6 +112,23 @@ describe("SIGTERM during a burst", () => {
     }
   }, 120_000);
 
+  test("requests refused before their bodies were read (a wrong key) do not hold the stop: exit 0 at once, not at the timeout", async () => {
+    const { server } = await start("drain-refused@example.com", { IMGPRESS_SHUTDOWN_TIMEOUT_S: "20" });
+    try {
+      const body = await burstForm(photo);
+      const refused = await Promise.all(Array.from({ length: 3 }, () => convertBearer(server, `imp_${"x".repeat(40)}`, body)));
+      for (const r of refused) expect({ status: r.status, code: r.body?.code }).toEqual({ status: 401, code: "INVALID_API_KEY" });
+      const t0 = performance.now();
+      server.kill("SIGTERM");
+      expect(await server.exited()).toBe(0);
+      // Their connections closed with the answer: nothing was left for the drain to wait on.
+      expect(performance.now() - t0).toBeLessThan(10_000);
+      expect(server.logs.some((l) => String(l.json?.msg ?? "").startsWith("shutdown timeout"))).toBe(false);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+
   test("IMGPRESS_SHUTDOWN_TIMEOUT_S cuts what is left, still closes the database, exits 1", async () => {
     const { server, keys } = await start("drain-timeout@example.com", { IMGPRESS_SHUTDOWN_TIMEOUT_S: "0.5" });
     try {
