@@ -259,8 +259,8 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
   // the stop still waits on are connections holding only the unread body of an answered request.
   let idleLooks = 0;
   const idleWatch = setInterval(() => {
-    const s = status();
-    idleLooks = s.requests === 0 && services.convert.gate.stats().admitted === 0 ? idleLooks + 1 : 0;
+    // A result still being delivered holds its gate place, so it counts as uploading here.
+    idleLooks = Object.values(status()).every((n) => n === 0) ? idleLooks + 1 : 0;
     if (idleLooks === 2) server.closeAnswered?.();
   }, IDLE_LOOK_MS);
   const cut = await Promise.race([stopped, timedOut]);

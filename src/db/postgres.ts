@@ -86,7 +86,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     ping: async () => void (await bounded(client`SELECT 1`.execute())),
     heartbeat: (at) =>
       within(
-        bounded(pg.insert(schema.heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: schema.heartbeat.id, set: { at } })).then(() => {}),
+        pg.insert(schema.heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: schema.heartbeat.id, set: { at } }).then(() => {}),
         heartbeatMs,
         () => Object.assign(new Error(`the database did not take a one-row write within ${heartbeatMs / 1000} s`), { code: "ETIMEDOUT" }),
       ),
