@@ -43,6 +43,8 @@ const signalNumbers: Record<ShutdownSignal, number> = { SIGHUP: 1, SIGINT: 2, SI
 const DRAIN_STATUS_EVERY_MS = 2000;
 /** How often a drain looks whether everything has been answered. */
 const IDLE_LOOK_MS = 250;
+/** How long everything must have been answered before a drain closes the connections left. */
+const ANSWERED_GRACE_MS = 5000;
 
 /** What differs between Bun and Deno; everything else is shared. */
 export interface Runtime {
@@ -255,13 +257,14 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
     () => false,
     (err: Error) => (logger.error("closing the listener failed", { error: err }), false),
   );
-  // Nothing open for two looks in a row (half a second: every answer has been handed over): what
-  // the stop still waits on are connections holding only the unread body of an answered request.
-  let idleLooks = 0;
+  // Nothing open for ANSWERED_GRACE_MS: what the stop still waits on are connections holding only
+  // the unread body of an answered request. Not sooner: an answer under 1 MiB is handed to the
+  // connection whole and holds nothing here while a slow client still reads it.
+  let idleSince: number | undefined;
   const idleWatch = setInterval(() => {
-    // A result still being delivered holds its gate place, so it counts as uploading here.
-    idleLooks = Object.values(status()).every((n) => n === 0) ? idleLooks + 1 : 0;
-    if (idleLooks === 2) server.closeAnswered?.();
+    // A result over 1 MiB still being delivered holds its gate place, so it counts as uploading here.
+    if (!Object.values(status()).every((n) => n === 0)) idleSince = undefined;
+    else if ((idleSince ??= performance.now()) <= performance.now() - ANSWERED_GRACE_MS) server.closeAnswered?.();
   }, IDLE_LOOK_MS);
   const cut = await Promise.race([stopped, timedOut]);
   clearInterval(idleWatch);

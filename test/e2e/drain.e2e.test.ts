@@ -112,7 +112,7 @@ describe("SIGTERM during a burst", () => {
     }
   }, 120_000);
 
-  test("requests refused before their bodies were read (a wrong key) do not hold the stop: exit 0 at once, not at the timeout", async () => {
+  test("requests refused before their bodies were read (a wrong key) do not hold the stop: exit 0 after a 5 s grace, not at the timeout", async () => {
     const { server } = await start("drain-refused@example.com", { IMGPRESS_SHUTDOWN_TIMEOUT_S: "20" });
     try {
       const body = await burstForm(photo);
