@@ -14,13 +14,6 @@ export interface PostgresOptions {
   timeoutS: number;
 }
 
-/**
- * The readiness probe's write answers within this, or IMGPRESS_DATABASE_TIMEOUT_S when shorter:
- * before a prober gives up (imgpress health waits 8 s), yet as long as a slow but working server
- * may need under load (a shorter bound took every instance of a slow database out of the balancer).
- */
-const HEARTBEAT_MAX_MS = 5000;
-
 const NO_STARTUP = (seconds: number) =>
   `no PostgreSQL start-up completed within ${seconds + 1} s: something answers at that address and port, but not as PostgreSQL (is it another service's port?)`;
 
@@ -58,9 +51,10 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     throw err;
   }
   // ETIMEDOUT: a storage fault, answered 503 STORAGE_UNAVAILABLE.
-  const bounded = <T>(work: Promise<T>) =>
-    within(work, options.timeoutS * 1000, () => Object.assign(new Error(`the database did not answer within ${options.timeoutS} s`), { code: "ETIMEDOUT" }));
-  const heartbeatMs = Math.min(HEARTBEAT_MAX_MS, options.timeoutS * 1000);
+  const bounded = <T>(work: Promise<T>, limitMs = Number.POSITIVE_INFINITY) => {
+    const ms = Math.min(limitMs, options.timeoutS * 1000);
+    return within(work, ms, () => Object.assign(new Error(`the database did not answer within ${ms / 1000} s`), { code: "ETIMEDOUT" }));
+  };
   // Same names and columns as the SQLite schema (test/store.test.ts compares them), so services run unchanged.
   const db = drizzle(client, { schema }) as unknown as Database;
   const pg = db as unknown as ReturnType<typeof drizzle<typeof schema>>;
@@ -84,12 +78,6 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
       }),
     bounded,
     ping: async () => void (await bounded(client`SELECT 1`.execute())),
-    heartbeat: (at) =>
-      within(
-        pg.insert(schema.heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: schema.heartbeat.id, set: { at } }).then(() => {}),
-        heartbeatMs,
-        () => Object.assign(new Error(`the database did not take a one-row write within ${heartbeatMs / 1000} s`), { code: "ETIMEDOUT" }),
-      ),
     fileLost: async () => null,
     // postgres.js replaces a broken connection on the next statement by itself.
     reconnect: async () => {},

@@ -65,8 +65,6 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
     // The busy timeout already bounds every statement on a local file.
     bounded: (work) => work,
     ping: async () => void (await client.execute("SELECT 1")),
-    // The busy timeout bounds it (5 s on a locked file, during which the JS thread waits).
-    heartbeat: async (at) => void (await db.insert(schema.heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: schema.heartbeat.id, set: { at } })),
     async fileLost() {
       if (!path || !opened) return null;
       const now = await stat(path).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? null : Promise.reject(err)));

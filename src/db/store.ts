@@ -40,17 +40,13 @@ export interface Store {
   /**
    * `work`, or a storage fault once the database timeout has passed. The server enforces its own
    * statement timeout, but a frozen or cut-off server cannot: the conversion path bounds its
-   * statements with this so a request never waits on it longer than IMGPRESS_DATABASE_TIMEOUT_S.
+   * statements with this so a request never waits on it longer than IMGPRESS_DATABASE_TIMEOUT_S,
+   * and the readiness probe with a shorter `limitMs`. A local file's busy timeout bounds its
+   * statements instead (they run on the JS thread, which no timer can interrupt).
    */
-  bounded<T>(work: Promise<T>): Promise<T>;
+  bounded<T>(work: Promise<T>, limitMs?: number): Promise<T>;
   /** One round trip to the database; rejects when it cannot be reached. */
   ping(): Promise<void>;
-  /**
-   * The readiness probe's one-row write (the `heartbeat` table), failing before `imgpress health`
-   * gives up (8 s): within 5 s (or the database timeout) on a database server, after the 5 s busy
-   * timeout on a locked file.
-   */
-  heartbeat(at: number): Promise<void>;
   /**
    * Why the database file is no longer the one this store opened (removed, or replaced by another
    * file), or null. Writes into a removed file still succeed, and are lost at the next start.
