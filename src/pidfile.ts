@@ -3,10 +3,12 @@ import { pid } from "node:process";
 import { realFile } from "./files.ts";
 
 /**
- * `<database file>.pid`: written by a serving process, removed when it stops. A second server on
- * the same file is refused (it would hide the first from this record), and so is `imgpress
- * restore` while the process named there is alive. A crash leaves the file behind, but its
- * process is then gone, so it is ignored.
+ * `<database file>.pid`: written by a serving process (or by `imgpress restore` while it replaces
+ * the file), removed when it stops. A second server on the same file is refused (it would hide the
+ * first from this record), and so is `imgpress restore` while the process named there is alive. A
+ * crash leaves the file behind, but its process is then gone, so it is ignored; so is a record
+ * whose number now belongs to another process (after a reboot or a power cut), told by the boot
+ * and the start time the record carries beside the number (Linux).
  */
 export function pidFilePath(databasePath: string): string {
   // The file itself, not the name it was reached by: a server on a symbolic link to the database
@@ -18,16 +20,19 @@ export function pidFilePath(databasePath: string): string {
  * Records this process as the server of `databasePath`, or throws when a live server already is
  * (restore relies on knowing it); returns the function that removes the record.
  */
-export function claimPidFile(databasePath: string): () => void {
+export function claimPidFile(databasePath: string, role: Role = "serve"): () => void {
   const path = pidFilePath(databasePath);
   for (let attempt = 0; ; attempt++) {
     try {
-      // Exclusive create: of two servers starting at once, one gets the record.
-      writeFileSync(path, `${pid}\n`, { mode: 0o644, flag: "wx" });
+      // Exclusive create: of two servers starting at once (or a server and a restore), one gets the record.
+      writeFileSync(path, `${pid}\n${identityLine(role)}`, { mode: 0o644, flag: "wx" });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
       const holder = recordedServer(databasePath);
+      // A restore refuses whatever holds the record, and anything refuses a restore under way.
+      const refusal = role === "restore" || (holder?.alive && holder.role === "restore") ? holderInUse(holder, databasePath) : null;
+      if (refusal) throw new Error(refusal);
       if (holder?.alive) {
         throw new Error(`another server (pid ${holder.pid}) is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR (if no server runs, delete ${path})`);
       }
@@ -45,35 +50,77 @@ export function claimPidFile(databasePath: string): () => void {
   };
 }
 
-/** The server recorded for `databasePath`, or null: alive, gone, or undefined where this runtime may not tell (Deno without --allow-run). */
-function recordedServer(databasePath: string): { pid: number; alive: boolean | undefined } | null {
-  const other = serverPid(databasePath);
-  if (other === null || other === pid) return null;
+/** Who wrote a pid record: a server, or `imgpress restore` while it replaces the database. */
+export type Role = "serve" | "restore";
+
+interface Recorded {
+  pid: number;
+  role: Role;
+  /** This boot's id and the process's start time in clock ticks since boot (Linux), when the writer could read them. */
+  boot?: string;
+  start?: string;
+}
+
+/** The process recorded for `databasePath`, or null: alive, gone, or undefined where this runtime may not tell (Deno without --allow-run). */
+function recordedServer(databasePath: string): (Recorded & { alive: boolean | undefined }) | null {
+  const record = readRecord(pidFilePath(databasePath));
+  if (record === null || record.pid === pid) return null;
+  // Pid numbers start again at every boot: after a power cut the one recorded may be another daemon's.
+  if (record.boot !== undefined && bootId() !== undefined && record.boot !== bootId()) return { ...record, alive: false };
   try {
-    process.kill(other, 0);
-    return { pid: other, alive: !isZombie(other) };
+    process.kill(record.pid, 0);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    // EPERM: alive but someone else's process, so still a server; no code at all: not allowed to ask.
-    return { pid: other, alive: code === "EPERM" ? true : code === undefined ? undefined : false };
+    // EPERM: alive but someone else's process, so still a server unless its start time says otherwise; no code at all: not allowed to ask.
+    if (code !== "EPERM") return { ...record, alive: code === undefined ? undefined : false };
+  }
+  const stat = procStat(record.pid);
+  // A server killed with kill -9 whose parent has not reaped it yet still answers kill(pid, 0), but
+  // serves nothing; a process started at another time than the recorded one is not the recorder
+  // (Linux; elsewhere, or where /proc cannot be read, it counts as alive).
+  const other = stat !== null && (stat.state === "Z" || (record.start !== undefined && stat.start !== record.start));
+  return { ...record, alive: !other };
+}
+
+// The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses).
+function procStat(of: number | "self"): { state: string; start: string } | null {
+  try {
+    const stat = readFileSync(`/proc/${of}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Field 3 is the state, field 22 the start time.
+    return fields[19] ? { state: fields[0]!, start: fields[19] } : null;
+  } catch {
+    return null;
   }
 }
 
-// A server killed with kill -9 whose parent has not reaped it yet still answers kill(pid, 0), but
-// serves nothing (Linux; elsewhere, or where /proc cannot be read, it counts as alive).
-function isZombie(other: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${other}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
-  } catch {
-    return false;
+let boot: string | null | undefined;
+function bootId(): string | undefined {
+  if (boot === undefined) {
+    try {
+      boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
+    } catch {
+      boot = null;
+    }
   }
+  return boot ?? undefined;
+}
+
+// The record's second line: what tells this process from a later one given the same number.
+function identityLine(role: Role): string {
+  const start = procStat("self")?.start;
+  const parts = [`role=${role}`, bootId() && `boot=${bootId()}`, start && `start=${start}`].filter(Boolean);
+  return `${parts.join(" ")}\n`;
 }
 
 /** Why `databasePath` must not be replaced or copied now (a live server uses it, or one may), or null when no server does. */
 export function serverInUse(databasePath: string): string | null {
-  const holder = recordedServer(databasePath);
+  return holderInUse(recordedServer(databasePath), databasePath);
+}
+
+function holderInUse(holder: ReturnType<typeof recordedServer>, databasePath: string): string | null {
   const record = pidFilePath(databasePath);
+  if (holder?.alive && holder.role === "restore") return `imgpress restore (pid ${holder.pid}) is replacing ${databasePath}; wait until it has finished (if it no longer runs, delete ${record})`;
   if (holder?.alive) return `a server (pid ${holder.pid}) is using ${databasePath}; stop it first (if no server runs, delete ${record})`;
   if (holder !== null && holder.alive === undefined) {
     return `${record} names process ${holder.pid}, and this runtime may not ask whether it runs (Deno without --allow-run): stop that server first; if none runs, delete ${record}`;
@@ -81,14 +128,18 @@ export function serverInUse(databasePath: string): string | null {
   return null;
 }
 
-function serverPid(databasePath: string): number | null {
-  return recordedPid(pidFilePath(databasePath));
+function recordedPid(record: string): number | null {
+  return readRecord(record)?.pid ?? null;
 }
 
-function recordedPid(record: string): number | null {
+// The number on the first line; records written before the second line existed carry the number alone.
+function readRecord(record: string): Recorded | null {
   try {
-    const value = Number(readFileSync(record, "utf8").trim());
-    return Number.isInteger(value) && value > 0 ? value : null;
+    const [first, second = ""] = readFileSync(record, "utf8").split("\n");
+    const value = Number(first!.trim());
+    if (!Number.isInteger(value) || value <= 0) return null;
+    const fields = new Map(second.trim().split(/\s+/).map((field) => field.split("=", 2) as [string, string]));
+    return { pid: value, role: fields.get("role") === "restore" ? "restore" : "serve", boot: fields.get("boot") || undefined, start: fields.get("start") || undefined };
   } catch {
     return null;
   }

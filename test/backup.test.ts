@@ -131,6 +131,10 @@ describe("backup during a burst, restore into a new folder", () => {
     const r = await runCli(["restore", file()], { IMGPRESS_DATA_DIR: fresh() });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("integrity check ok");
+    // Run in the wrong folder, restore would succeed where no server looks: a new folder is said.
+    expect(r.stderr).toContain(`note: ${fresh()} did not exist and was created; if your server uses another folder, set IMGPRESS_DATA_DIR (or --data-dir) to it`);
+    // The record restore held while it replaced the file is gone.
+    expect(existsSync(join(fresh(), "imgpress.db.pid"))).toBe(false);
     const { before, after } = usage;
     const restored = await keyList({ IMGPRESS_DATA_DIR: fresh() });
     expect(restored.map((k) => k.id).sort()).toEqual(before.map((k) => k.id).sort());
@@ -199,6 +203,7 @@ describe("backup during a burst, restore into a new folder", () => {
     await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir });
     const r = await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir });
     expect(r.code).toBe(0);
+    expect(r.stderr).not.toContain("did not exist");
     const aside = /previous database kept as (\S+)/.exec(r.stdout)?.[1];
     expect(aside).toBeDefined();
     expect(existsSync(aside!)).toBe(true);
@@ -214,6 +219,7 @@ describe("backup during a burst, restore into a new folder", () => {
     await writeFile(join(dir, "imgpress.db-journal"), journal);
     const r = await runCli(["restore", file()], { IMGPRESS_DATA_DIR: dir });
     expect(r.code).toBe(0);
+    expect(r.stderr).not.toContain("did not exist");
     const aside = /previous database kept as (\S+)/.exec(r.stdout)?.[1];
     expect(existsSync(join(dir, "imgpress.db-journal"))).toBe(false);
     expect(await readFile(`${aside}-journal`, "utf8")).toBe(journal);

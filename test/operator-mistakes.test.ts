@@ -12,7 +12,7 @@ import { chmodSync, chownSync, existsSync, lstatSync, readdirSync, readFileSync,
 import { appendFile, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
-import { serverInUse } from "../src/pidfile.ts";
+import { claimPidFile, serverInUse } from "../src/pidfile.ts";
 import { canMount, mountTmpfs } from "./support/mounts.ts";
 import { runCli, startServer } from "./support/server.ts";
 
@@ -308,6 +308,58 @@ describe("pid records", () => {
     // A live process named there still counts.
     writeFileSync(join(folder, "imgpress.db.pid"), `${parent.pid}\n`);
     expect(serverInUse(join(folder, "imgpress.db"))).toContain(`a server (pid ${parent.pid})`);
+  });
+
+  // After a power cut the record stays, and at the next boot its number may be another daemon's:
+  // a server that then refused every start would never come back on an unattended machine.
+  test.skipIf(!existsSync("/proc/sys/kernel/random/boot_id"))("a record whose number now belongs to another process (another boot, another start time) is taken over; the recorder itself still counts", async () => {
+    parent = Bun.spawn(["sleep", "30"]);
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    const stat = readFileSync(`/proc/${parent.pid}/stat`, "utf8");
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const folder = await installation("reboot@example.com");
+    const database = join(folder, "imgpress.db");
+    const record = join(folder, "imgpress.db.pid");
+    writeFileSync(record, `${parent.pid}\nrole=serve boot=${boot} start=${start}\n`);
+    expect(serverInUse(database)).toContain(`a server (pid ${parent.pid})`);
+    expect(() => claimPidFile(database)).toThrow(`another server (pid ${parent.pid}) is already serving ${database}`);
+    for (const stale of [`boot=${boot} start=${Number(start) + 1}`, `boot=00000000-0000-0000-0000-000000000000 start=${start}`]) {
+      writeFileSync(record, `${parent.pid}\nrole=serve ${stale}\n`);
+      expect(serverInUse(database)).toBeNull();
+      const release = claimPidFile(database);
+      expect(readFileSync(record, "utf8")).toStartWith(`${process.pid}\nrole=serve boot=${boot} start=`);
+      release();
+      expect(existsSync(record)).toBe(false);
+    }
+    // A whole server starts over such a record, and writes its own.
+    writeFileSync(record, `${parent.pid}\nrole=serve boot=00000000-0000-0000-0000-000000000000 start=${start}\n`);
+    const server = await startServer({ dataDir: folder });
+    try {
+      expect(readFileSync(record, "utf8")).toMatch(new RegExp(`^(?!${parent.pid}\n)\\d+\nrole=serve boot=${boot} start=\\d+\n$`));
+    } finally {
+      await server.stop();
+    }
+  });
+
+  // restore holds the record from its check until the new file is in place.
+  test.skipIf(!existsSync("/proc/self/stat"))("a live restore's record refuses a server and another restore; restore refuses a live server's", async () => {
+    parent = Bun.spawn(["sleep", "30"]);
+    const stat = readFileSync(`/proc/${parent.pid}/stat`, "utf8");
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const folder = await installation("restoring@example.com");
+    const database = join(folder, "imgpress.db");
+    const record = join(folder, "imgpress.db.pid");
+    writeFileSync(record, `${parent.pid}\nrole=restore start=${start}\n`);
+    const replacing = `imgpress restore (pid ${parent.pid}) is replacing ${database}; wait until it has finished (if it no longer runs, delete ${record})`;
+    expect(() => claimPidFile(database)).toThrow(replacing);
+    expect(() => claimPidFile(database, "restore")).toThrow(replacing);
+    const served = await runCli(["serve"], { IMGPRESS_DATA_DIR: folder, IMGPRESS_PORT: "0" });
+    expect({ code: served.code, stderr: served.stderr.trim() }).toEqual({ code: 1, stderr: `imgpress: ${replacing}` });
+    const restored = await runCli(["restore", await backupOf(await installation("other@example.com"))], { IMGPRESS_DATA_DIR: folder });
+    expect({ code: restored.code, stderr: restored.stderr.trim() }).toEqual({ code: 1, stderr: `imgpress restore: ${replacing}` });
+    writeFileSync(record, `${parent.pid}\nrole=serve start=${start}\n`);
+    expect(() => claimPidFile(database, "restore")).toThrow(`a server (pid ${parent.pid}) is using ${database}; stop it first`);
+    expect(readFileSync(record, "utf8")).toStartWith(`${parent.pid}\n`);
   });
 });
 

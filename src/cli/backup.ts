@@ -7,7 +7,7 @@ import { storageFaultCode } from "../db/faults.ts";
 import { inspectDatabaseFile } from "../db/inspect.ts";
 import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { existingMasterKey, keyFitsDatabase, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
-import { serverInUse } from "../pidfile.ts";
+import { claimPidFile, serverInUse } from "../pidfile.ts";
 import { realFile, statOf } from "../files.ts";
 import { migrateReport } from "./index.ts";
 import { UsageError } from "./args.ts";
@@ -114,13 +114,26 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   // Names no earlier restore used: a second one within the same second must not replace the first's kept copies.
   const suffix = await unclaimed(`.before-restore-${stamp()}`, (s) => [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${s}${ext}`), `${masterKeyPath(config)}${s}`]);
   const stage = `${target}.restore-${crypto.randomUUID()}`;
+  const newFolder = !(await isFolder(dirname(target)));
   await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+  if (newFolder) io.err(`note: ${dirname(target)} did not exist and was created; if your server uses another folder, set IMGPRESS_DATA_DIR (or --data-dir) to it`);
+  // Held until the new file is in place: a server starting meanwhile refuses instead of opening the file about to be moved aside.
+  let release: () => void;
+  try {
+    release = claimPidFile(target, "restore");
+  } catch (err) {
+    return io.err(`imgpress restore: ${(err as Error).message}`), 1;
+  }
+  // A signal ends the process through process.exit, past the finally below.
+  process.once("exit", release);
   const signals = interruptible(io);
   signals.leaveNothing(DATABASE_FILE_SUFFIXES.map((ext) => `${stage}${ext}`));
   try {
     return await restoreStaged(config, file, target, stage, suffix, signals, io);
   } finally {
     signals.release();
+    process.off("exit", release);
+    release();
   }
 }
 
