@@ -44,6 +44,12 @@ describe("isInternalPath", () => {
     ["//internal//login", true],
     ["/./internal", true],
     ["/%5cinternal", true],
+    // The router keeps `%2f..` inside one segment: resolved away, these would look like `/`.
+    ["/internal/status%2f..%2f..", true],
+    ["/internal/keys/x%2f..%2f..%2f..", true],
+    ["/internal/%2e%2e%2f..%2fhealth", true],
+    ["/internal/x%5c..%5c..", true],
+    ["/internal/x%252f..%252f..", true],
     ["/v1/internal", false],
     ["/health", false],
     ["/v1/docs", false],

@@ -37,7 +37,7 @@ const page = (path: string, cookie?: string) => h.request("GET", path, { ip: LOO
 const auditTypes = async () => (await h.store.db.select().from(auditEvents)).map((e) => e.type);
 
 describe("the network allowlist", () => {
-  const tricks = ["/internal/login", "/INTERNAL/login", "/%69nternal/login", "/v1/../internal/login", "//internal//login", "/./internal/login", "/Internal", "/internal", "/%2569nternal/x"];
+  const tricks = ["/internal/login", "/INTERNAL/login", "/%69nternal/login", "/v1/../internal/login", "//internal//login", "/./internal/login", "/Internal", "/internal", "/%2569nternal/x", "/internal/status%2f..%2f..", "/internal/keys/x%2f..%2f..%2f.."];
 
   test.each(tricks)("%s from outside answers exactly what an unknown route answers", async (path) => {
     for (const method of ["GET", "POST", "DELETE"]) {
@@ -125,6 +125,10 @@ describe("sign-in", () => {
     expect(login.headers.get("referrer-policy")).toBe("same-origin");
     expect(login.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
     expect(login.headers.get("content-security-policy")).toContain("default-src 'self'");
+    // A path the router sends to /internal/* by way of `%2f..` carries the same headers.
+    const dotted = await page("/internal/nope%2f..%2f..");
+    expect({ status: dotted.status, cache: dotted.headers.get("cache-control"), frames: dotted.headers.get("x-frame-options") }).toEqual({ status: 303, cache: "no-store", frames: "DENY" });
+    expect(dotted.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
     const before = h.smtp.messages.length;
     const asked = await h.request("POST", "/internal/login", form({ email: STAFF }));
     expect(asked.text).toContain('inputmode="numeric" autocomplete="one-time-code"');

@@ -37,29 +37,33 @@ export function reachesInternal(request: Request): boolean {
 }
 
 /**
- * True when a URL could reach an /internal/ route under any reading of its path: decoded (up to
- * three times), case-folded, backslashes as slashes, empty and dot segments resolved.
+ * True when a URL could reach an /internal/ route under any reading of its path: as sent or decoded
+ * (up to three times), case-folded, backslashes as slashes, with empty and dot segments resolved or
+ * left as they are. Both, because the router reads `%2f..` as part of one segment: resolved alone,
+ * `/internal/x%2f..%2f..` would look like `/` to this guard and still reach `/internal/*`.
  */
 export function isInternalPath(url: string): boolean {
   // Unreadable: treated as internal, so the allowlist decides (createFetchHandler refuses such URLs first).
   const parsed = URL.parse(url);
   if (!parsed) return true;
-  let path = parsed.pathname;
+  const readings = [parsed.pathname];
   for (let i = 0; i < 3; i++) {
     let decoded: string;
     try {
-      decoded = decodeURIComponent(path);
+      decoded = decodeURIComponent(readings.at(-1)!);
     } catch {
       break;
     }
-    if (decoded === path) break;
-    path = decoded;
+    if (decoded === readings.at(-1)) break;
+    readings.push(decoded);
   }
-  const segments: string[] = [];
-  for (const segment of path.toLowerCase().replaceAll("\\", "/").split("/")) {
-    if (segment === "" || segment === ".") continue;
-    if (segment === "..") segments.pop();
-    else segments.push(segment);
-  }
-  return segments[0]?.trim().startsWith("internal") ?? false;
+  return readings.some((path) => {
+    const segments = path.toLowerCase().replaceAll("\\", "/").split("/").filter((segment) => segment !== "" && segment !== ".");
+    const resolved: string[] = [];
+    for (const segment of segments) {
+      if (segment === "..") resolved.pop();
+      else resolved.push(segment);
+    }
+    return [segments[0], resolved[0]].some((first) => first?.trim().startsWith("internal") ?? false);
+  });
 }

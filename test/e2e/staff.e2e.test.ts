@@ -137,7 +137,7 @@ describe("outside the allowlist", () => {
       };
       const unknown = await answer("/no/such/route");
       expect(unknown.status).toBe(404);
-      for (const path of ["/internal/login", "/INTERNAL/login", "/%69nternal/login", "//internal//login", "/internal/status", "/internal/api/me"]) {
+      for (const path of ["/internal/login", "/INTERNAL/login", "/%69nternal/login", "//internal//login", "/internal/status", "/internal/api/me", "/internal/status%2f..%2f..", "/internal/keys/x%2f..%2f..%2f.."]) {
         for (const method of ["GET", "POST", "DELETE"]) expect({ path, method, ...(await answer(path, method)) }).toEqual({ path, method, ...(await answer("/no/such/route", method)) });
       }
     } finally {
