@@ -143,7 +143,7 @@ describe("sign-in", () => {
     expect(res.headers.get("location")).toBe("/internal/");
     const cookie = res.headers.get("set-cookie")!;
     expect(cookie).toMatch(/^__Host-imgpress_session=[A-Za-z0-9_-]{43}; /);
-    for (const attr of ["Path=/", "Secure", "HttpOnly", "SameSite=Strict"]) expect(cookie).toContain(attr);
+    for (const attr of ["Path=/", "Secure", "HttpOnly", "SameSite=Lax"]) expect(cookie).toContain(attr);
     expect(cookie.toLowerCase()).not.toContain("domain");
     const home = await page("/internal/", cookie.split(";")[0]);
     expect(home.status).toBe(200);

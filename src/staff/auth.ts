@@ -25,9 +25,13 @@ export function internalResponseHeaders() {
   });
 }
 
-/** The Set-Cookie value that stores `token` for `maxAgeS` seconds (an empty token clears it). */
+/**
+ * The Set-Cookie value that stores `token` for `maxAgeS` seconds (an empty token clears it). Lax,
+ * not Strict: a link to a page from a mail or a chat must open it signed in, and a cross-site
+ * write is refused by the Origin check and the session-bound token whatever the cookie does.
+ */
 export function sessionCookie(token: string, maxAgeS: number): string {
-  return `${SESSION_COOKIE}=${token}; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=${token ? maxAgeS : 0}`;
+  return `${SESSION_COOKIE}=${token}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${token ? maxAgeS : 0}`;
 }
 
 /** The value of cookie `name` in a Cookie header, or null. */

@@ -205,6 +205,15 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(browser.dialogs).toEqual([]);
   });
 
+  test("a link from another site (a mail, a chat) opens the page signed in", async () => {
+    // A blank document has no origin of its own: following its link is a cross-site navigation.
+    await page.goto("about:blank");
+    await page.setContent(`<a href="${server.url}/internal/keys">the keys page</a>`);
+    await page.getByRole("link", { name: "the keys page" }).click();
+    await page.waitForURL((url) => url.origin === new URL(server.url).origin);
+    expect(new URL(page.url()).pathname).toBe("/internal/keys");
+  });
+
   test("revoke a key from its page: its next conversion is refused", async () => {
     await page.goto(`${server.url}/internal/keys?q=${encodeURIComponent(CLIENT_EMAIL)}`);
     await page.locator("tbody tr a").first().click();
