@@ -78,7 +78,7 @@ interface ValueError {
   summary?: string;
   message?: string;
   value?: unknown;
-  schema?: { type?: string; anyOf?: { const?: unknown }[] };
+  schema?: { type?: string; anyOf?: { const?: unknown; type?: string; format?: string }[] };
 }
 
 // Elysia reports JSON-pointer paths ("/site_url"); the message names the field the way the client wrote it.
@@ -102,10 +102,15 @@ function coercedQueryField(first: ValueError | undefined, request: Request): str
   return holders.length === 1 ? holders[0]![0] : "query";
 }
 
-// Elysia's own summaries name a literal union's members by type ("one of: 'string', 'string'") and print an array as its first item.
+// Elysia's own summaries name a literal union's members by type ("one of: 'string', 'string'"), a
+// query number as the union it is coerced through ("one of: 'integer', 'integer'"), and print an array as its first item.
 function describe(first: ValueError | undefined): string {
-  const literals = first?.schema?.anyOf?.map((s) => s.const);
-  if (literals?.length && literals.every((v) => v !== undefined)) return `must be one of ${literals.map((v) => JSON.stringify(v)).join(", ")}`;
+  const members = first?.schema?.anyOf ?? [];
+  const literals = members.map((s) => s.const);
+  if (literals.length && literals.every((v) => v !== undefined)) return `must be one of ${literals.map((v) => JSON.stringify(v)).join(", ")}`;
+  const kinds = new Set(members.map((s) => s.format ?? s.type));
+  if (kinds.size && [...kinds].every((kind) => kind === "integer")) return "must be a whole number";
+  if (kinds.size && [...kinds].every((kind) => kind === "numeric" || kind === "number" || kind === "integer")) return "must be a number";
   if (Array.isArray(first?.value) && first?.schema?.type && first.schema.type !== "array") return `expected a ${first.schema.type}, got an array`;
   return first?.summary ?? first?.message ?? "is invalid";
 }

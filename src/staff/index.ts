@@ -2,6 +2,8 @@ import { Elysia } from "elysia";
 import { parseFormBody } from "../http/form.ts";
 import type { Notice } from "../dashboard/layout.ts";
 import type { AppError } from "../errors.ts";
+import { RECENT_CODE } from "../issuance/service.ts";
+import { OTP_MAX_ATTEMPTS } from "../otp/service.ts";
 import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
@@ -91,11 +93,13 @@ function resent(email: string): Notice {
   return { kind: "info", text: `If ${email} belongs to a staff member, a new code is on its way; the code sent before no longer works.` };
 }
 
-// A new code asked for too soon: when the next one may be asked for, and that the one sent still works.
+// A new code asked for too soon: when the next one may be asked for, and that the one sent still
+// works unless wrong tries ended it (said for every address alike: staff or not, nothing differs).
+// Another refusal (the day's wrong codes used up, the IP's limit) leaves no code in force: its own reason.
 function resendRefused(message: string, err: AppError): Notice {
   const { retryAfterS } = refusal(message, err);
-  if (retryAfterS === undefined) return { kind: "error", text: message };
-  return { kind: "error", text: `A new code can be sent in ${retryAfterS} s; the code already sent still works.`, retryAfterS };
+  if (retryAfterS === undefined || !message.startsWith(RECENT_CODE)) return { kind: "error", text: message, retryAfterS };
+  return { kind: "error", text: `A new code can be sent in ${retryAfterS} s; until then the code already sent still works, unless ${OTP_MAX_ATTEMPTS} wrong tries ended it.`, retryAfterS };
 }
 
 // A refused form's reason, with the wait of a rate limit (its Retry-After) for the page to count down.
