@@ -47,7 +47,7 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   );
   const sessionRows = v.sessions.map(
     (s) => html`<tr><td class="mono">${s.id}${s.id === v.currentSession ? html` ${badge("this browser", "active")}` : null}</td><td class="mono">${s.clientAddress}</td>
-<td class="wrap-anywhere">${s.userAgent}</td><td class="num">${time(s.createdAt)}</td><td class="num">${time(s.lastSeenAt)}</td></tr>`,
+<td class="wrap-anywhere about">${s.userAgent}</td><td class="num">${time(s.createdAt)}</td><td class="num">${time(s.lastSeenAt)}</td></tr>`,
   );
   const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
 <h2 id="staff">Staff</h2>
