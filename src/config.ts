@@ -3,7 +3,7 @@ import { Value } from "@sinclair/typebox/value";
 import { availableParallelism, hostname, totalmem } from "node:os";
 import process from "node:process";
 import { join, resolve } from "node:path";
-import { localPath, POSTGRES_DEFAULTS } from "./db/location.ts";
+import { fileUrl, localPath, POSTGRES_DEFAULTS } from "./db/location.ts";
 import { parseAllowEntry } from "./http/ipallow.ts";
 import { normalizeEmail } from "./issuance/email.ts";
 import { credentialsPastAuthority } from "./redact.ts";
@@ -154,7 +154,7 @@ function checkFileUrl(parsed: URL, raw: string): void {
   let path: string;
   try {
     // localPath is not null here (the scheme is file:); it throws for a file URL with a host.
-    path = localPath(raw)!.split("?")[0]!.trim();
+    path = localPath(raw)!.trim();
   } catch {
     throw "a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host)";
   }
@@ -162,6 +162,8 @@ function checkFileUrl(parsed: URL, raw: string): void {
     throw "a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)";
   }
   if (path.endsWith("/")) throw "a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder";
+  // libSQL decodes %-escapes in the path and refuses the URL when one is not an escape.
+  if (/%(?![0-9a-f]{2})/i.test(raw)) throw "a file: URL whose % signs each start an escape (write % itself as %25: file:/srv/100%25/imgpress.db)";
 }
 
 /** The database URL schemes the service opens: the embedded file, PostgreSQL, a libSQL server. */
@@ -217,7 +219,7 @@ export const settings: readonly Setting[] = [
     env: "IMGPRESS_DATABASE_URL",
     help: "file:… (embedded, default), postgres://user:pass@host:5432/db (shared by several instances; sslmode honoured), or a libSQL server libsql://…, http(s)://…",
     parse: parseDatabaseUrl,
-    fallback: (c) => `file:${join(c.dataDir as string, "imgpress.db")}`,
+    fallback: (c) => fileUrl(join(c.dataDir as string, "imgpress.db")),
   },
   { key: "databaseAuthToken", env: "IMGPRESS_DATABASE_AUTH_TOKEN", help: "token for a remote libSQL server", parse: text },
   { key: "databasePoolSize", env: "IMGPRESS_DATABASE_POOL_SIZE", help: "PostgreSQL: most connections this instance opens", parse: integer, fallback: () => POSTGRES_DEFAULTS.poolSize },

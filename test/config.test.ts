@@ -209,6 +209,7 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_DATABASE_URL", "file:///srv/imgpress/", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder."],
     ["IMGPRESS_DATABASE_URL", "file://nas/share/imgpress.db", "expected a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host)."],
     ["IMGPRESS_DATABASE_URL", "FILE:imgpress.db", "expected a file: URL with its scheme in lower case (file:./imgpress-data/imgpress.db)."],
+    ["IMGPRESS_DATABASE_URL", "file:/srv/100%/imgpress.db", "expected a file: URL whose % signs each start an escape (write % itself as %25: file:/srv/100%25/imgpress.db)."],
     ["IMGPRESS_TLS_NAMES", "nas.local,-nas.lan", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: -nas.lan)."],
     ["IMGPRESS_TLS_NAMES", "nas.local:8443", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas.local:8443; a name is written without a port)."],
     // Clients read a name ending in digits as an IPv4 address (10.1.2 is 10.1.0.2), never as this name.

@@ -12,6 +12,7 @@ import { chmodSync, chownSync, existsSync, lstatSync, readdirSync, readFileSync,
 import { appendFile, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileUrl, localPath } from "../src/db/location.ts";
 import { claimPidFile, serverInUse } from "../src/pidfile.ts";
 import { canMount, mountTmpfs } from "./support/mounts.ts";
 import { runCli, startServer } from "./support/server.ts";
@@ -287,6 +288,37 @@ describe.skipIf(!canMount)("a disk that is read-only or full", () => {
     } finally {
       disk.unmount();
     }
+  });
+});
+
+// libSQL reads a file: URL's path with %-escapes decoded and stops at ? or #: a data folder whose
+// name holds them (Synology's `#recycle` neighbours, `100%`) opened a database in another folder, or none.
+describe("a data folder whose name holds %, # or ?", () => {
+  test("the database, its pid record, backup and restore all use that folder", async () => {
+    for (const name of ["pct%41x", "h#x", "q?x=1", "sp ace %25"]) {
+      const folder = join(dir, name, "imgpress-data");
+      expect(localPath(fileUrl(join(folder, "imgpress.db")))).toBe(join(folder, "imgpress.db"));
+      const server = await startServer({ dataDir: folder });
+      try {
+        expect(readdirSync(folder)).toEqual(expect.arrayContaining(["imgpress.db", "imgpress.db.pid", "master.key"]));
+        expect(statSync(join(folder, "imgpress.db")).mode & 0o777).toBe(0o600);
+        const added = await runCli(["staff", "add", "pct@example.com"], server.env);
+        expect({ code: added.code, stderr: added.stderr }).toEqual({ code: 0, stderr: "" });
+        // restore finds the server's record in that folder.
+        const restore = await runCli(["restore", join(dir, "none.db")], server.env);
+        expect(restore.stderr).toContain(`is using ${join(folder, "imgpress.db")}; stop it first`);
+      } finally {
+        await server.stop({ keepData: true });
+      }
+      // Only the one folder was written: nothing beside it under a decoded or shortened name.
+      expect(readdirSync(join(dir, name))).toEqual(["imgpress-data"]);
+      const copy = await backupOf(folder);
+      const listed = await runCli(["staff", "list"], { IMGPRESS_DATA_DIR: folder });
+      expect(listed.stdout).toContain("pct@example.com");
+      const restored = await runCli(["restore", copy], { IMGPRESS_DATA_DIR: folder });
+      expect({ code: restored.code, stdout: restored.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining(`into ${join(folder, "imgpress.db")}`) });
+    }
+    expect(readdirSync(dir).filter((name) => /^(pctAx|h|q)$/.test(name))).toEqual([]);
   });
 });
 

@@ -5,7 +5,7 @@ import type { Config } from "../config.ts";
 import { DATABASE_FILE_SUFFIXES, describeKeyPairs, moveAside, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
 import { storageFaultCode } from "../db/faults.ts";
 import { inspectDatabaseFile } from "../db/inspect.ts";
-import { isPostgresUrl, localPath, openStore } from "../db/index.ts";
+import { fileUrl, isPostgresUrl, localPath, openStore } from "../db/index.ts";
 import { existingMasterKey, keyFitsDatabase, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../masterkey.ts";
 import { claimPidFile, serverInUse } from "../pidfile.ts";
 import { realFile, statOf } from "../files.ts";
@@ -189,7 +189,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
       throw err;
     }
   });
-  const store = await openStore(`file:${target}`);
+  const store = await openStore(fileUrl(target));
   await store.shutdown();
   if (owner) for (const path of [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${ext}`), ...(keySwap ? [keySwap.keyFile] : [])]) await chown(path, owner.uid, owner.gid).catch(() => {});
   // An older backup is brought up to this version: said as `imgpress migrate` says it.

@@ -2,6 +2,7 @@ import { createClient, type Client } from "@libsql/client";
 import { Buffer } from "node:buffer";
 import { copyFile, chmod, rename, rm, writeFile } from "node:fs/promises";
 import { statOf } from "../files.ts";
+import { fileUrl } from "./location.ts";
 import { timingSafeEqual } from "../crypto.ts";
 import { factsOf, type DatabaseFacts } from "./inspect.ts";
 import { newerDatabase } from "./migrate.ts";
@@ -50,7 +51,7 @@ export async function writeSnapshot(
   // Said once the file exists: a signal from then on finds it to remove (one arriving while its
   // creation was still in flight left it behind).
   starting((await sizeOf(source)) + (await sizeOf(`${source}-wal`)));
-  const client = createClient({ url: `file:${source}` });
+  const client = createClient({ url: fileUrl(source) });
   try {
     await client.execute("PRAGMA busy_timeout = 5000");
     await client.execute({ sql: "VACUUM INTO ?", args: [temp] });
@@ -62,7 +63,7 @@ export async function writeSnapshot(
   }
   try {
     await chmod(temp, 0o600);
-    const snapshot = createClient({ url: `file:${temp}` });
+    const snapshot = createClient({ url: fileUrl(temp) });
     let keys: KeyPairCount;
     try {
       // A live database that is itself a backup copied into place (the server refuses it) would already have one.
@@ -95,7 +96,7 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
   // A data folder copied as it is (after a stop, or even a crash) may keep its latest pages in the
   // -wal beside the file: taken along, SQLite replays it.
   if (await exists(`${file}-wal`)) await copyFile(`${file}-wal`, `${stage}-wal`);
-  const client = createClient({ url: `file:${stage}` });
+  const client = createClient({ url: fileUrl(stage) });
   try {
     const check = await client.execute("PRAGMA integrity_check").catch((err: Error) => {
       throw new Error(`${file} is not a readable SQLite database (${err.message})`);

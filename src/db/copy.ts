@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { asc, count, getTableColumns, gt, is, sql, type SQL } from "drizzle-orm";
 import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { serverInUse } from "../pidfile.ts";
-import { isPostgresUrl, localPath, openStore, type DatabaseOptions } from "./index.ts";
+import { fileUrl, isPostgresUrl, localPath, openStore, type DatabaseOptions } from "./index.ts";
 import * as schema from "./schema.ts";
 import type { Database, Store } from "./store.ts";
 
@@ -157,7 +157,7 @@ function tableOf(store: Store, plan: TablePlan): SQLiteTable {
 /** What tells two URLs apart as databases: a local file's real path; a server's host, port and database, credentials left out. */
 function databaseIdentity(url: string): string {
   const path = localPath(url);
-  if (path !== null) return `file:${existsSync(path) ? realpathSync(path) : resolve(path)}`;
+  if (path !== null) return fileUrl(existsSync(path) ? realpathSync(path) : resolve(path));
   try {
     const u = new URL(url);
     if (isPostgresUrl(url)) return `postgres://${u.hostname.toLowerCase()}:${u.port || "5432"}/${decodeURIComponent(u.pathname.slice(1) || u.username)}`;

@@ -3,7 +3,7 @@ import { openSqliteStore } from "./sqlite.ts";
 import { isPostgresUrl, POSTGRES_DEFAULTS } from "./location.ts";
 import type { Store } from "./store.ts";
 
-export { databaseFolder, isPostgresUrl, localPath, POSTGRES_DEFAULTS } from "./location.ts";
+export { databaseFolder, fileUrl, isPostgresUrl, localPath, POSTGRES_DEFAULTS } from "./location.ts";
 export type { BatchStatement, Database, Dialect, Store, Tables } from "./store.ts";
 
 /** Where the database is and how to reach it (the database part of Config). */

@@ -1,5 +1,6 @@
 import { createClient, type Client } from "@libsql/client";
 import { statOf } from "../files.ts";
+import { fileUrl } from "./location.ts";
 
 /**
  * What a local database file says about itself, read before it is opened for use (and so before
@@ -23,7 +24,7 @@ export interface DatabaseFacts {
  */
 export async function inspectDatabaseFile(path: string): Promise<DatabaseFacts | null> {
   if (!((await statOf(path))?.size ?? 0)) return null;
-  const client = createClient({ url: `file:${path}` });
+  const client = createClient({ url: fileUrl(path) });
   try {
     return await factsOf(client);
   } finally {
