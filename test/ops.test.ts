@@ -178,6 +178,11 @@ describe("the OpenAPI document (/v1/docs/json)", () => {
     expect(form.status).toBe(415);
     expect(doc.paths["/v1/plugin/auth/request-otp"].post.responses["200"].content["application/json"].schema.properties.expires_in).toMatchObject({ type: "integer", example: 900 });
     expect(Object.keys(doc.paths["/v1/plugin/convert"].post.responses["200"].content).sort()).toEqual(["image/avif", "image/webp"]);
+    // Unknown fields are ignored (docs/api.md): the document says so before and after the routes first validated a body.
+    expect(JSON.stringify(doc)).not.toContain('"additionalProperties":false');
+    expect((await h.requestOtp({ email: "owner@example.com", plugin_version: "1.2" } as never)).status).toBe(200);
+    expect((await h.verifyOtp({ email: "owner@example.com", otp: "000000", plugin_version: "1.2" } as never)).status).toBe(401);
+    expect((await h.request("GET", "/v1/docs/json")).body).toEqual(doc);
   });
 });
 

@@ -2,7 +2,9 @@
 // valid OpenAPI 3.0.3: the plugin lists JSON, multipart and text for every body and answer of a
 // route whose parser is a function (the credential routes take JSON only, and answer 415 to the
 // rest), leaves answers without the description 3.0 requires, and writes the 3.1 schema keywords
-// `const` and `examples` and Elysia's string-or-integer for an integer.
+// `const` and `examples` and Elysia's string-or-integer for an integer. Elysia also writes
+// `additionalProperties: false` into a route's schemas once that route has validated a request; the
+// service ignores unknown fields (docs/api.md), and the document must not change with its traffic.
 
 import { statusTitles } from "../errors.ts";
 
@@ -53,6 +55,7 @@ function tidySchema(schema: Json): void {
       Object.assign(schema, other, schema.description ? { description: schema.description } : {});
     }
   }
+  if (schema.additionalProperties === false) delete schema.additionalProperties;
   if ("const" in schema) {
     schema.enum = [schema.const];
     delete schema.const;
