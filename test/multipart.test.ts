@@ -159,6 +159,13 @@ describe("malformed bodies → 400 INVALID_MULTIPART", () => {
     expect({ status: err.status, code: err.code }).toEqual({ status: 400, code: "INVALID_MULTIPART" });
   });
 
+  test("a last delimiter without its final \"--\" is named as such, not as a part without headers", () => {
+    for (const end of ["", "\r\n"]) {
+      const err = refusal(() => parseMultipart(bytes(`--B\r\nContent-Disposition: form-data; name="image"\r\n\r\nDATA\r\n--B${end}`), "multipart/form-data; boundary=B"));
+      expect(err.message).toBe('The multipart body is malformed: the closing boundary has no final "--" (truncated upload?).');
+    }
+  });
+
   test("a runtime-serialised body cut short at any point is refused, never half-read", async () => {
     const body = await formBody({ image: { data: tricky, filename: "x.jpg" }, format: "avif" });
     const closing = body.bytes.length - 2; // everything up to the final CRLF after "--"

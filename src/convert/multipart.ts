@@ -35,6 +35,8 @@ export function parseMultipart(body: Uint8Array, contentType: string | null): Fo
   for (;;) {
     pos += delimiter.length;
     if (buf[pos] === 0x2d && buf[pos + 1] === 0x2d) return parts; // "--" closes the body
+    // A delimiter the body ends at (or after which only the line break comes) lacks its closing "--".
+    if (buf.length - pos <= 2 && buf.subarray(pos).every((byte) => byte === 0x0d || byte === 0x0a)) throw malformed('the closing boundary has no final "--" (truncated upload?)');
     const headerEnd = buf.indexOf(CRLF_CRLF, pos);
     if (headerEnd < 0) throw malformed("a part has no end of headers");
     const headers = buf.toString("utf8", pos, headerEnd);

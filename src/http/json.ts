@@ -18,7 +18,9 @@ export async function parseJsonBody({ request }: { request: Request }): Promise<
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes), dropConversionKeys);
-  } catch {
+  } catch (err) {
+    // Valid JSON nested thousands deep overflows the parser's stack: said as what it is.
+    if (err instanceof RangeError) throw new AppError(400, "VALIDATION_ERROR", "The JSON body is nested too deeply.");
     throw new AppError(400, "VALIDATION_ERROR", "The body is not valid UTF-8 JSON.");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

@@ -103,7 +103,8 @@ export class OtpEngine<T extends CodeTable> {
    * two concurrent right guesses exactly one wins: the DELETE … RETURNING decides).
    */
   async consume(email: string, guess: string): Promise<Consumed<T>> {
-    await this.budget.limiter.check(this.bucketOf(email), WRONG_CODES_PER_ADDRESS, "TOO_MANY_ATTEMPTS", GUESSED_OUT);
+    // RATE_LIMITED, as request-otp answers it: wait for Retry-After. TOO_MANY_ATTEMPTS says "request a new code", which would be refused.
+    await this.budget.limiter.check(this.bucketOf(email), WRONG_CODES_PER_ADDRESS, "RATE_LIMITED", GUESSED_OUT);
     // Hash before the lookup so an unknown address and a wrong code take the same time.
     const guessHash = await this.hash(email, guess);
     const [pending] = await this.db
