@@ -232,8 +232,8 @@ function counting(fetch: (request: Request, peer: string | undefined) => Promise
  * balancer probing /health/ready sees 503 meanwhile, and requests still arriving are served) the
  * listener closes (no new connections); accepted requests (uploading, queued or converting) finish
  * within IMGPRESS_SHUTDOWN_TIMEOUT_S, the shutdown hooks run (usage flush), the WAL is checkpointed
- * and the database closed. Resolves to the exit status: 0, or 1 when the timeout cut requests or a
- * hook failed.
+ * and the database closed. Resolves to the exit status: 0, or 1 when the timeout cut requests, a
+ * hook failed or the database could not be closed.
  */
 async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "services">, server: Listening, inFlight: InFlight, signal: ShutdownSignal): Promise<number> {
   const { config, logger, store, services } = booted;
@@ -274,7 +274,13 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
   else logger.info("all requests answered");
   const failedHooks = await services.lifecycle.runHooks(logger);
   // The driver's words: an operator's matter (a read-only file, a full disk), not a bug with a stack.
-  await store.shutdown().catch((err: Error) => logger.error("closing the database failed", { error: driverMessage(err) }));
-  logger.info("stopped", { exitCode: cut || failedHooks ? 1 : 0 });
-  return cut || failedHooks ? 1 : 0;
+  // Nothing is lost then (what the checkpoint could not copy stays in the write-ahead log beside the
+  // file, which the next start reads), but the file alone is not complete: a failed stop.
+  const unclosed = await store.shutdown().then(
+    () => false,
+    (err: Error) => (logger.error("closing the database failed: keep the -wal file beside the database (the next start reads it)", { error: driverMessage(err) }), true),
+  );
+  const exitCode = cut || failedHooks || unclosed ? 1 : 0;
+  logger.info("stopped", { exitCode });
+  return exitCode;
 }

@@ -10,6 +10,7 @@
  * the tests are skipped with a message.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createClient } from "@libsql/client";
 import { spawnSync } from "node:child_process";
 import { closeSync, openSync, unlinkSync, writeSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -101,6 +102,31 @@ describe.skipIf(!mounted)("data folder on a full disk", () => {
     expect((await signedConvert(image)).status).toBe(200);
     expect(server.logs.some((l) => l.json?.msg === "storage unavailable" && String(l.json.fault).startsWith("SQLITE_FULL"))).toBe(true);
     expect(server.logs.some((l) => l.json?.msg === "unhandled error")).toBe(false);
+  }, 60_000);
+});
+
+describe.skipIf(!mounted)("a stop on a full disk", () => {
+  test("the write-ahead log cannot be copied into the file: logged, exit status 1, nothing lost at the next start", async () => {
+    const data = join(mountPoint, "stop-full");
+    const second = await startServer({ dataDir: data });
+    const added = await runCli(["staff", "add", "kept@example.com"], second.env);
+    expect(added.code).toBe(0);
+    // Pages the checkpoint must add to the file: a table of ~1 MB written through a second connection (the server's keeps the log open).
+    const client = createClient({ url: `file:${join(data, "imgpress.db")}` });
+    await client.execute("CREATE TABLE filler (x BLOB)");
+    for (let i = 0; i < 16; i++) await client.execute({ sql: "INSERT INTO filler VALUES (?)", args: [new Uint8Array(64 * 1024).fill(i + 1)] });
+    client.close();
+    fillDisk();
+    try {
+      expect(await second.stop({ keepData: true })).toBe(1);
+      expect(second.logs.some((l) => l.json?.msg === "closing the database failed: keep the -wal file beside the database (the next start reads it)")).toBe(true);
+      expect(second.logs.some((l) => l.json?.msg === "stopped" && l.json?.exitCode === 1)).toBe(true);
+    } finally {
+      unlinkSync(filler);
+    }
+    const listed = await runCli(["staff", "list"], { IMGPRESS_DATA_DIR: data });
+    expect(listed.stdout).toContain("kept@example.com");
+    await rm(data, { recursive: true, force: true });
   }, 60_000);
 });
 
