@@ -13,8 +13,7 @@ export async function readOrCreate(path: string, make: () => Promise<string>, mo
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const temp = `${path}.${crypto.randomUUID()}.tmp`;
-  await writeFile(temp, await make(), { mode, flag: "wx" });
+  const temp = await writeTemporary(path, await make(), mode);
   try {
     await link(temp, path); // fails with EEXIST when another process won the race: its content stands
   } catch (err) {
@@ -27,12 +26,25 @@ export async function readOrCreate(path: string, make: () => Promise<string>, mo
 
 /** Writes `content` to `path` under a temporary name and renames it into place, so a reader sees the old file or the new one, never half of one. */
 export async function replaceFile(path: string, content: string, mode: number): Promise<void> {
-  const temp = `${path}.${crypto.randomUUID()}.tmp`;
-  await writeFile(temp, content, { mode, flag: "wx" });
+  const temp = await writeTemporary(path, content, mode);
   await rename(temp, path).catch(async (err) => {
     await unlink(temp).catch(() => {});
     throw err;
   });
+}
+
+// `content` in a new file beside `path`; a failed write (a full disk) leaves none behind, and its
+// error names the file (Node's says only "ENOSPC: no space left on device, write").
+async function writeTemporary(path: string, content: string, mode: number): Promise<string> {
+  const temp = `${path}.${crypto.randomUUID()}.tmp`;
+  try {
+    await writeFile(temp, content, { mode, flag: "wx" });
+  } catch (err) {
+    await unlink(temp).catch(() => {});
+    const error = err as NodeJS.ErrnoException;
+    throw Object.assign(new Error(`cannot write ${path}: ${error.message}`), { code: error.code });
+  }
+  return temp;
 }
 
 /** What `stat` says of `path`, or null when there is nothing there (or it cannot be looked at). */

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from "node:fs";
 import { pid } from "node:process";
 import { realFile } from "./files.ts";
 
@@ -25,7 +25,7 @@ export function claimPidFile(databasePath: string, role: Role = "serve"): () => 
   for (let attempt = 0; ; attempt++) {
     try {
       // Exclusive create: of two servers starting at once (or a server and a restore), one gets the record.
-      writeFileSync(path, `${pid}\n${identityLine(role)}`, { mode: 0o644, flag: "wx" });
+      writeRecord(path, `${pid}\n${identityLine(role)}`);
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
@@ -48,6 +48,20 @@ export function claimPidFile(databasePath: string, role: Role = "serve"): () => 
   return () => {
     if (recordedPid(path) === pid) unlinkSync(path);
   };
+}
+
+// Created here or not at all; a record this process created but could not fill (a full disk) is removed again.
+function writeRecord(path: string, text: string): void {
+  const fd = openSync(path, "wx", 0o644);
+  try {
+    writeSync(fd, text);
+  } catch (err) {
+    unlinkSync(path);
+    const error = err as NodeJS.ErrnoException;
+    throw Object.assign(new Error(`cannot write ${path}: ${error.message}`), { code: error.code });
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Who wrote a pid record: a server, or `imgpress restore` while it replaces the database. */

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
 import { spawnSync } from "node:child_process";
-import { closeSync, openSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, unlinkSync, writeSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -126,6 +126,20 @@ describe.skipIf(!mounted)("a stop on a full disk", () => {
     }
     const listed = await runCli(["staff", "list"], { IMGPRESS_DATA_DIR: data });
     expect(listed.stdout).toContain("kept@example.com");
+    await rm(data, { recursive: true, force: true });
+  }, 60_000);
+
+  test("a first start on a full disk: one line naming the file it could not write, no half-written file left", async () => {
+    const data = join(mountPoint, "first-full");
+    fillDisk();
+    try {
+      const r = await runCli(["serve"], { IMGPRESS_DATA_DIR: data, IMGPRESS_PORT: "0" });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(new RegExp(`^imgpress: cannot write ${data}/\\S+: (ENOSPC: no space left on device, write|No space left on device \\(os error 28\\))\n$`)) });
+      // Not an empty pid record (the next start would have to tell it from a live one) nor a master.key.….tmp.
+      expect(readdirSync(data).filter((name) => name !== "imgpress.db")).toEqual([]);
+    } finally {
+      unlinkSync(filler);
+    }
     await rm(data, { recursive: true, force: true });
   }, 60_000);
 });
