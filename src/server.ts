@@ -120,7 +120,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
       })
       .catch((err: Error) => {
         // Bun says only "Failed to start server" or ENOENT (an unresolvable host): name the address.
-        throw new Error(`cannot listen on ${config.host}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): ${err.message}`);
+        throw new Error(`cannot listen on ${urlHost(config.host)}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): ${err.message}`);
       });
     return { tls, server };
   };

@@ -331,6 +331,9 @@ describe("migrate and configuration errors", () => {
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`imgpress: cannot listen on 127.0.0.1:${first.port} (IMGPRESS_HOST, IMGPRESS_PORT)`);
       expect(r.stdout).not.toContain("imgpress listening");
+      // An IPv6 address is written as in a URL, so the port does not read as a part of it.
+      const v6 = await runCli(["serve"], { ...env, IMGPRESS_HOST: "::", IMGPRESS_PORT: String(first.port) });
+      expect(v6.stderr).toContain(`imgpress: cannot listen on [::]:${first.port} (IMGPRESS_HOST, IMGPRESS_PORT)`);
       expect((await first.fetch("/health")).status).toBe(200);
     } finally {
       await first.stop();
