@@ -303,6 +303,11 @@ describe("backup and restore: paths that are not what they should be, and interr
     expect(existsSync(join(tmp, "none.db"))).toBe(false);
   });
 
+  test("backup into a folder where no file can be made (/proc): one line naming the folder, exit 1", async () => {
+    const r = await runCli(["backup", "/proc/imgpress-backup.db", "--without-key"], server.env);
+    expect({ code: r.code, err: r.stderr.trim() }).toEqual({ code: 1, err: expect.stringMatching(/^imgpress: cannot write the backup into \/proc \((ENOENT|EACCES|EPERM)\): choose a folder this user may write to; nothing was written$/) });
+  });
+
   test("backup into a folder (existing, or named with a trailing slash) writes the default name inside it", async () => {
     const into = join(tmp, "into");
     await mkdir(into);

@@ -43,8 +43,8 @@ const ENV = "IMGPRESS_CACHE_DIR";
 // Half-written folders of a crashed start are removed by a later extraction after this.
 const STALE_MS = 10 * 60 * 1000;
 
-/** Cache folders to try, best first; an explicit IMGPRESS_CACHE_DIR is the only one. */
-function candidates(): { dir: string; explicit: boolean }[] {
+/** Cache folders to try, best first; an explicit IMGPRESS_CACHE_DIR is the only one. `inData`: inside the data folder, which is made owner-only if it does not exist yet. */
+function candidates(): { dir: string; explicit: boolean; inData?: boolean }[] {
   const env = process.env;
   // Trimmed as every setting is (a blank value is unset), so " " names no folder called " ".
   const explicit = env[ENV]?.trim();
@@ -57,8 +57,22 @@ function candidates(): { dir: string; explicit: boolean }[] {
     const home = env.HOME || safeHomedir();
     if (home) list.push(join(home, ".cache", "imgpress"));
   }
-  list.push(join(resolve(env.IMGPRESS_DATA_DIR?.trim() || "./imgpress-data"), "cache"));
-  return list.map((dir) => ({ dir, explicit: false }));
+  const candidates = list.map((dir) => ({ dir, explicit: false }));
+  // The data folder as the command line or the settings name it (--data-dir wins, as in src/config.ts).
+  const dataDir = dataDirFlag() ?? env.IMGPRESS_DATA_DIR?.trim();
+  return [...candidates, { dir: join(resolve(dataDir || "./imgpress-data"), "cache"), explicit: false, inData: true }];
+}
+
+// `--data-dir DIR` or `--data-dir=DIR`, read before the command line is parsed (src/cli/args.ts does that, after this).
+function dataDirFlag(): string | undefined {
+  const argv = process.argv;
+  for (let i = 2; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") return undefined;
+    if (arg === "--data-dir") return argv[i + 1]?.trim() || undefined;
+    if (arg.startsWith("--data-dir=")) return arg.slice("--data-dir=".length).trim() || undefined;
+  }
+  return undefined;
 }
 
 // os.homedir() can throw when the user has no passwd entry (e.g. an arbitrary container uid).
@@ -117,7 +131,7 @@ function sweep(base: string): void {
  * rename of a folder onto an existing non-empty one fails, so exactly one wins and the
  * others discard their copy.
  */
-function ensureExtracted(base: string, bundle: NativeBundle): string {
+function ensureExtracted(base: string, bundle: NativeBundle, inData = false): string {
   const primary = join(base, bundle.key);
   if (complete(primary, bundle)) return primary;
   // A folder of another user that we cannot use (e.g. root ran `imgpress keys list` with a
@@ -127,6 +141,8 @@ function ensureExtracted(base: string, bundle: NativeBundle): string {
   const final = owner === undefined || owner === myUid() ? primary : `${primary}-u${myUid()}`;
   if (final !== primary && complete(final, bundle)) return final;
 
+  // The data folder, when this makes it, is owner-only as the service would have made it.
+  if (inData) mkdirSync(dirname(base), { recursive: true, mode: 0o700 });
   mkdirSync(base, { recursive: true, mode: 0o755 });
   sweep(base);
   const tmp = mkdtempSync(join(base, `.tmp-${bundle.key}-`));
@@ -174,7 +190,7 @@ export function loadNative(bundle: NativeBundle): unknown {
   let dir = "";
   for (const c of candidates()) {
     try {
-      dir = ensureExtracted(c.dir, bundle);
+      dir = ensureExtracted(c.dir, bundle, c.inData);
       break;
     } catch (err) {
       const why = `${c.dir} (${(err as Error).message})`;

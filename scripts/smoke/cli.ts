@@ -1,5 +1,5 @@
 // Stage "cli": --version and --help, and the native libraries unpacked once into the cache.
-import { existsSync } from "node:fs";
+import { existsSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { cli, type Smoke } from "./context.ts";
 import { assertOneExtraction, cacheEntries } from "./folders.ts";
@@ -20,6 +20,19 @@ export async function cliStage(s: Smoke): Promise<{ summary: string; names: stri
       assert(r.stdout.includes(word), `help text lacks ${JSON.stringify(word)}`);
     }
     return `${r.stdout.split("\n").length} lines`;
+  });
+  // No usable cache folder (a container uid without a home): the last resort is the data folder's
+  // cache, the one --data-dir names, and a data folder made there is owner-only.
+  await s.report.check(s.tag, "no cache folder but the data folder: --data-dir's, made owner-only", async () => {
+    const data = join(s.tmp, "flag-data", "data");
+    const r = await cli(s, ["keys", "list", "--data-dir", data], { XDG_CACHE_HOME: "", HOME: "/proc/imgpress-no-home" });
+    assert(r.code === 1 && r.stderr.includes(`no database at ${join(data, "imgpress.db")}`), `exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`);
+    assert(!existsSync(join(s.run, "imgpress-data")), "made ./imgpress-data in the working folder although --data-dir names another");
+    assert(existsSync(join(data, "cache")), `no cache in ${data}`);
+    const mode = statSync(data).mode & 0o777;
+    assert(mode === 0o700, `the data folder it made has mode ${mode.toString(8)}, not 700`);
+    rmSync(join(s.tmp, "flag-data"), { recursive: true, force: true });
+    return `cache in ${data}/cache, folder 0700`;
   });
   return s.report.must(s.tag, "cache: one extraction per library under $XDG_CACHE_HOME/imgpress", () => {
     const summary = assertOneExtraction(s.cacheDir, s.t.arch);

@@ -80,7 +80,8 @@ function notWritten(dest: string, err: NodeJS.ErrnoException): never {
   const code = storageFaultCode(err) ?? err.code ?? "";
   const folder = dirname(dest);
   if (/^(SQLITE_FULL|ENOSPC|EDQUOT)/.test(code)) throw new Error(`no room for the backup in ${folder} (${code}): free some space there or choose another folder; nothing was written`);
-  if (/^(SQLITE_CANTOPEN|SQLITE_READONLY|EROFS|EACCES|EPERM)/.test(code)) throw new Error(`cannot write the backup into ${folder} (${code}): choose a folder this user may write to; nothing was written`);
+  // ENOENT: a folder where no file can be made (/proc, /sys), though it exists.
+  if (/^(SQLITE_CANTOPEN|SQLITE_READONLY|EROFS|EACCES|EPERM|ENOENT)/.test(code)) throw new Error(`cannot write the backup into ${folder} (${code}): choose a folder this user may write to; nothing was written`);
   throw err;
 }
 
