@@ -103,16 +103,19 @@ function validHost(host: string | null): boolean {
 }
 
 /**
- * Elysia finds the path by searching for the first "/" from index 11 of the URL (just past
- * "https://" plus a three-character host), so with a one- or two-character Host header
- * (`https://x/health`) it misses the path's slash and answers 404 on every route. Such a URL is
- * rewritten with the host `localhost`; the app routes by path only, and the Host header itself
+ * The request with a URL the router reads as the guards do. Deno hands over the target as the
+ * client sent it (`/internal/x/../..`), which Elysia routes as written while every URL parser, the
+ * /internal/ guard's included, resolves it (`/`); Bun resolves it before: the URL is normalised
+ * the same way here. And Elysia finds the path by searching for the first "/" from index 11 of the
+ * URL (just past "https://" plus a three-character host), so with a one- or two-character Host
+ * header (`https://x/health`) it misses the path's slash and answers 404 on every route. Such a URL
+ * is rewritten with the host `localhost`; the app routes by path only, and the Host header itself
  * is left as the client sent it.
  */
 export function withRoutableUrl(request: Request): Request {
-  const url = request.url;
-  if (!url.includes("://")) return request;
+  if (!request.url.includes("://")) return request;
+  const url = URL.parse(request.url)?.href ?? request.url;
   const pathStart = url.indexOf("/", url.indexOf("://") + 3);
-  if (pathStart === -1 || pathStart >= 11) return request;
-  return new Request(`${url.slice(0, url.indexOf("://") + 3)}localhost${url.slice(pathStart)}`, request);
+  if (pathStart !== -1 && pathStart < 11) return new Request(`${url.slice(0, url.indexOf("://") + 3)}localhost${url.slice(pathStart)}`, request);
+  return url === request.url ? request : new Request(url, request);
 }

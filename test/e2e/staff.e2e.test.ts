@@ -5,6 +5,9 @@
  * records it all. The allowlist is checked against a second server that does not trust loopback.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { convertForm } from "../support/convert-helpers.ts";
 import { photo } from "../support/images.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
@@ -139,6 +142,19 @@ describe("outside the allowlist", () => {
       expect(unknown.status).toBe(404);
       for (const path of ["/internal/login", "/INTERNAL/login", "/%69nternal/login", "//internal//login", "/internal/status", "/internal/api/me", "/internal/status%2f..%2f..", "/internal/keys/x%2f..%2f..%2f.."]) {
         for (const method of ["GET", "POST", "DELETE"]) expect({ path, method, ...(await answer(path, method)) }).toEqual({ path, method, ...(await answer("/no/such/route", method)) });
+      }
+      // Sent as written (fetch would resolve the dots first): Deno hands such a target over unresolved.
+      const caFile = join(other.dataDir, "ca.pem");
+      writeFileSync(caFile, other.ca);
+      const raw = (path: string) => {
+        const r = spawnSync("curl", ["-sS", "--path-as-is", "--cacert", caFile, "-w", "\n%{http_code}", `${other.url}${path}`], { encoding: "utf8" });
+        return r.stdout.replace(/"requestId":"[^"]*"/, "");
+      };
+      // Each answers what the path it resolves to answers (Bun resolves before routing), never an /internal/ route.
+      for (const path of ["/internal/..", "/internal/x/../..", "/internal/%2e%2e", "/internal/x/%2e%2e/%2e%2e", "/internal/api/x/../..", "/internal/../no/such/route"]) {
+        const resolved = new URL(path, "https://imgpress.invalid").pathname;
+        expect({ path, answer: raw(path) }).toEqual({ path, answer: raw(resolved) });
+        expect(raw(path)).not.toContain("SIGN_IN_REQUIRED");
       }
     } finally {
       await other.stop();
