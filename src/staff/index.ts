@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { parseFormBody } from "../http/form.ts";
 import type { Notice } from "../dashboard/layout.ts";
 import type { AppError } from "../errors.ts";
-import { RECENT_CODE } from "../issuance/service.ts";
+import { otpLimits, RECENT_CODE } from "../issuance/service.ts";
 import { OTP_MAX_ATTEMPTS } from "../otp/service.ts";
 import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
@@ -93,12 +93,17 @@ function resent(email: string): Notice {
   return { kind: "info", text: `If ${email} belongs to a staff member, a new code is on its way; the code sent before no longer works.` };
 }
 
-// A new code asked for too soon: when the next one may be asked for, and that the one sent still
-// works unless wrong tries ended it (said for every address alike: staff or not, nothing differs).
-// Another refusal (the day's wrong codes used up, the IP's limit) leaves no code in force: its own reason.
+// A new code asked for within the minute: when the next one may be asked for, and that the one
+// sent still works unless wrong tries ended it (said for every address alike: staff or not, nothing
+// differs). A longer wait (five codes within the hour) may outlast the code; another refusal (the
+// day's wrong codes used up, the IP's limit) leaves no code in force: each says its own reason.
 function resendRefused(message: string, err: AppError): Notice {
   const { retryAfterS } = refusal(message, err);
   if (retryAfterS === undefined || !message.startsWith(RECENT_CODE)) return { kind: "error", text: message, retryAfterS };
+  const [minute, hour] = otpLimits.requestPerAddress;
+  if (retryAfterS > minute!.windowMs / 1000) {
+    return { kind: "error", text: `${hour!.limit} codes were requested for this address within the hour: a new one can be sent in ${retryAfterS} s.`, retryAfterS };
+  }
   return { kind: "error", text: `A new code can be sent in ${retryAfterS} s; until then the code already sent still works, unless ${OTP_MAX_ATTEMPTS} wrong tries ended it.`, retryAfterS };
 }
 
