@@ -63,16 +63,18 @@ function candidates(): { dir: string; explicit: boolean; inData?: boolean }[] {
   return [...candidates, { dir: join(resolve(dataDir || "./imgpress-data"), "cache"), explicit: false, inData: true }];
 }
 
-// `--data-dir DIR` or `--data-dir=DIR`, read before the command line is parsed (src/cli/args.ts does that, after this).
+// `--data-dir DIR` or `--data-dir=DIR`, read before the command line is parsed (src/cli/args.ts
+// does that, after this); the last one given, as there.
 function dataDirFlag(): string | undefined {
   const argv = process.argv;
+  let found: string | undefined;
   for (let i = 2; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (arg === "--") return undefined;
-    if (arg === "--data-dir") return argv[i + 1]?.trim() || undefined;
-    if (arg.startsWith("--data-dir=")) return arg.slice("--data-dir=".length).trim() || undefined;
+    if (arg === "--") break;
+    if (arg === "--data-dir") found = argv[++i]?.trim() || undefined;
+    else if (arg.startsWith("--data-dir=")) found = arg.slice("--data-dir=".length).trim() || undefined;
   }
-  return undefined;
+  return found;
 }
 
 // os.homedir() can throw when the user has no passwd entry (e.g. an arbitrary container uid).

@@ -25,10 +25,13 @@ export async function cliStage(s: Smoke): Promise<{ summary: string; names: stri
   // cache, the one --data-dir names, and a data folder made there is owner-only.
   await s.report.check(s.tag, "no cache folder but the data folder: --data-dir's, made owner-only", async () => {
     const data = join(s.tmp, "flag-data", "data");
-    const r = await cli(s, ["keys", "list", "--data-dir", data], { XDG_CACHE_HOME: "", HOME: "/proc/imgpress-no-home" });
+    // Given twice, the last one counts, as for the command itself.
+    const first = join(s.tmp, "flag-data", "first");
+    const r = await cli(s, ["keys", "list", "--data-dir", first, `--data-dir=${data}`], { XDG_CACHE_HOME: "", HOME: "/proc/imgpress-no-home" });
     assert(r.code === 1 && r.stderr.includes(`no database at ${join(data, "imgpress.db")}`), `exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`);
     assert(!existsSync(join(s.run, "imgpress-data")), "made ./imgpress-data in the working folder although --data-dir names another");
     assert(existsSync(join(data, "cache")), `no cache in ${data}`);
+    assert(!existsSync(first), `made ${first}, the --data-dir given first`);
     const mode = statSync(data).mode & 0o777;
     assert(mode === 0o700, `the data folder it made has mode ${mode.toString(8)}, not 700`);
     rmSync(join(s.tmp, "flag-data"), { recursive: true, force: true });
