@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { pid } from "node:process";
 import { realFile } from "./files.ts";
 
@@ -7,8 +7,8 @@ import { realFile } from "./files.ts";
  * the file), removed when it stops. A second server on the same file is refused (it would hide the
  * first from this record), and so is `imgpress restore` while the process named there is alive. A
  * crash leaves the file behind, but its process is then gone, so it is ignored; so is a record
- * whose number now belongs to another process (after a reboot or a power cut), told by the boot
- * and the start time the record carries beside the number (Linux).
+ * whose number now belongs to another process (after a reboot or a power cut), told by the boot,
+ * the pid namespace and the start time the record carries beside the number (Linux).
  */
 export function pidFilePath(databasePath: string): string {
   // The file itself, not the name it was reached by: a server on a symbolic link to the database
@@ -22,32 +22,64 @@ export function pidFilePath(databasePath: string): string {
  */
 export function claimPidFile(databasePath: string, role: Role = "serve"): () => void {
   const path = pidFilePath(databasePath);
-  for (let attempt = 0; ; attempt++) {
+  const text = `${pid}\n${identityLine(role)}`;
+  // Judging a record stale and replacing it is one step for one process at a time: two doing it at
+  // once could each remove the record the other had just written, and both go on.
+  const claimed = underLock(path, (): boolean => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        // Exclusive create: of two servers starting at once (or a server and a restore), one gets the record.
+        writeRecord(path, text);
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
+        const holder = recordedServer(databasePath);
+        // A restore refuses whatever may hold the record, and anything refuses a restore that may be under way.
+        const refusal = role === "restore" || (holder?.role === "restore" && holder.alive !== false) ? holderInUse(holder, databasePath) : null;
+        if (refusal) throw new Error(refusal);
+        if (holder?.alive) {
+          throw new Error(`another server (pid ${holder.pid}) is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR (if no server runs, delete ${path})`);
+        }
+        // Cannot tell (Deno without --allow-run): refusing would stop every restart after a crash, and
+        // taking the record over would hide a live first server from restore and migrate-data; this
+        // server runs without a record of its own, and leaves that one alone.
+        if (holder && holder.alive === undefined) return false;
+        // Left by a crash (or half written): its process is gone.
+        rmSync(path, { force: true });
+      }
+    }
+  });
+  // The record written above, by the name it was written under (the database file may have come into being since),
+  // and only while it is still this one (a process of another pid namespace may have the same number).
+  return () => {
+    if (claimed && readText(path) === text) unlinkSync(path);
+  };
+}
+
+/** How long a claim may hold `<record>.lock` (a few file operations): older, its claimer died holding it. */
+const STALE_LOCK_MS = 10_000;
+
+// `work` while holding `<record>.lock`, a folder (made atomically, on every file system and runtime).
+function underLock<T>(record: string, work: () => T): T {
+  const lock = `${record}.lock`;
+  const givenUpAt = Date.now() + 2 * STALE_LOCK_MS;
+  for (;;) {
     try {
-      // Exclusive create: of two servers starting at once (or a server and a restore), one gets the record.
-      writeRecord(path, `${pid}\n${identityLine(role)}`);
+      mkdirSync(lock, { mode: 0o700 });
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
-      const holder = recordedServer(databasePath);
-      // A restore refuses whatever holds the record, and anything refuses a restore under way.
-      const refusal = role === "restore" || (holder?.alive && holder.role === "restore") ? holderInUse(holder, databasePath) : null;
-      if (refusal) throw new Error(refusal);
-      if (holder?.alive) {
-        throw new Error(`another server (pid ${holder.pid}) is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR (if no server runs, delete ${path})`);
-      }
-      // Cannot tell (Deno without --allow-run): refusing would stop every restart after a crash, and
-      // taking the record over would hide a live first server from restore and migrate-data; this
-      // server runs without a record of its own, and leaves that one alone.
-      if (holder && holder.alive === undefined) return () => {};
-      // Left by a crash (or half written): its process is gone.
-      rmSync(path, { force: true });
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const since = statSync(lock, { throwIfNoEntry: false })?.mtimeMs;
+      if (since !== undefined && Date.now() - since > STALE_LOCK_MS) rmSync(lock, { recursive: true, force: true });
+      else if (Date.now() > givenUpAt) throw new Error(`${lock} stays held: another imgpress is starting on this folder; if none is, delete that folder`);
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
     }
   }
-  // The record written above, by the name it was written under (the database file may have come into being since).
-  return () => {
-    if (recordedPid(path) === pid) unlinkSync(path);
-  };
+  try {
+    return work();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 // Created here or not at all; a record this process created but could not fill (a full disk) is removed again.
@@ -70,17 +102,28 @@ export type Role = "serve" | "restore";
 interface Recorded {
   pid: number;
   role: Role;
-  /** This boot's id and the process's start time in clock ticks since boot (Linux), when the writer could read them. */
+  /** This boot's id, the pid namespace and the process's start time in clock ticks since boot (Linux), when the writer could read them. */
   boot?: string;
+  ns?: string;
   start?: string;
 }
 
 /** The process recorded for `databasePath`, or null: alive, gone, or undefined where this runtime may not tell (Deno without --allow-run). */
 function recordedServer(databasePath: string): (Recorded & { alive: boolean | undefined }) | null {
   const record = readRecord(pidFilePath(databasePath));
-  if (record === null || record.pid === pid) return null;
+  if (record === null) return null;
   // Pid numbers start again at every boot: after a power cut the one recorded may be another daemon's.
   if (record.boot !== undefined && bootId() !== undefined && record.boot !== bootId()) return { ...record, alive: false };
+  // Written in another pid namespace (a container, or the host seen from one): its number means
+  // nothing here. The recorder is looked for by namespace and start time among the processes this
+  // one can see (a namespace sees those of the namespaces inside it); not seen, it is gone, or runs
+  // where no check from here can reach (docs/operations.md).
+  if (record.ns !== undefined && pidNamespace() !== undefined && record.ns !== pidNamespace()) {
+    const seen = record.start === undefined ? undefined : findProcess(record.ns, record.start);
+    return seen === undefined ? { ...record, alive: false } : { ...record, pid: seen, alive: true };
+  }
+  // This process's own number, in its own namespace: nobody else holds it now.
+  if (record.pid === pid) return null;
   try {
     process.kill(record.pid, 0);
   } catch (err) {
@@ -94,6 +137,36 @@ function recordedServer(databasePath: string): (Recorded & { alive: boolean | un
   // (Linux; elsewhere, or where /proc cannot be read, it counts as alive).
   const other = stat !== null && (stat.state === "Z" || (record.start !== undefined && stat.start !== record.start));
   return { ...record, alive: !other };
+}
+
+// The number (as this namespace sees it) of the live process of pid namespace `ns` started at `start`, if this process can see it.
+function findProcess(ns: string, start: string): number | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  for (const name of entries) {
+    const stat = procStat(Number(name));
+    if (stat?.start === start && stat.state !== "Z" && namespaceOf(name) === ns) return Number(name);
+  }
+  return undefined;
+}
+
+// The inode of a process's pid namespace (`pid:[4026531836]` → 4026531836), or undefined where it cannot be read.
+function namespaceOf(of: string): string | undefined {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync(`/proc/${of}/ns/pid`))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+let ownNamespace: string | null | undefined;
+function pidNamespace(): string | undefined {
+  if (ownNamespace === undefined) ownNamespace = namespaceOf("self") ?? null;
+  return ownNamespace ?? undefined;
 }
 
 // The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses).
@@ -123,7 +196,7 @@ function bootId(): string | undefined {
 // The record's second line: what tells this process from a later one given the same number.
 function identityLine(role: Role): string {
   const start = procStat("self")?.start;
-  const parts = [`role=${role}`, bootId() && `boot=${bootId()}`, start && `start=${start}`].filter(Boolean);
+  const parts = [`role=${role}`, bootId() && `boot=${bootId()}`, pidNamespace() && `ns=${pidNamespace()}`, start && `start=${start}`].filter(Boolean);
   return `${parts.join(" ")}\n`;
 }
 
@@ -142,19 +215,19 @@ function holderInUse(holder: ReturnType<typeof recordedServer>, databasePath: st
   return null;
 }
 
-function recordedPid(record: string): number | null {
-  return readRecord(record)?.pid ?? null;
+function readText(record: string): string | null {
+  try {
+    return readFileSync(record, "utf8");
+  } catch {
+    return null;
+  }
 }
 
 // The number on the first line; records written before the second line existed carry the number alone.
 function readRecord(record: string): Recorded | null {
-  try {
-    const [first, second = ""] = readFileSync(record, "utf8").split("\n");
-    const value = Number(first!.trim());
-    if (!Number.isInteger(value) || value <= 0) return null;
-    const fields = new Map(second.trim().split(/\s+/).map((field) => field.split("=", 2) as [string, string]));
-    return { pid: value, role: fields.get("role") === "restore" ? "restore" : "serve", boot: fields.get("boot") || undefined, start: fields.get("start") || undefined };
-  } catch {
-    return null;
-  }
+  const [first, second = ""] = (readText(record) ?? "").split("\n");
+  const value = Number(first!.trim());
+  if (!Number.isInteger(value) || value <= 0) return null;
+  const fields = new Map(second.trim().split(/\s+/).map((field) => field.split("=", 2) as [string, string]));
+  return { pid: value, role: fields.get("role") === "restore" ? "restore" : "serve", boot: fields.get("boot") || undefined, ns: fields.get("ns") || undefined, start: fields.get("start") || undefined };
 }

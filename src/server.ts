@@ -141,17 +141,8 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
     services.convert.observe(releaseWhenIdle(services.convert.gate, release));
   }
   for (const warning of await exposedSecrets(config, tls)) logger.startup("warn", warning);
-  const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
-  logger.startup("info", "imgpress listening", {
-    version,
-    runtime: runtime.name,
-    url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${server.port}`,
-    scheme,
-    dataDir: config.dataDir,
-    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: services.tls.view()?.sha256, certNames: tls.facts?.names } : {}),
-    ...(tls?.facts ? { certValidUntil: isoSeconds(tls.facts.notAfter) } : {}),
-  });
-  return new Promise((resolve) => {
+  // The handlers first: a service manager may send SIGTERM the moment it reads the listening line.
+  const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     runtime.onShutdownSignal((signal) => {
       if (stopping) {
@@ -170,6 +161,17 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
       });
     });
   });
+  const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
+  logger.startup("info", "imgpress listening", {
+    version,
+    runtime: runtime.name,
+    url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${server.port}`,
+    scheme,
+    dataDir: config.dataDir,
+    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: services.tls.view()?.sha256, certNames: tls.facts?.names } : {}),
+    ...(tls?.facts ? { certValidUntil: isoSeconds(tls.facts.notAfter) } : {}),
+  });
+  return stopped;
 }
 
 /** The files another user of this machine could read that give secrets away, each with the chmod that fixes it. */

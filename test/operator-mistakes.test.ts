@@ -8,7 +8,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
-import { chmodSync, chownSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { appendFile, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -359,7 +360,7 @@ describe("pid records", () => {
       writeFileSync(record, `${parent.pid}\nrole=serve ${stale}\n`);
       expect(serverInUse(database)).toBeNull();
       const release = claimPidFile(database);
-      expect(readFileSync(record, "utf8")).toStartWith(`${process.pid}\nrole=serve boot=${boot} start=`);
+      expect(readFileSync(record, "utf8")).toMatch(new RegExp(`^${process.pid}\nrole=serve boot=${boot} ns=\\d+ start=\\d+\n$`));
       release();
       expect(existsSync(record)).toBe(false);
     }
@@ -367,10 +368,57 @@ describe("pid records", () => {
     writeFileSync(record, `${parent.pid}\nrole=serve boot=00000000-0000-0000-0000-000000000000 start=${start}\n`);
     const server = await startServer({ dataDir: folder });
     try {
-      expect(readFileSync(record, "utf8")).toMatch(new RegExp(`^(?!${parent.pid}\n)\\d+\nrole=serve boot=${boot} start=\\d+\n$`));
+      expect(readFileSync(record, "utf8")).toMatch(new RegExp(`^(?!${parent.pid}\n)\\d+\nrole=serve boot=${boot} ns=\\d+ start=\\d+\n$`));
     } finally {
       await server.stop();
     }
+  });
+
+  // A container's server writes its number as its pid namespace sees it (often 1): read from the
+  // host that number is another process, so the record is matched by namespace and start time.
+  const canUnshare = spawnSync("unshare", ["--pid", "--fork", "true"]).status === 0;
+  test.skipIf(!canUnshare)("a record written in another pid namespace: refused while its process runs (found by namespace and start time), taken over once it is gone", async () => {
+    parent = Bun.spawn(["unshare", "--pid", "--fork", "sleep", "30"]);
+    // The sleep is the unshare process's child, pid 1 of the new namespace.
+    let inner: number | undefined;
+    for (let i = 0; i < 100 && inner === undefined; i++) {
+      inner = Number(readFileSync(`/proc/${parent.pid}/task/${parent.pid}/children`, "utf8").trim()) || undefined;
+      if (inner === undefined) await Bun.sleep(20);
+    }
+    const stat = readFileSync(`/proc/${inner}/stat`, "utf8");
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const ns = /\[(\d+)\]/.exec(readlinkSync(`/proc/${inner}/ns/pid`))![1];
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    const folder = await installation("container@example.com");
+    const database = join(folder, "imgpress.db");
+    const record = join(folder, "imgpress.db.pid");
+    // As the containerised server wrote it: pid 1, its namespace, its start.
+    writeFileSync(record, `1\nrole=serve boot=${boot} ns=${ns} start=${start}\n`);
+    expect(serverInUse(database)).toContain(`a server (pid ${inner}) is using ${database}`);
+    expect(() => claimPidFile(database)).toThrow(`another server (pid ${inner}) is already serving ${database}`);
+    expect(() => claimPidFile(database, "restore")).toThrow(`a server (pid ${inner}) is using ${database}`);
+    // Another start time in that namespace (a container started again after a crash): gone.
+    writeFileSync(record, `1\nrole=serve boot=${boot} ns=${ns} start=${Number(start) + 1}\n`);
+    expect(serverInUse(database)).toBeNull();
+    const release = claimPidFile(database);
+    expect(readFileSync(record, "utf8")).toStartWith(`${process.pid}\n`);
+    release();
+    expect(existsSync(record)).toBe(false);
+  });
+
+  // Judging a record stale and replacing it happens under `<record>.lock`; a lock left by a claimer that died holding it is old, and broken.
+  test("the claim's lock is released after every claim, and one left behind by a dead claimer is broken", async () => {
+    const folder = await installation("lock@example.com");
+    const database = join(folder, "imgpress.db");
+    const lock = join(folder, "imgpress.db.pid.lock");
+    mkdirSync(lock);
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(lock, old, old);
+    const release = claimPidFile(database);
+    expect(existsSync(lock)).toBe(false);
+    release();
+    expect(() => claimPidFile(join(folder, "imgpress.db"), "restore")()).not.toThrow();
+    expect(readdirSync(folder).filter((name) => name.includes(".pid"))).toEqual([]);
   });
 
   // restore holds the record from its check until the new file is in place.

@@ -5,7 +5,7 @@
  * a record names a process, saying how to go on.
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { e2eRuntime, runCli, startServer } from "../support/server.ts";
 
@@ -27,5 +27,21 @@ describe.skipIf(e2eRuntime() !== "deno")("the pid record under Deno without --al
     } finally {
       await first.stop();
     }
+  }, 60_000);
+
+  // A restore's record that cannot be checked is taken as a restore under way: a server started
+  // then would open the file about to be moved aside (delete the record if no restore runs).
+  test("a server refuses a restore's record it cannot check", async () => {
+    const first = await startServer();
+    const dataDir = first.dataDir;
+    await first.stop({ keepData: true });
+    const record = join(dataDir, "imgpress.db.pid");
+    writeFileSync(record, `${process.pid}\nrole=restore\n`);
+    const served = await runCli(["serve"], { IMGPRESS_DATA_DIR: dataDir, IMGPRESS_PORT: "0" });
+    expect({ code: served.code, stderr: served.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: `imgpress: ${record} names process ${process.pid}, and this runtime may not ask whether it runs (Deno without --allow-run): stop that server first; if none runs, delete ${record}`,
+    });
+    rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 });
