@@ -27,7 +27,14 @@ const denoRuntime: Runtime = {
             port: options.port,
             ...(options.tls ? { cert: options.tls.cert, key: options.tls.key } : {}),
             // The real port (IMGPRESS_PORT=0 picks a free one); also replaces Deno's own "Listening on" line.
-            onListen: ({ port }) => resolve({ port, stop: () => server.shutdown() }),
+            // shutdown() also waits on connections with nothing in flight (one refused before its
+            // body came, a TCP connection that never starts TLS): once every request is answered the
+            // drain stops waiting, and the process's exit closes them.
+            onListen: ({ port }) => {
+              let answered = () => {};
+              const allAnswered = new Promise<void>((done) => (answered = done));
+              resolve({ port, stop: () => Promise.race([server.shutdown(), allAnswered]), closeAnswered: () => answered() });
+            },
           },
           async (request, info) => {
             // The app reads the body through a stream of its own, so that what it leaves unread

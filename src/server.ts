@@ -26,7 +26,7 @@ export interface Listening {
   /**
    * Closes the connections `stop` still waits on once every request has been answered (Bun
    * counts one whose request was refused before its body was read, until the client sends the
-   * rest or leaves). Absent where the runtime's stop needs no help.
+   * rest or leaves), or lets `stop` resolve without them (Deno: the process's exit closes them).
    */
   closeAnswered?(): void;
 }

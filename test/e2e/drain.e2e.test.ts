@@ -6,7 +6,10 @@
  * readiness 503, while new requests are still served.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { once } from "node:events";
 import { existsSync, statSync } from "node:fs";
+import { connect } from "node:net";
+import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { join } from "node:path";
 import { expectImage, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
@@ -33,6 +36,17 @@ afterAll(async () => {
 async function start(email: string, env: Record<string, string> = {}): Promise<{ server: RunningServer; keys: Keys }> {
   const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8", IMGPRESS_KEY_MAX_ADMITTED: "9", ...env } });
   return { server, keys: await obtainKeys(server, sink, email) };
+}
+
+/** An HTTP/1.1 upload with a wrong key: the headers and two bytes of a 500 kB body; resolves with the socket, kept open, once the 401 came. */
+async function refusedUpload(port: number): Promise<TLSSocket> {
+  const socket = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["http/1.1"] });
+  await once(socket, "secureConnect");
+  socket.write(`POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer imp_${"x".repeat(40)}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 500000\r\n\r\n--`);
+  let answer = "";
+  await new Promise<void>((resolve) => socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")).includes("INVALID_API_KEY") && resolve()));
+  expect(answer).toStartWith("HTTP/1.1 401");
+  return socket;
 }
 
 /** Starts BURST conversions and resolves once the server has admitted all of them. */
@@ -118,12 +132,19 @@ describe("SIGTERM during a burst", () => {
       const body = await burstForm(photo);
       const refused = await Promise.all(Array.from({ length: 3 }, () => convertBearer(server, `imp_${"x".repeat(40)}`, body)));
       for (const r of refused) expect({ status: r.status, code: r.body?.code }).toEqual({ status: 401, code: "INVALID_API_KEY" });
+      // Connections a client keeps after its answer, whatever the runtime does with them: an HTTP/1.1
+      // upload refused before its body (only two bytes of it sent), and a TCP connection that never starts TLS.
+      const held = await refusedUpload(server.port);
+      const bare = connect({ host: "127.0.0.1", port: server.port });
+      await once(bare, "connect");
       const t0 = performance.now();
       server.kill("SIGTERM");
       expect(await server.exited()).toBe(0);
       // Their connections closed with the answer: nothing was left for the drain to wait on.
       expect(performance.now() - t0).toBeLessThan(10_000);
       expect(server.logs.some((l) => String(l.json?.msg ?? "").startsWith("shutdown timeout"))).toBe(false);
+      held.destroy();
+      bare.destroy();
     } finally {
       await server.stop();
     }
