@@ -409,6 +409,15 @@ describe("a compressed body", () => {
     expectError(await h.request("POST", "/v1/plugin/auth/request-otp", { body: Bun.gzipSync(JSON.stringify({ email: "a@example.com" })), headers: { "content-type": "application/json", "content-encoding": "gzip" } }), 415, "UNSUPPORTED_MEDIA_TYPE");
     expect(h.services.convert.gate.stats().admitted).toBe(0);
   });
+
+  // Deno hands over a `gzip, chunked` body de-chunked but still compressed (Bun refuses it itself).
+  test("Transfer-Encoding with a coding besides chunked → 415 naming it", async () => {
+    const json = await h.request("POST", "/v1/plugin/auth/request-otp", { body: Bun.gzipSync(JSON.stringify({ email: "a@example.com" })), headers: { "content-type": "application/json", "transfer-encoding": "gzip, chunked" } });
+    expectError(json, 415, "UNSUPPORTED_MEDIA_TYPE");
+    expect(json.body.message).toBe("The body is sent with Transfer-Encoding: gzip, which this server does not decode: send it uncompressed.");
+    const form = await convertForm(photo);
+    expect((await postConvert(h, { body: form.bytes, contentType: form.contentType, headers: { ...auth(), "transfer-encoding": "chunked" } })).status).toBe(200);
+  });
 });
 
 describe("408 / incomplete bodies", () => {

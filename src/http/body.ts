@@ -67,6 +67,11 @@ function refuseEncoded(request: Request): void {
   if (coding && coding !== "identity") {
     throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `The body is sent with Content-Encoding: ${coding.slice(0, 40)}, which this server does not decode: send it uncompressed.`);
   }
+  // Deno takes the chunked framing off a `gzip, chunked` body and hands over the gzip (Bun refuses it with a bare 400).
+  const transfer = request.headers.get("transfer-encoding")?.toLowerCase().split(",").map((c) => c.trim()).filter((c) => c !== "chunked" && c !== "identity" && c !== "");
+  if (transfer?.length) {
+    throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `The body is sent with Transfer-Encoding: ${transfer.join(", ").slice(0, 40)}, which this server does not decode: send it uncompressed.`);
+  }
 }
 
 function slow(timeoutMs: number): AppError {
