@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, linkSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { pid } from "node:process";
 import { realFile } from "./files.ts";
 
@@ -59,41 +59,78 @@ export function claimPidFile(databasePath: string, role: Role = "serve"): () => 
 /** How long a claim may hold `<record>.lock` (a few file operations): older, its claimer died holding it. */
 const STALE_LOCK_MS = 10_000;
 
-// `work` while holding `<record>.lock`, a folder (made atomically, on every file system and runtime).
+// `work` while holding `<record>.lock`, a file made with an exclusive create, which holds a value of
+// this claim's own: a lock left by a claimer that died holding it is broken by renaming it aside
+// and checking that what was moved is the lock judged stale (two breakers at once must not remove
+// a fresh one between them); one moved by mistake is put back.
 function underLock<T>(record: string, work: () => T): T {
   const lock = `${record}.lock`;
+  const mine = `${pid} ${crypto.randomUUID()}\n`;
   const givenUpAt = Date.now() + 2 * STALE_LOCK_MS;
   for (;;) {
     try {
-      mkdirSync(lock, { mode: 0o700 });
+      writeRecord(lock, mine, 0o600);
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const held = readText(lock);
       const since = statSync(lock, { throwIfNoEntry: false })?.mtimeMs;
-      if (since !== undefined && Date.now() - since > STALE_LOCK_MS) rmSync(lock, { recursive: true, force: true });
-      else if (Date.now() > givenUpAt) throw new Error(`${lock} stays held: another imgpress is starting on this folder; if none is, delete that folder`);
+      // Either way round: a clock set back after the crash must not keep the lock young for good.
+      if (held !== null && since !== undefined && Math.abs(Date.now() - since) > STALE_LOCK_MS) breakLock(lock, held);
+      else if (Date.now() > givenUpAt) throw new Error(`${lock} stays held: another imgpress is starting on this folder; if none is, delete that file`);
       else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
     }
   }
   try {
     return work();
   } finally {
-    rmSync(lock, { recursive: true, force: true });
+    if (readText(lock) === mine) rmSync(lock, { force: true });
   }
 }
 
-// Created here or not at all; a record this process created but could not fill (a full disk) is removed again.
-function writeRecord(path: string, text: string): void {
-  const fd = openSync(path, "wx", 0o644);
+// Removes `lock` if it still holds `stale`.
+function breakLock(lock: string, stale: string): void {
+  const aside = `${lock}.${crypto.randomUUID()}`;
+  try {
+    renameSync(lock, aside);
+  } catch {
+    return; // another breaker was first
+  }
+  // A fresh lock taken between the look and the rename goes back (unless yet another was taken meanwhile).
+  if (readText(aside) !== stale) linkSafely(aside, lock);
+  rmSync(aside, { force: true });
+}
+
+function linkSafely(from: string, to: string): void {
+  try {
+    linkSync(from, to);
+  } catch {
+    // Taken again meanwhile: that claimer holds it.
+  }
+}
+
+// Created here or not at all; a file this process created but could not fill (a full disk) is
+// removed again. Its errors name the file (Node's say only "ENOSPC: no space left on device, write").
+function writeRecord(path: string, text: string, mode = 0o644): void {
+  let fd: number;
+  try {
+    fd = openSync(path, "wx", mode);
+  } catch (err) {
+    throw named(path, err);
+  }
   try {
     writeSync(fd, text);
   } catch (err) {
     unlinkSync(path);
-    const error = err as NodeJS.ErrnoException;
-    throw Object.assign(new Error(`cannot write ${path}: ${error.message}`), { code: error.code });
+    throw named(path, err);
   } finally {
     closeSync(fd);
   }
+}
+
+function named(path: string, err: unknown): Error {
+  const error = err as NodeJS.ErrnoException;
+  return Object.assign(new Error(`cannot write ${path}: ${error.message}`), { code: error.code });
 }
 
 /** Who wrote a pid record: a server, or `imgpress restore` while it replaces the database. */
@@ -139,7 +176,9 @@ function recordedServer(databasePath: string): (Recorded & { alive: boolean | un
   return { ...record, alive: !other };
 }
 
-// The number (as this namespace sees it) of the live process of pid namespace `ns` started at `start`, if this process can see it.
+// The number (as this namespace sees it) of the live process of pid namespace `ns` started at `start`,
+// if this process can see it. One started then whose namespace this user may not read (another
+// user's process) counts too: taking a live server's record over is worse than asking to delete it.
 function findProcess(ns: string, start: string): number | undefined {
   let entries: string[];
   try {
@@ -149,7 +188,9 @@ function findProcess(ns: string, start: string): number | undefined {
   }
   for (const name of entries) {
     const stat = procStat(Number(name));
-    if (stat?.start === start && stat.state !== "Z" && namespaceOf(name) === ns) return Number(name);
+    if (stat?.start !== start || stat.state === "Z") continue;
+    const its = namespaceOf(name);
+    if (its === ns || its === undefined) return Number(name);
   }
   return undefined;
 }

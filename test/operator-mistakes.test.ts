@@ -406,20 +406,43 @@ describe("pid records", () => {
     expect(existsSync(record)).toBe(false);
   });
 
-  // Judging a record stale and replacing it happens under `<record>.lock`; a lock left by a claimer that died holding it is old, and broken.
+  // Judging a record stale and replacing it happens under `<record>.lock`; a lock left by a claimer
+  // that died holding it is old (or, the clock set back, from the future), and broken.
   test("the claim's lock is released after every claim, and one left behind by a dead claimer is broken", async () => {
     const folder = await installation("lock@example.com");
     const database = join(folder, "imgpress.db");
     const lock = join(folder, "imgpress.db.pid.lock");
-    mkdirSync(lock);
-    const old = new Date(Date.now() - 60_000);
-    utimesSync(lock, old, old);
-    const release = claimPidFile(database);
-    expect(existsSync(lock)).toBe(false);
-    release();
+    for (const offset of [-60_000, 60_000]) {
+      writeFileSync(lock, "4242 left-by-a-crash\n");
+      const then = new Date(Date.now() + offset);
+      utimesSync(lock, then, then);
+      const release = claimPidFile(database);
+      expect(existsSync(lock)).toBe(false);
+      release();
+    }
     expect(() => claimPidFile(join(folder, "imgpress.db"), "restore")()).not.toThrow();
     expect(readdirSync(folder).filter((name) => name.includes(".pid"))).toEqual([]);
   });
+
+  // Several processes starting in the same millisecond on a crash's record and a crash's lock: two
+  // breaking the old lock at once must not remove the fresh one between them, so one gets the record.
+  test("four claimers at once over a stale record and a stale lock: exactly one gets the record, each time", async () => {
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    for (let round = 0; round < 10; round++) {
+      const folder = join(dir, `race-${round}`);
+      mkdirSync(folder, { recursive: true });
+      writeFileSync(join(folder, "imgpress.db"), "");
+      writeFileSync(join(folder, "imgpress.db.pid"), `999999\nrole=serve boot=${boot} start=1\n`);
+      writeFileSync(join(folder, "imgpress.db.pid.lock"), "4242 left-by-a-crash\n");
+      const old = new Date(Date.now() - 60_000);
+      utimesSync(join(folder, "imgpress.db.pid.lock"), old, old);
+      const at = Date.now() + 800;
+      const claimers = Array.from({ length: 4 }, () => Bun.spawn([process.execPath, join(import.meta.dir, "support", "pid-claimer.ts"), join(folder, "imgpress.db"), String(at)], { stdout: "pipe", stderr: "pipe" }));
+      const said = await Promise.all(claimers.map(async (c) => (await new Response(c.stdout).text()).trim()));
+      expect({ round, owners: said.filter((line) => line === "OK").length }).toEqual({ round, owners: 1 });
+      for (const line of said.filter((l) => l !== "OK")) expect(line).toStartWith("REFUSED another server (pid ");
+    }
+  }, 60_000);
 
   // restore holds the record from its check until the new file is in place.
   test.skipIf(!existsSync("/proc/self/stat"))("a live restore's record refuses a server and another restore; restore refuses a live server's", async () => {

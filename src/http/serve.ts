@@ -114,7 +114,10 @@ function validHost(host: string | null): boolean {
  */
 export function withRoutableUrl(request: Request): Request {
   if (!request.url.includes("://")) return request;
-  const url = URL.parse(request.url)?.href ?? request.url;
+  const parsed = URL.parse(request.url);
+  // A fragment is the client's own (browsers never send one): not part of the path under either runtime.
+  if (parsed) parsed.hash = "";
+  const url = parsed?.href ?? request.url;
   const pathStart = url.indexOf("/", url.indexOf("://") + 3);
   if (pathStart !== -1 && pathStart < 11) return new Request(`${url.slice(0, url.indexOf("://") + 3)}localhost${url.slice(pathStart)}`, request);
   return url === request.url ? request : new Request(url, request);
