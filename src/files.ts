@@ -33,18 +33,22 @@ export async function replaceFile(path: string, content: string, mode: number): 
   });
 }
 
-// `content` in a new file beside `path`; a failed write (a full disk) leaves none behind, and its
-// error names the file (Node's says only "ENOSPC: no space left on device, write").
+// `content` in a new file beside `path`; a failed write (a full disk) leaves none behind, and its error names the file.
 async function writeTemporary(path: string, content: string, mode: number): Promise<string> {
   const temp = `${path}.${crypto.randomUUID()}.tmp`;
   try {
     await writeFile(temp, content, { mode, flag: "wx" });
   } catch (err) {
     await unlink(temp).catch(() => {});
-    const error = err as NodeJS.ErrnoException;
-    throw Object.assign(new Error(`cannot write ${path}: ${error.message}`), { code: error.code });
+    throw cannotWrite(path, err);
   }
   return temp;
+}
+
+/** A write error that names the file (Node's says only "ENOSPC: no space left on device, write"), with the original code. */
+export function cannotWrite(path: string, err: unknown): Error {
+  const error = err as NodeJS.ErrnoException;
+  return Object.assign(new Error(`cannot write ${path}: ${error.message}`), { code: error.code });
 }
 
 /** What `stat` says of `path`, or null when there is nothing there (or it cannot be looked at). */

@@ -1,6 +1,6 @@
 import { closeSync, linkSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { pid } from "node:process";
-import { realFile } from "./files.ts";
+import { cannotWrite, realFile } from "./files.ts";
 
 /**
  * `<database file>.pid`: written by a serving process (or by `imgpress restore` while it replaces
@@ -96,41 +96,32 @@ function breakLock(lock: string, stale: string): void {
   } catch {
     return; // another breaker was first
   }
-  // A fresh lock taken between the look and the rename goes back (unless yet another was taken meanwhile).
-  if (readText(aside) !== stale) linkSafely(aside, lock);
+  // A fresh lock taken between the look and the rename goes back, unless yet another was taken
+  // meanwhile (the link then fails, and that claimer holds it).
+  if (readText(aside) !== stale) {
+    try {
+      linkSync(aside, lock);
+    } catch {}
+  }
   rmSync(aside, { force: true });
 }
 
-function linkSafely(from: string, to: string): void {
-  try {
-    linkSync(from, to);
-  } catch {
-    // Taken again meanwhile: that claimer holds it.
-  }
-}
-
-// Created here or not at all; a file this process created but could not fill (a full disk) is
-// removed again. Its errors name the file (Node's say only "ENOSPC: no space left on device, write").
+// Created here or not at all; a file this process created but could not fill (a full disk) is removed again.
 function writeRecord(path: string, text: string, mode = 0o644): void {
   let fd: number;
   try {
     fd = openSync(path, "wx", mode);
   } catch (err) {
-    throw named(path, err);
+    throw cannotWrite(path, err);
   }
   try {
     writeSync(fd, text);
   } catch (err) {
     unlinkSync(path);
-    throw named(path, err);
+    throw cannotWrite(path, err);
   } finally {
     closeSync(fd);
   }
-}
-
-function named(path: string, err: unknown): Error {
-  const error = err as NodeJS.ErrnoException;
-  return Object.assign(new Error(`cannot write ${path}: ${error.message}`), { code: error.code });
 }
 
 /** Who wrote a pid record: a server, or `imgpress restore` while it replaces the database. */

@@ -278,9 +278,10 @@ async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "servi
   // The driver's words: an operator's matter (a read-only file, a full disk), not a bug with a stack.
   // Nothing is lost then (what the checkpoint could not copy stays in the write-ahead log beside the
   // file, which the next start reads), but the file alone is not complete: a failed stop.
+  const walHint = localPath(config.databaseUrl) ? ": keep the -wal file beside the database (the next start reads it)" : "";
   const unclosed = await store.shutdown().then(
     () => false,
-    (err: Error) => (logger.error("closing the database failed: keep the -wal file beside the database (the next start reads it)", { error: driverMessage(err) }), true),
+    (err: Error) => (logger.error(`closing the database failed${walHint}`, { error: driverMessage(err) }), true),
   );
   const exitCode = cut || failedHooks || unclosed ? 1 : 0;
   logger.info("stopped", { exitCode });

@@ -57,10 +57,9 @@ function candidates(): { dir: string; explicit: boolean; inData?: boolean }[] {
     const home = env.HOME || safeHomedir();
     if (home) list.push(join(home, ".cache", "imgpress"));
   }
-  const candidates = list.map((dir) => ({ dir, explicit: false }));
   // The data folder as the command line or the settings name it (--data-dir wins, as in src/config.ts).
   const dataDir = dataDirFlag() ?? env.IMGPRESS_DATA_DIR?.trim();
-  return [...candidates, { dir: join(resolve(dataDir || "./imgpress-data"), "cache"), explicit: false, inData: true }];
+  return [...list.map((dir) => ({ dir, explicit: false })), { dir: join(resolve(dataDir || "./imgpress-data"), "cache"), explicit: false, inData: true }];
 }
 
 // `--data-dir DIR` or `--data-dir=DIR`, read before the command line is parsed (src/cli/args.ts

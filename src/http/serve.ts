@@ -39,10 +39,10 @@ export function createFetchHandler(
   options: { hsts: boolean; counter?: RequestCounter; observe?: ResponseObserver },
 ): (request: Request, peer: string | undefined) => Promise<Response> {
   return async (received, peer) => {
-    const request = withRoutableUrl(received);
+    const url = URL.parse(received.url);
+    const request = withRoutableUrl(received, url);
     const meta = attachMeta(request, peer);
     options.counter?.tick();
-    const url = URL.parse(request.url);
     const response = withoutBodyForHead(request, refusal(request, url) ?? (await handleSafely(handle, request, meta, logger)));
     response.headers.set("x-request-id", meta.id);
     // Deno's Response.json omits the charset Bun's writes: every JSON answer is spelt one way.
@@ -112,9 +112,8 @@ function validHost(host: string | null): boolean {
  * is rewritten with the host `localhost`; the app routes by path only, and the Host header itself
  * is left as the client sent it.
  */
-export function withRoutableUrl(request: Request): Request {
+export function withRoutableUrl(request: Request, parsed = URL.parse(request.url)): Request {
   if (!request.url.includes("://")) return request;
-  const parsed = URL.parse(request.url);
   // A fragment is the client's own (browsers never send one): not part of the path under either runtime.
   if (parsed) parsed.hash = "";
   const url = parsed?.href ?? request.url;
