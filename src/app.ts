@@ -244,7 +244,7 @@ export function createApp(deps: AppDeps, services: Services) {
     .use(internalResponseHeaders())
     .use(routeRecorder())
     .use(healthRoutes(deps.store, services.readiness))
-    .use(docsRoutes(deps.loadDocsAsset))
+    .use(docsRoutes(deps.loadDocsAsset, config.authSchemes))
     .use(staffRoutes({ ...staffDeps, behindProxy: config.behindProxy, sessionMaxS: config.staffSessionMaxS }))
     .use(
       internalRoutes({

@@ -297,7 +297,7 @@ export const settings: readonly Setting[] = [
     },
   },
   { key: "convertTimeoutS", env: "IMGPRESS_CONVERT_TIMEOUT_S", help: "time limit of one conversion", parse: seconds, fallback: () => 60 },
-  { key: "uploadTimeoutS", env: "IMGPRESS_UPLOAD_TIMEOUT_S", help: "time limit for receiving one request body, and for the client to take a result over 1 MiB", parse: seconds, fallback: () => 60 },
+  { key: "uploadTimeoutS", env: "IMGPRESS_UPLOAD_TIMEOUT_S", help: "time limit for receiving one upload (a JSON or form body has 10 s), and for the client to take a result over 1 MiB", parse: seconds, fallback: () => 60 },
   { key: "concurrency", env: "IMGPRESS_CONCURRENCY", help: "conversion slots: conversions running at once, a small lossy one (≤ 2048×2048) taking half a slot (default: CPU count)", parse: integer, fallback: () => Math.min(availableParallelism(), 256) },
   {
     key: "queueSize",

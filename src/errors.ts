@@ -50,6 +50,11 @@ export const ErrorModel = t.Object(
 /** The JSON error body of spec 2.3. */
 export type ErrorBody = typeof ErrorModel.static;
 
+/** A route's response schema for one error status, described (in the OpenAPI document) by the codes it carries. */
+export function errorAnswer(codes: string): typeof ErrorModel {
+  return { ...ErrorModel, description: `Error: ${codes}` };
+}
+
 /** Builds the JSON error response for an AppError (also used outside Elysia, e.g. by the HTTPS guard). */
 export function errorResponse(err: AppError, extraHeaders: Record<string, string> = {}): Response {
   const body: ErrorBody = { error: statusTitles[err.status] ?? "Error", message: err.message, code: err.code };

@@ -184,6 +184,39 @@ describe("the OpenAPI document (/v1/docs/json)", () => {
     expect((await h.verifyOtp({ email: "owner@example.com", otp: "000000", plugin_version: "1.2" } as never)).status).toBe(401);
     expect((await h.request("GET", "/v1/docs/json")).body).toEqual(doc);
   });
+
+  test("names the answers every route can give, the headers the service sends with them, and only the schemes it accepts", async () => {
+    h = await createHarness();
+    const doc = (await h.request("GET", "/v1/docs/json")).body;
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.values(ops as object).map((op) => ({ path, responses: op.responses })));
+    expect(operations.length).toBeGreaterThanOrEqual(5);
+    for (const { responses } of operations) {
+      expect(responses["400"].description).toContain("INVALID_HOST");
+      expect(responses["403"].description).toContain("HTTPS_REQUIRED");
+      expect(responses["500"].description).toContain("INTERNAL_ERROR");
+    }
+    const convert = doc.paths["/v1/plugin/convert"].post;
+    expect(convert.responses["429"].description).toContain("client address");
+    expect(Object.keys(convert.responses["429"].headers)).toContain("Retry-After");
+    expect(Object.keys(convert.responses["401"].headers)).toEqual(["WWW-Authenticate"]);
+    expect(Object.keys(convert.responses["200"].headers)).toEqual(expect.arrayContaining(["Content-Disposition", "Cache-Control", "Access-Control-Expose-Headers"]));
+    const { max_width } = convert.requestBody.content["multipart/form-data"].schema.properties;
+    expect(max_width.maximum).toBe(999999999);
+    const verify = doc.paths["/v1/plugin/auth/verify-otp"].post;
+    expect(verify.responses["429"].description).toContain("TOO_MANY_ATTEMPTS");
+    expect(verify.responses["408"].description).toContain("10 s");
+    expect(doc.paths["/health"].get.responses["503"].headers).toBeUndefined();
+    expect(convert.security).toHaveLength(2);
+    await h.close();
+
+    // A server that takes bearer keys only offers only them.
+    h = await createHarness({ env: { IMGPRESS_AUTH_SCHEMES: "bearer" } });
+    const bearerOnly = (await h.request("GET", "/v1/docs/json")).body;
+    expect(bearerOnly.paths["/v1/plugin/convert"].post.security).toEqual([{ bearer: [] }]);
+    expect(Object.keys(bearerOnly.components.securitySchemes)).toEqual(["bearer"]);
+    const checked = await new Validator().validate(bearerOnly);
+    expect(checked.errors ?? []).toEqual([]);
+  });
 });
 
 describe("HTTP labels", () => {
@@ -198,9 +231,9 @@ describe("HTTP labels", () => {
     expect(text).not.toContain("alice");
     const spec = (await h.request("GET", "/v1/docs/json")).body;
     expect(spec.paths["/health/ready"].get.tags).toEqual(["operations"]);
-    expect(Object.keys(spec.paths["/health/ready"].get.responses).sort()).toEqual(["200", "503"]);
+    expect(Object.keys(spec.paths["/health/ready"].get.responses).sort()).toEqual(["200", "400", "403", "500", "503"]);
     // Every status the routes answer is in the document (the busy and storage refusals included).
-    expect(Object.keys(spec.paths["/health"].get.responses).sort()).toEqual(["200", "503"]);
+    expect(Object.keys(spec.paths["/health"].get.responses).sort()).toEqual(["200", "400", "403", "500", "503"]);
     expect(Object.keys(spec.paths["/v1/plugin/convert"].post.responses)).toEqual(expect.arrayContaining(["408", "429", "503"]));
     for (const route of ["/v1/plugin/auth/request-otp", "/v1/plugin/auth/verify-otp"]) {
       expect(Object.keys(spec.paths[route].post.responses)).toEqual(expect.arrayContaining(["408", "429", "503"]));

@@ -39,14 +39,15 @@ export const DOCS_PAGE_HEADERS: Record<string, string> = {
 };
 
 /**
- * OpenAPI document at /v1/docs/json and the Scalar UI at /v1/docs. The UI script is a pinned copy
- * served by this process (the plugin's default page would fetch it from a CDN).
+ * OpenAPI document at /v1/docs/json and the Scalar UI at /v1/docs, offering the request
+ * authentication schemes of `authSchemes`. The UI script is a pinned copy served by this process
+ * (the plugin's default page would fetch it from a CDN).
  */
-export function docsRoutes(loadScalar: () => Promise<Blob>) {
+export function docsRoutes(loadScalar: () => Promise<Blob>, authSchemes: readonly string[]) {
   let script: Promise<Blob> | undefined;
   const docs = new Elysia({ name: "docs" })
     // Registered before the plugin, so it applies to the plugin's document route.
-    .onAfterHandle(({ path, response }) => (path === "/v1/docs/json" && response && typeof response === "object" && !(response instanceof Response) ? tidyOpenApi(response as Record<string, unknown>) : undefined))
+    .onAfterHandle(({ path, response }) => (path === "/v1/docs/json" && response && typeof response === "object" && !(response instanceof Response) ? tidyOpenApi(response as Record<string, unknown>, authSchemes) : undefined))
     .use(
       swagger({
         path: "/v1/docs",

@@ -5,6 +5,8 @@
 // `const` and `examples` and Elysia's string-or-integer for an integer. Elysia also writes
 // `additionalProperties: false` into a route's schemas once that route has validated a request; the
 // service ignores unknown fields (docs/api.md), and the document must not change with its traffic.
+// The answers every route can give before or around its own (a bad Host, plain HTTP behind a
+// proxy, a fault) and the headers that come with them are added here, once for all routes.
 
 import { statusTitles } from "../errors.ts";
 
@@ -13,14 +15,56 @@ type Json = Record<string, unknown>;
 /** The media types the plugin assumes for a route it cannot read the parser of. */
 const GUESSED = ["multipart/form-data", "text/plain"];
 
-/** `doc` (the plugin's document, not changed) as the service serves it: see the file's comment. */
-export function tidyOpenApi(doc: Json): Json {
+/** Answers any route can give, by status: the code and when. */
+const EVERY_ROUTE: Record<string, string> = {
+  400: "INVALID_HOST (the Host header is missing or not a host name)",
+  403: "HTTPS_REQUIRED (behind a proxy: the request did not reach it over HTTPS)",
+  500: "INTERNAL_ERROR",
+};
+
+const RETRY_AFTER = {
+  description: "Seconds to wait before trying again: sent with RATE_LIMITED, TOO_MANY_IN_PROGRESS, SERVER_BUSY and STORAGE_UNAVAILABLE",
+  schema: { type: "integer" },
+};
+
+/** The security schemes of each scheme `IMGPRESS_AUTH_SCHEMES` can name. */
+const SCHEME_PARTS: Record<string, string[]> = { bearer: ["bearer"], signed: ["signedKey", "signedTimestamp", "signedSignature"] };
+
+/**
+ * `doc` (the plugin's document, not changed) as the service serves it, offering only the request
+ * authentication schemes this server accepts (`schemes`): see the file's comment.
+ */
+export function tidyOpenApi(doc: Json, schemes: readonly string[]): Json {
   const copy = structuredClone(doc);
-  for (const operations of Object.values((copy.paths ?? {}) as Record<string, Record<string, Json>>)) {
-    for (const operation of Object.values(operations)) tidyOperation(operation);
+  const offered = new Set(schemes.flatMap((scheme) => SCHEME_PARTS[scheme] ?? []));
+  for (const [path, operations] of Object.entries((copy.paths ?? {}) as Record<string, Record<string, Json>>)) {
+    for (const operation of Object.values(operations)) {
+      tidyOperation(operation);
+      // The health routes' 503 says the server is unwell, with no time to wait.
+      addEveryRouteAnswers(operation, !path.startsWith("/health"));
+      if (Array.isArray(operation.security)) {
+        operation.security = (operation.security as Json[]).filter((alternative) => Object.keys(alternative).every((name) => offered.has(name)));
+      }
+    }
   }
-  for (const schema of Object.values(((copy.components as Json | undefined)?.schemas ?? {}) as Record<string, Json>)) tidySchema(schema);
+  const components = copy.components as Json | undefined;
+  const securitySchemes = components?.securitySchemes as Json | undefined;
+  for (const name of Object.keys(securitySchemes ?? {})) if (!offered.has(name)) delete securitySchemes![name];
+  for (const schema of Object.values((components?.schemas ?? {}) as Record<string, Json>)) tidySchema(schema);
   return copy;
+}
+
+function addEveryRouteAnswers(operation: Json, retryAfter: boolean): void {
+  const responses = (operation.responses ??= {}) as Record<string, Json>;
+  for (const [status, code] of Object.entries(EVERY_ROUTE)) {
+    const answer = responses[status];
+    if (!answer) responses[status] = { description: `Error: ${code}`, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+    else if (!String(answer.description).includes(code.split(" ")[0]!)) answer.description = `${answer.description}, ${code}`;
+  }
+  for (const status of retryAfter ? ["429", "503"] : []) {
+    const answer = responses[status];
+    if (answer) answer.headers = { "Retry-After": RETRY_AFTER, ...(answer.headers as Json | undefined) };
+  }
 }
 
 function tidyOperation(operation: Json): void {

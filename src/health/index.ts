@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { AppError, ErrorModel, statusTitles } from "../errors.ts";
+import { AppError, errorAnswer, statusTitles } from "../errors.ts";
 import { LiveResponse, NotReadyResponse, ReadyResponse } from "./model.ts";
 import type { Readiness } from "./service.ts";
 
@@ -14,7 +14,7 @@ export function healthRoutes(database: { ping(): Promise<void> }, readiness: Rea
         });
         return { status: "ok" as const };
       },
-      { response: { 200: LiveResponse, 503: ErrorModel }, detail: { summary: "Liveness and database check", tags: ["operations"] } },
+      { response: { 200: LiveResponse, 503: errorAnswer("UNHEALTHY (the database is not reachable)") }, detail: { summary: "Liveness and database check", tags: ["operations"] } },
     )
     .get(
       "/health/ready",

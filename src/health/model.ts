@@ -15,4 +15,7 @@ export const LiveResponse = t.Object({ status: t.Literal("ok") });
 export const ReadyResponse = t.Object({ status: t.Literal("ready"), checks: ReadinessChecks });
 
 /** 503 of /health/ready: the usual error body plus the checks. */
-export const NotReadyResponse = t.Object({ error: t.String(), message: t.String(), code: t.Literal("NOT_READY"), checks: ReadinessChecks });
+export const NotReadyResponse = t.Object(
+  { error: t.String(), message: t.String(), code: t.Literal("NOT_READY"), checks: ReadinessChecks },
+  { description: "Error: NOT_READY (a check failed: checks names it)" },
+);

@@ -1,8 +1,18 @@
 import { Elysia } from "elysia";
 import { parseJsonBody } from "../http/json.ts";
-import { ErrorModel } from "../errors.ts";
+import { errorAnswer } from "../errors.ts";
 import { RequestOtpBody, RequestOtpResponse, VerifyOtpBody, VerifyOtpResponse } from "./model.ts";
 import { OTP_TTL_S, type OtpService } from "./service.ts";
+
+// The error answers both credential routes share, by status.
+const BODY_ERRORS = {
+  400: errorAnswer("VALIDATION_ERROR (malformed JSON, a field missing or mistyped: named in message)"),
+  403: errorAnswer("EMAIL_NOT_ALLOWED"),
+  408: errorAnswer("REQUEST_TIMEOUT (the body did not arrive within 10 s)"),
+  413: errorAnswer("PAYLOAD_TOO_LARGE (a body over 16 KiB)"),
+  415: errorAnswer("UNSUPPORTED_MEDIA_TYPE (not JSON, or compressed)"),
+};
+const STORAGE_ERROR = errorAnswer("STORAGE_UNAVAILABLE (nothing was changed; with Retry-After)");
 
 /** The passwordless credential routes (spec 4.2, 4.3). */
 export function authRoutes(otp: OtpService, clientIp: (request: Request) => string) {
@@ -16,7 +26,7 @@ export function authRoutes(otp: OtpService, clientIp: (request: Request) => stri
       {
         parse: parseJsonBody,
         body: RequestOtpBody,
-        response: { 200: RequestOtpResponse, 400: ErrorModel, 403: ErrorModel, 408: ErrorModel, 413: ErrorModel, 415: ErrorModel, 429: ErrorModel, 502: ErrorModel, 503: ErrorModel },
+        response: { 200: RequestOtpResponse, ...BODY_ERRORS, 429: errorAnswer("RATE_LIMITED (with Retry-After)"), 502: errorAnswer("MAIL_DELIVERY_FAILED (no code was issued)"), 503: STORAGE_ERROR },
         detail: { summary: "E-mail a one-time code", tags: ["credentials"] },
       },
     )
@@ -35,7 +45,13 @@ export function authRoutes(otp: OtpService, clientIp: (request: Request) => stri
       {
         parse: parseJsonBody,
         body: VerifyOtpBody,
-        response: { 200: VerifyOtpResponse, 400: ErrorModel, 401: ErrorModel, 403: ErrorModel, 408: ErrorModel, 413: ErrorModel, 415: ErrorModel, 429: ErrorModel, 503: ErrorModel },
+        response: {
+          200: VerifyOtpResponse,
+          ...BODY_ERRORS,
+          401: errorAnswer("INVALID_OTP (wrong, expired, used or burnt)"),
+          429: errorAnswer("RATE_LIMITED (with Retry-After), TOO_MANY_ATTEMPTS (the 5th wrong code burnt it: request a new one)"),
+          503: STORAGE_ERROR,
+        },
         detail: { summary: "Exchange the code for an API key and secret key", tags: ["credentials"] },
       },
     );
