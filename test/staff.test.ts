@@ -585,6 +585,12 @@ describe("the JSON API", () => {
       // Said plainly, not as the union Elysia coerces a query number through ("one of: 'integer', 'integer'").
       expect(fraction.body.message).toBe(`${q.split("=")[0]}: must be a whole number`);
     }
+    // The usage API's numbers too, named as the client sent them (utc_offset_minutes=1.5 was refused as "utcOffsetMinutes").
+    for (const q of ["usage/series?step=day&utc_offset_minutes=1.5", "keys?page=2.5", "keys?page_size=abc"]) {
+      const fraction = await h.request("GET", `/internal/api/${q}`, staffJson(s));
+      expectError(fraction, 400, "VALIDATION_ERROR");
+      expect(fraction.body.message).toBe(`${q.split("?")[1]!.split("&").at(-1)!.split("=")[0]}: must be a whole number`);
+    }
     // The message names the query parameter (a coerced number out of bounds comes without a path) and a union's literals.
     const tooMany = await h.request("GET", "/internal/api/audit?limit=9999", staffJson(s));
     expectError(tooMany, 400, "VALIDATION_ERROR");

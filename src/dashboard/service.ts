@@ -4,7 +4,7 @@ import { parseIsoDate, type AuditLog } from "../audit/service.ts";
 import type { liveState } from "../internal/service.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
-import { KEY_SORTS, type KeysQuery } from "../usage/model.ts";
+import { KEY_SORTS, MAX_PAGE, MAX_SEARCH_CHARS, type KeysQuery } from "../usage/model.ts";
 import type { UsageQueries } from "../usage/service.ts";
 import { runtime, version } from "../version.ts";
 import { count, duration } from "./format.ts";
@@ -53,7 +53,7 @@ export class DashboardService {
   /** The keys table for the query string's search, status, sort, order and page. */
   async keys(viewer: Viewer, q: Record<string, string | undefined>): Promise<KeysView> {
     const filter: KeysFilter = {
-      q: (q.q ?? "").trim().slice(0, 200),
+      q: (q.q ?? "").trim().slice(0, MAX_SEARCH_CHARS),
       status: q.status === "active" || q.status === "revoked" ? q.status : "all",
       sort: (KEY_SORTS as readonly string[]).includes(q.sort ?? "") ? q.sort! : "created",
       order: q.order === "asc" ? "asc" : "desc",
@@ -183,5 +183,5 @@ function settingText(value: unknown): string {
 
 function pageNumber(raw: string | undefined): number {
   const n = Number(raw);
-  return Number.isSafeInteger(n) && n >= 1 && n <= 1_000_000 ? n : 1;
+  return Number.isSafeInteger(n) && n >= 1 && n <= MAX_PAGE ? n : 1;
 }

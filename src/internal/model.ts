@@ -1,5 +1,5 @@
 import { t } from "elysia";
-import { KEY_SORTS, MAX_PAGE_SIZE } from "../usage/model.ts";
+import { KEY_SORTS, MAX_PAGE, MAX_PAGE_SIZE, MAX_SEARCH_CHARS, MAX_UTC_OFFSET_MINUTES } from "../usage/model.ts";
 
 /** Body of POST /internal/api/staff. */
 export const AddStaffBody = t.Object({ email: t.String({ maxLength: 320 }) });
@@ -27,17 +27,17 @@ export const SeriesQueryParams = t.Object({
   ...range,
   key_id: t.Optional(t.String({ maxLength: 100 })),
   step: t.Optional(t.Union([t.Literal("hour"), t.Literal("day")])),
-  utc_offset_minutes: t.Optional(t.Numeric({ minimum: -840, maximum: 840 })),
+  utc_offset_minutes: t.Optional(t.Integer({ minimum: -MAX_UTC_OFFSET_MINUTES, maximum: MAX_UTC_OFFSET_MINUTES })),
 });
 
 /** Query of GET /internal/api/keys. */
 export const KeysQueryParams = t.Object({
-  search: t.Optional(t.String({ maxLength: 200 })),
+  search: t.Optional(t.String({ maxLength: MAX_SEARCH_CHARS })),
   sort: t.Optional(t.Union(KEY_SORTS.map((s) => t.Literal(s)))),
   order: t.Optional(t.Union([t.Literal("asc"), t.Literal("desc")])),
   status: t.Optional(t.Union([t.Literal("active"), t.Literal("revoked"), t.Literal("all")])),
-  page: t.Optional(t.Numeric({ minimum: 1, maximum: 1_000_000 })),
-  page_size: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_PAGE_SIZE })),
+  page: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE })),
+  page_size: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE })),
 });
 
 /** Query of GET /internal/api/keys/:id. */

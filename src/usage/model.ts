@@ -4,42 +4,45 @@ import { t } from "elysia";
 export const MAX_RANGE_DAYS = 400;
 /** Largest page of the keys table. */
 export const MAX_PAGE_SIZE = 100;
+/** Highest page number of the keys table a query may ask for. */
+export const MAX_PAGE = 1_000_000;
+/** Longest keys-table search text, in characters. */
+export const MAX_SEARCH_CHARS = 200;
+/** Farthest a day's start may be from 00:00 UTC, in minutes (UTC−14 to UTC+14). */
+export const MAX_UTC_OFFSET_MINUTES = 840;
 
 /** Columns the keys table may be sorted by (anything else is refused). */
 export const KEY_SORTS = ["created", "lastUsed", "conversions", "bytesSaved", "email", "site"] as const;
 
+// The queries' bounds are checked by the service (usage/service.ts), whichever door asked: the
+// staff API's route schemas (internal/model.ts) and the dashboard's filters take them from here.
+
 /** A time range in Unix milliseconds, `from` inclusive, `to` exclusive; both are widened to whole hours. */
-export const UsageRange = t.Object({
-  from: t.Integer(),
-  to: t.Integer(),
+export interface UsageRange {
+  from: number;
+  to: number;
   /** Only this key's usage (default: every key). */
-  keyId: t.Optional(t.String({ maxLength: 100 })),
-});
-export type UsageRange = typeof UsageRange.static;
+  keyId?: string;
+}
 
 /** A series request: the range cut into hours or days. */
-export const SeriesQuery = t.Composite([
-  UsageRange,
-  t.Object({
-    step: t.Union([t.Literal("hour"), t.Literal("day")]),
-    /** Minutes east of UTC where days start (e.g. 120 for UTC+2); days start at 00:00 UTC by default. */
-    utcOffsetMinutes: t.Optional(t.Integer({ minimum: -840, maximum: 840 })),
-  }),
-]);
-export type SeriesQuery = typeof SeriesQuery.static;
+export interface SeriesQuery extends UsageRange {
+  step: "hour" | "day";
+  /** Minutes east of UTC where days start (e.g. 120 for UTC+2); days start at 00:00 UTC by default. */
+  utcOffsetMinutes?: number;
+}
 
 /** A page of the keys table. */
-export const KeysQuery = t.Object({
+export interface KeysQuery {
   /** Part of an e-mail address, site URL or key prefix (case-insensitive; % and _ match themselves). */
-  search: t.Optional(t.String({ maxLength: 200 })),
-  sort: t.Optional(t.Union(KEY_SORTS.map((s) => t.Literal(s)))),
-  order: t.Optional(t.Union([t.Literal("asc"), t.Literal("desc")])),
-  status: t.Optional(t.Union([t.Literal("active"), t.Literal("revoked"), t.Literal("all")])),
+  search?: string;
+  sort?: (typeof KEY_SORTS)[number];
+  order?: "asc" | "desc";
+  status?: "active" | "revoked" | "all";
   /** 1-based. */
-  page: t.Integer({ minimum: 1, maximum: 1_000_000 }),
-  pageSize: t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
-});
-export type KeysQuery = typeof KeysQuery.static;
+  page: number;
+  pageSize: number;
+}
 
 const Latency = {
   /** Median pipeline time of successful conversions (ms), null without any. */

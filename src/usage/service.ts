@@ -2,7 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { Store } from "../db/index.ts";
 import { AppError } from "../errors.ts";
 import { LATENCY_BINS, latencyQuantile } from "./latency.ts";
-import { KEY_SORTS, MAX_PAGE_SIZE, MAX_RANGE_DAYS, type KeyDetail, type KeyListRow, type KeysPage, type KeysQuery, type Overview, type Series, type SeriesQuery, type UsageRange } from "./model.ts";
+import { KEY_SORTS, MAX_PAGE, MAX_PAGE_SIZE, MAX_RANGE_DAYS, MAX_SEARCH_CHARS, MAX_UTC_OFFSET_MINUTES, type KeyDetail, type KeyListRow, type KeysPage, type KeysQuery, type Overview, type Series, type SeriesQuery, type UsageRange } from "./model.ts";
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
@@ -63,7 +63,9 @@ export class UsageQueries {
   async series(query: SeriesQuery): Promise<Series> {
     const stepMs = query.step === "day" ? DAY_MS : HOUR_MS;
     const offsetMinutes = query.step === "day" ? (query.utcOffsetMinutes ?? 0) : 0;
-    if (!Number.isInteger(offsetMinutes) || Math.abs(offsetMinutes) > 840) throw invalid("utcOffsetMinutes must be a whole number from -840 to 840");
+    if (!Number.isInteger(offsetMinutes) || Math.abs(offsetMinutes) > MAX_UTC_OFFSET_MINUTES) {
+      throw invalid(`the UTC offset must be a whole number of minutes from -${MAX_UTC_OFFSET_MINUTES} to ${MAX_UTC_OFFSET_MINUTES}`);
+    }
     const offset = offsetMinutes * 60_000;
     const { from, to } = checkRange(query.from, query.to, stepMs, offset);
     // UTC days may come from the daily table; days of another offset straddle two of its rows.
@@ -97,10 +99,11 @@ export class UsageQueries {
     if (order !== "asc" && order !== "desc") throw invalid("order must be asc or desc");
     const status = query.status ?? "all";
     if (!["active", "revoked", "all"].includes(status)) throw invalid("status must be active, revoked or all");
-    if (!Number.isInteger(query.page) || query.page < 1 || query.page > 1_000_000) throw invalid("page must be a whole number from 1 to 1000000");
-    if (!Number.isInteger(query.pageSize) || query.pageSize < 1) throw invalid(`pageSize must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
-    const pageSize = Math.min(query.pageSize, MAX_PAGE_SIZE);
-    const search = (query.search ?? "").trim().slice(0, 200);
+    if (!Number.isInteger(query.page) || query.page < 1 || query.page > MAX_PAGE) throw invalid(`the page must be a whole number from 1 to ${MAX_PAGE}`);
+    const pageSize = query.pageSize;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) throw invalid(`the page size must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+    const search = (query.search ?? "").trim();
+    if (search.length > MAX_SEARCH_CHARS) throw invalid(`the search may be at most ${MAX_SEARCH_CHARS} characters`);
 
     const conditions: SQL[] = [];
     if (status === "active") conditions.push(sql`revoked_at IS NULL`);
