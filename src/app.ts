@@ -26,6 +26,7 @@ import { TlsStatus } from "./tls/status.ts";
 import { AUDIT_TYPES, AuditLog } from "./audit/service.ts";
 import { RequestCounter } from "./http/counter.ts";
 import { IpAllowlist } from "./http/ipallow.ts";
+import { API_PREFIX, CONVERT_PATH } from "./http/paths.ts";
 import { KeyRevocation } from "./keys/revoke.ts";
 import { internalResponseHeaders, staffAuth } from "./staff/auth.ts";
 import { StaffDirectory } from "./staff/directory.ts";
@@ -137,7 +138,8 @@ export async function createServices(deps: AppDeps): Promise<Services> {
       schemes: deps.config.authSchemes,
       bodyHash: deps.config.signatureBody,
       toleranceS: deps.config.signatureToleranceS,
-      endpoints: ["/plugin/convert", "/v1/plugin/convert"],
+      // The spec's ENDPOINT may be written with or without the version prefix.
+      endpoints: [CONVERT_PATH, API_PREFIX + CONVERT_PATH],
     },
     now,
   );
@@ -268,7 +270,7 @@ export function createApp(deps: AppDeps, services: Services) {
       }),
     )
     .use(metricsRoutes(services.metrics, config.metricsToken))
-    .group("/v1", (v1) =>
+    .group(API_PREFIX, (v1) =>
       v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000, clientIp)),
     );
   methods.learn(app.routes);

@@ -7,16 +7,17 @@ import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
 import { parseMultipart } from "./multipart.ts";
 import { handedOverBody } from "../http/send.ts";
 import { rateLimitSubject } from "../http/ipallow.ts";
+import { CONVERT_PATH } from "../http/paths.ts";
 import { requesterOf, savingsPercent, type Converted, type ConvertService, type Delivery } from "./service.ts";
 
 /** Room for the multipart framing and the small fields around a maximum-size image. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
 
-/** POST /plugin/convert (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
+/** POST CONVERT_PATH (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
 export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, uploadTimeoutMs: number, clientIp: (request: Request) => string) {
   const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: () => fileTooLarge(FORM_OVERHEAD_BYTES) };
-  return new Elysia({ name: "convert", prefix: "/plugin" }).use(apiAuth(authenticator)).post(
-    "/convert",
+  return new Elysia({ name: "convert" }).use(apiAuth(authenticator)).post(
+    CONVERT_PATH,
     async ({ request, credential }) => {
       const requester = requesterOf(credential.key.id, rateLimitSubject(clientIp(request)));
       const result = await convert.handle(requester, async () => {

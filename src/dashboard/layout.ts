@@ -1,4 +1,5 @@
 import { html, type SafeHtml } from "../html/index.ts";
+import { CSRF_FIELD, SIGN_OUT_ROUTE, STAFF_PREFIX } from "../staff/model.ts";
 import { assetUrl } from "./assets.ts";
 
 /** The signed-in staff member as every page shows them; `csrfToken` goes into each POST form. */
@@ -18,10 +19,6 @@ export const SECTIONS = [
 /** One of SECTIONS' ids. */
 export type Section = (typeof SECTIONS)[number]["id"];
 
-/** Name of the form field that carries the session's CSRF token. */
-export const CSRF_FIELD = "csrf";
-/** Where the sign-out form posts. */
-export const SIGN_OUT_PATH = "/internal/logout";
 
 /** A message shown at the top of a page after an action (e.g. "Key revoked"). */
 export interface Notice {
@@ -61,7 +58,7 @@ export function layout(page: { title: string; section: Section | null; viewer: V
 <a class="brand" href="/internal/"><span class="brand-mark" aria-hidden="true"></span>imgpress</a>
 <nav class="nav" aria-label="Dashboard">${nav}</nav>
 <div class="who"><span class="email" title="${page.viewer.email}">${page.viewer.email}</span>
-<form method="post" action="${SIGN_OUT_PATH}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>
+<form method="post" action="${STAFF_PREFIX}${SIGN_OUT_ROUTE}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>
 </div></header>
 <main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="${page.notice.kind === "error" ? "alert" : "status"}" tabindex="-1" data-notice id="${NOTICE_ID}">${page.notice.text}</p>` : null}${page.body}</main>`,
   );

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { parseJsonBody } from "../http/json.ts";
+import { REQUEST_OTP_PATH, VERIFY_OTP_PATH } from "../http/paths.ts";
 import { errorAnswer } from "../errors.ts";
 import { RequestOtpBody, RequestOtpResponse, VerifyOtpBody, VerifyOtpResponse } from "./model.ts";
 import { OTP_TTL_S, type OtpService } from "./service.ts";
@@ -16,9 +17,9 @@ const STORAGE_ERROR = errorAnswer("STORAGE_UNAVAILABLE (nothing was changed; wit
 
 /** The passwordless credential routes (spec 4.2, 4.3). */
 export function authRoutes(otp: OtpService, clientIp: (request: Request) => string) {
-  return new Elysia({ name: "auth", prefix: "/plugin/auth" })
+  return new Elysia({ name: "auth" })
     .post(
-      "/request-otp",
+      REQUEST_OTP_PATH,
       async ({ body, request }) => {
         await otp.request({ email: body.email, siteUrl: body.site_url, ip: clientIp(request) });
         return { status: "success" as const, message: "A 6-digit code was sent to the e-mail address.", expires_in: OTP_TTL_S };
@@ -31,7 +32,7 @@ export function authRoutes(otp: OtpService, clientIp: (request: Request) => stri
       },
     )
     .post(
-      "/verify-otp",
+      VERIFY_OTP_PATH,
       async ({ body, request, set }) => {
         const issued = await otp.verify({ email: body.email, otp: body.otp, siteUrl: body.site_url, ip: clientIp(request) });
         set.headers["cache-control"] = "no-store";

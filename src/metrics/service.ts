@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ConversionGate } from "../convert/gate.ts";
 import type { ConversionEvent } from "../convert/service.ts";
+import { API_PREFIX, REQUEST_OTP_PATH, VERIFY_OTP_PATH } from "../http/paths.ts";
 import type { ResponseObserver } from "../http/serve.ts";
 import { registerServiceGauges, type GateSizes } from "./gauges.ts";
 import { runtime } from "../version.ts";
@@ -21,8 +22,8 @@ export interface HttpObservation {
 export const UNMATCHED_ROUTE = "unmatched";
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
-const OTP_REQUEST_ROUTE = "/v1/plugin/auth/request-otp";
-const OTP_VERIFY_ROUTE = "/v1/plugin/auth/verify-otp";
+const OTP_REQUEST_ROUTE = API_PREFIX + REQUEST_OTP_PATH;
+const OTP_VERIFY_ROUTE = API_PREFIX + VERIFY_OTP_PATH;
 
 /**
  * The Prometheus registry of one service instance. It only observes: the conversion service,

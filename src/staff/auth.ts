@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { timingSafeEqual } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { reachesInternal } from "../http/guards.ts";
+import { CSRF_FIELD } from "./model.ts";
 import type { SessionService, StaffSession } from "./sessions.ts";
 
 /** The session cookie; the `__Host-` prefix makes browsers insist on Secure, Path=/ and no Domain. */
@@ -73,7 +74,7 @@ export function staffAuth(sessions: SessionService, behindProxy: boolean) {
     const session = token ? await sessions.authenticate(token) : null;
     if (!session) throw api ? new AppError(401, "SIGN_IN_REQUIRED", "No valid staff session: sign in at /internal/login.") : signInRedirect(request);
     if (isStateChanging(request.method)) {
-      const given = request.headers.get("x-csrf-token") ?? formField(body, "csrf") ?? "";
+      const given = request.headers.get("x-csrf-token") ?? formField(body, CSRF_FIELD) ?? "";
       // session.csrf is the HMAC of this cookie's token, computed once by authenticate.
       if (!timingSafeEqual(session.csrf, given)) throw new AppError(403, "CSRF_TOKEN_INVALID", "Refused: the CSRF token is missing or does not belong to this session.");
     }

@@ -1,5 +1,12 @@
 import { t } from "elysia";
 
+/** The staff routes' prefix (the dashboard and the staff API share it). */
+export const STAFF_PREFIX = "/internal";
+/** Where the sign-out form posts, below STAFF_PREFIX. */
+export const SIGN_OUT_ROUTE = "/logout";
+/** Name of the form field that carries the session's CSRF token (or the X-CSRF-Token header). */
+export const CSRF_FIELD = "csrf";
+
 const next = t.Optional(t.String({ maxLength: 2048 }));
 
 /** Query of GET /internal/login. */
@@ -17,4 +24,4 @@ export const LoginForm = t.Object({
 export const CodeForm = t.Object({ email: t.String({ maxLength: 320 }), code: t.String({ maxLength: 32 }), next });
 
 /** Form of the sign-out buttons (the CSRF token is checked by `staffAuth`, so a missing one is a 403, not a 400). */
-export const CsrfForm = t.Object({ csrf: t.Optional(t.String({ maxLength: 200 })) });
+export const CsrfForm = t.Object({ [CSRF_FIELD]: t.Optional(t.String({ maxLength: 200 })) });

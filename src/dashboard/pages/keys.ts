@@ -5,6 +5,7 @@ import { bytes, count } from "../format.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../layout.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
+import { API_PREFIX, VERIFY_OTP_PATH } from "../../http/paths.ts";
 
 /** The keys table's state as the URL carries it. */
 export interface KeysFilter {
@@ -58,7 +59,7 @@ export function keysPage(v: KeysView): SafeHtml {
       ? html`<div class="panel">${
           filtered
             ? empty("No key matches", html`<p>Nothing matches ${f.q ? html`“${f.q}”` : "this filter"}. <a href="/internal/keys">Show all keys</a></p>`)
-            : empty("No keys yet", html`<p>Keys are issued when a client exchanges an e-mailed code at <code>/v1/plugin/auth/verify-otp</code> — see the API docs at <a href="/v1/docs">/v1/docs</a>.</p>`)
+            : empty("No keys yet", html`<p>Keys are issued when a client exchanges an e-mailed code at <code>${API_PREFIX}${VERIFY_OTP_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`)
         }</div>`
       : html`${table({
           caption: "API keys",

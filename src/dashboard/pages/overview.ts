@@ -6,6 +6,7 @@ import { bytes, count, ms, percent, ratio } from "../format.ts";
 import { layout, type Viewer } from "../layout.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { liveSection, type LiveView } from "./live.ts";
+import { API_PREFIX, CONVERT_PATH } from "../../http/paths.ts";
 
 /** Everything the overview page shows. */
 export interface OverviewView {
@@ -121,7 +122,7 @@ ${
   nothing
     ? html`<div class="panel">${empty(
         "No conversions yet",
-        html`<p>Nothing was converted in the last ${RANGES[v.range].label}. Clients get a key with the e-mailed code and send images to <code>/v1/plugin/convert</code> — see the API docs at <a href="/v1/docs">/v1/docs</a>.</p>`,
+        html`<p>Nothing was converted in the last ${RANGES[v.range].label}. Clients get a key with the e-mailed code and send images to <code>${API_PREFIX}${CONVERT_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`,
       )}</div>`
     : html`<div class="charts">${seriesCharts("overview", v.series, v.overview.errorsByCode.map((e) => e.code))}${splitCharts("overview", v.overview)}</div>`
 }`;
