@@ -1,8 +1,8 @@
 import { isIP } from "node:net";
 import { Elysia } from "elysia";
 import { RequestAuthenticator } from "./requestauth/service.ts";
-import { authRoutes } from "./issuance/index.ts";
-import { OtpService } from "./issuance/service.ts";
+import { issuanceRoutes } from "./issuance/index.ts";
+import { KeyIssuance } from "./issuance/service.ts";
 import type { Config } from "./config.ts";
 import { masterKeyOrigin, pinMasterKey, secretBoxOf } from "./masterkey.ts";
 import { deriveKey } from "./crypto.ts";
@@ -59,7 +59,7 @@ export interface AppDeps {
 /** The services behind the routes, exposed for the CLI, maintenance and tests. */
 export interface Services {
   keys: KeyService;
-  otp: OtpService;
+  issuance: KeyIssuance;
   limiter: RateLimiter;
   authenticator: RequestAuthenticator;
   convert: ConvertService;
@@ -120,7 +120,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   // addresses only, so the counter (readable without a session) would tell who is staff.
   const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));
   const audit = new AuditLog(deps.store, now);
-  const otp = new OtpService({
+  const issuance = new KeyIssuance({
     store: deps.store,
     keys,
     mailer,
@@ -201,7 +201,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   });
   return {
     keys,
-    otp,
+    issuance,
     limiter,
     authenticator,
     convert,
@@ -271,7 +271,7 @@ export function createApp(deps: AppDeps, services: Services) {
     )
     .use(metricsRoutes(services.metrics, config.metricsToken))
     .group(API_PREFIX, (v1) =>
-      v1.use(authRoutes(services.otp, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000, clientIp)),
+      v1.use(issuanceRoutes(services.issuance, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000, clientIp)),
     );
   methods.learn(app.routes);
   return app;

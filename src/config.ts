@@ -5,7 +5,7 @@ import process from "node:process";
 import { join, resolve } from "node:path";
 import { fileUrl, localPath, POSTGRES_DEFAULTS } from "./db/location.ts";
 import { parseAllowEntry } from "./http/ipallow.ts";
-import { normalizeEmail } from "./issuance/email.ts";
+import { normalizeEmail } from "./email.ts";
 import { credentialsPastAuthority } from "./redact.ts";
 import { certificateName } from "./tls/names.ts";
 

@@ -221,7 +221,7 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
   test("the minute's maintenance runs on both instances without error and removes what expired", async () => {
     advance(2 * 3_600_000);
     for (const h of both()) {
-      await h.services.otp.prune();
+      await h.services.issuance.prune();
       await h.services.staffSignIn.prune();
       await h.services.sessions.prune();
       await h.services.limiter.prune(60 * 60 * 1000);

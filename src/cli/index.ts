@@ -3,7 +3,7 @@ import type { Services } from "../app.ts";
 import { AUDIT_TYPES, parseDuration } from "../audit/service.ts";
 import { AppError } from "../errors.ts";
 import { describeSettings } from "../internal/settings.ts";
-import { normalizeEmail } from "../issuance/email.ts";
+import { normalizeEmail } from "../email.ts";
 import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyRow } from "../keys/service.ts";
 import { version } from "../version.ts";
 import { UsageError } from "./args.ts";

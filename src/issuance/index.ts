@@ -3,7 +3,7 @@ import { parseJsonBody } from "../http/json.ts";
 import { REQUEST_OTP_PATH, VERIFY_OTP_PATH } from "../http/paths.ts";
 import { errorAnswer } from "../errors.ts";
 import { RequestOtpBody, RequestOtpResponse, VerifyOtpBody, VerifyOtpResponse } from "./model.ts";
-import { OTP_TTL_S, type OtpService } from "./service.ts";
+import { OTP_TTL_S, type KeyIssuance } from "./service.ts";
 
 // The error answers both credential routes share, by status.
 const BODY_ERRORS = {
@@ -16,12 +16,12 @@ const BODY_ERRORS = {
 const STORAGE_ERROR = errorAnswer("STORAGE_UNAVAILABLE (nothing was changed; with Retry-After)");
 
 /** The passwordless credential routes (spec 4.2, 4.3). */
-export function authRoutes(otp: OtpService, clientIp: (request: Request) => string) {
-  return new Elysia({ name: "auth" })
+export function issuanceRoutes(issuance: KeyIssuance, clientIp: (request: Request) => string) {
+  return new Elysia({ name: "issuance" })
     .post(
       REQUEST_OTP_PATH,
       async ({ body, request }) => {
-        await otp.request({ email: body.email, siteUrl: body.site_url, ip: clientIp(request) });
+        await issuance.request({ email: body.email, siteUrl: body.site_url, ip: clientIp(request) });
         return { status: "success" as const, message: "A 6-digit code was sent to the e-mail address.", expires_in: OTP_TTL_S };
       },
       {
@@ -34,7 +34,7 @@ export function authRoutes(otp: OtpService, clientIp: (request: Request) => stri
     .post(
       VERIFY_OTP_PATH,
       async ({ body, request, set }) => {
-        const issued = await otp.verify({ email: body.email, otp: body.otp, siteUrl: body.site_url, ip: clientIp(request) });
+        const issued = await issuance.verify({ email: body.email, otp: body.otp, siteUrl: body.site_url, ip: clientIp(request) });
         set.headers["cache-control"] = "no-store";
         return {
           status: "success" as const,

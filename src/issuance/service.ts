@@ -9,29 +9,15 @@ import type { Mailer } from "../mail/mailer.ts";
 import { keyIssuedMail, otpMail } from "../mail/templates.ts";
 import { OtpEngine } from "../otp/service.ts";
 import type { RateLimiter } from "../ratelimit/service.ts";
-import { isAllowed, normalizeEmail, normalizeSiteUrl } from "./email.ts";
+import { isAllowed, normalizeEmail } from "../email.ts";
+import { otpLimits, RECENT_CODE } from "../otp/limits.ts";
+import { normalizeSiteUrl } from "./site.ts";
 
 /** Lifetime of a one-time code, in seconds (spec 4.2). */
 export const OTP_TTL_S = 900;
 
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-
-/** The rate limits of the two credential endpoints (documented in docs/api.md). */
-export const otpLimits = {
-  requestPerAddress: [
-    { limit: 1, windowMs: MINUTE },
-    { limit: 5, windowMs: HOUR },
-  ],
-  requestPerIp: [{ limit: 20, windowMs: HOUR }],
-  verifyPerIp: [{ limit: 30, windowMs: 5 * MINUTE }],
-} as const;
-
-/** The 429 message of a code request refused for its e-mail address (client keys and staff sign-in alike). */
-export const RECENT_CODE = "A code was requested for this e-mail address recently.";
-
-/** What the OTP flow needs from the rest of the service. */
-export interface OtpDeps {
+/** What key issuance needs from the rest of the service. */
+export interface IssuanceDeps {
   store: Store;
   keys: KeyService;
   mailer: Mailer;
@@ -49,10 +35,10 @@ function notAllowed(): AppError {
 }
 
 /** Passwordless credential issuance: e-mail a 6-digit code, exchange it once for a key pair. */
-export class OtpService {
+export class KeyIssuance {
   private readonly codes: OtpEngine<typeof otpCodes>;
 
-  constructor(private readonly d: OtpDeps) {
+  constructor(private readonly d: IssuanceDeps) {
     this.codes = new OtpEngine(d.store.db, d.store.tables.otpCodes, d.pepper, OTP_TTL_S, d.now, { limiter: d.limiter, kind: "otp" });
   }
 

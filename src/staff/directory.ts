@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import type { AuditLog } from "../audit/service.ts";
 import type { Database, Store, Tables } from "../db/index.ts";
 import { AppError } from "../errors.ts";
-import { normalizeEmail } from "../issuance/email.ts";
+import { normalizeEmail } from "../email.ts";
 
 /** One staff member and where the entry comes from. */
 export interface StaffMember {

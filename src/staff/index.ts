@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { parseFormBody } from "../http/form.ts";
 import type { Notice } from "../dashboard/layout.ts";
 import type { AppError } from "../errors.ts";
-import { otpLimits, RECENT_CODE } from "../issuance/service.ts";
+import { otpLimits, RECENT_CODE } from "../otp/limits.ts";
 import { OTP_MAX_ATTEMPTS } from "../otp/service.ts";
 import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";

@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { buildTarget } from "../../scripts/build.ts";
 import { MAX_IMAGE_BYTES } from "../../src/convert/form.ts";
 import { postgresMigrations } from "../../src/db/migrations.gen.ts";
-import { otpLimits } from "../../src/issuance/service.ts";
+import { otpLimits } from "../../src/otp/limits.ts";
 import { selfSignedCertificate } from "../../src/tls/selfsigned.ts";
 import { wrongCode } from "../support/harness.ts";
 import { photo } from "../support/images.ts";

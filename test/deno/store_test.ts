@@ -86,13 +86,13 @@ async function outcome(work: Promise<unknown>): Promise<string> {
 /** Requests a code for `email` through `via` and reads it from the mail the sink received. */
 async function obtainCode(via: Instance, email: string, ip = "192.0.2.1"): Promise<string> {
   const seen = sink.messages.length;
-  await via.services.otp.request({ email, ip });
+  await via.services.issuance.request({ email, ip });
   return extractOtp(await sink.waitFor((m) => sink.messages.indexOf(m) >= seen && m.envelopeTo.includes(email)));
 }
 
 /** The whole issuance flow through `via`: a code, then its exchange for a key pair. */
 async function issueKey(via: Instance, email: string) {
-  return via.services.otp.verify({ email, otp: await obtainCode(via, email), ip: "192.0.2.2" });
+  return via.services.issuance.verify({ email, otp: await obtainCode(via, email), ip: "192.0.2.2" });
 }
 
 /** A six-digit code that is not `code`. */
@@ -111,7 +111,7 @@ Deno.test("a code requested through A is exchanged through B, exactly once when 
   const email = "once@example.com";
   const code = await obtainCode(a, email);
   const issued: IssuedKey[] = [];
-  const tries = await Promise.all([a, b, b, a].map((via, i) => outcome(via.services.otp.verify({ email, otp: code, ip: `198.51.100.${i + 1}` }).then((k) => void issued.push(k)))));
+  const tries = await Promise.all([a, b, b, a].map((via, i) => outcome(via.services.issuance.verify({ email, otp: code, ip: `198.51.100.${i + 1}` }).then((k) => void issued.push(k)))));
   assert.deepEqual(tries.sort(), ["INVALID_OTP", "INVALID_OTP", "INVALID_OTP", "ok"]);
   assert.equal((await b.services.keys.list({ email })).length, 1);
   // The key works on both instances.
@@ -121,7 +121,7 @@ Deno.test("a code requested through A is exchanged through B, exactly once when 
 Deno.test("wrong guesses spread over both instances, all at once, burn the code after exactly five", async () => {
   const email = "burn@example.com";
   const code = await obtainCode(b, email);
-  const guesses = Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).services.otp.verify({ email, otp: wrongCode(code, 1 + i), ip: `198.51.100.${20 + i}` }));
+  const guesses = Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).services.issuance.verify({ email, otp: wrongCode(code, 1 + i), ip: `198.51.100.${20 + i}` }));
   // Every guess spends one attempt in one UPDATE: five are compared, the fifth burns the code.
   const outcomes = await Promise.all(guesses.map(outcome));
   assert.equal(outcomes.filter((o) => o === "TOO_MANY_ATTEMPTS").length, 1, outcomes.join(", "));
@@ -129,12 +129,12 @@ Deno.test("wrong guesses spread over both instances, all at once, burn the code 
   const table = a.store.tables.otpCodes;
   const rows = await a.store.db.select({ attempts: table.attempts }).from(table).where(sql`${table.email} = ${email}`);
   assert.deepEqual(rows.map((r) => r.attempts), [5]);
-  assert.equal(await outcome(a.services.otp.verify({ email, otp: code, ip: "198.51.100.40" })), "INVALID_OTP");
+  assert.equal(await outcome(a.services.issuance.verify({ email, otp: code, ip: "198.51.100.40" })), "INVALID_OTP");
 });
 
 Deno.test("a rate limit counts both instances' events: of six simultaneous code requests for one address, exactly one passes", async () => {
   const email = "limited@example.com";
-  const all = await Promise.all(Array.from({ length: 6 }, (_, i) => outcome((i % 2 ? a : b).services.otp.request({ email, ip: `203.0.113.${i + 1}` }))));
+  const all = await Promise.all(Array.from({ length: 6 }, (_, i) => outcome((i % 2 ? a : b).services.issuance.request({ email, ip: `203.0.113.${i + 1}` }))));
   assert.deepEqual(all.sort(), ["RATE_LIMITED", "RATE_LIMITED", "RATE_LIMITED", "RATE_LIMITED", "RATE_LIMITED", "ok"]);
 });
 

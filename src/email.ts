@@ -1,4 +1,7 @@
-import { AppError } from "../errors.ts";
+// An address is one identity everywhere it is read: key issuance, staff sign-in, the allowlists
+// of the configuration and the command line all normalise it here.
+
+import { AppError } from "./errors.ts";
 
 /**
  * Normalises an e-mail address or throws 400 INVALID_EMAIL. The domain is lower-cased and turned
@@ -40,23 +43,4 @@ export function normalizeEmail(raw: string): string {
 export function isAllowed(email: string, allowlist: readonly string[]): boolean {
   const domain = email.slice(email.lastIndexOf("@"));
   return allowlist.some((entry) => entry === "*" || entry === email || entry === domain);
-}
-
-/**
- * Normalises a site URL: http(s) only, no credentials, at most 2048 characters; the result is the
- * origin plus path without a trailing slash (query and fragment dropped), so
- * `https://Example.com/blog/` and `https://example.com/blog` name the same site.
- */
-export function normalizeSiteUrl(raw: string): string {
-  const invalid = (why: string) => new AppError(400, "VALIDATION_ERROR", `site_url ${why}.`);
-  if (raw.length > 2048) throw invalid("is longer than 2048 characters");
-  let url: URL;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    throw invalid("is not a valid URL");
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw invalid("must start with https:// or http://");
-  if (url.username || url.password) throw invalid("must not contain a user name or password");
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
