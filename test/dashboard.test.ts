@@ -13,7 +13,7 @@ import { activityPage } from "../src/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../src/dashboard/pages/keys.ts";
 import { overviewPage } from "../src/dashboard/pages/overview.ts";
 import { settingsPage } from "../src/dashboard/pages/settings.ts";
-import { describeSettings } from "../src/internal/settings.ts";
+import { describeSettings } from "../src/settings-view.ts";
 import { redactUrl } from "../src/redact.ts";
 import type { KeyListRow, Overview, Series } from "../src/usage/model.ts";
 

@@ -2,7 +2,7 @@ import { flagName, settings, type Config } from "../config.ts";
 import type { Services } from "../app.ts";
 import { AUDIT_TYPES, parseDuration } from "../audit/service.ts";
 import { AppError } from "../errors.ts";
-import { describeSettings } from "../internal/settings.ts";
+import { describeSettings } from "../settings-view.ts";
 import { normalizeEmail } from "../email.ts";
 import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyRow } from "../keys/service.ts";
 import { version } from "../version.ts";

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from "../config.ts";
 import { driverMessage, storageFaultAdvice, storageFaultCode } from "../db/faults.ts";
 import { serve, type Runtime } from "../server.ts";
 import { version } from "../version.ts";
-import { secretFlags } from "../internal/settings.ts";
+import { secretFlags } from "../settings-view.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
 import { helpText, migrateReport, readAuditCommand, readKeysCommand, readStaffCommand, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
 

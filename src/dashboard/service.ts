@@ -16,7 +16,7 @@ import type { OverviewView } from "./pages/overview.ts";
 import type { SettingsView } from "./pages/settings.ts";
 import { rangeBounds, rangeName } from "./ranges.ts";
 import { localPath, shown } from "../db/location.ts";
-import { describeSettings } from "../internal/settings.ts";
+import { describeSettings } from "../settings-view.ts";
 import type { TlsView } from "../tls/status.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */

@@ -10,7 +10,7 @@ import type { StaffDirectory } from "../staff/directory.ts";
 import type { SessionService } from "../staff/sessions.ts";
 import type { StaffSignIn } from "../staff/signin.ts";
 import type { Config } from "../config.ts";
-import { describeSettings } from "./settings.ts";
+import { describeSettings } from "../settings-view.ts";
 import type { UsageQueries } from "../usage/service.ts";
 import { AddStaffBody, AuditQuery, KeyQuery, KeysQueryParams, OverviewQuery, SeriesQueryParams } from "./model.ts";
 import { auditFilter, liveState, notFoundUnless, usageRange } from "./service.ts";

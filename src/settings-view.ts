@@ -1,5 +1,5 @@
-import { flagName, settings, type Config } from "../config.ts";
-import { hasCredentials, redactUrl } from "../redact.ts";
+import { flagName, settings, type Config } from "./config.ts";
+import { hasCredentials, redactUrl } from "./redact.ts";
 
 /** A value written as a URL with an authority (`scheme://…`). */
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
