@@ -120,6 +120,8 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   // addresses only, so the counter (readable without a session) would tell who is staff.
   const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));
   const audit = new AuditLog(deps.store, now);
+  const lifecycle = new Lifecycle();
+  const afterAnswer = (work: Promise<void>) => lifecycle.track(work);
   const issuance = new KeyIssuance({
     store: deps.store,
     keys,
@@ -130,6 +132,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     pepper: await deriveKey(deps.masterKey, "otp-pepper"),
     allowedEmails: deps.config.allowedEmails,
     now,
+    afterAnswer,
   });
   const authenticator = new RequestAuthenticator(
     keys,
@@ -147,7 +150,6 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const usage = new UsageRecorder(deps.store, deps.logger, {}, now);
   convert.observe(usage.observer);
   convert.observe((event) => metrics.observeConversion(event));
-  const lifecycle = new Lifecycle();
   const readiness = new Readiness(deps.store, databaseFolder(deps.config.databaseUrl), () => lifecycle.draining, deps.logger);
   // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
   // Bounded as a whole (on PostgreSQL by IMGPRESS_DATABASE_TIMEOUT_S): a frozen database server
@@ -169,6 +171,8 @@ export async function createServices(deps: AppDeps): Promise<Services> {
         throw new Error(`the last usage counts (${usage.pendingBuckets} buckets) could not be written and are lost${writing}: ${err.message}`);
       }),
   );
+  // After the counts: a mail server that stalls holds the stop for at most the mail deadline (30 s).
+  lifecycle.onShutdown("mail sent after answers", () => lifecycle.settled());
   const staff = new StaffDirectory(deps.store, deps.config.staffEmails, audit, now);
   const sessionLimits = { idleS: deps.config.staffSessionIdleS, maxS: deps.config.staffSessionMaxS };
   const sessions = new SessionService(deps.store, staff, await deriveKey(deps.masterKey, "staff-csrf"), sessionLimits, now);
@@ -183,6 +187,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     // Not the issuance pepper: a code of one door hashes to nothing the other door stores.
     pepper: await deriveKey(deps.masterKey, "staff-otp-pepper"),
     now,
+    afterAnswer,
   });
   const revocation = new KeyRevocation(keys, audit);
   const usageQueries = new UsageQueries(deps.store, now);

@@ -14,6 +14,7 @@ export interface ShutdownHook {
 export class Lifecycle {
   private drainStarted = false;
   private readonly hooks: ShutdownHook[] = [];
+  private readonly unfinished = new Set<Promise<void>>();
 
   /** True from the first shutdown signal on. */
   get draining(): boolean {
@@ -23,6 +24,20 @@ export class Lifecycle {
   /** Registers a step to run after the last request has finished and before the database closes. */
   onShutdown(name: string, run: () => Promise<void>): void {
     this.hooks.push({ name, run });
+  }
+
+  /**
+   * Keeps `work` that goes on after its request was answered (a mail sent afterwards) until it
+   * ends, so a stop can wait for it (`settled`). `work` must handle its own failure.
+   */
+  track(work: Promise<void>): void {
+    this.unfinished.add(work);
+    void work.finally(() => this.unfinished.delete(work));
+  }
+
+  /** Resolves once the work `track` holds has ended. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.unfinished]);
   }
 
   /** Marks the service as draining, for good: readiness reads `draining` from here. */

@@ -123,6 +123,13 @@ describe("keys list", () => {
     expect(r.stdout).toContain(bob!.id);
     expect(r.stdout).not.toContain(alice!.id);
   });
+
+  test("--email finds an address with a Unicode domain as the user typed it (stored in ASCII form)", async () => {
+    const [owner] = await seedKeys([{ email: "ünï@xn--bcher-kva.example" }, { email: "bob@example.com" }]);
+    const r = await runCli(["keys", "list", "--email", "ÜNÏ@Bücher.example"], env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(owner!.id);
+  });
 });
 
 describe("keys revoke", () => {

@@ -420,6 +420,25 @@ describe("mail delivery failures → 502 MAIL_DELIVERY_FAILED, and no usable cod
     h.smtp.setReject("rcpt");
     expect((await h.verifyOtp({ email: "owner@example.com", otp: code })).status).toBe(200);
   });
+
+  test("the keys do not wait for the notice: a stalled mail server holds only the notice, which a stop waits for", async () => {
+    const { code } = await h.obtainOtp("owner@example.com");
+    h.smtp.setReject("hold");
+    const verified = await h.verifyOtp({ email: "owner@example.com", otp: code });
+    expect(verified.status).toBe(200);
+    // Logged and audited with the answer: before, both came after the mail, and never when it hung.
+    expect(h.logs.some((l) => JSON.parse(l).msg === "key issued")).toBe(true);
+    expect((await h.services.audit.page({ type: "key.issued" })).events.map((e) => e.actor)).toEqual(["owner@example.com"]);
+    for (let i = 0; i < 200 && h.smtp.held() === 0; i++) await Bun.sleep(20);
+    expect(h.smtp.held()).toBe(1);
+    let settled = false;
+    const stop = h.services.lifecycle.settled().then(() => void (settled = true));
+    await Bun.sleep(200);
+    expect(settled).toBe(false);
+    h.smtp.setReject(false);
+    await stop;
+    expect(h.smtp.messages.filter((m) => m.to === "owner@example.com" && !/code/i.test(m.subject))).toHaveLength(1);
+  });
 });
 
 describe("request bodies", () => {
@@ -579,6 +598,15 @@ describe("e-mail addresses", () => {
     { email: "own\u200Ber@example.com", note: "a zero-width space" },
     { email: "owner<x>@example.com", note: "angle brackets" },
     { email: "owner,other@example.com", note: "a comma" },
+    // Source routes: a relay that honours them delivers to evil.example whatever the allowlist said.
+    { email: "someone%evil.example@example.com", note: "a percent route" },
+    { email: "evil.example!someone@example.com", note: "a bang path" },
+    // What follows a host, dropped by the URL parser, was let through after a domain with an xn-- label.
+    { email: "owner@xn--tda.example/ has spaces", note: "a path after an IDN domain" },
+    { email: "owner@xn--tda.example:25", note: "a port after an IDN domain" },
+    { email: "owner@xn--tda.example\u0000", note: "NUL after an IDN domain" },
+    { email: "owner@ＥＸＡＭＰＬＥ.xn--tda.example", note: "full-width letters beside an IDN label" },
+    { email: `${"a".repeat(60)}@${Array.from({ length: 7 }, () => "日本語日本語日本語日本語").join(".")}.example`, note: "over 254 once the domain is ASCII" },
   ])("$note → 400 INVALID_EMAIL", async ({ email }) => {
     expectError(await h.requestOtp({ email }), 400, "INVALID_EMAIL");
     expectError(await h.verifyOtp({ email, otp: "123456" }), 400, "INVALID_EMAIL");

@@ -7,20 +7,20 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createServer, type Server, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
-import { clearTextMailWarning, requiresStartTls } from "../src/mail/mailer.ts";
+import { clearTextMailWarning, requiresStartTls, smtpMailer } from "../src/mail/mailer.ts";
 import { otpCodes } from "../src/db/schema.ts";
 import { scrub } from "../src/redact.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
 
-type Behaviour = "silent" | "drop" | "refuse" | "echo-login";
+type Behaviour = "silent" | "drop" | "refuse" | "echo-login" | "trickle";
 
 /** What the "echo-login" server quotes back: the password of a failed AUTH PLAIN, as some servers do. */
 const SMTP_PASSWORD = "S3cret-Smtp-Pass";
 
 /** A TCP server on `host` (127.0.0.1 by default) that misbehaves as an SMTP server would; `lines` records what clients said. */
-async function badSmtp(behaviour: Behaviour, host = "127.0.0.1"): Promise<{ url: string; lines: string[]; close: () => Promise<void> }> {
+async function badSmtp(behaviour: Behaviour, host = "127.0.0.1"): Promise<{ url: string; lines: string[]; open: () => number; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   const lines: string[] = [];
   const server: Server = createServer((socket) => {
@@ -30,6 +30,7 @@ async function badSmtp(behaviour: Behaviour, host = "127.0.0.1"): Promise<{ url:
     if (behaviour === "drop") socket.destroy();
     if (behaviour === "refuse") socket.end("554 5.3.2 no service here\r\n");
     if (behaviour === "echo-login") echoLogin(socket, lines);
+    if (behaviour === "trickle") trickle(socket);
     // "silent": hold the connection open and say nothing.
   });
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
@@ -37,6 +38,7 @@ async function badSmtp(behaviour: Behaviour, host = "127.0.0.1"): Promise<{ url:
   return {
     url: behaviour === "echo-login" ? `smtp://mailer:${SMTP_PASSWORD}@${host}:${port}` : `smtp://${host}:${port}`,
     lines,
+    open: () => sockets.size,
     close: () => {
       for (const s of sockets) s.destroy();
       return new Promise<void>((resolve) => server.close(() => resolve()));
@@ -62,6 +64,16 @@ function echoLogin(socket: Socket, lines: string[]): void {
   });
 }
 
+// Greets, then answers EHLO with a continuation line every 200 ms and never its last line: the
+// transport's idle timers restart with each one.
+function trickle(socket: Socket): void {
+  socket.write("220 trickle.test ESMTP\r\n");
+  socket.once("data", () => {
+    const timer = setInterval(() => socket.write("250-trickle.test still thinking\r\n"), 200);
+    socket.on("close", () => clearInterval(timer));
+  });
+}
+
 let h: Harness | undefined;
 let smtp: Awaited<ReturnType<typeof badSmtp>> | undefined;
 afterEach(async () => {
@@ -82,6 +94,20 @@ describe("an SMTP server that misbehaves", () => {
     expect(await h.store.db.select().from(otpCodes)).toEqual([]);
     // Bounded by the test's 30 s limit: the transport gives up on a silent server after its 10 s greeting timeout.
   }, 30_000);
+});
+
+describe("a mail server that keeps talking without taking the message", () => {
+  test("the send fails at its deadline and the connection is closed", async () => {
+    smtp = await badSmtp("trickle");
+    const started = Date.now();
+    const sent = smtpMailer(smtp.url, "imgpress@test.invalid", 1_500).send({ to: "owner@example.com", subject: "s", text: "t", html: "<p>t</p>" });
+    await expect(sent).rejects.toThrow("the SMTP server did not take the message within 1.5 s");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // Without the deadline the exchange went on for as long as the server talked (minutes in a review).
+    const server = smtp;
+    for (let i = 0; i < 100 && server.open() > 0; i++) await Bun.sleep(100);
+    expect(server.open()).toBe(0);
+  });
 });
 
 describe("a mail server whose refusal quotes the login", () => {

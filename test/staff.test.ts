@@ -550,6 +550,14 @@ describe("the JSON API", () => {
     expect(detail.body.usage.totals.conversions).toBe(2);
     expect(detail.text).not.toContain(keys.api_key);
     expectError(await h.request("GET", "/internal/api/keys/key_nope", staffJson(s)), 404, "KEY_NOT_FOUND");
+    // An address with a Unicode domain is found as typed: it is stored (and audited) in ASCII form.
+    await h.issueKey("Ünï@Bücher.example", "https://bücher.example");
+    for (const search of ["bücher", "ünï@bücher.example", "xn--bcher-kva"]) {
+      const found = await h.request("GET", `/internal/api/keys?search=${encodeURIComponent(search)}`, staffJson(s));
+      expect({ search, emails: found.body.rows.map((r: { email: string }) => r.email) }).toEqual({ search, emails: ["ünï@xn--bcher-kva.example"] });
+    }
+    const audited = await h.request("GET", `/internal/api/audit?staff=${encodeURIComponent("ÜNÏ@bücher.example")}`, staffJson(s));
+    expect(audited.body.events.map((e: { type: string }) => e.type)).toContain("key.issued");
     expectError(await h.request("GET", "/internal/api/overview?from=whenever", staffJson(s)), 400, "VALIDATION_ERROR");
     expectError(await h.request("GET", "/internal/api/keys?sort=secret", staffJson(s)), 400, "VALIDATION_ERROR");
     expectError(await h.request("GET", "/internal/api/overview", { ip: LOOPBACK }), 401, "SIGN_IN_REQUIRED");

@@ -3,7 +3,7 @@ import type { Services } from "../app.ts";
 import { AUDIT_TYPES, parseDuration } from "../audit/service.ts";
 import { AppError } from "../errors.ts";
 import { describeSettings } from "../settings-view.ts";
-import { normalizeEmail } from "../email.ts";
+import { emailForLookup, normalizeEmail } from "../email.ts";
 import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyRow } from "../keys/service.ts";
 import { version } from "../version.ts";
 import { UsageError } from "./args.ts";
@@ -54,7 +54,7 @@ export type KeysCommand = { action: "list"; all: boolean; email?: string; json: 
 /** Reads `imgpress keys …`, or throws the UsageError that says why it cannot (before any database is opened). */
 export function readKeysCommand(words: string[], flags: Record<string, string>): KeysCommand {
   const [action, target] = words;
-  if (action === "list") return { action, all: flags.all === "true", email: flags.email?.trim().toLowerCase(), json: flags.json === "true" };
+  if (action === "list") return { action, all: flags.all === "true", email: flags.email === undefined ? undefined : emailForLookup(flags.email), json: flags.json === "true" };
   if (action === "revoke" && target) {
     // A pasted key, not its id: never echo it (terminals and logs keep what is printed).
     if (target.startsWith(API_KEY_PREFIX) || target.startsWith(SECRET_KEY_PREFIX)) {

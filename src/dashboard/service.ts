@@ -18,6 +18,7 @@ import { rangeBounds, rangeName } from "./ranges.ts";
 import { localPath, shown } from "../db/location.ts";
 import { describeSettings } from "../settings-view.ts";
 import type { TlsView } from "../tls/status.ts";
+import { emailForLookup } from "../email.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
@@ -105,7 +106,7 @@ export class DashboardService {
     const toDay = day("to");
     const { events, nextBefore } = await this.s.audit.page({
       type: filter.type || undefined,
-      actor: filter.staff || undefined,
+      actor: filter.staff ? emailForLookup(filter.staff) : undefined,
       since,
       // "To" includes the whole day.
       until: toDay === undefined ? undefined : toDay + 86_400_000 - 1,

@@ -4,6 +4,7 @@ import type { ConversionGate } from "../convert/gate.ts";
 import { AppError } from "../errors.ts";
 import type { RequestCounter } from "../http/counter.ts";
 import { version } from "../version.ts";
+import { emailForLookup } from "../email.ts";
 
 const startedAt = Date.now();
 
@@ -25,7 +26,7 @@ export function auditFilter(query: { type?: string; staff?: string; since?: stri
   }
   return {
     type: query.type,
-    actor: query.staff?.trim().toLowerCase(),
+    actor: query.staff === undefined ? undefined : emailForLookup(query.staff),
     since: query.since === undefined ? undefined : instant("since", query.since, now),
     until: query.until === undefined ? undefined : instant("until", query.until, now),
     before: query.before,

@@ -28,6 +28,8 @@ export interface IssuanceDeps {
   pepper: Uint8Array;
   allowedEmails: readonly string[];
   now: () => number;
+  /** Runs work after the answer has gone (the key notice mail), so a stop can wait for it. */
+  afterAnswer: (work: Promise<void>) => void;
 }
 
 function notAllowed(): AppError {
@@ -91,11 +93,15 @@ export class KeyIssuance {
 
     const siteUrl = siteUrlGiven ?? consumed.siteUrl ?? "";
     const issued = await this.d.keys.issue(email, siteUrl);
-    await this.d.mailer
-      .send(keyIssuedMail(email, issued.keyPrefix, siteUrl, new Date(now)))
-      .catch((err: Error) => this.d.logger.warn("key notice mail failed", { keyId: issued.id, error: err.message }));
     this.d.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix });
     await this.d.audit.record({ type: "key.issued", actor: email, subject: issued.id, clientAddress: input.ip, detail: { keyPrefix: issued.keyPrefix, siteUrl } });
+    // The answer carries the only copy of the keys, and the previous pair is revoked already: it
+    // must not wait on the mail server (a client that gave up waiting would have neither pair).
+    this.d.afterAnswer(
+      this.d.mailer
+        .send(keyIssuedMail(email, issued.keyPrefix, siteUrl, new Date(now)))
+        .catch((err: Error) => this.d.logger.warn("key notice mail failed", { keyId: issued.id, error: err.message })),
+    );
     return issued;
   }
 

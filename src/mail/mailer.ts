@@ -17,13 +17,16 @@ export interface Mailer {
   readonly isDevelopment: boolean;
 }
 
+/** How long one message may take from connecting to the server's acceptance, whatever it sends meanwhile. */
+export const SEND_DEADLINE_MS = 30_000;
+
 /**
- * Delivers through an SMTP server (`smtp://user:pass@host:587`, `smtps://…`) with bounded timeouts.
- * nodemailer is loaded with the first message, not at start: it is ~300 KiB of the executable's
- * ~1.8 MiB of JavaScript, 5–15 ms of every start-up (bench/README.md, "Start-up"), against the
- * seconds an SMTP exchange takes anyway.
+ * Delivers through an SMTP server (`smtp://user:pass@host:587`, `smtps://…`) within
+ * `deadlineMs` per message. nodemailer is loaded with the first message, not at start: it is
+ * ~300 KiB of the executable's ~1.8 MiB of JavaScript, 5–15 ms of every start-up
+ * (bench/README.md, "Start-up"), against the seconds an SMTP exchange takes anyway.
  */
-export function smtpMailer(url: string, from: string): Mailer {
+export function smtpMailer(url: string, from: string, deadlineMs = SEND_DEADLINE_MS): Mailer {
   let transport: Promise<Transporter> | undefined;
   const tlsRequired = requiresStartTls(url);
   const loadTransport = async () =>
@@ -34,7 +37,8 @@ export function smtpMailer(url: string, from: string): Mailer {
       // The password and the codes never go in clear: nodemailer would carry on without TLS when
       // the server offers no STARTTLS (or a man in the middle strips it).
       requireTLS: tlsRequired,
-      // A hung SMTP server must not hold a request for minutes.
+      // Silence is given up on early; a server that keeps talking without taking the message is
+      // stopped by the deadline below (these timers restart with every line it sends).
       connectionTimeout: 10_000,
       greetingTimeout: 10_000,
       socketTimeout: 20_000,
@@ -43,9 +47,10 @@ export function smtpMailer(url: string, from: string): Mailer {
     isDevelopment: false,
     async send(message) {
       transport ??= loadTransport();
-      // The server's reply goes into the log: one that echoes the login (some do, on a failed AUTH) must not put the password there.
-      await (await transport).sendMail({ from, ...message }).catch((err: Error & { code?: string }) => {
-        const why = tlsRequired && err.code === "ETLS" ? ` (${NO_STARTTLS})` : "";
+      // The signal closes the connection when it fires, whatever stage the exchange is at.
+      await (await transport).sendMail({ from, ...message, signal: AbortSignal.timeout(deadlineMs) }).catch((err: Error & { code?: string }) => {
+        const why = tlsRequired && err.code === "ETLS" ? ` (${NO_STARTTLS})` : err.code === "EABORT" ? ` (the SMTP server did not take the message within ${deadlineMs / 1000} s)` : "";
+        // The server's reply goes into the log: one that echoes the login (some do, on a failed AUTH) must not put the password there.
         throw new Error(scrub(`${err.message}${why}`, [url]));
       });
     },

@@ -28,6 +28,8 @@ export interface StaffSignInDeps {
   /** Pepper of staff codes, derived for this purpose only (key issuance has another). */
   pepper: Uint8Array;
   now: () => number;
+  /** Runs work after the answer has gone (the code and its mail), so a stop can wait for it. */
+  afterAnswer: (work: Promise<void>) => void;
 }
 
 /** Staff sign-in by e-mailed code; every answer is the same whether or not the address is staff. */
@@ -50,7 +52,7 @@ export class StaffSignIn {
       { bucket: `staff-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
       { bucket: `staff-ip:${rateLimitSubject(ip)}`, rules: otpLimits.requestPerIp, what: "Too many sign-in requests from this IP address." },
     );
-    this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message }));
+    this.d.afterAnswer(this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message })));
     return email;
   }
 

@@ -3,6 +3,7 @@ import type { Store } from "../db/index.ts";
 import { AppError } from "../errors.ts";
 import { LATENCY_BINS, latencyQuantile } from "./latency.ts";
 import { KEY_SORTS, MAX_PAGE, MAX_PAGE_SIZE, MAX_RANGE_DAYS, MAX_SEARCH_CHARS, MAX_UTC_OFFSET_MINUTES, type KeyDetail, type KeyListRow, type KeysPage, type KeysQuery, type Overview, type Series, type SeriesQuery, type UsageRange } from "./model.ts";
+import { storedSpelling } from "../email.ts";
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
@@ -109,8 +110,10 @@ export class UsageQueries {
     if (status === "active") conditions.push(sql`revoked_at IS NULL`);
     if (status === "revoked") conditions.push(sql`revoked_at IS NOT NULL`);
     if (search) {
-      const pattern = `%${search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      conditions.push(sql`(lower(email) LIKE ${pattern} ESCAPE '\\' OR lower(site_url) LIKE ${pattern} ESCAPE '\\' OR lower(key_prefix) LIKE ${pattern} ESCAPE '\\')`);
+      // Also as addresses are stored: a domain typed in Unicode is kept in its ASCII form.
+      const patterns = [...new Set([search, storedSpelling(search)])].map((text) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      const matches = patterns.map((p) => sql`lower(email) LIKE ${p} ESCAPE '\\' OR lower(site_url) LIKE ${p} ESCAPE '\\' OR lower(key_prefix) LIKE ${p} ESCAPE '\\'`);
+      conditions.push(sql`(${sql.join(matches, sql` OR `)})`);
     }
     const where = conditions.length ? sql`WHERE ${sql.join(conditions, sql` AND `)}` : sql``;
     const [counted] = await this.store.all<{ total: number }>(sql`SELECT count(*) AS total FROM api_keys ${where}`);

@@ -6,11 +6,13 @@
  * Refusal modes make it answer with a permanent 5xx, so the service's 502 MAIL_DELIVERY_FAILED
  * path can be exercised: "rcpt" refuses every recipient, "data" takes the whole message and then
  * refuses it (the refused message is kept in `rejected`, so a test can still see the code it carried).
+ * "hold" takes each message in full and leaves the sender waiting for the answer until the mode
+ * changes, as a stalled mail server does.
  */
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 
-/** How the sink answers: accept everything, or refuse at RCPT TO or after DATA with a 5xx. */
-export type RejectMode = false | "rcpt" | "data";
+/** How the sink answers: accept everything, refuse at RCPT TO or after DATA with a 5xx, or hold the answer to DATA. */
+export type RejectMode = false | "rcpt" | "data" | "hold";
 
 /** One message as the sink received it. */
 export interface SinkMessage {
@@ -43,9 +45,11 @@ export interface SmtpSink {
   messages: SinkMessage[];
   /** Messages refused in "data" mode (received in full, then answered with 554). */
   rejected: SinkMessage[];
+  /** How many messages "hold" mode is holding unanswered. */
+  held(): number;
   /** Resolves with the first accepted message (already received or arriving later) matching `predicate`. */
   waitFor(predicate: (m: SinkMessage) => boolean, timeoutMs?: number): Promise<SinkMessage>;
-  /** Switches refusal on or off (`true` means "rcpt"). */
+  /** Switches refusal on or off (`true` means "rcpt"); leaving "hold" accepts the held messages. */
   setReject(mode: RejectMode | boolean): void;
   close(): Promise<void>;
 }
@@ -56,6 +60,7 @@ export async function startSmtpSink(options: { reject?: RejectMode | boolean } =
   const messages: SinkMessage[] = [];
   const rejected: SinkMessage[] = [];
   const waiters = new Set<{ predicate: (m: SinkMessage) => boolean; resolve: (m: SinkMessage) => void }>();
+  const held: (() => void)[] = [];
 
   const refusal = (message: string, responseCode: number) => Object.assign(new Error(message), { responseCode });
 
@@ -84,14 +89,18 @@ export async function startSmtpSink(options: { reject?: RejectMode | boolean } =
           rejected.push(message);
           return callback(refusal("5.7.1 Message refused (test sink refuses data)", 554));
         }
-        messages.push(message);
-        for (const waiter of [...waiters]) {
-          if (waiter.predicate(message)) {
-            waiters.delete(waiter);
-            waiter.resolve(message);
+        const accept = () => {
+          messages.push(message);
+          for (const waiter of [...waiters]) {
+            if (waiter.predicate(message)) {
+              waiters.delete(waiter);
+              waiter.resolve(message);
+            }
           }
-        }
-        callback();
+          callback();
+        };
+        if (reject === "hold") held.push(accept);
+        else accept();
       });
     },
   });
@@ -110,6 +119,7 @@ export async function startSmtpSink(options: { reject?: RejectMode | boolean } =
     port,
     messages,
     rejected,
+    held: () => held.length,
     waitFor(predicate, timeoutMs = 10_000) {
       const found = messages.find(predicate);
       if (found) return Promise.resolve(found);
@@ -131,6 +141,7 @@ export async function startSmtpSink(options: { reject?: RejectMode | boolean } =
     },
     setReject(mode) {
       reject = normaliseMode(mode);
+      if (reject !== "hold") for (const accept of held.splice(0)) accept();
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
