@@ -409,6 +409,28 @@ describe("mail delivery failures → 502 MAIL_DELIVERY_FAILED, and no usable cod
     }
   });
 
+  test("a new code whose mail fails leaves the code mailed before working, and says so", async () => {
+    const { code: first } = await h.obtainOtp("owner@example.com");
+    h.clock.advance(61 * SECOND);
+    h.smtp.setReject("data");
+    const refused = await h.requestOtp({ email: "owner@example.com" });
+    expectError(refused, 502, "MAIL_DELIVERY_FAILED");
+    expect(refused.body.message).toContain("the code sent earlier still works");
+    const second = extractOtp(h.smtp.rejected[0]!);
+    h.smtp.setReject(false);
+    expectError(await h.verifyOtp({ email: "owner@example.com", otp: second }), 401, "INVALID_OTP");
+    expect((await h.verifyOtp({ email: "owner@example.com", otp: first })).status).toBe(200);
+  });
+
+  test("a code mailed before that has expired is not promised", async () => {
+    await h.obtainOtp("owner@example.com");
+    h.clock.advance(16 * 60 * SECOND);
+    h.smtp.setReject("rcpt");
+    const refused = await h.requestOtp({ email: "owner@example.com" });
+    expectError(refused, 502, "MAIL_DELIVERY_FAILED");
+    expect(refused.body.message).not.toContain("earlier");
+  });
+
   test("the SMTP server is down (nothing listens on the port)", async () => {
     await reharness({ IMGPRESS_SMTP_URL: `smtp://127.0.0.1:${await closedPort()}` });
     expectError(await h.requestOtp({ email: "owner@example.com" }), 502, "MAIL_DELIVERY_FAILED");

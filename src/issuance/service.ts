@@ -59,14 +59,14 @@ export class KeyIssuance {
     // Retries refused for the address (a plugin's retry loop, a shared host's many sites) do not use up the IP's hourly quota.
     await this.d.limiter.hitBoth({ bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE }, perIp);
 
-    const { code, codeHash } = await this.codes.create(email, { siteUrl });
+    const { code, codeHash, replaced } = await this.codes.create(email, { siteUrl });
     try {
       await this.d.mailer.send(otpMail(email, code, { kind: "api-key", siteUrl }, OTP_TTL_S / 60));
     } catch (err) {
-      // An undelivered code must not stay usable; delete it unless a newer request already replaced it.
-      await this.codes.discard(email, codeHash);
+      // An undelivered code must not stay usable; the one it replaced was delivered and works again.
+      await this.codes.discard(email, codeHash, replaced);
       this.d.logger.warn("otp mail delivery failed", { error: (err as Error).message });
-      throw new AppError(502, "MAIL_DELIVERY_FAILED", "The e-mail could not be delivered; no code was issued. Try again later.");
+      throw new AppError(502, "MAIL_DELIVERY_FAILED", `The e-mail could not be delivered; no new code was issued${replaced && this.codes.isLive(replaced) ? " (the code sent earlier still works until it expires)" : ""}. Try again later.`);
     }
   }
 

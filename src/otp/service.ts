@@ -32,6 +32,9 @@ export const WRONG_CODE_BUCKETS = "wrong-code:";
 /** A table with the shared code columns (see `codeColumns` in src/db/schema.ts). */
 export type CodeTable = typeof otpCodes | typeof staffCodes;
 
+/** A code row `create` replaced (either table's columns; the issuance table adds a site URL). */
+export type ReplacedCode = Partial<typeof otpCodes.$inferSelect> & typeof staffCodes.$inferSelect;
+
 /** What a guess came to: the consumed row, or why not. */
 export type Consumed<T extends CodeTable> = { ok: true; row: T["$inferSelect"] } | { ok: false; burnt: boolean };
 
@@ -60,19 +63,33 @@ export class OtpEngine<T extends CodeTable> {
     await this.budget.limiter.check(this.bucketOf(email), WRONG_CODES_PER_ADDRESS, "RATE_LIMITED", GUESSED_OUT);
   }
 
-  /** Creates a fresh code for `email` (replacing a pending one); returns the clear code to mail and its hash. */
+  /**
+   * Creates a fresh code for `email` (replacing a pending one); returns the clear code to mail, its
+   * hash, and the row it replaced, which `discard` and `spoil` put back if the new code's mail fails.
+   */
   async create(email: string, extra: Omit<T["$inferInsert"], keyof typeof staffCodes.$inferInsert> = {} as never) {
     const code = randomDigits(6);
     const codeHash = await this.hash(email, code);
     const now = this.now();
     const row = { ...extra, email, codeHash, attempts: 0, createdAt: now, expiresAt: now + this.ttlS * 1000 };
+    const [replaced] = await this.db.select().from(this.t).where(eq(this.t.email, email)).limit(1);
     await this.db.insert(this.t).values(row).onConflictDoUpdate({ target: this.t.email, set: row });
-    return { code, codeHash };
+    return { code, codeHash, replaced: replaced as ReplacedCode | undefined };
   }
 
-  /** Deletes the code `create` returned unless a newer one already replaced it (e.g. its mail failed). */
-  async discard(email: string, codeHash: string): Promise<void> {
-    await this.db.delete(this.t).where(and(eq(this.t.email, email), eq(this.t.codeHash, codeHash)));
+  /**
+   * Withdraws the code `create` returned (its mail failed) unless a newer one already replaced it:
+   * the code it replaced comes back, as it was (its mail did arrive), or else the row is deleted.
+   */
+  async discard(email: string, codeHash: string, replaced?: ReplacedCode): Promise<void> {
+    const mine = and(eq(this.t.email, email), eq(this.t.codeHash, codeHash));
+    if (replaced) await this.db.update(this.t).set(replaced).where(mine);
+    else await this.db.delete(this.t).where(mine);
+  }
+
+  /** Whether a code row can still be guessed: not expired, not burnt. */
+  isLive(row: { expiresAt: number; attempts: number }): boolean {
+    return row.expiresAt > this.now() && row.attempts < OTP_MAX_ATTEMPTS;
   }
 
   /** Whether `email` has a code that can still be guessed (not expired, not burnt). */
@@ -87,9 +104,11 @@ export class OtpEngine<T extends CodeTable> {
 
   /**
    * Makes the code `create` returned unusable but keeps its row (unless a newer one replaced it):
-   * guesses still spend its attempts and burn it, as they do for a code that was mailed.
+   * guesses still spend its attempts and burn it, as they do for a code that was mailed. The code
+   * it replaced comes back instead, when there was one.
    */
-  async spoil(email: string, codeHash: string): Promise<void> {
+  async spoil(email: string, codeHash: string, replaced?: ReplacedCode): Promise<void> {
+    if (replaced) return this.discard(email, codeHash, replaced);
     await this.db
       .update(this.t)
       .set({ codeHash: toHex(randomBytes(32)) })

@@ -75,14 +75,14 @@ export class StaffSignIn {
   // Every address gets a stored code, only staff a mail: wrong guesses then count and burn alike,
   // so the fifth answer (429) does not tell staff from others. `verify` still requires staff.
   private async sendCode(email: string): Promise<void> {
-    const { code, codeHash } = await this.codes.create(email);
+    const { code, codeHash, replaced } = await this.codes.create(email);
     if (!(await this.d.staff.isStaff(email))) return;
     try {
       await this.d.mailer.send(otpMail(email, code, { kind: "staff" }, STAFF_CODE_TTL_S / 60));
     } catch (err) {
       // An undelivered code must not stay usable; its row stays, so wrong guesses burn it on the
       // fifth as on any other address (deleted, staff would answer 401 where others get 429).
-      await this.codes.spoil(email, codeHash);
+      await this.codes.spoil(email, codeHash, replaced);
       throw err;
     }
   }
