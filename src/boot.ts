@@ -12,6 +12,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { logMailer, type Mailer, smtpMailer } from "./mail/mailer.ts";
 import { loadMasterKey, masterKeyPath, requireDatabaseKey, requireKeyOfPinnedDatabase } from "./masterkey.ts";
 import { serverInUse } from "./pidfile.ts";
+import { finishInterruptedRestore, interruptedRestore, restoreInterrupted } from "./db/restore-plan.ts";
 
 // The migration that creates the tables: applied only to a database that had none.
 const FIRST_MIGRATION = sqliteMigrations[0]!.tag;
@@ -40,6 +41,8 @@ export async function boot(options: {
   besideServer?: boolean;
   /** A command that reads or changes what a database holds: with no database there it refuses, and creates nothing. */
   existingOnly?: boolean;
+  /** Finishes a restore a crash interrupted (the server, which holds the folder's pid record); anything else refuses to open such a folder. */
+  finishesRestore?: boolean;
 }): Promise<Booted> {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
@@ -50,6 +53,15 @@ export async function boot(options: {
   await options.beforeOpen?.(config);
   // A local file is looked at before it is opened: a refusal then leaves it as it was, unmigrated.
   const path = localPath(config.databaseUrl);
+  if (path && options.finishesRestore) {
+    const finished = await finishInterruptedRestore(path);
+    if (finished) {
+      const kept = [finished.aside && `the database before it kept as ${finished.aside}`, finished.asideKey && `the master key before it as ${finished.asideKey}`].filter(Boolean).join(", ");
+      logger.startup("warn", `an imgpress restore into ${path} had been interrupted (killed, or the power went): it was finished now${kept ? `; ${kept}` : ""}`);
+    }
+  } else if (path && (await restoreInterrupted(path))) {
+    throw new Error(interruptedRestore(path));
+  }
   const facts = path ? await inspectDatabaseFile(path).catch((err) => cannotOpen(config, err, [])) : null;
   // Run in the wrong folder, or with IMGPRESS_DATA_DIR mistyped, a command would make a new, empty installation and report on that.
   if (path && !facts && options.existingOnly) {

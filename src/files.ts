@@ -51,6 +51,11 @@ export function cannotWrite(path: string, err: unknown): Error {
   return Object.assign(new Error(`cannot write ${path}: ${error.message}`), { code: error.code });
 }
 
+/** Whether something is at `path` (false too when it cannot be looked at). */
+export async function pathExists(path: string): Promise<boolean> {
+  return (await statOf(path)) !== null;
+}
+
 /** What `stat` says of `path`, or null when there is nothing there (or it cannot be looked at). */
 export async function statOf(path: string): Promise<Stats | null> {
   return stat(path).catch(() => null);

@@ -85,7 +85,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
       throw new Error(`cannot write ${pidFilePath(dbPath)} (${code}): the data folder must be writable by this user and not on a read-only mount`);
     }
   };
-  const { config, logger, store, mailer, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, beforeOpen: claim }).catch((err) => {
+  const { config, logger, store, mailer, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, beforeOpen: claim, finishesRestore: true }).catch((err) => {
     releasePid();
     throw err;
   });

@@ -1,8 +1,9 @@
 import { Buffer } from "node:buffer";
-import { chown, mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chown, mkdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Config } from "../config.ts";
-import { DATABASE_FILE_SUFFIXES, describeKeyPairs, moveAside, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { DATABASE_FILE_SUFFIXES, describeKeyPairs, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../db/backup.ts";
+import { carryOutRestore, finishInterruptedRestore, interruptedRestore, restoreInterrupted, undoRestore, writeRestorePlan, type RestorePlan } from "../db/restore-plan.ts";
 import { storageFaultCode } from "../db/faults.ts";
 import { inspectDatabaseFile } from "../db/inspect.ts";
 import { fileUrl, isPostgresUrl, localPath, openStore } from "../db/index.ts";
@@ -43,6 +44,7 @@ export async function runBackup(config: Config, file: string | undefined, flags:
   const named = file !== undefined && !/[/\\]$/.test(file) && !(await isFolder(file));
   const dest = named ? resolve(file) : await defaultName(file ?? ".");
   // The database first: in the wrong folder, that is what is missing (its master key too).
+  if (await restoreInterrupted(source)) return io.err(`imgpress backup: ${interruptedRestore(source)}`), 1;
   if (!(await isFile(source))) return io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1;
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
@@ -130,6 +132,8 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   const signals = interruptible(io);
   signals.leaveNothing(DATABASE_FILE_SUFFIXES.map((ext) => `${stage}${ext}`));
   try {
+    const finished = await finishInterruptedRestore(target);
+    if (finished) io.err(`note: an earlier restore into ${target} had been interrupted and was finished first${finished.aside ? ` (the database before it kept as ${finished.aside})` : ""}`);
     return await restoreStaged(config, file, target, stage, suffix, signals, io);
   } finally {
     signals.release();
@@ -143,7 +147,8 @@ async function restoreStaged(config: Config, file: string, target: string, stage
     throw new Error(`restore refused, nothing changed: ${err.message}`);
   });
   // The backup's key, when it replaces the folder's: written in the same uninterrupted step as the database.
-  let keySwap: { keyFile: string; asideKey: string | null; text: string } | null = null;
+  let keySwap: { asideKey: string | null; text: string } | null = null;
+  const keyFile = masterKeyPath(config);
   try {
     const current = await existingMasterKey(config);
     if (info.masterKey && (await keyFitsDatabase(info.facts, info.masterKey)) === false) {
@@ -153,8 +158,7 @@ async function restoreStaged(config: Config, file: string, target: string, stage
       throw new Error("restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key");
     }
     if (info.masterKey && !config.masterKey && (!current || !sameKey(current, info.masterKey))) {
-      const keyFile = masterKeyPath(config);
-      keySwap = { keyFile, asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
+      keySwap = { asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
     }
     if (!info.masterKey) {
       const matches = current ? await keyFitsDatabase(info.facts, current) : null;
@@ -173,26 +177,25 @@ async function restoreStaged(config: Config, file: string, target: string, stage
     throw err;
   }
   const owner = await ownerToKeep(target);
-  // Moving the old key and database aside and the new ones in: a signal now waits, or the folder
-  // would be left without a database, or with the backup's key beside the old one.
+  // Moving the old key and database aside and the new ones in: a signal now waits, and what a
+  // kill or a power cut interrupts the plan written first lets the next server start (or restore)
+  // finish; otherwise the folder could be left without a database, or with the backup's key beside the old one.
+  const plan: RestorePlan = { stage, suffix, keyFile, asideKey: keySwap?.asideKey ?? null, keyText: keySwap?.text ?? null };
   const aside = await signals.uninterrupted(async () => {
-    if (keySwap?.asideKey) await rename(keySwap.keyFile, keySwap.asideKey);
-    if (keySwap) await writeFile(keySwap.keyFile, keySwap.text, { mode: 0o600 });
+    await writeRestorePlan(target, plan);
     try {
-      const moved = await moveAside(target, suffix);
-      await rename(stage, target);
+      const moved = await carryOutRestore(target, plan);
       signals.leaveNothing([]);
       return moved;
     } catch (err) {
       // The database stayed: so does its key.
-      if (keySwap?.asideKey) await rename(keySwap.asideKey, keySwap.keyFile);
-      else if (keySwap) await rm(keySwap.keyFile, { force: true });
+      await undoRestore(target, plan);
       throw err;
     }
   });
   const store = await openStore(fileUrl(target));
   await store.shutdown();
-  if (owner) for (const path of [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${ext}`), ...(keySwap ? [keySwap.keyFile] : [])]) await chown(path, owner.uid, owner.gid).catch(() => {});
+  if (owner) for (const path of [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${ext}`), ...(keySwap ? [keyFile] : [])]) await chown(path, owner.uid, owner.gid).catch(() => {});
   // An older backup is brought up to this version: said as `imgpress migrate` says it.
   if (store.migrationsApplied.length > 0) io.out(migrateReport(store.migrationsApplied));
   if (keySwap?.asideKey) io.out(`previous master key kept as ${keySwap.asideKey}`);

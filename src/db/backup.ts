@@ -1,7 +1,7 @@
 import { createClient, type Client } from "@libsql/client";
 import { Buffer } from "node:buffer";
 import { copyFile, chmod, rename, rm, writeFile } from "node:fs/promises";
-import { statOf } from "../files.ts";
+import { pathExists, statOf } from "../files.ts";
 import { fileUrl } from "./location.ts";
 import { timingSafeEqual } from "../crypto.ts";
 import { factsOf, type DatabaseFacts } from "./inspect.ts";
@@ -42,7 +42,7 @@ export async function writeSnapshot(
   starting: (expectedBytes: number) => void,
   interrupted?: (leftovers: string[]) => void,
 ): Promise<{ bytes: number; keys: KeyPairCount }> {
-  if (await exists(dest)) throw new Error(`${dest} already exists; choose another file name`);
+  if (await pathExists(dest)) throw new Error(`${dest} already exists; choose another file name`);
   const temp = `${dest}.${crypto.randomUUID()}.partial`;
   // Created empty, owner-only, before the copy: the snapshot (and SQLite's journal beside it,
   // which takes the file's mode) is never readable by others, not even while it is written.
@@ -95,7 +95,7 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
   await chmod(stage, 0o600);
   // A data folder copied as it is (after a stop, or even a crash) may keep its latest pages in the
   // -wal beside the file: taken along, SQLite replays it.
-  if (await exists(`${file}-wal`)) await copyFile(`${file}-wal`, `${stage}-wal`);
+  if (await pathExists(`${file}-wal`)) await copyFile(`${file}-wal`, `${stage}-wal`);
   const client = createClient({ url: fileUrl(stage) });
   try {
     const check = await client.execute("PRAGMA integrity_check").catch((err: Error) => {
@@ -136,17 +136,6 @@ export async function removeDatabaseFiles(path: string): Promise<void> {
   for (const ext of DATABASE_FILE_SUFFIXES) await rm(`${path}${ext}`, { force: true });
 }
 
-/**
- * Moves the database and the files that go with it aside under `suffix`; returns the main file's new
- * name, or null when there was none. A rollback journal left beside the new file would be replayed
- * into it by SQLite as a hot journal.
- */
-export async function moveAside(path: string, suffix: string): Promise<string | null> {
-  if (!(await exists(path))) return null;
-  for (const ext of DATABASE_FILE_SUFFIXES) if (await exists(`${path}${ext}`)) await rename(`${path}${ext}`, `${path}${suffix}${ext}`);
-  return `${path}${suffix}`;
-}
-
 /** Two master keys compared in constant time. */
 export function sameKey(a: Uint8Array, b: Uint8Array): boolean {
   return timingSafeEqual(Buffer.from(a).toString("hex"), Buffer.from(b).toString("hex"));
@@ -172,6 +161,3 @@ async function sizeOf(path: string): Promise<number> {
   return (await statOf(path))?.size ?? 0;
 }
 
-async function exists(path: string): Promise<boolean> {
-  return (await statOf(path)) !== null;
-}
