@@ -3,7 +3,7 @@
  * list, and the usage counters the usage recorder writes.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { apiKeys } from "../src/db/schema.ts";
 import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyService } from "../src/keys/service.ts";
 import { createHarness, T0, type Harness } from "./support/harness.ts";
@@ -193,5 +193,25 @@ describe("usage counters (written by the usage recorder's flush)", () => {
     );
     const [row] = await keys.list();
     expect(row).toMatchObject({ conversions: 10, bytesIn: 100, bytesOut: 50 });
+  });
+});
+
+describe("a key change and its audit event are one transaction", () => {
+  // A crash (or any failure) between the two left issued or revoked keys with no event in the trail.
+  test("an audit insert that fails takes the issuance or the revocation back with it", async () => {
+    const kept = await h.issueKey("kept@example.com");
+    const [row] = await keys.list({ email: "kept@example.com" });
+    await h.store.all(sql`CREATE TRIGGER audit_refuses BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, 'audit refused'); END`);
+    await expect(h.services.revocation.revoke(row!.id, "cli")).rejects.toThrow();
+    await expect(h.services.revocation.revokeAllOf("kept@example.com", "cli")).rejects.toThrow();
+    expect(await keys.findActive(kept.api_key)).not.toBeNull();
+    const { code } = await h.obtainOtp("new@example.com");
+    expect((await h.verifyOtp({ email: "new@example.com", otp: code })).status).toBe(500);
+    expect(await keys.list({ email: "new@example.com" })).toEqual([]);
+
+    await h.store.all(sql`DROP TRIGGER audit_refuses`);
+    expect(await h.services.revocation.revoke(row!.id, "cli")).toBe(true);
+    const events = (await h.services.audit.page({ type: "key.revoked" })).events;
+    expect(events.map((e) => e.subject)).toEqual([row!.id]);
   });
 });

@@ -62,15 +62,25 @@ export class AuditLog {
 
   /** Appends one event. */
   async record(input: AuditInput): Promise<void> {
-    const { auditEvents } = this;
-    await this.db.insert(auditEvents).values({
-      at: this.now(),
-      type: input.type,
-      actor: input.actor,
-      subject: input.subject ?? "",
-      clientAddress: input.clientAddress ?? "",
-      detail: JSON.stringify(input.detail ?? {}),
-    });
+    await this.insert(this.db, [input]);
+  }
+
+  /**
+   * The statement appending `inputs` on `db`, for a caller to run inside the transaction of the
+   * change it records: a crash then keeps both or neither (no issued or revoked key without its event).
+   */
+  insert(db: Pick<Database, "insert">, inputs: AuditInput[]) {
+    const at = this.now();
+    return db.insert(this.auditEvents).values(
+      inputs.map((input) => ({
+        at,
+        type: input.type,
+        actor: input.actor,
+        subject: input.subject ?? "",
+        clientAddress: input.clientAddress ?? "",
+        detail: JSON.stringify(input.detail ?? {}),
+      })),
+    );
   }
 
   /** Events matching `filter`, newest first (at most 500 per page). */

@@ -92,9 +92,11 @@ export class KeyIssuance {
     const now = this.d.now();
 
     const siteUrl = siteUrlGiven ?? consumed.siteUrl ?? "";
-    const issued = await this.d.keys.issue(email, siteUrl);
+    // Its audit event in the same transaction: a crash keeps both or neither.
+    const issued = await this.d.keys.issue(email, siteUrl, (db, key) =>
+      this.d.audit.insert(db, [{ type: "key.issued", actor: email, subject: key.id, clientAddress: input.ip, detail: { keyPrefix: key.keyPrefix, siteUrl } }]),
+    );
     this.d.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix });
-    await this.d.audit.record({ type: "key.issued", actor: email, subject: issued.id, clientAddress: input.ip, detail: { keyPrefix: issued.keyPrefix, siteUrl } });
     // The answer carries the only copy of the keys, and the previous pair is revoked already: it
     // must not wait on the mail server (a client that gave up waiting would have neither pair).
     this.d.afterAnswer(

@@ -1,5 +1,5 @@
 import type { AuditLog } from "../audit/service.ts";
-import type { KeyService } from "./service.ts";
+import type { KeyService, RecordRevoked } from "./service.ts";
 
 /** Revocation as operators do it: the key stops working at its next request, and the audit trail says who did it. */
 export class KeyRevocation {
@@ -10,15 +10,16 @@ export class KeyRevocation {
 
   /** Revokes key `id`; `by` is "cli" or the staff address. False when no active key has that id. */
   async revoke(id: string, by: string, clientAddress = ""): Promise<boolean> {
-    const done = await this.keys.revoke(id);
-    if (done) await this.audit.record({ type: "key.revoked", actor: by, subject: id, clientAddress });
-    return done;
+    return this.keys.revoke(id, this.recordRevoked(by, clientAddress));
   }
 
   /** Revokes every active key of `email`, one audit event per key; returns their ids. */
   async revokeAllOf(email: string, by: string, clientAddress = ""): Promise<string[]> {
-    const ids = await this.keys.revokeAllOf(email);
-    for (const id of ids) await this.audit.record({ type: "key.revoked", actor: by, subject: id, clientAddress });
-    return ids;
+    return this.keys.revokeAllOf(email, this.recordRevoked(by, clientAddress));
+  }
+
+  // The events are written in the revocation's own transaction: a crash keeps both or neither.
+  private recordRevoked(by: string, clientAddress: string): RecordRevoked {
+    return (db, ids) => this.audit.insert(db, ids.map((id) => ({ type: "key.revoked" as const, actor: by, subject: id, clientAddress })));
   }
 }

@@ -1,7 +1,7 @@
 import { Buffer } from "node:buffer";
-import { and, desc, eq, getTableColumns, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, isNull, sql, type SQL } from "drizzle-orm";
 import { randomBytes, sha256Hex, toBase64Url, type SecretBox } from "../crypto.ts";
-import type { Database, Store, Tables } from "../db/index.ts";
+import type { BatchStatement, Database, Store, Tables } from "../db/index.ts";
 import type { apiKeys } from "../db/schema.ts";
 
 /** A freshly issued pair: the only moment the clear api_key and secret_key exist outside the client. */
@@ -28,6 +28,9 @@ export const API_KEY_PREFIX = "imp_";
 /** Recognisable prefix of a secret key (signing requests), likewise. */
 export const SECRET_KEY_PREFIX = "imps_";
 
+/** Writes what a revocation of `ids` records (their audit events) on the revocation's transaction. */
+export type RecordRevoked = (db: Database, ids: string[]) => PromiseLike<unknown>;
+
 /** Issues, finds and revokes API key pairs (their usage counters are written by the usage recorder). */
 export class KeyService {
   // Built once: every API request runs this lookup, and building the query costs as much as running it.
@@ -50,8 +53,11 @@ export class KeyService {
       .prepare();
   }
 
-  /** Issues a new pair for (email, siteUrl), revoking the previous active one in the same transaction. */
-  async issue(email: string, siteUrl: string): Promise<IssuedKey> {
+  /**
+   * Issues a new pair for (email, siteUrl), revoking the previous active one in the same
+   * transaction, which also runs the statement `record` makes for the new key (its audit event).
+   */
+  async issue(email: string, siteUrl: string, record?: (db: Database, issued: IssuedKey) => BatchStatement): Promise<IssuedKey> {
     const id = `key_${Buffer.from(randomBytes(8)).toString("hex")}`;
     const apiKey = API_KEY_PREFIX + toBase64Url(randomBytes(32));
     const secretKey = SECRET_KEY_PREFIX + toBase64Url(randomBytes(32));
@@ -66,14 +72,16 @@ export class KeyService {
       createdAt: this.now(),
     };
     const apiKeys = this.apiKeys;
+    const issued = { id, apiKey, secretKey, keyPrefix };
     await this.store.batch((db) => [
       db
         .update(apiKeys)
         .set({ revokedAt: row.createdAt })
         .where(and(eq(apiKeys.email, email), eq(apiKeys.siteUrl, siteUrl), isNull(apiKeys.revokedAt))),
       db.insert(apiKeys).values(row),
+      ...(record ? [record(db, issued)] : []),
     ]);
-    return { id, apiKey, secretKey, keyPrefix };
+    return issued;
   }
 
   /** The active key whose api_key is `apiKey`, or null when unknown or revoked. */
@@ -110,25 +118,30 @@ export class KeyService {
       .orderBy(desc(apiKeys.createdAt));
   }
 
-  /** Revokes one key by id; returns false when no active key has that id. */
-  async revoke(id: string): Promise<boolean> {
-    const apiKeys = this.apiKeys;
-    const revoked = await this.db
-      .update(apiKeys)
-      .set({ revokedAt: this.now() })
-      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
-      .returning({ id: apiKeys.id });
-    return revoked.length > 0;
+  /**
+   * Revokes one key by id; returns false when no active key has that id. `record` runs in the same
+   * transaction when the key was revoked (its audit event).
+   */
+  async revoke(id: string, record?: RecordRevoked): Promise<boolean> {
+    return (await this.revokeWhere(eq(this.apiKeys.id, id), record)).length > 0;
   }
 
-  /** Revokes every active key of an address; returns their ids. */
-  async revokeAllOf(email: string): Promise<string[]> {
+  /** Revokes every active key of an address; returns their ids. `record` as for `revoke`. */
+  revokeAllOf(email: string, record?: RecordRevoked): Promise<string[]> {
+    return this.revokeWhere(eq(this.apiKeys.email, email), record);
+  }
+
+  private revokeWhere(which: SQL, record?: RecordRevoked): Promise<string[]> {
     const apiKeys = this.apiKeys;
-    const revoked = await this.db
-      .update(apiKeys)
-      .set({ revokedAt: this.now() })
-      .where(and(eq(apiKeys.email, email), isNull(apiKeys.revokedAt)))
-      .returning({ id: apiKeys.id });
-    return revoked.map((k) => k.id);
+    return this.db.transaction(async (tx) => {
+      const revoked = await tx
+        .update(apiKeys)
+        .set({ revokedAt: this.now() })
+        .where(and(which, isNull(apiKeys.revokedAt)))
+        .returning({ id: apiKeys.id });
+      const ids = revoked.map((k) => k.id);
+      if (ids.length > 0 && record) await record(tx as unknown as Database, ids);
+      return ids;
+    });
   }
 }
