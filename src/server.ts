@@ -116,7 +116,7 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
         tls,
         idleTimeoutS: Math.min(runtime.maxSilentS ?? 255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
         maxBodyBytes: 1024 * 1024 * 1024,
-        fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse }), inFlight),
+        fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse, draining: () => services.lifecycle.draining }), inFlight),
       })
       .catch((err: Error) => {
         // Bun says only "Failed to start server" or ENOENT (an unresolvable host): name the address.

@@ -36,7 +36,7 @@ function headerBytes(request: Request): number {
 export function createFetchHandler(
   handle: (request: Request) => Promise<Response>,
   logger: Logger,
-  options: { hsts: boolean; counter?: RequestCounter; observe?: ResponseObserver },
+  options: { hsts: boolean; counter?: RequestCounter; observe?: ResponseObserver; draining?: () => boolean },
 ): (request: Request, peer: string | undefined) => Promise<Response> {
   return async (received, peer) => {
     const url = URL.parse(received.url);
@@ -50,6 +50,9 @@ export function createFetchHandler(
     // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
     for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
+    // Once a stop began, a kept-alive connection is not used again: closed when idle as the listener
+    // closes, it would reset a request the client wrote on it at that moment (unanswered, never run).
+    if (options.draining?.()) response.headers.set("connection", "close");
     const path = redactPath(url ? url.pathname : request.url.split("?")[0]!.slice(0, 200));
     // The error code lets an operator match a client's report ("INVALID_SIGNATURE at 10:02") to its line.
     const code = meta.errorCode ? { code: meta.errorCode } : {};

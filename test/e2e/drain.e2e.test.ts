@@ -32,6 +32,19 @@ afterAll(async () => {
   await sink?.close();
 });
 
+/** GET /health over an HTTP/1.1 connection that asks to be kept alive: the answer's head, and whether the server then closed the connection. */
+async function keptAliveHealth(port: number): Promise<{ head: string; closed: boolean }> {
+  const socket = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["http/1.1"] });
+  await once(socket, "secureConnect");
+  let text = "";
+  socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+  const closed = once(socket, "close").then(() => true);
+  socket.write("GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n");
+  const result = await Promise.race([closed, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3_000))]);
+  socket.destroy();
+  return { head: text.split("\r\n\r\n")[0]!, closed: result };
+}
+
 /** A server with one conversion slot, so a burst (of one key: no per-key share) forms a queue behind it. */
 async function start(email: string, env: Record<string, string> = {}): Promise<{ server: RunningServer; keys: Keys }> {
   const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8", IMGPRESS_KEY_MAX_ADMITTED: "9", ...env } });
@@ -180,6 +193,11 @@ describe("SIGTERM during a burst", () => {
       // A request that still arrives during the delay is served as usual.
       const late = await convertBearer(server, keys.api_key, await burstForm(await img.photo(300, 200)));
       expect(late.status).toBe(200);
+      // Told to close its connection: a client reusing it as the listener closed lost its request (reset, unanswered).
+      const kept = await keptAliveHealth(server.port);
+      expect(kept.head).toMatch(/^HTTP\/1\.1 (200|503)/);
+      expect(kept.head).toMatch(/\r\nconnection: close\r\n/i);
+      expect(kept.closed).toBe(true);
       await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith("closing the listener: draining:"), (delayS + 5) * 1000);
       expect(Date.now() - signalled).toBeGreaterThanOrEqual(delayS * 1000 - 100);
       const after = await server.fetch("/health").then(
