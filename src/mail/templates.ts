@@ -1,3 +1,4 @@
+import { html, type SafeHtml } from "../html/index.ts";
 import type { MailMessage } from "./mailer.ts";
 
 /** What a one-time code is for: an API key (for a site, when the client named one) or a staff sign-in. */
@@ -17,13 +18,11 @@ export function otpMail(to: string, code: string, purpose: CodePurpose, validMin
     `${use} It is valid for ${validMinutes} minutes and can be used once. ${site}`.trim(),
     "If you did not ask for it, ignore this message: nobody can use it without access to your mailbox.",
   ].join("\n");
-  const html = page(
-    `<p>Your ${name} is:</p>
+  const body = html`<p>Your ${name} is:</p>
 <p style="font-size:28px;font-weight:bold;letter-spacing:4px;font-family:monospace">${code}</p>
-<p>${use ? `${use} ` : ""}It is valid for ${validMinutes} minutes and can be used once.${siteUrl ? ` It was requested for the site ${unlinkableHtml(siteUrl)}.` : ""}</p>
-<p>If you did not ask for it, ignore this message.</p>`,
-  );
-  return { to, subject: `Your ${name}`, text, html };
+<p>${use ? `${use} ` : ""}It is valid for ${validMinutes} minutes and can be used once.${siteUrl ? html` It was requested for the site ${unlinkableHtml(siteUrl)}.` : ""}</p>
+<p>If you did not ask for it, ignore this message.</p>`;
+  return { to, subject: `Your ${name}`, text, html: page(body) };
 }
 
 /** The notice sent to the owner whenever a new key pair is issued for their address. */
@@ -34,23 +33,15 @@ export function keyIssuedMail(to: string, keyPrefix: string, siteUrl: string, is
     "Any earlier key for the same address and site has been revoked.",
     "If this was not you, ask the operator to revoke it (imgpress keys revoke <id>).",
   ].join("\n");
-  const html = page(
-    `<p>A new imgpress API key (<code>${escapeHtml(keyPrefix)}…</code>) was issued to ${escapeHtml(to)}${
-      siteUrl ? ` for the site ${unlinkableHtml(siteUrl)}` : ""
-    } at ${issuedAt.toISOString()}.</p>
+  const body = html`<p>A new imgpress API key (<code>${keyPrefix}…</code>) was issued to ${to}${siteUrl ? html` for the site ${unlinkableHtml(siteUrl)}` : ""} at ${issuedAt.toISOString()}.</p>
 <p>Any earlier key for the same address and site has been revoked.</p>
-<p>If this was not you, ask the operator to revoke it.</p>`,
-  );
-  return { to, subject: "A new imgpress API key was issued", text, html };
+<p>If this was not you, ask the operator to revoke it.</p>`;
+  return { to, subject: "A new imgpress API key was issued", text, html: page(body) };
 }
 
-function page(body: string): string {
-  return `<!doctype html><html><body style="font-family:sans-serif">${body}</body></html>`;
-}
-
-/** Escapes text for HTML element content and attributes. */
-export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+// Every value in the bodies goes through `html`, which escapes it: an address or a site URL is the requester's text.
+function page(body: SafeHtml): string {
+  return html`<!doctype html><html><body style="font-family:sans-serif">${body}</body></html>`.text;
 }
 
 // site_url comes from whoever asked for the code, so it must never become a clickable link:
@@ -60,10 +51,7 @@ function plainUrl(url: string): string {
   return `"${url.replace(/^[a-z]+:\/\//i, "")}"`;
 }
 
-function unlinkableHtml(url: string): string {
-  const bare = url.replace(/^[a-z]+:\/\//i, "");
-  return `&quot;${bare
-    .split(/([./:@])/)
-    .map((part) => (/^[./:@]$/.test(part) ? `<span>${escapeHtml(part)}</span>` : escapeHtml(part)))
-    .join("")}&quot;`;
+function unlinkableHtml(url: string): SafeHtml {
+  const parts = url.replace(/^[a-z]+:\/\//i, "").split(/([./:@])/);
+  return html`"${parts.map((part) => (/^[./:@]$/.test(part) ? html`<span>${part}</span>` : part))}"`;
 }
