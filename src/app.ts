@@ -152,25 +152,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   convert.observe((event) => metrics.observeConversion(event));
   const readiness = new Readiness(deps.store, databaseFolder(deps.config.databaseUrl), () => lifecycle.draining, deps.logger);
   // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
-  // Bounded as a whole (on PostgreSQL by IMGPRESS_DATABASE_TIMEOUT_S): a frozen database server
-  // must not hold the stop past the supervisor's limit, which would kill it without this line.
-  lifecycle.onShutdown("usage flush", () =>
-    deps.store
-      .bounded(
-        usage.flush().catch(async () => {
-          // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
-          // nothing else in flight, fresh connections are safe: one more try.
-          await deps.store.reconnect();
-          await usage.flush();
-        }),
-      )
-      .catch((err: Error) => {
-        // The recorder's warning speaks of a next flush; at shutdown there is none. A flush still
-        // under way when the bound gave up may yet commit: those counts are not called lost.
-        const writing = usage.writingBuckets ? `; ${usage.writingBuckets} more were being written when it gave up and may have been` : "";
-        throw new Error(`the last usage counts (${usage.pendingBuckets} buckets) could not be written and are lost${writing}: ${err.message}`);
-      }),
-  );
+  lifecycle.onShutdown("usage flush", () => usage.finalFlush());
   // After the counts: a mail server that stalls holds the stop for at most the mail deadline (30 s).
   lifecycle.onShutdown("mail sent after answers", () => lifecycle.settled());
   const staff = new StaffDirectory(deps.store, deps.config.staffEmails, audit, now);

@@ -101,11 +101,6 @@ export class UsageRecorder {
     return this.pending.size;
   }
 
-  /** Buckets of the flush under way: sent, not yet known to be written. */
-  get writingBuckets(): number {
-    return this.inFlight;
-  }
-
   /**
    * Writes everything recorded before the call; flushes run one after another. Rejects when the
    * database refused the write (the buckets stay in memory for the next flush).
@@ -114,6 +109,29 @@ export class UsageRecorder {
     const run = this.chain.then(() => this.flushOnce());
     this.chain = run.catch(() => {});
     return run;
+  }
+
+  /**
+   * The flush of a stop, after the last conversion reported: bounded as a whole (on PostgreSQL by
+   * IMGPRESS_DATABASE_TIMEOUT_S), since a frozen database server must not hold the stop past the
+   * supervisor's limit, which would kill it without a word. Rejects saying what was lost.
+   */
+  finalFlush(): Promise<void> {
+    return this.store
+      .bounded(
+        this.flush().catch(async () => {
+          // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
+          // nothing else in flight, fresh connections are safe: one more try.
+          await this.store.reconnect();
+          await this.flush();
+        }),
+      )
+      .catch((err: Error) => {
+        // The periodic flush's warning speaks of a next flush; at a stop there is none. A flush
+        // still under way when the bound gave up may yet commit: those counts are not called lost.
+        const writing = this.inFlight ? `; ${this.inFlight} more were being written when it gave up and may have been` : "";
+        throw new Error(`the last usage counts (${this.pending.size} buckets) could not be written and are lost${writing}: ${err.message}`);
+      });
   }
 
   /** Flushes every `intervalS` seconds until the returned stopper is called. */
