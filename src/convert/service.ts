@@ -105,6 +105,7 @@ export class ConvertService {
    */
   async handle({ keyId, owners }: Requester, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Delivery> {
     const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: null, convertMs: 0, guardEncodes: 0, at: 0 };
+    let report = true;
     try {
       const leave = this.gate.admit(...owners);
       let delivered = false;
@@ -121,11 +122,12 @@ export class ConvertService {
       }
     } catch (err) {
       event.outcome = err instanceof AppError ? err.code : "INTERNAL_ERROR";
-      if (err instanceof AppError && err.status === 401) event.outcome = "";
+      // A signature refused once the body arrived (wrong, replayed): its sender may not hold the key it named, so it is not counted as that key's.
+      if (err instanceof AppError && err.status === 401) report = false;
       throw err;
     } finally {
       event.at = this.now();
-      if (event.outcome) for (const observer of this.observers) observer(event);
+      if (report) for (const observer of this.observers) observer(event);
     }
   }
 
