@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { AppError, errorAnswer, statusTitles } from "../errors.ts";
+import { noteErrorCode } from "../http/meta.ts";
 import { LiveResponse, NotReadyResponse, ReadyResponse } from "./model.ts";
 import type { Readiness } from "./service.ts";
 
@@ -18,11 +19,13 @@ export function healthRoutes(database: { ping(): Promise<void> }, readiness: Rea
     )
     .get(
       "/health/ready",
-      async ({ set }) => {
+      async ({ set, request }) => {
         const { ready, checks } = await readiness.check();
         set.headers["cache-control"] = "no-store";
         if (ready) return { status: "ready" as const, checks };
         const failing = Object.entries(checks).filter(([, v]) => v !== "ok").map(([name, v]) => `${name}: ${v}`);
+        // The usual error body plus the checks, so answered here; its code still reaches the log line and the metrics.
+        noteErrorCode(request, "NOT_READY");
         set.status = 503;
         return { error: statusTitles[503]!, message: `Not ready (${failing.join("; ")}).`, code: "NOT_READY" as const, checks };
       },

@@ -66,7 +66,7 @@ export function internalRoutes(d: InternalDeps) {
     .get("/api/keys/:id", async ({ params, query }) => {
       const detail = await d.usage.key(params.id, query.from === undefined && query.to === undefined ? undefined : usageRange(query, d.now()));
       notFoundUnless(detail !== null, "KEY_NOT_FOUND", `No key with id ${params.id}.`);
-      return detail!;
+      return detail;
     }, { ...api(), query: KeyQuery })
     .post("/api/keys/:id/revoke", async ({ params, staff, request }) => {
       notFoundUnless(await d.revocation.revoke(params.id, staff.email, d.clientIp(request)), "KEY_NOT_FOUND", `No active key with id ${params.id}.`);

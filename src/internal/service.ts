@@ -35,7 +35,7 @@ export function auditFilter(query: { type?: string; staff?: string; since?: stri
 }
 
 /** Throws 404 `code` unless `found`. */
-export function notFoundUnless(found: boolean, code: string, message: string): void {
+export function notFoundUnless(found: boolean, code: string, message: string): asserts found {
   if (!found) throw new AppError(404, code, message);
 }
 

@@ -1,6 +1,6 @@
 import { t } from "elysia";
 
-/** Longest range a usage query may cover: the retention period. */
+/** Longest range a usage query may cover: the retention period (usage/recorder.ts keeps buckets this long). */
 export const MAX_RANGE_DAYS = 400;
 /** Largest page of the keys table. */
 export const MAX_PAGE_SIZE = 100;

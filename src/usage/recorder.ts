@@ -4,12 +4,18 @@ import type { BatchStatement, Database, Store } from "../db/index.ts";
 import type { usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schema.ts";
 import type { Logger } from "../log.ts";
 import { LATENCY_BINS, latencyBin } from "./latency.ts";
+import { MAX_RANGE_DAYS } from "./model.ts";
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
 
-/** How long usage buckets are kept. */
-export const USAGE_RETENTION_DAYS = 400;
+/** How long usage buckets are kept (usage queries span at most as long). */
+export const USAGE_RETENTION_DAYS = MAX_RANGE_DAYS;
+
+// A bucket's identity: a failed flush's buckets merge with fresh ones under it, so it must be one spelling.
+function bucketId(b: { hour: number; keyId: string; format: string; quality: string; outcome: string }): string {
+  return `${b.hour}|${b.keyId}|${b.format}|${b.quality}|${b.outcome}`;
+}
 
 /** One hour of one key's attempts with one (format, quality, outcome), as kept in memory until a flush. */
 interface Bucket {
@@ -71,7 +77,7 @@ export class UsageRecorder {
     const hour = Math.floor(event.at / HOUR_MS) * HOUR_MS;
     const format = event.format ?? "";
     const quality = event.quality ?? "";
-    const id = `${hour}|${event.keyId}|${format}|${quality}|${event.outcome}`;
+    const id = bucketId({ hour, keyId: event.keyId, format, quality, outcome: event.outcome });
     let bucket = this.pending.get(id);
     if (!bucket) {
       // Buckets of a flush in progress count too: they come back if it fails.
@@ -183,7 +189,7 @@ export class UsageRecorder {
   // Buckets recorded meanwhile merge with the failed ones, so nothing is counted twice or lost.
   private restore(batch: Bucket[]): void {
     const fresh = this.pending;
-    this.pending = new Map(batch.map((b) => [`${b.hour}|${b.keyId}|${b.format}|${b.quality}|${b.outcome}`, b]));
+    this.pending = new Map(batch.map((b) => [bucketId(b), b]));
     for (const [id, b] of fresh) {
       const old = this.pending.get(id);
       if (old) addInto(old, b);
