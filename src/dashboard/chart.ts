@@ -10,7 +10,7 @@ import { breakable } from "./components.ts";
 import { count, utcText } from "./format.ts";
 
 /** One line or bar series; `values[i]` belongs to `times[i]` (null = no value, the line breaks). */
-export interface Series {
+export interface ChartSeries {
   name: string;
   values: readonly (number | null)[];
 }
@@ -23,7 +23,7 @@ export interface TimeChart {
   /** Start of each step, Unix ms. */
   times: readonly number[];
   stepMs: number;
-  series: readonly Series[];
+  series: readonly ChartSeries[];
   /** How values are written in labels and tooltips (e.g. bytes, ms). */
   format?: (n: number) => string;
   /** Bars stack the series (counts per step); lines suit sizes, ratios and latencies. */

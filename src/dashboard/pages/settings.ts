@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from "../../html/index.ts";
 import type { StaffMember } from "../../staff/directory.ts";
-import type { SessionRow as StaffSessionRow } from "../../staff/sessions.ts";
+import type { SessionRow } from "../../staff/sessions.ts";
 import { badge, breakable, EMAIL_BREAKS, empty, table, time } from "../components.ts";
 import type { TlsView } from "../../tls/status.ts";
 import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../layout.ts";
@@ -9,7 +9,7 @@ import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../layou
 export type StaffRow = StaffMember;
 
 /** An active session of the signed-in address (never its token). */
-export type SessionRow = Omit<StaffSessionRow, "email">;
+export type SessionListItem = Omit<SessionRow, "email">;
 
 /** One effective setting; secrets already redacted. */
 export interface SettingRow {
@@ -22,7 +22,7 @@ export interface SettingRow {
 export interface SettingsView {
   viewer: Viewer;
   staff: readonly StaffRow[];
-  sessions: readonly SessionRow[];
+  sessions: readonly SessionListItem[];
   /** The id of the session this page was requested with. */
   currentSession: string;
   settings: readonly SettingRow[];
