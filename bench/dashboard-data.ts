@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
-import { seedDemoData } from "../src/usage/demo.ts";
+import { seedDemoData } from "../test/support/demo-usage.ts";
 import { UsageQueries } from "../src/usage/service.ts";
 import { dbSizeMiB, median, p95, table } from "./lib/util.ts";
 

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { boot } from "../src/boot.ts";
-import { seedDemoData } from "../src/usage/demo.ts";
+import { seedDemoData } from "../test/support/demo-usage.ts";
 import { openBrowser } from "../test/support/browser.ts";
 import { startServer, type RunningServer } from "../test/support/server.ts";
 import { staffSignInOverHttps } from "../test/support/staff.ts";

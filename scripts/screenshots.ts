@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { AuditLog } from "../src/audit/service.ts";
 import { boot } from "../src/boot.ts";
-import { seedDemoData } from "../src/usage/demo.ts";
+import { seedDemoData } from "../test/support/demo-usage.ts";
 import { openBrowser } from "../test/support/browser.ts";
 import { startServer } from "../test/support/server.ts";
 import { extractOtp, startSmtpSink } from "../test/support/smtp.ts";

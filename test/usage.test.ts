@@ -10,7 +10,7 @@ import type { ConversionEvent } from "../src/convert/service.ts";
 import { AppError } from "../src/errors.ts";
 import { createLogger } from "../src/log.ts";
 import { Value } from "@sinclair/typebox/value";
-import { seedDemoData } from "../src/usage/demo.ts";
+import { seedDemoData } from "./support/demo-usage.ts";
 import { KeyDetail, KeysPage, Overview, Series } from "../src/usage/model.ts";
 import { latencyBin, latencyQuantile } from "../src/usage/latency.ts";
 import { UsageRecorder } from "../src/usage/recorder.ts";

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
-import type { Database } from "../db/index.ts";
-import { API_KEY_PREFIX } from "../keys/service.ts";
-import { LATENCY_BINS, latencyBin } from "./latency.ts";
+import type { Database } from "../../src/db/index.ts";
+import { API_KEY_PREFIX } from "../../src/keys/service.ts";
+import { LATENCY_BINS, latencyBin } from "../../src/usage/latency.ts";
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
