@@ -11,8 +11,10 @@
 // Findings (2026-11-23, docs/performance.md "Throughput on thumbnails and the allocator"): a fixed
 // 8 MiB threshold recovers most of the thumbnails' CPU for ~+35–65 MiB of peak, not enough for 0.95.
 // On an AMD EPYC host (2026-11-24, same doc, "Sustained load"): a2-dyn-idle reads ~0.86 of the pool
-// against ~0.77 as is, and with --sustained both settings settle at 530–680 MiB.
-import { cpSync, readFileSync, rmSync } from "node:fs";
+// against ~0.77 as is, and with --sustained both settings settle at 530–680 MiB. On the same kind of
+// host (2026-11-27): jemalloc and mimalloc preloaded fault 2–3× more per thumbnail job than as is
+// and read 0.63–0.73 of the pool (docs/performance.md, "Other allocators").
+import { cpSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Bench, filename, idleRss, MiB } from "./lib/context.ts";
@@ -53,6 +55,8 @@ const VARIANTS: Variant[] = [
   mallopt("a8-m16", "arena_max 8, mmap 16 MiB", `arena_max=8,mmap_threshold=${16 * MB}`),
   mallopt("a4-m1", "arena_max 4, mmap 1 MiB", `arena_max=4,mmap_threshold=${MB}`),
   mallopt("a8-m1", "arena_max 8, mmap 1 MiB", `arena_max=8,mmap_threshold=${MB}`),
+  { name: "jemalloc", label: "jemalloc 5.3 (Debian's libjemalloc2, LD_PRELOAD), no mallopt", env: { LD_PRELOAD: "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" }, entry: UNTUNED },
+  { name: "mimalloc", label: "mimalloc 2.0 (Debian's libmimalloc2.0, LD_PRELOAD), no mallopt", env: { LD_PRELOAD: "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2" }, entry: UNTUNED },
   { name: "as-is-thp", label: "src/main.ts + GLIBC_TUNABLES=glibc.malloc.hugetlb=1", env: { GLIBC_TUNABLES: "glibc.malloc.hugetlb=1" } },
 ];
 
@@ -84,6 +88,11 @@ const sustained = Number(values.sustained ?? 0);
 const only = new Set((values.only ?? "").split(",").filter(Boolean));
 const variants = only.size ? [...only].map((n) => VARIANTS.find((v) => v.name === n)!) : VARIANTS;
 if (variants.some((v) => !v)) throw new Error(`unknown variant; variants: ${VARIANTS.map((v) => v.name).join(", ")}`);
+// A preloaded library that is missing only makes ld.so warn, and the row would measure glibc under its name.
+for (const v of variants) {
+  const preload = v.env.LD_PRELOAD;
+  if (preload && !existsSync(preload)) throw new Error(`variant ${v.name} preloads ${preload}, which is not installed: apt-get install libjemalloc2 libmimalloc2.0`);
+}
 // --kinds=2: keep-alive bearer and new connection signed only (the cheapest and dearest client).
 const kinds = values.kinds === "2" ? [CLIENT_KINDS[0]!, CLIENT_KINDS[3]!] : CLIENT_KINDS;
 
