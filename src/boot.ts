@@ -5,6 +5,7 @@ import { driverMessage } from "./db/faults.ts";
 import { localPath, openStore, type Store } from "./db/index.ts";
 import { inspectDatabaseFile } from "./db/inspect.ts";
 import { pendingMigrations } from "./db/migrate.ts";
+import { LONGEST_OTP_WINDOW_MS } from "./otp/limits.ts";
 import { WRONG_CODE_BUCKETS, WRONG_CODE_WINDOW_MS } from "./otp/service.ts";
 import { scrub } from "./redact.ts";
 import { sqliteMigrations } from "./db/migrations.gen.ts";
@@ -129,7 +130,7 @@ function cannotOpen(config: Config, err: unknown, pending: readonly string[]): n
  */
 export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(60 * 60 * 1000, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
+    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);

@@ -8,6 +8,7 @@
 import { html, type SafeHtml } from "../html/index.ts";
 import { breakable } from "./components.ts";
 import { count, utcText } from "./format.ts";
+import { DAY_MS } from "../time.ts";
 
 /** One line or bar series; `values[i]` belongs to `times[i]` (null = no value, the line breaks). */
 export interface ChartSeries {
@@ -42,7 +43,6 @@ const W = 400;
 const H = 180;
 const PAD = { left: 56, right: 8, top: 10, bottom: 24 };
 const TONES = 6;
-const DAY_MS = 86_400_000;
 
 /** A time-series chart (see the module comment). */
 export function timeChart(chart: TimeChart): SafeHtml {

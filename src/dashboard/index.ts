@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { notFound as unknownRoute } from "../errors.ts";
 import { html } from "../html/index.ts";
 import { parseFormBody } from "../http/form.ts";
+import { INTERNAL_PREFIX } from "../http/paths.ts";
 import type { KeyRevocation } from "../keys/revoke.ts";
 import { hidden, staffPage as page, type staffAuth } from "../staff/auth.ts";
 import type { StaffDirectory } from "../staff/directory.ts";
@@ -45,7 +46,7 @@ function viewer(staff: StaffSession): Viewer {
 /** The dashboard pages under /internal/ (see docs/internal.md) and their embedded assets. */
 export function dashboardRoutes(d: DashboardRouteDeps) {
   const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
-  return new Elysia({ name: "dashboard", prefix: "/internal" })
+  return new Elysia({ name: "dashboard", prefix: INTERNAL_PREFIX })
     .use(d.auth)
     .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
     .get("/", async ({ staff, query }) => htmlPage(overviewPage(await d.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })

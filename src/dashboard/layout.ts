@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from "../html/index.ts";
-import { CSRF_FIELD, SIGN_OUT_ROUTE, STAFF_PREFIX } from "../staff/model.ts";
+import { INTERNAL_PREFIX } from "../http/paths.ts";
+import { CSRF_FIELD, SIGN_OUT_ROUTE } from "../staff/model.ts";
 import { assetUrl } from "./assets.ts";
 
 /** The signed-in staff member as every page shows them; `csrfToken` goes into each POST form. */
@@ -58,7 +59,7 @@ export function layout(page: { title: string; section: Section | null; viewer: V
 <a class="brand" href="/internal/"><span class="brand-mark" aria-hidden="true"></span>imgpress</a>
 <nav class="nav" aria-label="Dashboard">${nav}</nav>
 <div class="who"><span class="email" title="${page.viewer.email}">${page.viewer.email}</span>
-<form method="post" action="${STAFF_PREFIX}${SIGN_OUT_ROUTE}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>
+<form method="post" action="${INTERNAL_PREFIX}${SIGN_OUT_ROUTE}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>
 </div></header>
 <main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="${page.notice.kind === "error" ? "alert" : "status"}" tabindex="-1" data-notice id="${NOTICE_ID}">${page.notice.text}</p>` : null}${page.body}</main>`,
   );

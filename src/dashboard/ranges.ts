@@ -1,9 +1,11 @@
+import { DAY_MS, HOUR_MS, stepMs } from "../time.ts";
+
 /** The ranges the overview and key pages offer, each with the step its charts use. */
 export const RANGES = {
-  "24h": { label: "24 h", ms: 24 * 3_600_000, step: "hour" },
-  "7d": { label: "7 d", ms: 7 * 86_400_000, step: "hour" },
-  "30d": { label: "30 d", ms: 30 * 86_400_000, step: "day" },
-  "365d": { label: "365 d", ms: 365 * 86_400_000, step: "day" },
+  "24h": { label: "24 h", ms: 24 * HOUR_MS, step: "hour" },
+  "7d": { label: "7 d", ms: 7 * DAY_MS, step: "hour" },
+  "30d": { label: "30 d", ms: 30 * DAY_MS, step: "day" },
+  "365d": { label: "365 d", ms: 365 * DAY_MS, step: "day" },
 } as const;
 
 /** One of RANGES' names. */
@@ -21,7 +23,7 @@ export function rangeName(raw: string | undefined): RangeName {
  */
 export function rangeBounds(name: RangeName, now: number): { from: number; to: number; step: "hour" | "day"; stepMs: number } {
   const { ms, step } = RANGES[name];
-  const stepMs = step === "day" ? 86_400_000 : 3_600_000;
-  const to = Math.floor(now / stepMs) * stepMs + stepMs;
-  return { from: to - ms, to, step, stepMs };
+  const width = stepMs(step);
+  const to = Math.floor(now / width) * width + width;
+  return { from: to - ms, to, step, stepMs: width };
 }

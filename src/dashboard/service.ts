@@ -19,6 +19,7 @@ import { localPath, shown } from "../db/location.ts";
 import { describeSettings } from "../settings-view.ts";
 import type { TlsView } from "../tls/status.ts";
 import { emailForLookup } from "../email.ts";
+import { DAY_MS } from "../time.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
@@ -109,7 +110,7 @@ export class DashboardService {
       actor: filter.staff ? emailForLookup(filter.staff) : undefined,
       since,
       // "To" includes the whole day.
-      until: toDay === undefined ? undefined : toDay + 86_400_000 - 1,
+      until: toDay === undefined ? undefined : toDay + DAY_MS - 1,
       before: filter.before ?? undefined,
       limit: PAGE_SIZE,
     });

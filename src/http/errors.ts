@@ -4,6 +4,7 @@ import { AppError, internalError, methodNotAllowed, notFound } from "../errors.t
 import type { Logger } from "../log.ts";
 import { redactPath } from "../redact.ts";
 import { answerError, requestMeta } from "./meta.ts";
+import { INTERNAL_PREFIX } from "./paths.ts";
 
 /**
  * The single error mapper: AppError as is, Elysia's validation/parse/not-found errors in the same
@@ -40,7 +41,7 @@ export class RouteMethods {
   /** Takes the app's routes (Elysia's `app.routes`) once it is built. */
   learn(routes: readonly { method: string; path: string }[]): void {
     for (const { method, path } of routes) {
-      if (path.startsWith("/internal") || /[:*]/.test(path)) continue;
+      if (path.startsWith(INTERNAL_PREFIX) || /[:*]/.test(path)) continue;
       // Elysia answers HEAD on every GET route.
       const added = method === "GET" ? ["GET", "HEAD"] : [method];
       this.byPath.set(path, [...new Set([...(this.byPath.get(path) ?? []), ...added])]);

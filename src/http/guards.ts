@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { AppError, notFound } from "../errors.ts";
 import type { IpAllowlist } from "./ipallow.ts";
 import { answerError, fromTrustedProxy, requestMeta } from "./meta.ts";
+import { INTERNAL_PREFIX } from "./paths.ts";
 
 /**
  * Behind a TLS-terminating proxy (`proxies` given; none outside proxy mode) the server itself
@@ -36,6 +37,10 @@ export function reachesInternal(request: Request): boolean {
   return meta.internal;
 }
 
+// The prefix's first segment. Paths are matched on its start, not equality, so that any spelling with
+// something after it is guarded rather than trusted to miss the routes.
+const INTERNAL_SEGMENT = INTERNAL_PREFIX.slice(1);
+
 /**
  * True when a URL could reach an /internal/ route under any reading of its path: as sent or decoded
  * (up to three times), case-folded, backslashes as slashes, with empty and dot segments resolved or
@@ -64,6 +69,6 @@ export function isInternalPath(url: string): boolean {
       if (segment === "..") resolved.pop();
       else resolved.push(segment);
     }
-    return [segments[0], resolved[0]].some((first) => first?.trim().startsWith("internal") ?? false);
+    return [segments[0], resolved[0]].some((first) => first?.trim().startsWith(INTERNAL_SEGMENT) ?? false);
   });
 }

@@ -3,6 +3,7 @@ import type { AuditLog } from "../audit/service.ts";
 import type { ConversionGate } from "../convert/gate.ts";
 import type { RequestCounter } from "../http/counter.ts";
 import { parseJsonBody } from "../http/json.ts";
+import { INTERNAL_PREFIX } from "../http/paths.ts";
 import type { KeyRevocation } from "../keys/revoke.ts";
 import { notFound } from "../errors.ts";
 import { hidden, staffApi as api, type staffAuth } from "../staff/auth.ts";
@@ -36,7 +37,7 @@ export interface InternalDeps {
 /** The JSON API under /internal/ (allowlisted; /internal/api/… also needs a staff session, see docs/internal.md). */
 export function internalRoutes(d: InternalDeps) {
   const live = () => liveState(d.gate, d.requests);
-  return new Elysia({ name: "internal", prefix: "/internal" })
+  return new Elysia({ name: "internal", prefix: INTERNAL_PREFIX })
     .use(d.auth)
     .get("/status", live, hidden())
     .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api())

@@ -5,6 +5,7 @@ import { AppError } from "../errors.ts";
 import type { RequestCounter } from "../http/counter.ts";
 import { version } from "../version.ts";
 import { emailForLookup } from "../email.ts";
+import { DAY_MS } from "../time.ts";
 
 const startedAt = Date.now();
 
@@ -43,7 +44,7 @@ export function notFoundUnless(found: boolean, code: string, message: string): a
 export function usageRange(query: { from?: string; to?: string }, now: number): { from: number; to: number } {
   // `to` is exclusive: by default it lies just past now, so this very moment counts.
   const to = query.to === undefined ? now + 1 : instant("to", query.to, now);
-  const from = query.from === undefined ? to - 7 * 86_400_000 : instant("from", query.from, now);
+  const from = query.from === undefined ? to - 7 * DAY_MS : instant("from", query.from, now);
   return { from, to };
 }
 

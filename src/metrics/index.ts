@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { timingSafeEqual } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { requestMeta } from "../http/meta.ts";
+import { INTERNAL_PREFIX } from "../http/paths.ts";
 import type { Metrics } from "./service.ts";
 
 /** The exposition format version Prometheus asks for by default. */
@@ -12,7 +13,7 @@ const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
  * `token` set a scraper must also send `Authorization: Bearer <token>`, so it needs no staff session.
  */
 export function metricsRoutes(metrics: Metrics, token: string | undefined) {
-  return new Elysia({ name: "metrics", prefix: "/internal" }).get(
+  return new Elysia({ name: "metrics", prefix: INTERNAL_PREFIX }).get(
     "/metrics",
     async ({ request }) => {
       if (token !== undefined && !bearerMatches(request.headers.get("authorization"), token)) {

@@ -14,5 +14,8 @@ export const otpLimits = {
   verifyPerIp: [{ limit: 30, windowMs: 5 * MINUTE }],
 } as const;
 
+/** The longest window of these limits: rate events older than it count for none of them and may be pruned. */
+export const LONGEST_OTP_WINDOW_MS = Math.max(...Object.values(otpLimits).flatMap((rules) => rules.map((rule) => rule.windowMs)));
+
 /** The 429 message of a code request refused for its e-mail address (client keys and staff sign-in alike). */
 export const RECENT_CODE = "A code was requested for this e-mail address recently.";

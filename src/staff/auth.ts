@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { timingSafeEqual } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { reachesInternal } from "../http/guards.ts";
+import { INTERNAL_PREFIX } from "../http/paths.ts";
 import { CSRF_FIELD } from "./model.ts";
 import type { SessionService, StaffSession } from "./sessions.ts";
 
@@ -112,7 +113,7 @@ export const staffApi = () => ({ staffApi: true, detail: { hide: true } }) as co
 function signInRedirect(request: Request): AppError {
   const url = new URL(request.url);
   const next = isStateChanging(request.method) ? formPage(request) : url.pathname + url.search;
-  return new AppError(303, "SIGN_IN_REQUIRED", "Sign in first.", { location: `/internal/login?next=${encodeURIComponent(next)}` });
+  return new AppError(303, "SIGN_IN_REQUIRED", "Sign in first.", { location: `${INTERNAL_PREFIX}/login?next=${encodeURIComponent(next)}` });
 }
 
 // The Referer's path when it is one under /internal/, else the overview. Only the path is kept (the
@@ -123,7 +124,7 @@ function formPage(request: Request): string {
     const referer = new URL(request.headers.get("referer") ?? "");
     return safeNext(referer.pathname + referer.search);
   } catch {
-    return "/internal/";
+    return `${INTERNAL_PREFIX}/`;
   }
 }
 
@@ -137,7 +138,7 @@ function formField(body: unknown, name: string): string | undefined {
  * (never a scheme, host, `//` or backslash that a browser could read as another site).
  */
 export function safeNext(next: string | undefined): string {
-  if (next === undefined || next === "") return "/internal/";
+  if (next === undefined || next === "") return `${INTERNAL_PREFIX}/`;
   const base = "https://imgpress.invalid";
   let url: URL | null = null;
   try {
@@ -146,8 +147,8 @@ export function safeNext(next: string | undefined): string {
     url = null;
   }
   const plain = next.startsWith("/") && !next.startsWith("//") && !/[\\\s\p{Cc}]/u.test(next);
-  if (!plain || url?.origin !== base || !(url.pathname === "/internal" || url.pathname.startsWith("/internal/"))) {
-    throw new AppError(400, "INVALID_REDIRECT", "The page to return to must be a path on this service under /internal/.");
+  if (!plain || url?.origin !== base || !(url.pathname === INTERNAL_PREFIX || url.pathname.startsWith(`${INTERNAL_PREFIX}/`))) {
+    throw new AppError(400, "INVALID_REDIRECT", `The page to return to must be a path on this service under ${INTERNAL_PREFIX}/.`);
   }
   return url.pathname + url.search;
 }

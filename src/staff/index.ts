@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { parseFormBody } from "../http/form.ts";
+import { INTERNAL_PREFIX } from "../http/paths.ts";
 import type { Notice } from "../dashboard/layout.ts";
 import type { AppError } from "../errors.ts";
 import { otpLimits, RECENT_CODE } from "../otp/limits.ts";
@@ -7,7 +8,7 @@ import { OTP_MAX_ATTEMPTS } from "../otp/service.ts";
 import type { SafeHtml } from "../html/index.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
-import { CodeForm, CsrfForm, LoginForm, LoginQuery, SIGN_OUT_ROUTE, STAFF_PREFIX } from "./model.ts";
+import { CodeForm, CsrfForm, LoginForm, LoginQuery, SIGN_OUT_ROUTE } from "./model.ts";
 import { codeForm, loginForm, orRefusal, pageResponse, setupPage, type Refusal } from "./pages.ts";
 import type { SessionService } from "./sessions.ts";
 import { STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
@@ -29,7 +30,7 @@ const minutes = STAFF_CODE_TTL_S / 60;
 /** The staff door: login form, code form and sign-out (HTML, never in the public docs); the dashboard is behind it. */
 export function staffRoutes(d: StaffRouteDeps) {
   const leave = (token: string, location: string) => new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, d.sessionMaxS) } });
-  return new Elysia({ name: "staff", prefix: STAFF_PREFIX })
+  return new Elysia({ name: "staff", prefix: INTERNAL_PREFIX })
     .use(d.auth)
     .get(
       "/login",
@@ -68,7 +69,7 @@ export function staffRoutes(d: StaffRouteDeps) {
       SIGN_OUT_ROUTE,
       async ({ staff, request }) => {
         await d.signIn.signOut(staff, d.clientIp(request));
-        return leave("", "/internal/login");
+        return leave("", `${INTERNAL_PREFIX}/login`);
       },
       { ...staffPage(), parse: parseFormBody, body: CsrfForm },
     )
@@ -76,7 +77,7 @@ export function staffRoutes(d: StaffRouteDeps) {
       "/logout/everywhere",
       async ({ staff, request }) => {
         await d.signIn.signOutEverywhere(staff.email, d.clientIp(request));
-        return leave("", "/internal/login");
+        return leave("", `${INTERNAL_PREFIX}/login`);
       },
       { ...staffPage(), parse: parseFormBody, body: CsrfForm },
     );

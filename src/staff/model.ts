@@ -1,8 +1,6 @@
 import { t } from "elysia";
 
-/** The staff routes' prefix (the dashboard and the staff API share it). */
-export const STAFF_PREFIX = "/internal";
-/** Where the sign-out form posts, below STAFF_PREFIX. */
+/** Where the sign-out form posts, below INTERNAL_PREFIX. */
 export const SIGN_OUT_ROUTE = "/logout";
 /** Name of the form field that carries the session's CSRF token (or the X-CSRF-Token header). */
 export const CSRF_FIELD = "csrf";

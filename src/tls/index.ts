@@ -10,6 +10,7 @@ import { sha256Hex } from "../crypto.ts";
 import { readOrCreate, replaceFile } from "../files.ts";
 import { canonicalName, coversName, isDnsName, isWildcard } from "./names.ts";
 import { selfSignedCertificate, type TlsPair } from "./selfsigned.ts";
+import { DAY_MS } from "../time.ts";
 
 /** The certificate the server presents, with what clients will check of it. */
 export interface ServedTls extends TlsPair {
@@ -50,7 +51,7 @@ export interface CertificateFacts {
 }
 
 /** A generated certificate this close to its end is replaced at start (it is valid for ten years). */
-const RENEW_GENERATED_BEFORE_MS = 30 * 86_400_000;
+const RENEW_GENERATED_BEFORE_MS = 30 * DAY_MS;
 
 /**
  * The certificate the server presents: the operator's PEM files when configured, otherwise a

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { bits, concat, explicit, octets, oid, pem, seq, set, time, tlv, uint, utf8, yes } from "./der.ts";
+import { DAY_MS } from "../time.ts";
 
 /** A PEM certificate and its PKCS#8 private key. */
 export interface TlsPair {
@@ -28,7 +29,7 @@ export async function selfSignedCertificate(names: string[], days = 3650, now = 
     seq(oid("2.5.29.17"), octets(seq(...altNames))),
   );
   const notBefore = new Date(now.getTime() - 60 * 60 * 1000); // tolerate clients whose clock is a little behind
-  const notAfter = new Date(now.getTime() + days * 86_400_000);
+  const notAfter = new Date(now.getTime() + days * DAY_MS);
   const tbs = seq(
     explicit(0, uint(new Uint8Array([2]))),
     uint(serial),

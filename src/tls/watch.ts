@@ -1,11 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { certificateFacts, certificateFingerprint, isoSeconds, keyFits, notValidAt, type CertificateFacts, type ServedTls } from "./index.ts";
 import { coversName, isWildcard } from "./names.ts";
+import { DAY_MS } from "../time.ts";
 
 /** Within this many days of its end a certificate is warned about (Let's Encrypt renews 30 days ahead). */
 export const EXPIRY_WARNING_DAYS = 14;
 
-const DAY_MS = 86_400_000;
 
 /**
  * What is wrong with the served certificate's validity at `now`, one sentence each: not valid yet

@@ -5,9 +5,8 @@ import type { usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schem
 import type { Logger } from "../log.ts";
 import { LATENCY_BINS, latencyBin } from "./latency.ts";
 import { MAX_RANGE_DAYS } from "./model.ts";
+import { DAY_MS, HOUR_MS } from "../time.ts";
 
-const HOUR_MS = 60 * 60 * 1000;
-const DAY_MS = 24 * HOUR_MS;
 
 /** How long usage buckets are kept (usage queries span at most as long). */
 export const USAGE_RETENTION_DAYS = MAX_RANGE_DAYS;

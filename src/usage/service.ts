@@ -4,9 +4,8 @@ import { AppError } from "../errors.ts";
 import { LATENCY_BINS, latencyQuantile } from "./latency.ts";
 import { KEY_SORTS, MAX_PAGE, MAX_PAGE_SIZE, MAX_RANGE_DAYS, MAX_SEARCH_CHARS, MAX_UTC_OFFSET_MINUTES, type KeyDetail, type KeyListRow, type KeysPage, type KeysQuery, type Overview, type Series, type SeriesQuery, type UsageRange } from "./model.ts";
 import { storedSpelling } from "../email.ts";
+import { DAY_MS, HOUR_MS, stepMs as stepWidth } from "../time.ts";
 
-const HOUR_MS = 60 * 60 * 1000;
-const DAY_MS = 24 * HOUR_MS;
 
 /** Summed columns of a bucket query, shared by every read; `l0…l15` are the latency bins. */
 const SUMS = sql.raw(
@@ -62,7 +61,7 @@ export class UsageQueries {
 
   /** The range cut into hours or days (days start at `utcOffsetMinutes` past 00:00 UTC), empty steps as zeros. */
   async series(query: SeriesQuery): Promise<Series> {
-    const stepMs = query.step === "day" ? DAY_MS : HOUR_MS;
+    const stepMs = stepWidth(query.step);
     const offsetMinutes = query.step === "day" ? (query.utcOffsetMinutes ?? 0) : 0;
     if (!Number.isInteger(offsetMinutes) || Math.abs(offsetMinutes) > MAX_UTC_OFFSET_MINUTES) {
       throw invalid(`the UTC offset must be a whole number of minutes from -${MAX_UTC_OFFSET_MINUTES} to ${MAX_UTC_OFFSET_MINUTES}`);

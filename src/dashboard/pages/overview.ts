@@ -7,6 +7,7 @@ import { layout, type Viewer } from "../layout.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { liveSection, type LiveView } from "./live.ts";
 import { API_PREFIX, CONVERT_PATH } from "../../http/paths.ts";
+import { stepMs } from "../../time.ts";
 
 /** Everything the overview page shows. */
 export interface OverviewView {
@@ -44,8 +45,7 @@ export function figures(o: Overview): SafeHtml {
 export function seriesCharts(prefix: string, series: Series, errorCodes: readonly string[]): SafeHtml[] {
   const p = series.points;
   const times = p.map((x) => x.t);
-  const stepMs = series.step === "day" ? 86_400_000 : 3_600_000;
-  const base = { times, stepMs };
+  const base = { times, stepMs: stepMs(series.step) };
   // A handful of codes get their own colour; the rest are summed as "other".
   const shown = errorCodes.slice(0, 5);
   const errorSeries = shown.map((code) => ({ name: code, values: p.map((x) => x.errorsByCode[code] ?? 0) }));
