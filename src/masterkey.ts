@@ -46,7 +46,7 @@ export function masterKeyOrigin(config: Config): string {
 const CHECK_NAME = "master_key_check";
 
 /** The one-way check value of a master key that a database keeps (HKDF output: tells keys apart, reveals none). */
-export async function masterKeyCheck(key: Uint8Array): Promise<string> {
+async function masterKeyCheck(key: Uint8Array): Promise<string> {
   return toHex(await deriveKey(key, "master-key-check"));
 }
 

@@ -2,7 +2,7 @@ import type { ConversionGate } from "./gate.ts";
 import type { ConversionObserver } from "./service.ts";
 
 /** How long the gate must stay empty after a conversion before freed memory is handed back: longer than the gaps within a burst. */
-export const IDLE_RELEASE_MS = 2000;
+const IDLE_RELEASE_MS = 2000;
 
 /** The timer functions releaseWhenIdle uses; a test passes a hand-driven clock. */
 export interface Timers {

@@ -80,7 +80,7 @@ export type ConversionObserver = (event: ConversionEvent) => void;
  * JavaScript thread, while their memory (≤ 16 MB of decoded pixels each) stays far below a
  * full-size photo's.
  */
-export const LIGHT_PIXELS = 2048 * 2048;
+const LIGHT_PIXELS = 2048 * 2048;
 
 /** Runs validated uploads through the pipeline inside the gate's slots and tells the observers. */
 export class ConvertService {

@@ -37,18 +37,18 @@ export interface DashboardSources {
 }
 
 /** Rows per page of the keys table and of the activity list. */
-export const PAGE_SIZE = 50;
+const PAGE_SIZE = 50;
 const LIVE_EVERY_S = 5;
 
 /** Builds each page's view data from the sources; pages never fail on odd query values, they fall back. */
 export class DashboardService {
-  constructor(private readonly s: DashboardSources) {}
+  constructor(private readonly sources: DashboardSources) {}
 
   /** The overview of a range (24h, 7d, 30d, 365d) with the live panel's first values. */
   async overview(viewer: Viewer, range: string | undefined): Promise<OverviewView> {
     const name = rangeName(range);
-    const { from, to, step } = rangeBounds(name, this.s.now());
-    const [overview, series] = await Promise.all([this.s.usage.overview({ from, to }), this.s.usage.series({ from, to, step })]);
+    const { from, to, step } = rangeBounds(name, this.sources.now());
+    const [overview, series] = await Promise.all([this.sources.usage.overview({ from, to }), this.sources.usage.series({ from, to, step })]);
     return { viewer, range: name, overview, series, live: this.live() };
   }
 
@@ -62,11 +62,11 @@ export class DashboardService {
       page: pageNumber(q.page),
     };
     const query = { search: filter.q || undefined, status: filter.status, sort: filter.sort as KeysQuery["sort"], order: filter.order, pageSize: PAGE_SIZE };
-    let keys = await this.s.usage.keys({ ...query, page: filter.page });
+    let keys = await this.sources.usage.keys({ ...query, page: filter.page });
     // A page past the end (an old link, keys revoked meanwhile) shows the last page instead of an empty table.
     if (keys.rows.length === 0 && keys.total > 0 && filter.page > 1) {
       filter.page = Math.ceil(keys.total / PAGE_SIZE);
-      keys = await this.s.usage.keys({ ...query, page: filter.page });
+      keys = await this.sources.usage.keys({ ...query, page: filter.page });
     }
     return { viewer, filter, keys };
   }
@@ -74,18 +74,18 @@ export class DashboardService {
   /** One key's page over a range; null when the key does not exist. */
   async key(viewer: Viewer, id: string, range: string | undefined, notice: Notice | null = null): Promise<KeyView | null> {
     const name = rangeName(range);
-    const { from, to, step } = rangeBounds(name, this.s.now());
-    const detail = await this.s.usage.key(id, { from, to });
+    const { from, to, step } = rangeBounds(name, this.sources.now());
+    const detail = await this.sources.usage.key(id, { from, to });
     if (!detail) return null;
-    const series = await this.s.usage.series({ from, to, step, keyId: id });
+    const series = await this.sources.usage.series({ from, to, step, keyId: id });
     return { viewer, detail, range: name, series, notice };
   }
 
   /** The audit trail filtered by type, actor and UTC days, newest first, one page. */
   async activity(viewer: Viewer, q: Record<string, string | undefined>): Promise<ActivityView> {
-    const staff = (await this.s.staff.list()).map((m) => m.email);
+    const staff = (await this.sources.staff.list()).map((m) => m.email);
     const filter: ActivityFilter = {
-      type: this.s.auditTypes.includes(q.type ?? "") ? q.type! : "",
+      type: this.sources.auditTypes.includes(q.type ?? "") ? q.type! : "",
       staff: (q.staff ?? "").trim().toLowerCase().slice(0, 320),
       from: "",
       to: "",
@@ -105,7 +105,7 @@ export class DashboardService {
     };
     const since = day("from");
     const toDay = day("to");
-    const { events, nextBefore } = await this.s.audit.page({
+    const { events, nextBefore } = await this.sources.audit.page({
       type: filter.type || undefined,
       actor: filter.staff ? emailForLookup(filter.staff) : undefined,
       since,
@@ -119,7 +119,7 @@ export class DashboardService {
       filter,
       rows: events,
       older: nextBefore,
-      types: this.s.auditTypes,
+      types: this.sources.auditTypes,
       staff: [...new Set([...staff, "cli"])],
       problem: problems.join(" ") || null,
     };
@@ -127,8 +127,8 @@ export class DashboardService {
 
   /** Staff, this address's sessions, the redacted configuration, storage and versions. */
   async settings(viewer: Viewer, sessionId: string, notice: Notice | null = null): Promise<SettingsView> {
-    const [staff, sessions] = await Promise.all([this.s.staff.list(), this.s.sessions.list(viewer.email)]);
-    const c = this.s.config;
+    const [staff, sessions] = await Promise.all([this.sources.staff.list(), this.sources.sessions.list(viewer.email)]);
+    const c = this.sources.config;
     return {
       viewer,
       staff,
@@ -138,21 +138,21 @@ export class DashboardService {
       dataDir: c.dataDir,
       database: localPath(c.databaseUrl) ?? shown(c.databaseUrl),
       versions: componentVersions(),
-      tls: this.s.tls(),
+      tls: this.sources.tls(),
       notice,
     };
   }
 
   /** The live panel with its first values (the page script then polls /internal/api/live). */
   live(): LiveView {
-    const l = this.s.live();
+    const l = this.sources.live();
     return {
       src: "/internal/api/live",
       everyS: LIVE_EVERY_S,
       // Five minutes before the session's idle timeout: an unattended tab must let it end.
-      pauseS: Math.max(60, this.s.config.staffSessionIdleS - 300),
+      pauseS: Math.max(60, this.sources.config.staffSessionIdleS - 300),
       fields: [
-        { label: "Conversion slots busy", path: "conversions.slotsBusy", format: "decimal", initial: l.conversions.slotsBusy.toFixed(1), suffix: `/ ${this.s.config.concurrency}` },
+        { label: "Conversion slots busy", path: "conversions.slotsBusy", format: "decimal", initial: l.conversions.slotsBusy.toFixed(1), suffix: `/ ${this.sources.config.concurrency}` },
         { label: "Conversions running", path: "conversions.running", format: "int", initial: count(l.conversions.running) },
         { label: "Waiting for a slot", path: "conversions.waiting", format: "int", initial: count(l.conversions.waiting) },
         // Non-zero means an encoder hung and its memory may still be held (docs/operations.md, "Hung conversions").
@@ -167,7 +167,7 @@ export class DashboardService {
 }
 
 /** Versions of the service, sharp, libvips and the JavaScript runtime. */
-export function componentVersions(): { name: string; version: string }[] {
+function componentVersions(): { name: string; version: string }[] {
   const js = runtime();
   return [
     { name: "imgpress", version },

@@ -13,7 +13,7 @@ const SCALAR_ASSET = "/v1/docs/assets/scalar.js";
  * assistant ("Ask AI"), "Generate MCP", the toolbar ("Deploy", "Share", "Configure"), the
  * developer tools, the hosted API client, telemetry, web fonts, and the "Powered by Scalar" link.
  */
-export const OFFLINE_SCALAR = {
+const OFFLINE_SCALAR = {
   agent: { disabled: true },
   mcp: { disabled: true },
   showToolbar: "never",
@@ -32,7 +32,7 @@ export const OFFLINE_SCALAR = {
  * only whitespace; allowed by that whitespace's hash, it runs nothing, and without it the browser
  * reports a violation (the pinned plugin's template: test/e2e/docs.browser.test.ts sees a change).
  */
-export const DOCS_PAGE_HEADERS: Record<string, string> = {
+const DOCS_PAGE_HEADERS: Record<string, string> = {
   "content-security-policy":
     "default-src 'self'; script-src 'self' 'sha256-TcUB1mzXiQO4GxpTRZ0EMpOXKMU3u+n/q1WrgVIcs1I='; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   "x-frame-options": "DENY",

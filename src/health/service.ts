@@ -15,7 +15,7 @@ export interface ReadinessReport {
 }
 
 /** Below this much free space in the data folder's file system the instance reports not ready. */
-export const MIN_FREE_BYTES = 1024 * 1024;
+const MIN_FREE_BYTES = 1024 * 1024;
 /**
  * The probe's write gives up after this, or IMGPRESS_DATABASE_TIMEOUT_S when shorter: before a
  * prober does (imgpress health waits 8 s), yet as long as a slow but working database server may

@@ -1,7 +1,7 @@
 import { readSmallBody } from "./body.ts";
 
 /** Largest form body the staff pages accept. */
-export const MAX_FORM_BYTES = 8 * 1024;
+const MAX_FORM_BYTES = 8 * 1024;
 
 /** Route parser for HTML forms: `application/x-www-form-urlencoded`, at most 8 KiB, into a string record. */
 export async function parseFormBody({ request }: { request: Request }): Promise<Record<string, string>> {

@@ -2,7 +2,7 @@ import { AppError } from "../errors.ts";
 import { readSmallBody } from "./body.ts";
 
 /** Largest JSON body the credential endpoints accept. */
-export const MAX_JSON_BYTES = 16 * 1024;
+const MAX_JSON_BYTES = 16 * 1024;
 
 /**
  * Route parser for JSON endpoints: insists on `application/json`, reads at most 16 KiB and turns a

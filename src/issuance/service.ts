@@ -40,32 +40,32 @@ function notAllowed(): AppError {
 export class KeyIssuance {
   private readonly codes: OtpEngine<typeof otpCodes>;
 
-  constructor(private readonly d: IssuanceDeps) {
-    this.codes = new OtpEngine(d.store.db, d.store.tables.otpCodes, d.pepper, OTP_TTL_S, d.now, { limiter: d.limiter, kind: "otp" });
+  constructor(private readonly deps: IssuanceDeps) {
+    this.codes = new OtpEngine(deps.store.db, deps.store.tables.otpCodes, deps.pepper, OTP_TTL_S, deps.now, { limiter: deps.limiter, kind: "otp" });
   }
 
   /** Sends a fresh code to `email`, replacing any pending one. */
   async request(input: { email: string; siteUrl?: string; ip: string }): Promise<void> {
     const email = normalizeEmail(input.email);
     const siteUrl = input.siteUrl === undefined ? null : normalizeSiteUrl(input.siteUrl);
-    const perIp = { bucket: `otp-ip:${rateLimitSubject(input.ip)}`, rules: otpLimits.requestPerIp, what: "Too many code requests from this IP address." };
-    if (!isAllowed(email, this.d.allowedEmails)) {
+    const perIp = { bucket: `otp-ip:${rateLimitSubject(input.ip)}`, rules: otpLimits.requestPerIp, message: "Too many code requests from this IP address." };
+    if (!isAllowed(email, this.deps.allowedEmails)) {
       // Counted against the client's hourly quota like any request, or the 403 would let anyone
       // test addresses against IMGPRESS_ALLOWED_EMAILS at full speed.
-      await this.d.limiter.hit(perIp.bucket, perIp.rules, "RATE_LIMITED", perIp.what);
+      await this.deps.limiter.hit(perIp.bucket, perIp.rules, "RATE_LIMITED", perIp.message);
       throw notAllowed();
     }
     await this.codes.refuseWhenGuessedOut(email);
     // Retries refused for the address (a plugin's retry loop, a shared host's many sites) do not use up the IP's hourly quota.
-    await this.d.limiter.hitBoth({ bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE }, perIp);
+    await this.deps.limiter.hitBoth({ bucket: `otp-email:${email}`, rules: otpLimits.requestPerAddress, message: RECENT_CODE }, perIp);
 
     const { code, codeHash, replaced } = await this.codes.create(email, { siteUrl });
     try {
-      await this.d.mailer.send(otpMail(email, code, { kind: "api-key", siteUrl }, OTP_TTL_S / 60));
+      await this.deps.mailer.send(otpMail(email, code, { kind: "api-key", siteUrl }, OTP_TTL_S / 60));
     } catch (err) {
       // An undelivered code must not stay usable; the one it replaced was delivered and works again.
       await this.codes.discard(email, codeHash, replaced);
-      this.d.logger.warn("otp mail delivery failed", { error: (err as Error).message });
+      this.deps.logger.warn("otp mail delivery failed", { error: (err as Error).message });
       throw new AppError(502, "MAIL_DELIVERY_FAILED", `The e-mail could not be delivered; no new code was issued${replaced && this.codes.isLive(replaced) ? " (the code sent earlier still works until it expires)" : ""}. Try again later.`);
     }
   }
@@ -75,34 +75,34 @@ export class KeyIssuance {
    * 401 INVALID_OTP; the guess that burns a code answers 429 TOO_MANY_ATTEMPTS.
    */
   async verify(input: { email: string; otp: string; siteUrl?: string; ip: string }) {
-    await this.d.limiter.hit(`verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many verification attempts from this IP address.");
+    await this.deps.limiter.hit(`verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many verification attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const siteUrlGiven = input.siteUrl === undefined ? undefined : normalizeSiteUrl(input.siteUrl);
     const invalid = new AppError(401, "INVALID_OTP", "The code is wrong, expired or already used: check it, or request a new one.");
     // Checked again here: an address the operator took off the list since its code was sent gets no
     // key. Said so only to an address that has a code (it was on the list then); any other answers
     // as a wrong code does, or verify-otp would test addresses against the list 30 times in 5 minutes.
-    if (!isAllowed(email, this.d.allowedEmails)) throw (await this.codes.hasPending(email)) ? notAllowed() : invalid;
+    if (!isAllowed(email, this.deps.allowedEmails)) throw (await this.codes.hasPending(email)) ? notAllowed() : invalid;
     const result = await this.codes.consume(email, input.otp);
     if (!result.ok && result.burnt) {
       throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Request a new one.");
     }
     if (!result.ok) throw invalid;
     const consumed = result.row;
-    const now = this.d.now();
+    const now = this.deps.now();
 
     const siteUrl = siteUrlGiven ?? consumed.siteUrl ?? "";
     // Its audit event in the same transaction: a crash keeps both or neither.
-    const issued = await this.d.keys.issue(email, siteUrl, (db, key) =>
-      this.d.audit.insert(db, [{ type: "key.issued", actor: email, subject: key.id, clientAddress: input.ip, detail: { keyPrefix: key.keyPrefix, siteUrl } }]),
+    const issued = await this.deps.keys.issue(email, siteUrl, (db, key) =>
+      this.deps.audit.insert(db, [{ type: "key.issued", actor: email, subject: key.id, clientAddress: input.ip, detail: { keyPrefix: key.keyPrefix, siteUrl } }]),
     );
-    this.d.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix });
+    this.deps.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix });
     // The answer carries the only copy of the keys, and the previous pair is revoked already: it
     // must not wait on the mail server (a client that gave up waiting would have neither pair).
-    this.d.afterAnswer(
-      this.d.mailer
+    this.deps.afterAnswer(
+      this.deps.mailer
         .send(keyIssuedMail(email, issued.keyPrefix, siteUrl, new Date(now)))
-        .catch((err: Error) => this.d.logger.warn("key notice mail failed", { keyId: issued.id, error: err.message })),
+        .catch((err: Error) => this.deps.logger.warn("key notice mail failed", { keyId: issued.id, error: err.message })),
     );
     return issued;
   }

@@ -18,7 +18,7 @@ export interface Mailer {
 }
 
 /** How long one message may take from connecting to the server's acceptance, whatever it sends meanwhile. */
-export const SEND_DEADLINE_MS = 30_000;
+const SEND_DEADLINE_MS = 30_000;
 
 /**
  * Delivers through an SMTP server (`smtp://user:pass@host:587`, `smtps://…`) within

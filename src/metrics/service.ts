@@ -19,7 +19,7 @@ export interface HttpObservation {
 }
 
 /** Label value for requests that matched no route: raw paths would make the label unbounded. */
-export const UNMATCHED_ROUTE = "unmatched";
+const UNMATCHED_ROUTE = "unmatched";
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 const OTP_REQUEST_ROUTE = API_PREFIX + REQUEST_OTP_PATH;

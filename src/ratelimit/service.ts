@@ -8,11 +8,11 @@ export interface RateRule {
   windowMs: number;
 }
 
-/** A bucket with its rules and what its 429 says. */
+/** A bucket with its rules and the message of its 429. */
 export interface LimitedBucket {
   bucket: string;
   rules: readonly RateRule[];
-  what: string;
+  message: string;
 }
 
 /**
@@ -27,7 +27,7 @@ export class RateLimiter {
   ) {}
 
   /** Records one event in `bucket`, or throws 429 `code` (with Retry-After) if any rule is exhausted. */
-  async hit(bucket: string, rules: readonly RateRule[], code = "RATE_LIMITED", what = "Too many requests."): Promise<void> {
+  async hit(bucket: string, rules: readonly RateRule[], code = "RATE_LIMITED", message = "Too many requests."): Promise<void> {
     const now = this.now();
     const { rateEvents } = this.store.tables;
     const conditions = rules.map(
@@ -39,17 +39,17 @@ export class RateLimiter {
       sql`INSERT INTO ${rateEvents} (bucket, at) SELECT CAST(${bucket} AS TEXT), CAST(${now} AS BIGINT) WHERE ${sql.join(conditions, sql` AND `)}`,
     );
     if (inserted > 0) return;
-    throw rateLimited(code, what, await this.retryAfter(bucket, rules, now));
+    throw rateLimited(code, message, await this.retryAfter(bucket, rules, now));
   }
 
   /**
    * Throws what `hit` would throw if `bucket` is exhausted, without recording anything: asked
    * before a hit on another bucket, so that a request refused here does not use up that one.
    */
-  async check(bucket: string, rules: readonly RateRule[], code = "RATE_LIMITED", what = "Too many requests."): Promise<void> {
+  async check(bucket: string, rules: readonly RateRule[], code = "RATE_LIMITED", message = "Too many requests."): Promise<void> {
     const now = this.now();
     const wait = await this.retryAfter(bucket, rules, now);
-    if (wait > 0) throw rateLimited(code, what, wait);
+    if (wait > 0) throw rateLimited(code, message, wait);
   }
 
   /**
@@ -58,9 +58,9 @@ export class RateLimiter {
    * costs `wide` nothing; a request `wide` refuses is recorded in neither.
    */
   async hitBoth(narrow: LimitedBucket, wide: LimitedBucket, code = "RATE_LIMITED"): Promise<void> {
-    await this.check(narrow.bucket, narrow.rules, code, narrow.what);
-    await this.hit(wide.bucket, wide.rules, code, wide.what);
-    await this.hit(narrow.bucket, narrow.rules, code, narrow.what);
+    await this.check(narrow.bucket, narrow.rules, code, narrow.message);
+    await this.hit(wide.bucket, wide.rules, code, wide.message);
+    await this.hit(narrow.bucket, narrow.rules, code, narrow.message);
   }
 
   /**

@@ -7,10 +7,10 @@ import { CSRF_FIELD } from "./model.ts";
 import type { SessionService, StaffSession } from "./sessions.ts";
 
 /** The session cookie; the `__Host-` prefix makes browsers insist on Secure, Path=/ and no Domain. */
-export const SESSION_COOKIE = "__Host-imgpress_session";
+const SESSION_COOKIE = "__Host-imgpress_session";
 
 /** Headers of every /internal/ answer to an allowlisted client (pages and JSON alike). */
-export const internalHeaders: Record<string, string> = {
+const internalHeaders: Record<string, string> = {
   "cache-control": "no-store",
   "content-security-policy":
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
@@ -37,7 +37,7 @@ export function sessionCookie(token: string, maxAgeS: number): string {
 }
 
 /** The value of cookie `name` in a Cookie header, or null. */
-export function readCookie(header: string | null, name: string): string | null {
+function readCookie(header: string | null, name: string): string | null {
   for (const part of header?.split(";") ?? []) {
     const eq = part.indexOf("=");
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
@@ -59,7 +59,7 @@ export function assertSameOrigin(request: Request, behindProxy: boolean): void {
 }
 
 /** True for the methods that may change state. */
-export function isStateChanging(method: string): boolean {
+function isStateChanging(method: string): boolean {
   return !["GET", "HEAD", "OPTIONS"].includes(method.toUpperCase());
 }
 

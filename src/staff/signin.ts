@@ -36,8 +36,8 @@ export interface StaffSignInDeps {
 export class StaffSignIn {
   private readonly codes: OtpEngine<typeof staffCodes>;
 
-  constructor(private readonly d: StaffSignInDeps) {
-    this.codes = new OtpEngine(d.store.db, d.store.tables.staffCodes, d.pepper, STAFF_CODE_TTL_S, d.now, { limiter: d.limiter, kind: "staff" });
+  constructor(private readonly deps: StaffSignInDeps) {
+    this.codes = new OtpEngine(deps.store.db, deps.store.tables.staffCodes, deps.pepper, STAFF_CODE_TTL_S, deps.now, { limiter: deps.limiter, kind: "staff" });
   }
 
   /**
@@ -48,27 +48,27 @@ export class StaffSignIn {
     const email = normalizeEmail(raw);
     // Any address, staff or not, can use up its wrong codes (every address gets a code): the answer tells nothing.
     await this.codes.refuseWhenGuessedOut(email);
-    await this.d.limiter.hitBoth(
-      { bucket: `staff-email:${email}`, rules: otpLimits.requestPerAddress, what: RECENT_CODE },
-      { bucket: `staff-ip:${rateLimitSubject(ip)}`, rules: otpLimits.requestPerIp, what: "Too many sign-in requests from this IP address." },
+    await this.deps.limiter.hitBoth(
+      { bucket: `staff-email:${email}`, rules: otpLimits.requestPerAddress, message: RECENT_CODE },
+      { bucket: `staff-ip:${rateLimitSubject(ip)}`, rules: otpLimits.requestPerIp, message: "Too many sign-in requests from this IP address." },
     );
-    this.d.afterAnswer(this.sendCode(email).catch((err: Error) => this.d.logger.warn("staff code mail delivery failed", { error: err.message })));
+    this.deps.afterAnswer(this.sendCode(email).catch((err: Error) => this.deps.logger.warn("staff code mail delivery failed", { error: err.message })));
     return email;
   }
 
   /** Exchanges a code for a new session token; wrong, expired, used and burnt codes are refused (and audited). */
   async verify(input: { email: string; code: string; ip: string; userAgent: string }): Promise<{ email: string; token: string }> {
-    await this.d.limiter.hit(`staff-verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this IP address.");
+    await this.deps.limiter.hit(`staff-verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const result = /^\d{6}$/.test(input.code) ? await this.codes.consume(email, input.code) : ({ ok: false, burnt: false } as const);
-    if (!result.ok || !(await this.d.staff.isStaff(email))) {
+    if (!result.ok || !(await this.deps.staff.isStaff(email))) {
       const burnt = !result.ok && result.burnt;
-      await this.d.audit.record({ type: "staff.sign_in_failed", actor: email, clientAddress: input.ip, detail: { reason: burnt ? "too_many_attempts" : "invalid_code" } });
+      await this.deps.audit.record({ type: "staff.sign_in_failed", actor: email, clientAddress: input.ip, detail: { reason: burnt ? "too_many_attempts" : "invalid_code" } });
       if (burnt) throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Send a new code.");
       throw new AppError(401, "INVALID_CODE", "The code is wrong, expired or already used. Send a new code.");
     }
-    const session = await this.d.sessions.create(email, input.ip, input.userAgent);
-    await this.d.audit.record({ type: "staff.sign_in", actor: email, subject: session.id, clientAddress: input.ip });
+    const session = await this.deps.sessions.create(email, input.ip, input.userAgent);
+    await this.deps.audit.record({ type: "staff.sign_in", actor: email, subject: session.id, clientAddress: input.ip });
     return { email, token: session.token };
   }
 
@@ -76,9 +76,9 @@ export class StaffSignIn {
   // so the fifth answer (429) does not tell staff from others. `verify` still requires staff.
   private async sendCode(email: string): Promise<void> {
     const { code, codeHash, replaced } = await this.codes.create(email);
-    if (!(await this.d.staff.isStaff(email))) return;
+    if (!(await this.deps.staff.isStaff(email))) return;
     try {
-      await this.d.mailer.send(otpMail(email, code, { kind: "staff" }, STAFF_CODE_TTL_S / 60));
+      await this.deps.mailer.send(otpMail(email, code, { kind: "staff" }, STAFF_CODE_TTL_S / 60));
     } catch (err) {
       // An undelivered code must not stay usable; its row stays, so wrong guesses burn it on the
       // fifth as on any other address (deleted, staff would answer 401 where others get 429).
@@ -89,14 +89,14 @@ export class StaffSignIn {
 
   /** Ends one session (its cookie is cleared by the route). */
   async signOut(session: { id: string; email: string }, ip: string): Promise<void> {
-    await this.d.sessions.end(session.email, session.id);
-    await this.d.audit.record({ type: "staff.sign_out", actor: session.email, subject: session.id, clientAddress: ip });
+    await this.deps.sessions.end(session.email, session.id);
+    await this.deps.audit.record({ type: "staff.sign_out", actor: session.email, subject: session.id, clientAddress: ip });
   }
 
   /** Ends every session of `email`, in every browser. */
   async signOutEverywhere(email: string, ip: string): Promise<number> {
-    const count = await this.d.sessions.endAll(email);
-    await this.d.audit.record({ type: "staff.sign_out_everywhere", actor: email, clientAddress: ip, detail: { sessions: count } });
+    const count = await this.deps.sessions.endAll(email);
+    await this.deps.audit.record({ type: "staff.sign_out_everywhere", actor: email, clientAddress: ip, detail: { sessions: count } });
     return count;
   }
 

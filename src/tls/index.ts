@@ -150,7 +150,7 @@ function readBundle(bundle: string): TlsPair | null {
 }
 
 /** The PEM blocks whose label matches `label` (`CERTIFICATE`, or a pattern such as `[A-Z ]*PRIVATE KEY`) in `text`, in order, each ending in a newline. */
-export function pemBlocks(text: string, label: string): string[] {
+function pemBlocks(text: string, label: string): string[] {
   const pattern = new RegExp(`-----BEGIN (${label})-----[\\s\\S]*?-----END \\1-----`, "g");
   return [...text.matchAll(pattern)].map((m) => `${m[0].replace(/\r\n/g, "\n")}\n`);
 }

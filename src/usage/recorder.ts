@@ -9,7 +9,7 @@ import { DAY_MS, HOUR_MS } from "../time.ts";
 
 
 /** How long usage buckets are kept (usage queries span at most as long). */
-export const USAGE_RETENTION_DAYS = MAX_RANGE_DAYS;
+const USAGE_RETENTION_DAYS = MAX_RANGE_DAYS;
 
 // A bucket's identity: a failed flush's buckets merge with fresh ones under it, so it must be one spelling.
 function bucketId(b: { hour: number; keyId: string; format: string; quality: string; outcome: string }): string {

@@ -46,8 +46,8 @@ export class UsageQueries {
     const ok = rows.filter((r) => r.outcome === "ok");
     const errors = new Map<string, number>();
     for (const r of rows) if (r.outcome !== "ok") errors.set(r.outcome, (errors.get(r.outcome) ?? 0) + r.n);
-    const totals = { ...volume(ok), errors: sum([...errors.values()]), savingsPercent: null as number | null, ...latency(ok) };
-    totals.savingsPercent = totals.bytesIn > 0 ? Math.round((totals.bytesSaved / totals.bytesIn) * 10_000) / 100 : null;
+    const volumes = volume(ok);
+    const totals = { ...volumes, errors: sum([...errors.values()]), savingsPercent: savedPercent(volumes.bytesSaved, volumes.bytesIn, 2), ...latency(ok) };
     return {
       from,
       to,
@@ -148,6 +148,12 @@ interface RawKey {
 }
 
 const KEY_COLUMNS = sql.raw("id, key_prefix, email, site_url, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes");
+
+/** The share of `bytesIn` saved, in percent rounded to `decimals`; null when nothing came in. */
+export function savedPercent(bytesSaved: number, bytesIn: number, decimals: number): number | null {
+  const scale = 10 ** decimals;
+  return bytesIn > 0 ? Math.round((bytesSaved / bytesIn) * (100 * scale)) / scale : null;
+}
 
 function keyRow(r: RawKey): KeyListRow {
   return {

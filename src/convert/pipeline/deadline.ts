@@ -6,7 +6,7 @@ import { within } from "../../timeout.ts";
  * timeout is not checked inside the AVIF encoder), so `stillRunning` settles when it really
  * stops: the gate keeps the slot taken until then.
  */
-export class ConversionTimeout extends AppError {
+class ConversionTimeout extends AppError {
   constructor(
     timeoutS: number,
     readonly stillRunning: Promise<unknown>,

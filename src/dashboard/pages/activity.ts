@@ -31,7 +31,7 @@ export interface ActivityView {
 }
 
 /** The href of the activity page for a filter. */
-export function activityHref(f: ActivityFilter): string {
+function activityHref(f: ActivityFilter): string {
   return `/internal/activity${query({ type: f.type, staff: f.staff, from: f.from, to: f.to, before: f.before })}`;
 }
 

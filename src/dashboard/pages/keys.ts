@@ -35,7 +35,7 @@ const COLUMNS = [
 ] as const;
 
 /** The href of the keys page for a filter (defaults left out). */
-export function keysHref(f: KeysFilter): string {
+function keysHref(f: KeysFilter): string {
   return `/internal/keys${query({ q: f.q, status: f.status === "all" ? "" : f.status, sort: f.sort === "created" ? "" : f.sort, order: f.order === "desc" ? "" : f.order, page: f.page === 1 ? "" : f.page })}`;
 }
 

@@ -8,6 +8,7 @@ import { RANGES, type RangeName } from "../ranges.ts";
 import { liveSection, type LiveView } from "./live.ts";
 import { API_PREFIX, CONVERT_PATH } from "../../http/paths.ts";
 import { stepMs } from "../../time.ts";
+import { savedPercent } from "../../usage/service.ts";
 
 /** Everything the overview page shows. */
 export interface OverviewView {
@@ -72,7 +73,7 @@ export function seriesCharts(prefix: string, series: Series, errorCodes: readonl
       title: "Savings",
       kind: "lines",
       format: (n) => percent(n),
-      series: [{ name: "Savings", values: p.map((x) => (x.bytesIn > 0 ? Math.round((x.bytesSaved / x.bytesIn) * 1000) / 10 : null)) }],
+      series: [{ name: "Savings", values: p.map((x) => savedPercent(x.bytesSaved, x.bytesIn, 1)) }],
     }),
     timeChart({
       ...base,
