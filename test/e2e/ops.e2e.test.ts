@@ -9,6 +9,7 @@ import { connect } from "node:tls";
 import { convertForm, readResponse, type Body, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { delta, parseMetrics, promtool } from "../support/metrics.ts";
+import { until } from "../support/ops.ts";
 import { e2eRuntime, runCli, startServer, type RunningServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
@@ -25,6 +26,9 @@ beforeAll(async () => {
   const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email: EMAIL, otp: extractOtp(mail) });
   expect(verified.status).toBe(200);
   keys = verified.body;
+  // The key notice is mailed after the answer, and counted once the mail server has taken it: the
+  // sink holds it a moment before the service's count says so.
+  await until(async () => parseMetrics(await scrape()).get('imgpress_mail_total{outcome="sent"}') === 2, 10_000, "the key notice to be counted");
 }, 60_000);
 
 afterAll(async () => {
