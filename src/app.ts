@@ -41,7 +41,7 @@ import { Readiness } from "./health/service.ts";
 import { metricsRoutes, routeRecorder } from "./metrics/index.ts";
 import { Metrics } from "./metrics/service.ts";
 import { observedMailer } from "./mail/mailer.ts";
-import { databaseFolder } from "./db/index.ts";
+import { databaseFolder, localPath } from "./db/index.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -115,7 +115,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
       );
     },
   });
-  const metrics = new Metrics(gate, { slots: deps.config.concurrency, queueSize: deps.config.queueSize });
+  const metrics = new Metrics(gate, { slots: deps.config.concurrency, queueSize: deps.config.queueSize }, localPath(deps.config.databaseUrl));
   // Key-code mail is counted in imgpress_mail_total. Staff sign-in mail is not: it goes to staff
   // addresses only, so the counter (readable without a session) would tell who is staff.
   const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));

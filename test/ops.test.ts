@@ -4,6 +4,7 @@
  * the alert rules (promtool) and the Host-length fix. The real server is in test/e2e/ops.e2e.test.ts.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, statSync } from "node:fs";
 import { appendFile, copyFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
@@ -55,6 +56,20 @@ describe("GET /internal/metrics", () => {
   test("the token does not open the route outside the allowlist", async () => {
     h = await createHarness({ env: { IMGPRESS_METRICS_TOKEN: TOKEN } });
     expectError(await h.request("GET", "/internal/metrics", { ip: "203.0.113.9", headers: { authorization: `Bearer ${TOKEN}` } }), 404, "NOT_FOUND");
+  });
+
+  test("imgpress_database_file_bytes is the database file and its write-ahead log as they are now", async () => {
+    h = await createHarness();
+    const onDisk = () => [h.dbPath, `${h.dbPath}-wal`].reduce((sum, path) => sum + (existsSync(path) ? statSync(path).size : 0), 0);
+    const first = (await scrape(h)).get("imgpress_database_file_bytes");
+    expect(first).toBe(onDisk());
+    expect(first).toBeGreaterThan(0);
+    // Follows what is written: 1,000 rows of 1 KB.
+    await h.sqlite.client.execute("CREATE TABLE filler (x TEXT)");
+    await h.sqlite.client.execute("INSERT INTO filler SELECT hex(randomblob(512)) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n)");
+    const grown = (await scrape(h)).get("imgpress_database_file_bytes")!;
+    expect(grown).toBe(onDisk());
+    expect(grown).toBeGreaterThan(first! + 1_000_000);
   });
 
   test("a short token is refused at start-up", () => {

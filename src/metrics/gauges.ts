@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import sharp from "sharp";
 import { Gauge, type Registry } from "prom-client";
 import type { ConversionGate } from "../convert/gate.ts";
@@ -21,6 +22,22 @@ export interface GateSizes {
   slots: number;
   /** IMGPRESS_QUEUE_SIZE. */
   queueSize: number;
+}
+
+/**
+ * Registers imgpress_database_file_bytes: the embedded database file and its write-ahead log, read
+ * at scrape time, so that growth can be alerted on before the disk fills. A file that is not there
+ * (no WAL yet, or the database removed under the server, which readiness reports) counts 0.
+ */
+export function registerDatabaseFileGauge(registry: Registry, databaseFile: string): void {
+  const sizeOf = (path: string) => {
+    try {
+      return statSync(path).size;
+    } catch {
+      return 0;
+    }
+  };
+  liveGauge(registry, "imgpress_database_file_bytes", "Size of the embedded database file and its write-ahead log (-wal).", () => sizeOf(databaseFile) + sizeOf(`${databaseFile}-wal`));
 }
 
 /** What the service is, and how full its conversion slots and libvips are, at scrape time. */

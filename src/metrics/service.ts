@@ -3,7 +3,7 @@ import type { ConversionGate } from "../convert/gate.ts";
 import type { ConversionEvent } from "../convert/service.ts";
 import { API_PREFIX, REQUEST_OTP_PATH, VERIFY_OTP_PATH } from "../http/paths.ts";
 import type { ResponseObserver } from "../http/serve.ts";
-import { registerServiceGauges, type GateSizes } from "./gauges.ts";
+import { registerDatabaseFileGauge, registerServiceGauges, type GateSizes } from "./gauges.ts";
 import { runtime } from "../version.ts";
 import { registerProcessMetrics } from "./process.ts";
 
@@ -63,9 +63,11 @@ export class Metrics {
   private readonly abandoned = this.counter("imgpress_conversions_abandoned_total", "Conversion slots given back while the work of a timed-out conversion had still not stopped (presumed hung encoder).");
   private readonly mail = this.counter("imgpress_mail_total", "E-mails handed to the mail transport: sent or failed.", ["outcome"]);
 
-  constructor(gate: ConversionGate, sizes: GateSizes, runtime: string = runtimeName()) {
+  /** `databaseFile`: the embedded database's path, or null on a database server (whose size its own tools report). */
+  constructor(gate: ConversionGate, sizes: GateSizes, databaseFile: string | null = null, runtime: string = runtimeName()) {
     registerProcessMetrics(this.registry);
     registerServiceGauges(this.registry, gate, sizes, runtime);
+    if (databaseFile !== null) registerDatabaseFileGauge(this.registry, databaseFile);
   }
 
   private counter(name: string, help: string, labelNames: string[] = []): Counter {
