@@ -381,7 +381,7 @@ describe("offline docs page", () => {
 describe("alert rules of docs/operations.md", () => {
   test("pass promtool check rules", async () => {
     const result = await promtool(["rules", join(ROOT, "docs/prometheus/imgpress-rules.yml")]);
-    expect(result.output).toContain("SUCCESS: 5 rules found");
+    expect(result.output).toContain("SUCCESS: 6 rules found");
     expect(result.code).toBe(0);
   });
 

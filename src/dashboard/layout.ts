@@ -11,10 +11,10 @@ export interface Viewer {
 
 /** The dashboard's sections, in navigation order. */
 export const SECTIONS = [
-  { id: "overview", label: "Overview", href: "/internal/" },
-  { id: "keys", label: "Keys", href: "/internal/keys" },
-  { id: "activity", label: "Activity", href: "/internal/activity" },
-  { id: "settings", label: "Staff & settings", href: "/internal/settings" },
+  { id: "overview", label: "Overview", href: `${INTERNAL_PREFIX}/` },
+  { id: "keys", label: "Keys", href: `${INTERNAL_PREFIX}/keys` },
+  { id: "activity", label: "Activity", href: `${INTERNAL_PREFIX}/activity` },
+  { id: "settings", label: "Staff & settings", href: `${INTERNAL_PREFIX}/settings` },
 ] as const;
 
 /** One of SECTIONS' ids. */
@@ -56,7 +56,7 @@ export function layout(page: { title: string; section: Section | null; viewer: V
     page.title,
     html`<a class="skip" href="#main">Skip to content</a>
 <header class="top"><div class="top-inner">
-<a class="brand" href="/internal/"><span class="brand-mark" aria-hidden="true"></span>imgpress</a>
+<a class="brand" href="${INTERNAL_PREFIX}/"><span class="brand-mark" aria-hidden="true"></span>imgpress</a>
 <nav class="nav" aria-label="Dashboard">${nav}</nav>
 <div class="who"><span class="email" title="${page.viewer.email}">${page.viewer.email}</span>
 <form method="post" action="${INTERNAL_PREFIX}${SIGN_OUT_ROUTE}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>

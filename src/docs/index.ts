@@ -1,6 +1,7 @@
 import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import { ErrorModel } from "../errors.ts";
+import { INTERNAL_PREFIX } from "../http/paths.ts";
 import { version } from "../version.ts";
 import { tidyOpenApi } from "./openapi.ts";
 
@@ -55,7 +56,7 @@ export function docsRoutes(loadScalar: () => Promise<Blob>, authSchemes: readonl
         scalarCDN: SCALAR_ASSET,
         // An absolute spec URL: the plugin's relative default resolves against /v1/docs to /v1/v1/docs/json.
         scalarConfig: { spec: { url: "/v1/docs/json" }, ...OFFLINE_SCALAR } as Record<string, unknown>,
-        exclude: [/^\/internal/, SCALAR_ASSET],
+        exclude: [new RegExp(`^${INTERNAL_PREFIX}`), SCALAR_ASSET],
         documentation: {
           info: {
             title: "imgpress API",

@@ -39,7 +39,7 @@ export function reachesInternal(request: Request): boolean {
 
 // The prefix's first segment. Paths are matched on its start, not equality, so that any spelling with
 // something after it is guarded rather than trusted to miss the routes.
-const INTERNAL_SEGMENT = INTERNAL_PREFIX.slice(1);
+const INTERNAL_SEGMENT = INTERNAL_PREFIX.slice(1).toLowerCase();
 
 /**
  * True when a URL could reach an /internal/ route under any reading of its path: as sent or decoded

@@ -1,7 +1,7 @@
 // The public routes' paths in one place: the routers register them, the signature check signs
 // them and the metrics count them, so renaming one cannot leave the others behind.
 
-/** Every staff route's prefix: the dashboard, the staff API, sign-in and metrics; the allowlist guard hides it. */
+/** Every staff route's prefix: the dashboard, the staff API, sign-in and metrics; the allowlist guard hides it (one segment). */
 export const INTERNAL_PREFIX = "/internal";
 /** The public API's version prefix (the routes are answered under it only). */
 export const API_PREFIX = "/v1";

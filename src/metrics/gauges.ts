@@ -27,14 +27,15 @@ export interface GateSizes {
 /**
  * Registers imgpress_database_file_bytes: the embedded database file and its write-ahead log, read
  * at scrape time, so that growth can be alerted on before the disk fills. A file that is not there
- * (no WAL yet, or the database removed under the server, which readiness reports) counts 0.
+ * (no WAL yet, or the database removed under the server, which readiness reports) counts 0; a file
+ * that cannot be looked at leaves the value out (NaN), so an alert on growth is not fed a false 0.
  */
 export function registerDatabaseFileGauge(registry: Registry, databaseFile: string): void {
   const sizeOf = (path: string) => {
     try {
       return statSync(path).size;
-    } catch {
-      return 0;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === "ENOENT" ? 0 : Number.NaN;
     }
   };
   liveGauge(registry, "imgpress_database_file_bytes", "Size of the embedded database file and its write-ahead log (-wal).", () => sizeOf(databaseFile) + sizeOf(`${databaseFile}-wal`));

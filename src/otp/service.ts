@@ -3,6 +3,7 @@ import { hmacSha256Hex, randomBytes, randomDigits, timingSafeEqual, toHex } from
 import type { Database } from "../db/index.ts";
 import type { otpCodes, staffCodes } from "../db/schema.ts";
 import type { RateLimiter, RateRule } from "../ratelimit/service.ts";
+import { DAY_MS } from "../time.ts";
 
 /** Wrong guesses after which a code is burnt. */
 export const OTP_MAX_ATTEMPTS = 5;
@@ -13,7 +14,7 @@ export const OTP_MAX_ATTEMPTS = 5;
  * code resets its own 5 attempts, so without this a patient guesser could try 25 codes an hour,
  * 600 a day, for good; 100 is NIST SP 800-63B's ceiling for consecutive failures (5.2.2).
  */
-export const WRONG_CODES_PER_ADDRESS: readonly RateRule[] = [{ limit: 100, windowMs: 24 * 60 * 60 * 1000 }];
+export const WRONG_CODES_PER_ADDRESS: readonly RateRule[] = [{ limit: 100, windowMs: DAY_MS }];
 
 /** How long the limiter must keep wrong-code events (the budget's window). */
 export const WRONG_CODE_WINDOW_MS = WRONG_CODES_PER_ADDRESS[0]!.windowMs;

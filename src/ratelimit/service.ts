@@ -66,6 +66,7 @@ export class RateLimiter {
   /**
    * Deletes events older than any rule can see: `maxWindowMs`, or `longer.windowMs` for the buckets
    * whose names start with `longer.prefix` (a day's budget need not keep every hourly bucket a day).
+   * The caller passes the longest window of the rules it uses: a longer rule would lose its events early.
    */
   async prune(maxWindowMs: number, longer?: { prefix: string; windowMs: number }): Promise<void> {
     const { rateEvents } = this.store.tables;

@@ -6,7 +6,6 @@ import { DAY_MS } from "../time.ts";
 /** Within this many days of its end a certificate is warned about (Let's Encrypt renews 30 days ahead). */
 export const EXPIRY_WARNING_DAYS = 14;
 
-
 /**
  * What is wrong with the served certificate's validity at `now`, one sentence each: not valid yet
  * (a clock behind), expired, ending within EXPIRY_WARNING_DAYS, and the same of an intermediate in

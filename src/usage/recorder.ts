@@ -7,7 +7,6 @@ import { LATENCY_BINS, latencyBin } from "./latency.ts";
 import { MAX_RANGE_DAYS } from "./model.ts";
 import { DAY_MS, HOUR_MS } from "../time.ts";
 
-
 /** How long usage buckets are kept (usage queries span at most as long). */
 const USAGE_RETENTION_DAYS = MAX_RANGE_DAYS;
 

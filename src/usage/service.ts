@@ -6,7 +6,6 @@ import { KEY_SORTS, MAX_PAGE, MAX_PAGE_SIZE, MAX_RANGE_DAYS, MAX_SEARCH_CHARS, M
 import { storedSpelling } from "../email.ts";
 import { DAY_MS, HOUR_MS, stepMs as stepWidth } from "../time.ts";
 
-
 /** Summed columns of a bucket query, shared by every read; `l0…l15` are the latency bins. */
 const SUMS = sql.raw(
   ["sum(count) AS n", "sum(bytes_in) AS bytes_in", "sum(bytes_out) AS bytes_out", "sum(guard_encodes) AS guard_encodes", ...Array.from({ length: LATENCY_BINS }, (_, i) => `sum(lat_${i}) AS l${i}`)].join(", "),
