@@ -114,7 +114,7 @@ try {
   const jobs = b.jobsOf(b.images, 2);
   const rows = new Map<string, Row>(variants.map((v) => [v.name, { large: [], largeCpu: [], largePeak: [], thumbs: {}, thumbsCpu: [], thumbsFaults: [], after: [], big: [], failed: 0 }]));
   const pools = { large: [] as number[], thumbs: [] as number[], thumbsFaults: [] as number[] };
-  // A data folder has one server (src/pidfile.ts), and the variants' servers run side by side: each
+  // A data folder has one server (src/server/pidfile.ts), and the variants' servers run side by side: each
   // gets its own copy of the folder that issued the keys.
   for (const v of variants) cpSync(b.dataDir, dataDirOf(v), { recursive: true });
   const start = async (v: Variant) => {

@@ -1,6 +1,6 @@
 // The AVIF figure: lossy AVIF against lossy WebP (the service's presets) on the corpus, by time
 // per megapixel, bytes, and SSIM of decoded pixels (alpha composited on white). Also sweeps AVIF
-// quality × effort to choose the preset in src/convert/pipeline/presets.ts.
+// quality × effort to choose the preset in src/conversion/pipeline/presets.ts.
 //
 //   bun bench/avif-preset.ts [--quick]     (standalone: prints the tables; `npm run bench` runs it too)
 import { readFileSync } from "node:fs";
@@ -9,7 +9,7 @@ import { loadCorpus, type Image } from "./lib/corpus.ts";
 import { convert, encodeWith, presets } from "./lib/pipeline.ts";
 import { decodeOnWhite, meanSsim } from "./lib/ssim.ts";
 import { fmt, progress, sum, table } from "./lib/util.ts";
-import { within } from "../src/timeout.ts";
+import { within } from "../src/core/timeout.ts";
 
 /** One AVIF setting of the sweep. */
 export interface Point {
@@ -171,7 +171,7 @@ export function avifMarkdown(s: AvifStudy): string {
   const c = s.corpusSummary;
   const lines: string[] = [];
   lines.push(
-    `Preset under test (src/convert/pipeline/presets.ts): AVIF lossy \`${JSON.stringify(s.avifPreset)}\` against WebP lossy \`${JSON.stringify(s.webpPreset)}\`, ` +
+    `Preset under test (src/conversion/pipeline/presets.ts): AVIF lossy \`${JSON.stringify(s.avifPreset)}\` against WebP lossy \`${JSON.stringify(s.webpPreset)}\`, ` +
       `both through the service's pipeline in-process, one conversion at a time. SSIM: ssim.js "weber" on full-resolution decoded pixels, alpha composited on white.`,
     "",
     table(

@@ -9,9 +9,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
+import { openSqliteStore as openStore } from "../src/data/db/sqlite.ts";
 import { seedDemoData } from "../test/support/demo-usage.ts";
-import { UsageQueries } from "../src/usage/service.ts";
+import { UsageQueries } from "../src/data/usage/service.ts";
 import { dbSizeMiB, median, p95, table } from "./lib/util.ts";
 
 const arg = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);

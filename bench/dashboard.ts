@@ -12,7 +12,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { boot } from "../src/boot.ts";
+import { boot } from "../src/server/boot.ts";
 import { seedDemoData } from "../test/support/demo-usage.ts";
 import { openBrowser } from "../test/support/browser.ts";
 import { startServer, type RunningServer } from "../test/support/server.ts";

@@ -13,9 +13,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
-import { convertImage } from "../src/convert/pipeline/index.ts";
-import { presets } from "../src/convert/pipeline/presets.ts";
-import type { GuardMode } from "../src/convert/pipeline/guard.ts";
+import { convertImage } from "../src/conversion/pipeline/index.ts";
+import { presets } from "../src/conversion/pipeline/presets.ts";
+import type { GuardMode } from "../src/conversion/pipeline/guard.ts";
 import { loadCorpus } from "./lib/corpus.ts";
 import { QUALITY_GUARD_BLOCK, writeSection } from "./lib/results.ts";
 import { rng } from "../test/support/images.ts";
@@ -304,7 +304,7 @@ async function main() {
     START,
     "## Quality guard (bench/quality-guard.ts)",
     "",
-    `Lossy output through the service's pipeline (src/convert/pipeline, \`IMGPRESS_QUALITY_GUARD\` off / on) against WebP q80 effort 4 on the same image, one image at a time, all variants side by side in one run (order rotated per repetition), median of ${reps} time(s) per image. SSIM: bench/lib/ssim.ts (full resolution, alpha on white), of the last repetition's output. **The machine was shared and loaded** (load average ${loadStart.map((x) => x.toFixed(2)).join(" / ")} at start, ${loadEnd.map((x) => x.toFixed(2)).join(" / ")} at end, 2 cores): the guard's choices depend on measured time, so they can differ between runs. Date ${new Date().toISOString()}${quick ? ", --quick" : ""}.`,
+    `Lossy output through the service's pipeline (src/conversion/pipeline, \`IMGPRESS_QUALITY_GUARD\` off / on) against WebP q80 effort 4 on the same image, one image at a time, all variants side by side in one run (order rotated per repetition), median of ${reps} time(s) per image. SSIM: bench/lib/ssim.ts (full resolution, alpha on white), of the last repetition's output. **The machine was shared and loaded** (load average ${loadStart.map((x) => x.toFixed(2)).join(" / ")} at start, ${loadEnd.map((x) => x.toFixed(2)).join(" / ")} at end, 2 cores): the guard's choices depend on measured time, so they can differ between runs. Date ${new Date().toISOString()}${quick ? ", --quick" : ""}.`,
     "",
     "Targets: every AVIF at or above WebP q80's SSIM; Σ AVIF bytes ≤ 0.75 × WebP's; Σ AVIF time ≤ 1.2 × WebP's. The guard's bound is 1.5× (decode + preset encode) with the encode estimated from the sample, or the preset's time + 100 ms for tiny images; the last column shows how far the real conversions went past the preset's.",
     "",

@@ -57,7 +57,7 @@ export async function buildTarget(spec: TargetSpec): Promise<void> {
       // A bunfig.toml in the server's working folder must not change how it runs.
       autoloadBunfig: false,
     },
-    // The executable tells which commit it was built from (src/version.ts): every build of one release reads alike otherwise.
+    // The executable tells which commit it was built from (src/core/version.ts): every build of one release reads alike otherwise.
     define: { IMGPRESS_BUILD_COMMIT: JSON.stringify(sourceCommit()) },
     plugins: [nativePlugin(t, report), scalarThemePlugin(ROOT)],
     throw: false,

@@ -1,7 +1,7 @@
 // The Bun runtime for the shared command line: with src/main.ts and src/deno.ts the only files
 // that touch a runtime's own APIs.
 import scalarPath from "../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
-import type { Runtime } from "./server.ts";
+import type { Runtime } from "./server/server.ts";
 
 /** Bun.serve, Bun's signals and the Scalar script embedded by `with { type: "file" }`. */
 export const bunRuntime: Runtime = {

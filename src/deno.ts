@@ -1,8 +1,8 @@
 // Deno entry point: with src/main.ts and src/bun.ts (Bun) the only files that touch a runtime's own APIs.
 // Run it with `deno task start`; deno.json holds its permission flags (README "Run with Deno" says why).
 import { runMain } from "./cli/run.ts";
-import { SLOW_BODY } from "./http/body.ts";
-import type { Listening, Runtime } from "./server.ts";
+import { SLOW_BODY } from "./core/http/body.ts";
+import type { Listening, Runtime } from "./server/server.ts";
 
 /** The Scalar UI script, read from the installed package (deno.json grants read access to this one file). */
 const scalarUrl = new URL("../node_modules/@scalar/api-reference/dist/browser/standalone.js", import.meta.url);

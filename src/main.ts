@@ -20,7 +20,7 @@ const [{ runMain }, { bunRuntime }] = await Promise.all([import("./cli/run.ts"),
  * downloaded binary cannot rely on its caller's environment, so the two are set here unless the
  * caller did set glibc's own variables (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_: read here,
  * before the config, because they are the allocator's, not imgpress settings). Returns
- * malloc_trim, which releaseFreedMemory calls once conversions pause (src/convert/idle.ts), so that
+ * malloc_trim, which releaseFreedMemory calls once conversions pause (src/conversion/idle.ts), so that
  * what the arenas keep for the next images is handed back when there are none. Not glibc (e.g.
  * musl): nothing to tune.
  */

@@ -1,7 +1,7 @@
 /** The command-line splitter (src/cli/args.ts): the command lines imgpress has always accepted, read by `node:util` parseArgs. */
 import { describe, expect, test } from "bun:test";
 import { checkUsage, parseArgs, UsageError } from "../src/cli/args.ts";
-import { flagName, settings } from "../src/config.ts";
+import { flagName, settings } from "../src/core/config.ts";
 
 describe("parseArgs", () => {
   const cases: { argv: string[]; words: string[]; flags: Record<string, string> }[] = [

@@ -5,17 +5,17 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
 import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
-import { readableByOthers } from "../src/files.ts";
-import { secretFlags } from "../src/settings-view.ts";
+import { readableByOthers } from "../src/core/files.ts";
+import { secretFlags } from "../src/staff/settings-view.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
-import { boot } from "../src/boot.ts";
+import { boot } from "../src/server/boot.ts";
 import { migrateReport } from "../src/cli/index.ts";
-import { settings } from "../src/config.ts";
-import { sqliteMigrations } from "../src/db/migrations.gen.ts";
-import type { IssuedKey } from "../src/keys/service.ts";
+import { settings } from "../src/core/config.ts";
+import { sqliteMigrations } from "../src/data/db/migrations.gen.ts";
+import type { IssuedKey } from "../src/data/keys/service.ts";
 import { e2eRuntime, runCli, startServer, type CliResult } from "./support/server.ts";
 
 let dir: string;

@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { availableParallelism, hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ConfigError, flagName, ineffectiveSettings, loadConfig, settings, unknownSettings } from "../src/config.ts";
-import { loadMasterKey } from "../src/masterkey.ts";
+import { ConfigError, flagName, ineffectiveSettings, loadConfig, settings, unknownSettings } from "../src/core/config.ts";
+import { loadMasterKey } from "../src/server/masterkey.ts";
 
 /** The ConfigError `fn` throws (fails the test when it throws nothing or something else). */
 function configError(fn: () => unknown): ConfigError {

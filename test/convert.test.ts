@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { HOLD_ABOVE_BYTES } from "../src/convert/index.ts";
-import { requesterOf } from "../src/convert/service.ts";
+import { HOLD_ABOVE_BYTES } from "../src/api/convert/index.ts";
+import { requesterOf } from "../src/conversion/service.ts";
 import { until } from "./support/ops.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";

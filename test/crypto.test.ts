@@ -1,6 +1,6 @@
 /** The crypto helpers on node:crypto give the documented digests, and secrets sealed in WebCrypto's layout still open. */
 import { expect, test } from "bun:test";
-import { hmacSha256Hex, SecretBox, sha256Hex } from "../src/crypto.ts";
+import { hmacSha256Hex, SecretBox, sha256Hex } from "../src/core/crypto.ts";
 
 test("SHA-256 and HMAC-SHA256 match published vectors (FIPS 180-2, RFC 4231 case 2)", async () => {
   expect(await sha256Hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

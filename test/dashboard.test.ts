@@ -4,18 +4,18 @@
  */
 import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
-import { loadConfig } from "../src/config.ts";
-import { assetAt, assetUrl } from "../src/dashboard/assets.ts";
-import { niceTicks, splitChart, timeChart, wholePercents } from "../src/dashboard/chart.ts";
-import { embeddedAssetsSource } from "../src/dashboard/embed.ts";
-import { bytes, count, duration, ms, percent, ratio, utcText } from "../src/dashboard/format.ts";
-import { activityPage } from "../src/dashboard/pages/activity.ts";
-import { keyPage, keysPage } from "../src/dashboard/pages/keys.ts";
-import { overviewPage } from "../src/dashboard/pages/overview.ts";
-import { settingsPage } from "../src/dashboard/pages/settings.ts";
-import { describeSettings } from "../src/settings-view.ts";
-import { redactUrl } from "../src/redact.ts";
-import type { KeyListRow, Overview, Series } from "../src/usage/model.ts";
+import { loadConfig } from "../src/core/config.ts";
+import { assetAt, assetUrl } from "../src/staff/dashboard/assets.ts";
+import { niceTicks, splitChart, timeChart, wholePercents } from "../src/staff/dashboard/chart.ts";
+import { embeddedAssetsSource } from "../src/staff/dashboard/embed.ts";
+import { bytes, count, duration, ms, percent, ratio, utcText } from "../src/staff/dashboard/format.ts";
+import { activityPage } from "../src/staff/dashboard/pages/activity.ts";
+import { keyPage, keysPage } from "../src/staff/dashboard/pages/keys.ts";
+import { overviewPage } from "../src/staff/dashboard/pages/overview.ts";
+import { settingsPage } from "../src/staff/dashboard/pages/settings.ts";
+import { describeSettings } from "../src/staff/settings-view.ts";
+import { redactUrl } from "../src/core/redact.ts";
+import type { KeyListRow, Overview, Series } from "../src/data/usage/model.ts";
 
 const HOUR = 3_600_000;
 const T = Date.UTC(2030, 0, 1);
@@ -280,9 +280,9 @@ describe("settings show no secret", () => {
 });
 
 describe("embedded assets", () => {
-  test("src/dashboard/assets.gen.ts matches src/dashboard/assets/ (run `npm run assets:generate`)", async () => {
-    const fresh = await embeddedAssetsSource(new URL("../src/dashboard/assets/", import.meta.url));
-    expect(await readFile(new URL("../src/dashboard/assets.gen.ts", import.meta.url), "utf8")).toBe(fresh);
+  test("src/staff/dashboard/assets.gen.ts matches src/staff/dashboard/assets/ (run `npm run assets:generate`)", async () => {
+    const fresh = await embeddedAssetsSource(new URL("../src/staff/dashboard/assets/", import.meta.url));
+    expect(await readFile(new URL("../src/staff/dashboard/assets.gen.ts", import.meta.url), "utf8")).toBe(fresh);
   });
 
   test("names carry a content hash and resolve back to their asset", () => {

@@ -1,5 +1,5 @@
 /**
- * The database commits with synchronous = NORMAL on every pooled connection (src/db/index.ts): the
+ * The database commits with synchronous = NORMAL on every pooled connection (src/data/db/index.ts): the
  * setting is per connection and the client opens connections lazily, so a connection opened later
  * would silently be back at FULL (an fsync per signed request). Statements issued at once spread
  * over the pool's connections, so each of them reports its own level here.
@@ -8,7 +8,7 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSqliteStore as openStore, type SqliteStore as Store } from "../src/db/sqlite.ts";
+import { openSqliteStore as openStore, type SqliteStore as Store } from "../src/data/db/sqlite.ts";
 
 let dir: string;
 let store: Store | undefined;

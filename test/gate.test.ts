@@ -5,9 +5,9 @@
  * use a short real timer.
  */
 import { describe, expect, test } from "bun:test";
-import { AppError } from "../src/errors.ts";
-import { ConversionGate, type GateOptions, type JobWeight } from "../src/convert/gate.ts";
-import { ConvertService } from "../src/convert/service.ts";
+import { AppError } from "../src/core/errors.ts";
+import { ConversionGate, type GateOptions, type JobWeight } from "../src/conversion/gate.ts";
+import { ConvertService } from "../src/conversion/service.ts";
 import * as img from "./support/images.ts";
 
 /** A job the test finishes by hand, recording when it started. */

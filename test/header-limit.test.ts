@@ -4,8 +4,8 @@
  * error, which is what Deno clients get.
  */
 import { expect, test } from "bun:test";
-import { createFetchHandler, MAX_HEADER_BYTES } from "../src/http/serve.ts";
-import { createLogger } from "../src/log.ts";
+import { createFetchHandler, MAX_HEADER_BYTES } from "../src/core/http/serve.ts";
+import { createLogger } from "../src/core/log.ts";
 
 const handler = createFetchHandler(async () => new Response("app"), createLogger("error", () => {}), { hsts: false });
 

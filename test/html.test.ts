@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { escapeHtml, html } from "../src/html/index.ts";
+import { escapeHtml, html } from "../src/core/html.ts";
 
 describe("html templates escape by default", () => {
   test.each([

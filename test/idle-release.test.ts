@@ -4,9 +4,9 @@
  * moves itself, so nothing depends on the machine's speed.
  */
 import { describe, expect, test } from "bun:test";
-import { ConversionGate } from "../src/convert/gate.ts";
-import { releaseWhenIdle, type Timers } from "../src/convert/idle.ts";
-import type { ConversionEvent } from "../src/convert/service.ts";
+import { ConversionGate } from "../src/conversion/gate.ts";
+import { releaseWhenIdle, type Timers } from "../src/conversion/idle.ts";
+import type { ConversionEvent } from "../src/conversion/service.ts";
 
 const DELAY_MS = 2000;
 const event = {} as ConversionEvent;

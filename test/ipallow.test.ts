@@ -1,7 +1,7 @@
 /** The /internal/ allowlist matcher and path reading, table-driven (the HTTP side is in test/staff.test.ts). */
 import { describe, expect, test } from "bun:test";
-import { isInternalPath } from "../src/http/guards.ts";
-import { IpAllowlist, parseAllowEntry, rateLimitSubject } from "../src/http/ipallow.ts";
+import { isInternalPath } from "../src/core/http/guards.ts";
+import { IpAllowlist, parseAllowEntry, rateLimitSubject } from "../src/core/ipallow.ts";
 
 describe("IpAllowlist", () => {
   const list = new IpAllowlist(["127.0.0.1", "::1", "192.168.1.0/24", "fd00::/8", "::ffff:10.0.0.0/104", "2001:db8::/126"]);

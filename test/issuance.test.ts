@@ -9,7 +9,7 @@ import { eq } from "drizzle-orm";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { otpCodes } from "../src/db/schema.ts";
+import { otpCodes } from "../src/data/db/schema.ts";
 import { createHarness, expectError, wrongCode, type Harness, type TestResponse } from "./support/harness.ts";
 import { closedPort } from "./support/ports.ts";
 import { extractOtp } from "./support/smtp.ts";

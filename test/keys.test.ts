@@ -4,8 +4,8 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq, sql } from "drizzle-orm";
-import { apiKeys } from "../src/db/schema.ts";
-import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyService } from "../src/keys/service.ts";
+import { apiKeys } from "../src/data/db/schema.ts";
+import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyService } from "../src/data/keys/service.ts";
 import { createHarness, T0, type Harness } from "./support/harness.ts";
 
 let h: Harness;

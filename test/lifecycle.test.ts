@@ -1,7 +1,7 @@
-/** The stopping state shared by the server, readiness and buffered state (src/lifecycle.ts). */
+/** The stopping state shared by the server, readiness and buffered state (src/server/lifecycle.ts). */
 import { expect, test } from "bun:test";
-import { Lifecycle } from "../src/lifecycle.ts";
-import { createLogger } from "../src/log.ts";
+import { Lifecycle } from "../src/server/lifecycle.ts";
+import { createLogger } from "../src/core/log.ts";
 
 test("beginDrain flips `draining` for good", () => {
   const life = new Lifecycle();

@@ -7,9 +7,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createServer, type Server, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
-import { clearTextMailWarning, requiresStartTls, smtpMailer } from "../src/mail/mailer.ts";
-import { otpCodes } from "../src/db/schema.ts";
-import { scrub } from "../src/redact.ts";
+import { clearTextMailWarning, requiresStartTls, smtpMailer } from "../src/core/mail/mailer.ts";
+import { otpCodes } from "../src/data/db/schema.ts";
+import { scrub } from "../src/core/redact.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";

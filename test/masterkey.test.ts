@@ -8,10 +8,10 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createClient } from "@libsql/client";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boot } from "../src/boot.ts";
-import { ConfigError } from "../src/config.ts";
-import { sqliteMigrations } from "../src/db/migrations.gen.ts";
-import { databaseFacts } from "../src/db/schema.ts";
+import { boot } from "../src/server/boot.ts";
+import { ConfigError } from "../src/core/config.ts";
+import { sqliteMigrations } from "../src/data/db/migrations.gen.ts";
+import { databaseFacts } from "../src/data/db/schema.ts";
 import { runCli } from "./support/server.ts";
 
 const KEY_A = "a1".repeat(32);

@@ -1,5 +1,5 @@
 /**
- * Database migrations: the embedded copy (src/db/migrations.gen.ts) matches drizzle/, migrating is
+ * Database migrations: the embedded copy (src/data/db/migrations.gen.ts) matches drizzle/, migrating is
  * idempotent and atomic, and the bookkeeping in `__drizzle_migrations` is the one drizzle's own
  * migrator reads, so either tool can take over a database.
  */
@@ -10,10 +10,10 @@ import { migrate as drizzleMigrate } from "drizzle-orm/libsql/migrator";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { embeddedMigrationsSource } from "../src/db/embed.ts";
-import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
-import { migrateSqlite as migrate, type Migration } from "../src/db/migrate.ts";
-import { sqliteMigrations as migrations } from "../src/db/migrations.gen.ts";
+import { embeddedMigrationsSource } from "../src/data/db/embed.ts";
+import { openSqliteStore as openStore } from "../src/data/db/sqlite.ts";
+import { migrateSqlite as migrate, type Migration } from "../src/data/db/migrate.ts";
+import { sqliteMigrations as migrations } from "../src/data/db/migrations.gen.ts";
 import { runCli } from "./support/server.ts";
 
 const DRIZZLE_ROOT = new URL("../drizzle/", import.meta.url);
@@ -44,9 +44,9 @@ async function bookkeeping(c: Client = client): Promise<{ hash: string; created_
 const sha256 = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex");
 
 describe("embedded migrations", () => {
-  test("src/db/migrations.gen.ts is in sync with drizzle/ (run `bun run db:generate` if not)", async () => {
+  test("src/data/db/migrations.gen.ts is in sync with drizzle/ (run `bun run db:generate` if not)", async () => {
     const expected = await embeddedMigrationsSource(DRIZZLE_ROOT);
-    const actual = await readFile(new URL("../src/db/migrations.gen.ts", import.meta.url), "utf8");
+    const actual = await readFile(new URL("../src/data/db/migrations.gen.ts", import.meta.url), "utf8");
     expect(actual).toBe(expected);
   });
 

@@ -4,8 +4,8 @@
  * and the parts must be views into the body (a 20 MB upload is never copied).
  */
 import { describe, expect, test } from "bun:test";
-import { AppError } from "../src/errors.ts";
-import { parseMultipart, type FormPart } from "../src/convert/multipart.ts";
+import { AppError } from "../src/core/errors.ts";
+import { parseMultipart, type FormPart } from "../src/api/convert/multipart.ts";
 import { formBody, type FieldValue } from "./support/convert-helpers.ts";
 
 const enc = new TextEncoder();

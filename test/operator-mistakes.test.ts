@@ -13,8 +13,8 @@ import { spawnSync } from "node:child_process";
 import { appendFile, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileUrl, localPath } from "../src/db/location.ts";
-import { claimPidFile, serverInUse } from "../src/pidfile.ts";
+import { fileUrl, localPath } from "../src/data/db/location.ts";
+import { claimPidFile, serverInUse } from "../src/server/pidfile.ts";
 import { canMount, mountTmpfs } from "./support/mounts.ts";
 import { runCli, startServer } from "./support/server.ts";
 

@@ -4,9 +4,9 @@
  */
 import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { AppError } from "../src/errors.ts";
-import { convertImage, type ConvertLimits, type ConvertOptions } from "../src/convert/pipeline/index.ts";
-import { conversionMemoryBytes, inputCost } from "../src/convert/pipeline/memory.ts";
+import { AppError } from "../src/core/errors.ts";
+import { convertImage, type ConvertLimits, type ConvertOptions } from "../src/conversion/pipeline/index.ts";
+import { conversionMemoryBytes, inputCost } from "../src/conversion/pipeline/memory.ts";
 import * as img from "./support/images.ts";
 import { expectImage, firstDifference, meanAbsDiff, outputFormat, rgba } from "./support/convert-helpers.ts";
 
@@ -321,7 +321,7 @@ describe("hostile input", () => {
 
   test("a conversion whose memory estimate exceeds the budget is refused from the header; a smaller output or lossy WebP fits", async () => {
     const input = await img.photo(1000, 1000);
-    // 1 MP: lossy AVIF ≈ 33 MB, lossy WebP ≈ 21 MB, AVIF at 500 px ≈ 10.5 MB (src/convert/pipeline/memory.ts); the budget is 24 MiB.
+    // 1 MP: lossy AVIF ≈ 33 MB, lossy WebP ≈ 21 MB, AVIF at 500 px ≈ 10.5 MB (src/conversion/pipeline/memory.ts); the budget is 24 MiB.
     const limits = { ...LIMITS, memoryBudgetBytes: 24 * 2 ** 20 };
     const err = await rejection(convert(input, { format: "avif" }, limits));
     expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });

@@ -1,16 +1,16 @@
 /**
- * The quality guard (src/convert/pipeline/guard.ts) on small crafted images: the output reaches
+ * The quality guard (src/conversion/pipeline/guard.ts) on small crafted images: the output reaches
  * WebP q80's SSIM and is the smallest candidate that does; an injected slow encoder and clock
  * show the time bound; bad inputs keep their codes; lossless is untouched; the headers reach the
  * client through the real app.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { sharpDecoder, sharpEncoder, type EncodeSettings } from "../src/convert/pipeline/encode.ts";
-import { guardedEncode, realGuardDeps, type GuardDeps } from "../src/convert/pipeline/guard.ts";
-import { convertImage } from "../src/convert/pipeline/index.ts";
-import { flatShare, hasFewColours, type RawImage } from "../src/convert/pipeline/sample.ts";
-import { lumaOnWhite, meanSsim } from "../src/convert/pipeline/ssim.ts";
+import { sharpDecoder, sharpEncoder, type EncodeSettings } from "../src/conversion/pipeline/encode.ts";
+import { guardedEncode, realGuardDeps, type GuardDeps } from "../src/conversion/pipeline/guard.ts";
+import { convertImage } from "../src/conversion/pipeline/index.ts";
+import { flatShare, hasFewColours, type RawImage } from "../src/conversion/pipeline/sample.ts";
+import { lumaOnWhite, meanSsim } from "../src/conversion/pipeline/ssim.ts";
 import { createHarness, expectError, type Harness } from "./support/harness.ts";
 import { convertForm, postBearer, rgba, type Keys } from "./support/convert-helpers.ts";
 import * as img from "./support/images.ts";

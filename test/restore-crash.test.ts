@@ -10,8 +10,8 @@ import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stageSnapshot } from "../src/db/backup.ts";
-import { finishInterruptedRestore, restorePlanPath, undoRestore, writeRestorePlan, type RestorePlan } from "../src/db/restore-plan.ts";
+import { stageSnapshot } from "../src/data/db/backup.ts";
+import { finishInterruptedRestore, restorePlanPath, undoRestore, writeRestorePlan, type RestorePlan } from "../src/data/db/restore-plan.ts";
 import { runCli, startServer } from "./support/server.ts";
 
 let tmp: string;

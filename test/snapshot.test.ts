@@ -1,11 +1,11 @@
-/** The snapshot writer behind `imgpress backup` (src/db/backup.ts), on a database with some bulk. */
+/** The snapshot writer behind `imgpress backup` (src/data/db/backup.ts), on a database with some bulk. */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describeKeyPairs, stageSnapshot, writeSnapshot } from "../src/db/backup.ts";
-import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
+import { describeKeyPairs, stageSnapshot, writeSnapshot } from "../src/data/db/backup.ts";
+import { openSqliteStore as openStore } from "../src/data/db/sqlite.ts";
 
 let dir: string;
 let source: string;

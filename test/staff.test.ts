@@ -6,12 +6,12 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { auditEvents, staffCodes, staffSessions } from "../src/db/schema.ts";
+import { auditEvents, staffCodes, staffSessions } from "../src/data/db/schema.ts";
 import { convertForm, postBearer } from "./support/convert-helpers.ts";
 import { runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "../src/cli/index.ts";
-import { attachMeta } from "../src/http/meta.ts";
-import { describeSettings } from "../src/settings-view.ts";
-import { WRONG_CODE_BUCKETS, WRONG_CODES_PER_ADDRESS } from "../src/otp/service.ts";
+import { attachMeta } from "../src/core/http/meta.ts";
+import { describeSettings } from "../src/staff/settings-view.ts";
+import { WRONG_CODE_BUCKETS, WRONG_CODES_PER_ADDRESS } from "../src/data/otp/service.ts";
 import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "./support/harness.ts";
 import { photo } from "./support/images.ts";
 import { until } from "./support/ops.ts";

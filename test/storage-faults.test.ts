@@ -1,5 +1,5 @@
 /**
- * Storage faults mapped in one place (src/db/faults.ts via the error handler): a database that
+ * Storage faults mapped in one place (src/data/db/faults.ts via the error handler): a database that
  * refuses writes (SQLITE_READONLY, here through `PRAGMA query_only`) or stays locked past
  * busy_timeout (SQLITE_BUSY) answers 503 STORAGE_UNAVAILABLE with Retry-After, changes nothing,
  * lets bearer conversions go on, and recovers by itself. The full-disk case runs for real on a
@@ -7,9 +7,9 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
-import { storageFaultCode } from "../src/db/faults.ts";
-import { createLogger } from "../src/log.ts";
-import { otpCodes } from "../src/db/schema.ts";
+import { storageFaultCode } from "../src/data/db/faults.ts";
+import { createLogger } from "../src/core/log.ts";
+import { otpCodes } from "../src/data/db/schema.ts";
 import { convertForm, postBearer, postSigned } from "./support/convert-helpers.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";

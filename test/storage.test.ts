@@ -7,11 +7,11 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { copyFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createServices } from "../src/app.ts";
-import { ConfigError } from "../src/config.ts";
-import { deriveKey, SecretBox } from "../src/crypto.ts";
-import { openSqliteStore as openStore } from "../src/db/sqlite.ts";
-import { KeyService } from "../src/keys/service.ts";
-import { createLogger } from "../src/log.ts";
+import { ConfigError } from "../src/core/config.ts";
+import { deriveKey, SecretBox } from "../src/core/crypto.ts";
+import { openSqliteStore as openStore } from "../src/data/db/sqlite.ts";
+import { KeyService } from "../src/data/keys/service.ts";
+import { createLogger } from "../src/core/log.ts";
 import { createHarness, TEST_MASTER_KEY, type Harness } from "./support/harness.ts";
 
 let h: Harness;

@@ -10,10 +10,10 @@ import { getTableColumns, getTableName, is, sql, Table } from "drizzle-orm";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError } from "../src/config.ts";
-import { openStore } from "../src/db/index.ts";
-import * as sqliteSchema from "../src/db/schema.ts";
-import * as pgSchema from "../src/db/schema-pg.ts";
+import { ConfigError } from "../src/core/config.ts";
+import { openStore } from "../src/data/db/index.ts";
+import * as sqliteSchema from "../src/data/db/schema.ts";
+import * as pgSchema from "../src/data/db/schema-pg.ts";
 import { convertForm, postBearer, postSigned, type Keys } from "./support/convert-helpers.ts";
 import { createHarness, expectError, wrongCode, type Harness } from "./support/harness.ts";
 import * as img from "./support/images.ts";
@@ -247,7 +247,7 @@ describe("PostgreSQL migrations", () => {
     const stores = await Promise.all(Array.from({ length: 8 }, () => openStore(url, { poolSize: 2 })));
     try {
       const applied = await psql(url, "SELECT count(*) FROM __drizzle_migrations");
-      const { postgresMigrations } = await import("../src/db/migrations.gen.ts");
+      const { postgresMigrations } = await import("../src/data/db/migrations.gen.ts");
       expect(Number(applied)).toBe(postgresMigrations.length);
       // One store did the work and says so (the server logs it); the seven that waited applied nothing.
       const reports = stores.map((s) => s.migrationsApplied.length).sort((a, b) => b - a);
@@ -262,7 +262,7 @@ describe("PostgreSQL migrations", () => {
   test("a database a newer version migrated is refused and left as it was (an older instance started in a rolling upgrade)", async () => {
     const url = await createDatabase("newer");
     await (await openStore(url, { poolSize: 1 })).close();
-    const { postgresMigrations } = await import("../src/db/migrations.gen.ts");
+    const { postgresMigrations } = await import("../src/data/db/migrations.gen.ts");
     const future = postgresMigrations.at(-1)!.when + 1;
     await psql(url, `INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-version', ${future})`);
     await expect(openStore(url, { poolSize: 1 })).rejects.toThrow(`this database was migrated by a newer imgpress (its newest migration is from ${new Date(future).toISOString()}`);

@@ -1,14 +1,14 @@
 /**
- * What the server says of the certificate it serves (src/tls/watch.ts): validity warnings at a given
+ * What the server says of the certificate it serves (src/server/tls/watch.ts): validity warnings at a given
  * time, a renewed IMGPRESS_TLS_CERT waiting for a restart, and the watcher's once-a-day repetition,
  * on real certificates parsed by node:crypto.
  */
 import { describe, expect, test } from "bun:test";
-import { certificateFacts, certificateFingerprint, type ServedTls } from "../src/tls/index.ts";
-import { selfSignedCertificate } from "../src/tls/selfsigned.ts";
-import { TlsStatus } from "../src/tls/status.ts";
+import { certificateFacts, certificateFingerprint, type ServedTls } from "../src/server/tls/index.ts";
+import { selfSignedCertificate } from "../src/server/tls/selfsigned.ts";
+import { TlsStatus } from "../src/server/tls/status.ts";
 import { X509Certificate } from "node:crypto";
-import { certificateWarnings, certificateCheck, servedWarnings, validityWarnings, watchCertificate } from "../src/tls/watch.ts";
+import { certificateWarnings, certificateCheck, servedWarnings, validityWarnings, watchCertificate } from "../src/server/tls/watch.ts";
 import { certificateChain, type CertificateChain } from "./support/ca.ts";
 
 const NOW = new Date("2026-03-01T12:00:00Z");

@@ -1,6 +1,6 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 /**
- * The self-signed certificate writer (src/tls/der.ts, selfsigned.ts) read back by a real X.509 parser:
+ * The self-signed certificate writer (src/server/tls/der.ts, selfsigned.ts) read back by a real X.509 parser:
  * `node:crypto` X509Certificate under Bun (the file the server writes) and under Deno (a script
  * that writes and parses one there).
  */
@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../src/config.ts";
-import { certificateFacts, loadTls } from "../src/tls/index.ts";
-import { canonicalName, coversName, isWildcard } from "../src/tls/names.ts";
-import { validityWarnings } from "../src/tls/watch.ts";
-import { selfSignedCertificate } from "../src/tls/selfsigned.ts";
+import { loadConfig } from "../src/core/config.ts";
+import { certificateFacts, loadTls } from "../src/server/tls/index.ts";
+import { canonicalName, coversName, isWildcard } from "../src/server/tls/names.ts";
+import { validityWarnings } from "../src/server/tls/watch.ts";
+import { selfSignedCertificate } from "../src/server/tls/selfsigned.ts";
 import { denoExecutable, ROOT } from "./support/server.ts";
 import { summarize, type CertificateSummary } from "./support/x509.ts";
 
@@ -254,7 +254,7 @@ describe("the certificate the server writes into the data folder, and TLS files 
   });
 });
 
-describe("names as clients compare them (src/tls/names.ts)", () => {
+describe("names as clients compare them (src/server/tls/names.ts)", () => {
   test("canonicalName: case, trailing dot, IPv6 short form without its zone, IDN in its xn-- form", () => {
     expect(["NAS.Local.", "FE80:0::1%eth0", "0:0:0:0:0:0:0:1", "Bücher.local", "*.Bücher.lan", "192.168.1.10"].map(canonicalName)).toEqual([
       "nas.local",

@@ -6,12 +6,12 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServices } from "../../src/app.ts";
-import { loadConfig, type Config } from "../../src/config.ts";
-import { sha256Hex } from "../../src/crypto.ts";
-import type { Store } from "../../src/db/index.ts";
-import { openSqliteStore as openStore } from "../../src/db/sqlite.ts";
-import { createLogger } from "../../src/log.ts";
-import { logMailer } from "../../src/mail/mailer.ts";
+import { loadConfig, type Config } from "../../src/core/config.ts";
+import { sha256Hex } from "../../src/core/crypto.ts";
+import type { Store } from "../../src/data/db/index.ts";
+import { openSqliteStore as openStore } from "../../src/data/db/sqlite.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { logMailer } from "../../src/core/mail/mailer.ts";
 import { signedConvert } from "./service.ts";
 import { median } from "./util.ts";
 
@@ -23,7 +23,7 @@ export interface AuthCost {
   totalMs: number;
   headersMs: number;
   verifyBodyMs: number;
-  /** Median ms of the SHA-256 of the body alone (src/crypto.ts sha256Hex). */
+  /** Median ms of the SHA-256 of the body alone (src/core/crypto.ts sha256Hex). */
   sha256Ms: number;
 }
 

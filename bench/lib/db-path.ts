@@ -2,7 +2,7 @@
 // (RequestAuthenticator, KeyService) over each store: statements per request and time per request.
 // Bearer: the key lookup. Signed: the key lookup, the HMACs and the replay INSERT. Usage is only
 // recorded in memory on the request path (written every IMGPRESS_USAGE_FLUSH_S), as in the server.
-import type { SqliteStore } from "../../src/db/sqlite.ts";
+import type { SqliteStore } from "../../src/data/db/sqlite.ts";
 import { authHeaders, multipart, type Keys } from "../../test/support/imgpress.ts";
 import type { servicesOn } from "./auth-cost.ts";
 import { totalCalls, type StatementCount } from "./pg-cluster.ts";

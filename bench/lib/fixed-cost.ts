@@ -7,10 +7,10 @@
 import { readFileSync, rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import sharp from "sharp";
-import { readUpload } from "../../src/convert/form.ts";
-import { parseMultipart } from "../../src/convert/multipart.ts";
-import { convertImage } from "../../src/convert/pipeline/index.ts";
-import { presets } from "../../src/convert/pipeline/presets.ts";
+import { readUpload } from "../../src/api/convert/form.ts";
+import { parseMultipart } from "../../src/api/convert/multipart.ts";
+import { convertImage } from "../../src/conversion/pipeline/index.ts";
+import { presets } from "../../src/conversion/pipeline/presets.ts";
 import { authHeaders, multipart } from "../../test/support/imgpress.ts";
 import { openServices } from "./auth-cost.ts";
 import { fmt, median, table } from "./util.ts";

@@ -1,9 +1,9 @@
 // The service's conversion called directly: the in-process reference every ratio is measured against.
 import sharp from "sharp";
-import { loadConfig } from "../../src/config.ts";
-import type { GuardMode } from "../../src/convert/pipeline/guard.ts";
-import { convertImage } from "../../src/convert/pipeline/index.ts";
-import { presets } from "../../src/convert/pipeline/presets.ts";
+import { loadConfig } from "../../src/core/config.ts";
+import type { GuardMode } from "../../src/conversion/pipeline/guard.ts";
+import { convertImage } from "../../src/conversion/pipeline/index.ts";
+import { presets } from "../../src/conversion/pipeline/presets.ts";
 
 /** An output format of the service. */
 export type Format = "webp" | "avif";

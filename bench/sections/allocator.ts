@@ -2,7 +2,7 @@
 import { join } from "node:path";
 import { CLIENTS, MiB, filename, idleRss } from "../lib/context.ts";
 
-/** RSS "after the run" is read this long after the load: past src/convert/idle.ts's 2 s, when the server has trimmed, as in the throughput section. */
+/** RSS "after the run" is read this long after the load: past src/conversion/idle.ts's 2 s, when the server has trimmed, as in the throughput section. */
 const AFTER_LOAD_SETTLE_MS = 5000;
 import type { Section } from "../lib/figures.ts";
 import { send, signedConvert, startService, type ServiceOptions } from "../lib/service.ts";

@@ -57,7 +57,7 @@ function candidates(): { dir: string; explicit: boolean; inData?: boolean }[] {
     const home = env.HOME || safeHomedir();
     if (home) list.push(join(home, ".cache", "imgpress"));
   }
-  // The data folder as the command line or the settings name it (--data-dir wins, as in src/config.ts).
+  // The data folder as the command line or the settings name it (--data-dir wins, as in src/core/config.ts).
   const dataDir = dataDirFlag() ?? env.IMGPRESS_DATA_DIR?.trim();
   return [...list.map((dir) => ({ dir, explicit: false })), { dir: join(resolve(dataDir || "./imgpress-data"), "cache"), explicit: false, inData: true }];
 }

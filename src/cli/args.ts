@@ -1,5 +1,5 @@
 import { parseArgs as parseNodeArgs, type ParseArgsConfig } from "node:util";
-import { ConfigSchema, flagName, settings } from "../config.ts";
+import { ConfigSchema, flagName, settings } from "../core/config.ts";
 
 /** A parsed command line: the words before flags and `--name value` / `--name=value` / `--switch` flags. */
 export interface ParsedArgs {

@@ -2,11 +2,11 @@ import { request as httpRequest } from "node:http";
 import { readFile } from "node:fs/promises";
 import { request as httpsRequest } from "node:https";
 import { rootCertificates } from "node:tls";
-import { loadConfig } from "../config.ts";
-import { isLoopbackHost } from "../http/ipallow.ts";
-import { redactUrl } from "../redact.ts";
-import { servedCertificatePath, urlHost } from "../tls/index.ts";
-import { isWildcard } from "../tls/names.ts";
+import { loadConfig } from "../core/config.ts";
+import { isLoopbackHost } from "../core/ipallow.ts";
+import { redactUrl } from "../core/redact.ts";
+import { servedCertificatePath, urlHost } from "../server/tls/index.ts";
+import { isWildcard } from "../server/tls/names.ts";
 import { UsageError } from "./args.ts";
 
 /**

@@ -1,11 +1,11 @@
-import { flagName, settings, type Config } from "../config.ts";
+import { flagName, settings, type Config } from "../core/config.ts";
 import type { Services } from "../app.ts";
-import { AUDIT_TYPES, parseDuration } from "../audit/service.ts";
-import { AppError } from "../errors.ts";
-import { describeSettings } from "../settings-view.ts";
-import { emailForLookup, normalizeEmail } from "../email.ts";
-import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyRow } from "../keys/service.ts";
-import { version } from "../version.ts";
+import { AUDIT_TYPES, parseDuration } from "../data/audit/service.ts";
+import { AppError } from "../core/errors.ts";
+import { describeSettings } from "../staff/settings-view.ts";
+import { emailForLookup, normalizeEmail } from "../core/email.ts";
+import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyRow } from "../data/keys/service.ts";
+import { version } from "../core/version.ts";
 import { UsageError } from "./args.ts";
 
 /** The text of `imgpress --help`, generated from the settings table so it cannot drift. */

@@ -1,9 +1,9 @@
-import { parseDatabaseUrl } from "../config.ts";
-import { copyDatabase, CopyRefused, type TableCount } from "../db/copy.ts";
-import { driverMessage } from "../db/faults.ts";
-import type { DatabaseOptions } from "../db/index.ts";
-import { shown } from "../db/location.ts";
-import { scrub } from "../redact.ts";
+import { parseDatabaseUrl } from "../core/config.ts";
+import { copyDatabase, CopyRefused, type TableCount } from "../data/db/copy.ts";
+import { driverMessage } from "../data/db/faults.ts";
+import type { DatabaseOptions } from "../data/db/index.ts";
+import { shown } from "../data/db/location.ts";
+import { scrub } from "../core/redact.ts";
 import type { Output } from "./backup.ts";
 import { interruptible } from "./interrupt.ts";
 import { table } from "./index.ts";
@@ -13,7 +13,7 @@ const PROGRESS_EVERY = 10_000;
 
 /**
  * `imgpress migrate-data --from URL --to URL`: copies a whole database into an empty one (e.g. the
- * libSQL file into PostgreSQL) with src/db/copy.ts, printing progress per table on stderr, then the
+ * libSQL file into PostgreSQL) with src/data/db/copy.ts, printing progress per table on stderr, then the
  * row counts of both sides and the master-key reminder. No URL is ever printed with its password.
  */
 export async function runMigrateData(words: string[], flags: Record<string, string>, options: DatabaseOptions, io: Output): Promise<number> {

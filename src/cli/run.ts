@@ -1,9 +1,9 @@
-import { boot } from "../boot.ts";
-import { ConfigError, loadConfig } from "../config.ts";
-import { driverMessage, storageFaultAdvice, storageFaultCode } from "../db/faults.ts";
-import { serve, type Runtime } from "../server.ts";
-import { version } from "../version.ts";
-import { secretFlags } from "../settings-view.ts";
+import { boot } from "../server/boot.ts";
+import { ConfigError, loadConfig } from "../core/config.ts";
+import { driverMessage, storageFaultAdvice, storageFaultCode } from "../data/db/faults.ts";
+import { serve, type Runtime } from "../server/server.ts";
+import { version } from "../core/version.ts";
+import { secretFlags } from "../staff/settings-view.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
 import { helpText, migrateReport, readAuditCommand, readKeysCommand, readStaffCommand, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
 

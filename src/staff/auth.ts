@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
-import { timingSafeEqual } from "../crypto.ts";
-import { AppError } from "../errors.ts";
-import { reachesInternal } from "../http/guards.ts";
-import { INTERNAL_PREFIX } from "../http/paths.ts";
+import { timingSafeEqual } from "../core/crypto.ts";
+import { AppError } from "../core/errors.ts";
+import { reachesInternal } from "../core/http/guards.ts";
+import { INTERNAL_PREFIX } from "../core/http/paths.ts";
 import { CSRF_FIELD } from "./model.ts";
 import type { SessionService, StaffSession } from "./sessions.ts";
 

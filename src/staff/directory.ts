@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
-import type { AuditLog } from "../audit/service.ts";
-import type { Database, Store, Tables } from "../db/index.ts";
-import { AppError } from "../errors.ts";
-import { normalizeEmail } from "../email.ts";
+import type { AuditLog } from "../data/audit/service.ts";
+import type { Database, Store, Tables } from "../data/db/index.ts";
+import { AppError } from "../core/errors.ts";
+import { normalizeEmail } from "../core/email.ts";
 
 /** One staff member and where the entry comes from. */
 export interface StaffMember {

@@ -1,11 +1,11 @@
 import { Elysia } from "elysia";
-import { parseFormBody } from "../http/form.ts";
-import { INTERNAL_PREFIX } from "../http/paths.ts";
-import type { Notice } from "../dashboard/layout.ts";
-import type { AppError } from "../errors.ts";
-import { otpLimits, RECENT_CODE } from "../otp/limits.ts";
-import { OTP_MAX_ATTEMPTS } from "../otp/service.ts";
-import type { SafeHtml } from "../html/index.ts";
+import { parseFormBody } from "./form.ts";
+import { INTERNAL_PREFIX } from "../core/http/paths.ts";
+import type { Notice } from "./dashboard/layout.ts";
+import type { AppError } from "../core/errors.ts";
+import { otpLimits, RECENT_CODE } from "../data/otp/limits.ts";
+import { OTP_MAX_ATTEMPTS } from "../data/otp/service.ts";
+import type { SafeHtml } from "../core/html.ts";
 import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
 import { CodeForm, CsrfForm, LoginForm, LoginQuery, SIGN_OUT_ROUTE } from "./model.ts";

@@ -1,7 +1,7 @@
-import { countdownText, doorLayout, type Notice } from "../dashboard/layout.ts";
-import { AppError } from "../errors.ts";
-import { noteErrorCode } from "../http/meta.ts";
-import { html, type SafeHtml } from "../html/index.ts";
+import { countdownText, doorLayout, type Notice } from "./dashboard/layout.ts";
+import { AppError } from "../core/errors.ts";
+import { noteErrorCode } from "../core/http/meta.ts";
+import { html, type SafeHtml } from "../core/html.ts";
 
 /** An HTML document as a response (the /internal/ security headers are added by `internalResponseHeaders`). */
 export function htmlPage(doc: SafeHtml, status = 200, headers: Record<string, string> = {}): Response {

@@ -1,8 +1,8 @@
 import { Buffer } from "node:buffer";
 import { and, desc, eq, getTableColumns, lt, or } from "drizzle-orm";
-import { hmacSha256Hex, randomBytes, sha256Hex, timingSafeEqual, toBase64Url } from "../crypto.ts";
-import type { Database, Store, Tables } from "../db/index.ts";
-import type { staffSessions } from "../db/schema.ts";
+import { hmacSha256Hex, randomBytes, sha256Hex, timingSafeEqual, toBase64Url } from "../core/crypto.ts";
+import type { Database, Store, Tables } from "../data/db/index.ts";
+import type { staffSessions } from "../data/db/schema.ts";
 import type { StaffDirectory } from "./directory.ts";
 
 /** A live session as a route sees it. */

@@ -1,15 +1,15 @@
-import type { AuditLog } from "../audit/service.ts";
-import type { Store } from "../db/index.ts";
-import type { staffCodes } from "../db/schema.ts";
-import { AppError } from "../errors.ts";
-import { rateLimitSubject } from "../http/ipallow.ts";
-import { otpLimits, RECENT_CODE } from "../otp/limits.ts";
-import { normalizeEmail } from "../email.ts";
-import type { Logger } from "../log.ts";
-import type { Mailer } from "../mail/mailer.ts";
-import { otpMail } from "../mail/templates.ts";
-import { OtpEngine } from "../otp/service.ts";
-import type { RateLimiter } from "../ratelimit/service.ts";
+import type { AuditLog } from "../data/audit/service.ts";
+import type { Store } from "../data/db/index.ts";
+import type { staffCodes } from "../data/db/schema.ts";
+import { AppError } from "../core/errors.ts";
+import { rateLimitSubject } from "../core/ipallow.ts";
+import { otpLimits, RECENT_CODE } from "../data/otp/limits.ts";
+import { normalizeEmail } from "../core/email.ts";
+import type { Logger } from "../core/log.ts";
+import type { Mailer } from "../core/mail/mailer.ts";
+import { otpMail } from "../core/mail/templates.ts";
+import { OtpEngine } from "../data/otp/service.ts";
+import type { RateLimiter } from "../data/ratelimit/service.ts";
 import type { StaffDirectory } from "./directory.ts";
 import type { SessionService } from "./sessions.ts";
 

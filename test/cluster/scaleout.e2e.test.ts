@@ -17,10 +17,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildTarget } from "../../scripts/build.ts";
-import { MAX_IMAGE_BYTES } from "../../src/convert/form.ts";
-import { postgresMigrations } from "../../src/db/migrations.gen.ts";
-import { otpLimits } from "../../src/otp/limits.ts";
-import { selfSignedCertificate } from "../../src/tls/selfsigned.ts";
+import { MAX_IMAGE_BYTES } from "../../src/api/convert/form.ts";
+import { postgresMigrations } from "../../src/data/db/migrations.gen.ts";
+import { otpLimits } from "../../src/data/otp/limits.ts";
+import { selfSignedCertificate } from "../../src/server/tls/selfsigned.ts";
 import { wrongCode } from "../support/harness.ts";
 import { photo } from "../support/images.ts";
 import { cleanEnv, Client, multipart, ROOT, runCommand, startService, type Keys, type Launch, type Multipart, type Service } from "../support/imgpress.ts";

@@ -1,6 +1,6 @@
 /**
  * A crash (kill -9) in the middle of a thumbnail workload. The database commits with
- * synchronous = NORMAL (src/db/index.ts: no fsync per commit), which must still lose nothing a
+ * synchronous = NORMAL (src/data/db/index.ts: no fsync per commit), which must still lose nothing a
  * killed process had committed: the issued key keeps working, its consumed code stays consumed,
  * every signature the server accepted stays a replay, and usage counts already flushed stay
  * (only those of the last flush interval, still in memory, may be lost). And the hot path holds

@@ -1,5 +1,5 @@
 /**
- * Freed memory goes back to the system once conversions pause (src/convert/idle.ts): on Bun the
+ * Freed memory goes back to the system once conversions pause (src/conversion/idle.ts): on Bun the
  * server calls glibc's malloc_trim about 2 s after the last conversion and logs it at debug level,
  * once per pause; Deno has no such hook (E2E_RUNTIME=deno: no line).
  */

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { connect } from "node:tls";
-import { postgresMigrations } from "../../src/db/migrations.gen.ts";
+import { postgresMigrations } from "../../src/data/db/migrations.gen.ts";
 import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { expectStorageUnavailable, gateStats, obtainKeys, until } from "../support/ops.ts";

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { connect } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { selfSignedCertificate } from "../../src/tls/selfsigned.ts";
+import { selfSignedCertificate } from "../../src/server/tls/selfsigned.ts";
 import { certificateChain } from "../support/ca.ts";
 import { parseMetrics } from "../support/metrics.ts";
 import { startServer, type RunningServer } from "../support/server.ts";

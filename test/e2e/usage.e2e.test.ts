@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { openSqliteStore as openStore } from "../../src/db/sqlite.ts";
+import { openSqliteStore as openStore } from "../../src/data/db/sqlite.ts";
 import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";

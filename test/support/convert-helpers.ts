@@ -6,7 +6,7 @@ import { expect } from "bun:test";
 import sharp from "sharp";
 import type { Harness } from "./harness.ts";
 import { signedHeaders, type SignInput } from "./sign.ts";
-import { attachMeta } from "../../src/http/meta.ts";
+import { attachMeta } from "../../src/core/http/meta.ts";
 
 /** The conversion route. */
 export const CONVERT_PATH = "/v1/plugin/convert";

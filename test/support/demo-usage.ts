@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
-import type { Database } from "../../src/db/index.ts";
-import { API_KEY_PREFIX } from "../../src/keys/service.ts";
-import { LATENCY_BINS, latencyBin } from "../../src/usage/latency.ts";
+import type { Database } from "../../src/data/db/index.ts";
+import { API_KEY_PREFIX } from "../../src/data/keys/service.ts";
+import { LATENCY_BINS, latencyBin } from "../../src/data/usage/latency.ts";
 
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;

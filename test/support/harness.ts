@@ -17,13 +17,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp, createServices, type App, type Services } from "../../src/app.ts";
-import { loadConfig, type Config } from "../../src/config.ts";
-import { openStore, type Store } from "../../src/db/index.ts";
-import type { SqliteStore } from "../../src/db/sqlite.ts";
-import { attachMeta } from "../../src/http/meta.ts";
-import { createLogger } from "../../src/log.ts";
-import { logMailer, smtpMailer } from "../../src/mail/mailer.ts";
-import { loadMasterKey } from "../../src/masterkey.ts";
+import { loadConfig, type Config } from "../../src/core/config.ts";
+import { openStore, type Store } from "../../src/data/db/index.ts";
+import type { SqliteStore } from "../../src/data/db/sqlite.ts";
+import { attachMeta } from "../../src/core/http/meta.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { logMailer, smtpMailer } from "../../src/core/mail/mailer.ts";
+import { loadMasterKey } from "../../src/server/masterkey.ts";
 import { extractOtp, startSmtpSink, type SinkMessage, type SmtpSink } from "./smtp.ts";
 
 /** 32 fixed bytes as hex: the master key of every harness (tests need no secrecy, only stability). */

@@ -3,7 +3,7 @@
  * real OTP flow, conversion bursts against a running server, and a look into /internal/status.
  */
 import { expect } from "bun:test";
-import { STORAGE_RETRY_AFTER_S } from "../../src/db/faults.ts";
+import { STORAGE_RETRY_AFTER_S } from "../../src/data/db/faults.ts";
 import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "./convert-helpers.ts";
 import type { RunningServer } from "./server.ts";
 import { extractOtp, type SmtpSink } from "./smtp.ts";

@@ -1,6 +1,6 @@
 // A process that claims a pid record at a given instant and holds it (test/operator-mistakes.test.ts
 // starts several at once): prints "OK" or "REFUSED <reason>", then waits, so its record stays live.
-import { claimPidFile } from "../../src/pidfile.ts";
+import { claimPidFile } from "../../src/server/pidfile.ts";
 
 const [database, at] = [process.argv[2]!, Number(process.argv[3])];
 while (Date.now() < at) {

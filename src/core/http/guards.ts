@@ -1,0 +1,74 @@
+import { Elysia } from "elysia";
+import { AppError, notFound } from "../errors.ts";
+import type { IpAllowlist } from "../ipallow.ts";
+import { answerError, fromTrustedProxy, requestMeta } from "./meta.ts";
+import { INTERNAL_PREFIX } from "./paths.ts";
+
+/**
+ * Behind a TLS-terminating proxy (`proxies` given; none outside proxy mode) the server itself
+ * speaks HTTP, so it insists that one of the operator's proxies sent the request and vouches for
+ * HTTPS; anything else is refused with 403 HTTPS_REQUIRED. A client that reaches the port directly
+ * could write any X-Forwarded-For (an allowlisted address for /internal/) and X-Forwarded-Proto.
+ */
+export function httpsGuard(proxies: IpAllowlist | undefined) {
+  return new Elysia({ name: "https-guard" }).onRequest(({ request }) => {
+    if (!proxies) return;
+    if (fromTrustedProxy(request, proxies) && request.headers.get("x-forwarded-proto")?.trim().toLowerCase() === "https") return;
+    return answerError(request, new AppError(403, "HTTPS_REQUIRED", "Use HTTPS: this service does not answer plain HTTP."));
+  });
+}
+
+/**
+ * Hides every `/internal/` route from clients outside the allowlist: they get exactly the answer of
+ * an unknown route, whatever the case, %-encoding, dot segments or doubled slashes of the path.
+ */
+export function internalGuard(allowlist: IpAllowlist, clientIp: (request: Request) => string) {
+  return new Elysia({ name: "internal-guard" }).onRequest(({ request }) => {
+    if (!reachesInternal(request)) return;
+    if (allowlist.has(clientIp(request))) return;
+    return answerError(request, notFound());
+  });
+}
+
+/** isInternalPath of the request's URL, worked out once per request: the allowlist guard and the staff headers both ask. */
+export function reachesInternal(request: Request): boolean {
+  const meta = requestMeta(request);
+  meta.internal ??= isInternalPath(request.url);
+  return meta.internal;
+}
+
+// The prefix's first segment. Paths are matched on its start, not equality, so that any spelling with
+// something after it is guarded rather than trusted to miss the routes.
+const INTERNAL_SEGMENT = INTERNAL_PREFIX.slice(1).toLowerCase();
+
+/**
+ * True when a URL could reach an /internal/ route under any reading of its path: as sent or decoded
+ * (up to three times), case-folded, backslashes as slashes, with empty and dot segments resolved or
+ * left as they are. Both, because the router reads `%2f..` as part of one segment: resolved alone,
+ * `/internal/x%2f..%2f..` would look like `/` to this guard and still reach `/internal/*`.
+ */
+export function isInternalPath(url: string): boolean {
+  // Unreadable: treated as internal, so the allowlist decides (createFetchHandler refuses such URLs first).
+  const parsed = URL.parse(url);
+  if (!parsed) return true;
+  const readings = [parsed.pathname];
+  for (let i = 0; i < 3; i++) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(readings.at(-1)!);
+    } catch {
+      break;
+    }
+    if (decoded === readings.at(-1)) break;
+    readings.push(decoded);
+  }
+  return readings.some((path) => {
+    const segments = path.toLowerCase().replaceAll("\\", "/").split("/").filter((segment) => segment !== "" && segment !== ".");
+    const resolved: string[] = [];
+    for (const segment of segments) {
+      if (segment === "..") resolved.pop();
+      else resolved.push(segment);
+    }
+    return [segments[0], resolved[0]].some((first) => first?.trim().startsWith(INTERNAL_SEGMENT) ?? false);
+  });
+}

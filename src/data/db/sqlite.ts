@@ -1,0 +1,105 @@
+import { createClient, type Client } from "@libsql/client";
+import type { SQL } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/libsql";
+import { mkdir, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { createOwnerOnly } from "../../core/files.ts";
+import { localPath } from "./location.ts";
+import { migrateSqlite } from "./migrate.ts";
+import { sqliteMigrations } from "./migrations.gen.ts";
+import * as schema from "./schema.ts";
+import { changedRows, type Store } from "./store.ts";
+
+/** A libSQL store, with its raw client for what only SQLite has (PRAGMAs, VACUUM INTO; tests). */
+export interface SqliteStore extends Store {
+  readonly dialect: "sqlite";
+  readonly client: Client;
+}
+
+/** Creates the folder of the database file `path` when missing, owner-only (it holds the master key, the database and the TLS key). */
+export async function prepareDatabaseFolder(path: string): Promise<void> {
+  const folder = dirname(path);
+  await mkdir(folder, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "EEXIST") throw new Error(`${folder} (the database's folder) exists but is not a folder`);
+    if (err.code === "ENOTDIR") throw new Error(`${folder} (the database's folder) cannot be created: a part of its path is a file, not a folder`);
+    if (err.code === "EACCES" || err.code === "EPERM" || err.code === "EROFS") {
+      throw new Error(`${folder} (the database's folder) cannot be created (${err.code}): this user may not write where it would go; choose a folder it can write with IMGPRESS_DATA_DIR`);
+    }
+    throw err;
+  });
+}
+
+/** Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL or a remote libSQL server. */
+export async function openSqliteStore(url: string, authToken?: string): Promise<SqliteStore> {
+  const path = localPath(url);
+  if (path) {
+    await prepareDatabaseFolder(path);
+    await createOwnerOnly(path);
+  }
+  // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
+  // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
+  const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
+  if (path) {
+    // WAL lets the CLI read while the server writes; switching waits for a concurrently starting process.
+    await client.execute("PRAGMA journal_mode = WAL");
+  }
+  const migrationsApplied = await migrateSqlite(client, sqliteMigrations);
+  if (path) await syncNormal(client);
+  const db = drizzle(client, { schema });
+  // The file as opened: the same path later naming no file, or another one, means it was removed or replaced under this process.
+  const opened = path ? await stat(path) : undefined;
+  return {
+    dialect: "sqlite",
+    client,
+    db,
+    tables: schema,
+    migrationsApplied,
+    all: <T>(query: SQL) => db.all<T>(query),
+    async batch(build) {
+      const [first, ...rest] = build(db);
+      if (!first) return [];
+      return (await db.batch([first, ...rest])).map(changedRows);
+    },
+    // SQLite has one writer at a time: a single check-and-write statement is already exclusive.
+    runExclusive: async (_name: string, query: SQL) => changedRows(await db.run(query)),
+    // The busy timeout already bounds every statement on a local file.
+    bounded: (work) => work,
+    ping: async () => void (await client.execute("SELECT 1")),
+    async fileLost() {
+      if (!path || !opened) return null;
+      const now = await stat(path).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? null : Promise.reject(err)));
+      if (!now) return `${path} was removed while the server had it open: what is written now is lost at the next start`;
+      return now.ino === opened.ino && now.dev === opened.dev ? null : `${path} was replaced by another file while the server had it open: restart the server to use it`;
+    },
+    reconnect: async () => void (await client.reconnect()),
+    close: async () => client.close(),
+    async shutdown() {
+      try {
+        // TRUNCATE: the main file alone is then complete, and the -wal file is left empty.
+        if (path) await client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
+      } finally {
+        client.close();
+      }
+    },
+  };
+}
+
+/**
+ * Connections in the client's pool. Every statement runs synchronously on the JS thread, so more
+ * connections add no parallelism; they only let a few interactive transactions be open at once.
+ */
+const POOL_SIZE = 4;
+
+/**
+ * `synchronous = NORMAL` on every pooled connection. In WAL mode a commit then writes the WAL but
+ * does not fsync it (the WAL is synced at each checkpoint): the replay record of every signed
+ * request stops costing an fsync (0.3 ms on an idle SSD, several ms on a busy disk; bench/RESULTS.md).
+ * A killed process loses nothing (the written WAL is in the OS's hands); a power cut may lose the
+ * last commits before the latest checkpoint, never the file's consistency (docs/performance.md).
+ * The setting is per connection and the pool opens connections lazily, so POOL_SIZE statements
+ * issued at once open every connection now, each setting its own; with the pool full no other
+ * connection is ever opened (test/db-sync.test.ts checks each one).
+ */
+async function syncNormal(client: Client): Promise<void> {
+  await Promise.all(Array.from({ length: POOL_SIZE }, () => client.execute("PRAGMA synchronous = NORMAL")));
+}

@@ -1,0 +1,307 @@
+import { eq, lt, sql, type SQL } from "drizzle-orm";
+import type { ConversionEvent, ConversionObserver } from "../../conversion/service.ts";
+import type { BatchStatement, Database, Store } from "../db/index.ts";
+import type { usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schema.ts";
+import type { Logger } from "../../core/log.ts";
+import { LATENCY_BINS, latencyBin } from "./latency.ts";
+import { MAX_RANGE_DAYS } from "./model.ts";
+import { DAY_MS, HOUR_MS } from "../../core/durations.ts";
+
+/** How long usage buckets are kept (usage queries span at most as long). */
+const USAGE_RETENTION_DAYS = MAX_RANGE_DAYS;
+
+// A bucket's identity: a failed flush's buckets merge with fresh ones under it, so it must be one spelling.
+function bucketId(b: { hour: number; keyId: string; format: string; quality: string; outcome: string }): string {
+  return `${b.hour}|${b.keyId}|${b.format}|${b.quality}|${b.outcome}`;
+}
+
+/** One hour of one key's attempts with one (format, quality, outcome), as kept in memory until a flush. */
+interface Bucket {
+  hour: number;
+  keyId: string;
+  format: string;
+  quality: string;
+  outcome: string;
+  count: number;
+  bytesIn: number;
+  bytesOut: number;
+  convertMs: number;
+  /** Encoder runs the quality guard added (ConversionEvent.guardEncodes). */
+  guardEncodes: number;
+  lat: number[];
+  /** When the latest attempt of the bucket ended: becomes the key's last_used_at. */
+  lastAt: number;
+}
+
+/** Limits of the in-memory buffer. */
+export interface RecorderLimits {
+  /** Distinct buckets that start a flush at once (default 1,000). */
+  flushAt?: number;
+  /** Distinct buckets kept while the database is unreachable; later new buckets are dropped (default 100,000). */
+  maxBuckets?: number;
+}
+
+/**
+ * Aggregates conversion attempts into hourly buckets in memory and writes them in one
+ * transaction per flush, together with the keys' cumulative counters: the conversion path never
+ * waits for the database. A failed flush puts its buckets back, to be retried by the next one.
+ */
+export class UsageRecorder {
+  private pending = new Map<string, Bucket>();
+  private chain: Promise<void> = Promise.resolve();
+  private flushing = false;
+  private lastFailure = -Infinity;
+  private failures = 0;
+  private inFlight = 0;
+  private droppedSince = 0;
+  private readonly flushAt: number;
+  private readonly maxBuckets: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly logger: Logger,
+    limits: RecorderLimits = {},
+    private readonly now: () => number = Date.now,
+  ) {
+    this.flushAt = limits.flushAt ?? 1_000;
+    this.maxBuckets = limits.maxBuckets ?? 100_000;
+  }
+
+  /** The observer to register with `ConvertService.observe`. */
+  readonly observer: ConversionObserver = (event) => this.record(event);
+
+  /** Adds one attempt to its bucket; synchronous, never touches the database. */
+  record(event: ConversionEvent): void {
+    const hour = Math.floor(event.at / HOUR_MS) * HOUR_MS;
+    const format = event.format ?? "";
+    const quality = event.quality ?? "";
+    const id = bucketId({ hour, keyId: event.keyId, format, quality, outcome: event.outcome });
+    let bucket = this.pending.get(id);
+    if (!bucket) {
+      // Buckets of a flush in progress count too: they come back if it fails.
+      if (this.pending.size + this.inFlight >= this.maxBuckets) {
+        if (this.droppedSince++ === 0) this.logger.error("usage buffer full: dropping new buckets until a flush succeeds", { buckets: this.pending.size });
+        return;
+      }
+      bucket = { hour, keyId: event.keyId, format, quality, outcome: event.outcome, count: 0, bytesIn: 0, bytesOut: 0, convertMs: 0, guardEncodes: 0, lat: new Array(LATENCY_BINS).fill(0), lastAt: 0 };
+      this.pending.set(id, bucket);
+    }
+    bucket.count++;
+    bucket.bytesIn += event.bytesIn;
+    bucket.bytesOut += event.bytesOut;
+    bucket.convertMs += event.convertMs;
+    bucket.guardEncodes += event.guardEncodes;
+    bucket.lat[latencyBin(event.convertMs)]!++;
+    bucket.lastAt = Math.max(bucket.lastAt, event.at);
+    // A large buffer flushes early, but not in a loop against a database that just failed.
+    if (this.pending.size >= this.flushAt && !this.flushing && performance.now() - this.lastFailure > 1_000) {
+      this.flushing = true;
+      this.flush().catch(() => {});
+    }
+  }
+
+  /** Distinct buckets waiting for a flush. */
+  get pendingBuckets(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Writes everything recorded before the call; flushes run one after another. Rejects when the
+   * database refused the write (the buckets stay in memory for the next flush).
+   */
+  flush(): Promise<void> {
+    const run = this.chain.then(() => this.flushOnce());
+    this.chain = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * The flush of a stop, after the last conversion reported: bounded as a whole (on PostgreSQL by
+   * IMGPRESS_DATABASE_TIMEOUT_S), since a frozen database server must not hold the stop past the
+   * supervisor's limit, which would kill it without a word. Rejects saying what was lost.
+   */
+  finalFlush(): Promise<void> {
+    return this.store
+      .bounded(
+        this.flush().catch(async () => {
+          // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
+          // nothing else in flight, fresh connections are safe: one more try.
+          await this.store.reconnect();
+          await this.flush();
+        }),
+      )
+      .catch((err: Error) => {
+        // The periodic flush's warning speaks of a next flush; at a stop there is none. A flush
+        // still under way when the bound gave up may yet commit: those counts are not called lost.
+        const writing = this.inFlight ? `; ${this.inFlight} more were being written when it gave up and may have been` : "";
+        throw new Error(`the last usage counts (${this.pending.size} buckets) could not be written and are lost${writing}: ${err.message}`);
+      });
+  }
+
+  /** Flushes every `intervalS` seconds until the returned stopper is called. */
+  start(intervalS: number): () => void {
+    const timer = setInterval(() => this.flush().catch(() => {}), intervalS * 1000);
+    return () => clearInterval(timer);
+  }
+
+  /** Deletes buckets older than the retention period; returns how many per-key rows went. */
+  async prune(): Promise<number> {
+    const cutoff = Math.floor((this.now() - USAGE_RETENTION_DAYS * DAY_MS) / HOUR_MS) * HOUR_MS;
+    // A day is kept while any of its hours is.
+    const dayCutoff = Math.floor(cutoff / DAY_MS) * DAY_MS;
+    const { usageHourly, usageHourlyTotal, usageDailyTotal } = this.store.tables;
+    const [perKey] = await this.store.batch((db) => [
+      db.delete(usageHourly).where(lt(usageHourly.hour, cutoff)),
+      db.delete(usageHourlyTotal).where(lt(usageHourlyTotal.hour, cutoff)),
+      db.delete(usageDailyTotal).where(lt(usageDailyTotal.day, dayCutoff)),
+    ]);
+    return perKey ?? 0;
+  }
+
+  private async flushOnce(): Promise<void> {
+    const batch = [...this.pending.values()];
+    this.pending = new Map();
+    this.flushing = true;
+    this.inFlight = batch.length;
+    try {
+      if (batch.length === 0) return;
+      await this.store.batch((db) => this.statements(db, batch));
+      if (this.failures > 0) this.logger.info("usage flush succeeded again", { failedFlushes: this.failures });
+      if (this.droppedSince > 0) this.logger.warn("usage buffer recovered", { droppedAttempts: this.droppedSince });
+      this.failures = 0;
+      this.droppedSince = 0;
+    } catch (err) {
+      this.lastFailure = performance.now();
+      this.restore(batch);
+      // The first failure of an outage, then one line in sixty: a timer retrying every few seconds must not flood the log.
+      if (this.failures++ % 60 === 0) {
+        this.logger.warn("usage flush failed; keeping the counts for the next flush", { error: (err as Error).message, buckets: this.pending.size, failedFlushes: this.failures });
+      }
+      throw err;
+    } finally {
+      this.flushing = false;
+      this.inFlight = 0;
+    }
+  }
+
+  // Buckets recorded meanwhile merge with the failed ones, so nothing is counted twice or lost.
+  private restore(batch: Bucket[]): void {
+    const fresh = this.pending;
+    this.pending = new Map(batch.map((b) => [bucketId(b), b]));
+    for (const [id, b] of fresh) {
+      const old = this.pending.get(id);
+      if (old) addInto(old, b);
+      else this.pending.set(id, b);
+    }
+  }
+
+  /** The upserts of the three bucket tables and the key counters: one batch, hence one transaction. */
+  private statements(db: Database, batch: Bucket[]): BatchStatement[] {
+    const { apiKeys, usageHourly, usageHourlyTotal, usageDailyTotal } = this.store.tables;
+    const totals = sumOver(batch, (b) => b.hour);
+    const days = sumOver(batch, (b) => Math.floor(b.hour / DAY_MS) * DAY_MS);
+    const keys = new Map<string, { count: number; bytesIn: number; bytesOut: number; guardEncodes: number; lastAt: number }>();
+    // The key counters count successful conversions only, as they always have.
+    for (const b of batch.filter((b) => b.outcome === "ok")) {
+      const key = keys.get(b.keyId) ?? { count: 0, bytesIn: 0, bytesOut: 0, guardEncodes: 0, lastAt: 0 };
+      keys.set(b.keyId, {
+        count: key.count + b.count,
+        bytesIn: key.bytesIn + b.bytesIn,
+        bytesOut: key.bytesOut + b.bytesOut,
+        guardEncodes: key.guardEncodes + b.guardEncodes,
+        lastAt: Math.max(key.lastAt, b.lastAt),
+      });
+    }
+    const values = (b: Bucket) => ({
+      format: b.format,
+      quality: b.quality,
+      outcome: b.outcome,
+      count: b.count,
+      bytesIn: b.bytesIn,
+      bytesOut: b.bytesOut,
+      convertMs: Math.round(b.convertMs),
+      guardEncodes: b.guardEncodes,
+      ...Object.fromEntries(b.lat.map((n, i) => [`lat${i}`, n])),
+    });
+    const statements: BatchStatement[] = [];
+    // 400 rows × 26 parameters stays far below SQLite's 32,766 parameters per statement.
+    for (const rows of chunks(batch, 400)) {
+      statements.push(
+        db
+          .insert(usageHourly)
+          .values(rows.map((b) => ({ hour: b.hour, keyId: b.keyId, ...values(b) })))
+          .onConflictDoUpdate({ target: [usageHourly.hour, usageHourly.keyId, usageHourly.format, usageHourly.quality, usageHourly.outcome], set: addExcluded(usageHourly) }),
+      );
+    }
+    for (const rows of chunks(totals, 400)) {
+      statements.push(
+        db
+          .insert(usageHourlyTotal)
+          .values(rows.map((b) => ({ hour: b.hour, ...values(b) })))
+          .onConflictDoUpdate({ target: [usageHourlyTotal.hour, usageHourlyTotal.format, usageHourlyTotal.quality, usageHourlyTotal.outcome], set: addExcluded(usageHourlyTotal) }),
+      );
+    }
+    for (const rows of chunks(days, 400)) {
+      statements.push(
+        db
+          .insert(usageDailyTotal)
+          .values(rows.map((b) => ({ day: b.hour, ...values(b) })))
+          .onConflictDoUpdate({ target: [usageDailyTotal.day, usageDailyTotal.format, usageDailyTotal.quality, usageDailyTotal.outcome], set: addExcluded(usageDailyTotal) }),
+      );
+    }
+    for (const [id, k] of keys) {
+      statements.push(
+        db
+          .update(apiKeys)
+          .set({
+            conversions: sql`${apiKeys.conversions} + ${k.count}`,
+            bytesIn: sql`${apiKeys.bytesIn} + ${k.bytesIn}`,
+            bytesOut: sql`${apiKeys.bytesOut} + ${k.bytesOut}`,
+            guardEncodes: sql`${apiKeys.guardEncodes} + ${k.guardEncodes}`,
+            // CASE rather than SQLite's two-argument max(), which PostgreSQL calls greatest().
+            lastUsedAt: sql`CASE WHEN coalesce(${apiKeys.lastUsedAt}, 0) > ${k.lastAt} THEN ${apiKeys.lastUsedAt} ELSE ${k.lastAt} END`,
+          })
+          .where(eq(apiKeys.id, id)),
+      );
+    }
+    return statements;
+  }
+}
+
+/** Adds `b`'s figures to `into`. */
+function addInto(into: Bucket, b: Bucket): void {
+  into.count += b.count;
+  into.bytesIn += b.bytesIn;
+  into.bytesOut += b.bytesOut;
+  into.convertMs += b.convertMs;
+  into.guardEncodes += b.guardEncodes;
+  into.lat = into.lat.map((n, i) => n + b.lat[i]!);
+  into.lastAt = Math.max(into.lastAt, b.lastAt);
+}
+
+/** The buckets summed over keys per (time, format, quality, outcome), the time being `at(bucket)`. */
+function sumOver(batch: Bucket[], at: (b: Bucket) => number): Bucket[] {
+  const sums = new Map<string, Bucket>();
+  for (const b of batch) {
+    const id = `${at(b)}|${b.format}|${b.quality}|${b.outcome}`;
+    const sum = sums.get(id);
+    if (sum) addInto(sum, b);
+    else sums.set(id, { ...b, hour: at(b), keyId: "", lat: [...b.lat] });
+  }
+  return [...sums.values()];
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+}
+
+/** `column = column + excluded.column` for every summed column of a bucket table. */
+function addExcluded(table: typeof usageHourly | typeof usageHourlyTotal | typeof usageDailyTotal): Record<string, SQL> {
+  const summed = ["count", "bytesIn", "bytesOut", "convertMs", "guardEncodes", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`)] as const;
+  return Object.fromEntries(
+    summed.map((name) => {
+      const column = table[name as keyof typeof table] as typeof usageHourly.count;
+      return [name, sql`${column} + excluded.${sql.identifier(column.name)}`];
+    }),
+  );
+}

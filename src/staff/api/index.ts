@@ -1,0 +1,80 @@
+import { Elysia } from "elysia";
+import type { AuditLog } from "../../data/audit/service.ts";
+import type { ConversionGate } from "../../conversion/gate.ts";
+import type { RequestCounter } from "../../core/http/counter.ts";
+import { parseJsonBody } from "../../core/http/json.ts";
+import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
+import type { KeyRevocation } from "../../data/keys/revoke.ts";
+import { notFound } from "../../core/errors.ts";
+import { hidden, staffApi as api, type staffAuth } from "../auth.ts";
+import type { StaffDirectory } from "../directory.ts";
+import type { SessionService } from "../sessions.ts";
+import type { StaffSignIn } from "../signin.ts";
+import type { Config } from "../../core/config.ts";
+import { describeSettings } from "../settings-view.ts";
+import type { UsageQueries } from "../../data/usage/service.ts";
+import { AddStaffBody, AuditQuery, KeyQuery, KeysQueryParams, OverviewQuery, SeriesQueryParams } from "./model.ts";
+import { auditFilter, liveState, notFoundUnless, usageRange } from "./service.ts";
+
+/** What the internal JSON API reads and changes. */
+export interface InternalDeps {
+  /** The shared `staffAuth` plugin (one instance for the whole app). */
+  auth: ReturnType<typeof staffAuth>;
+  gate: ConversionGate;
+  requests: RequestCounter;
+  staff: StaffDirectory;
+  sessions: SessionService;
+  signIn: StaffSignIn;
+  audit: AuditLog;
+  revocation: KeyRevocation;
+  usage: UsageQueries;
+  clientIp: (request: Request) => string;
+  config: Config;
+  now: () => number;
+}
+
+
+/** The JSON API under /internal/ (allowlisted; /internal/api/… also needs a staff session, see docs/internal.md). */
+export function internalRoutes(d: InternalDeps) {
+  const live = () => liveState(d.gate, d.requests);
+  return new Elysia({ name: "internal", prefix: INTERNAL_PREFIX })
+    .use(d.auth)
+    .get("/status", live, hidden())
+    .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api())
+    .get("/api/live", live, api())
+    .get("/api/settings", () => ({ settings: describeSettings(d.config, false) }), api())
+    .get("/api/staff", async () => ({ staff: await d.staff.list() }), api())
+    .post("/api/staff", async ({ body, staff, request }) => d.staff.add(body.email, staff.email, d.clientIp(request)), { ...api(), parse: parseJsonBody, body: AddStaffBody })
+    .delete("/api/staff/:email", async ({ params, staff, request }) => d.staff.remove(params.email, staff.email, d.clientIp(request)), api())
+    .get("/api/sessions", async ({ staff }) => ({ current: staff.id, sessions: await d.sessions.list(staff.email) }), api())
+    .post("/api/sessions/sign-out-everywhere", async ({ staff, request }) => ({ ended: await d.signIn.signOutEverywhere(staff.email, d.clientIp(request)) }), api())
+    .get("/api/audit", async ({ query }) => {
+      const { events, nextBefore } = await d.audit.page(auditFilter(query, d.now()));
+      return { events, next_before: nextBefore };
+    }, { ...api(), query: AuditQuery })
+    .get("/api/overview", ({ query }) => d.usage.overview({ ...usageRange(query, d.now()), keyId: query.key_id }), { ...api(), query: OverviewQuery })
+    .get(
+      "/api/usage/series",
+      ({ query }) =>
+        d.usage.series({ ...usageRange(query, d.now()), keyId: query.key_id, step: query.step ?? "hour", utcOffsetMinutes: query.utc_offset_minutes }),
+      { ...api(), query: SeriesQueryParams },
+    )
+    .get(
+      "/api/keys",
+      ({ query }) => d.usage.keys({ search: query.search, sort: query.sort, order: query.order, status: query.status, page: query.page ?? 1, pageSize: query.page_size ?? 50 }),
+      { ...api(), query: KeysQueryParams },
+    )
+    .get("/api/keys/:id", async ({ params, query }) => {
+      const detail = await d.usage.key(params.id, query.from === undefined && query.to === undefined ? undefined : usageRange(query, d.now()));
+      notFoundUnless(detail !== null, "KEY_NOT_FOUND", `No key with id ${params.id}.`);
+      return detail;
+    }, { ...api(), query: KeyQuery })
+    .post("/api/keys/:id/revoke", async ({ params, staff, request }) => {
+      notFoundUnless(await d.revocation.revoke(params.id, staff.email, d.clientIp(request)), "KEY_NOT_FOUND", `No active key with id ${params.id}.`);
+      return { revoked: params.id };
+    }, api())
+    // Unknown API paths answer in JSON, as any unknown route does, not with the dashboard's 404 page.
+    .get("/api/*", () => {
+      throw notFound();
+    }, hidden());
+}

@@ -1,0 +1,103 @@
+import { html, type SafeHtml } from "../../core/html.ts";
+import { iso, utcText } from "./format.ts";
+
+/** One big figure: a label, the value as text, an optional line under it; `id` names it for tests. */
+export interface Figure {
+  id: string;
+  label: string;
+  value: string;
+  sub?: string;
+}
+
+/** A row of big-number cards. */
+export function cards(figures: readonly Figure[]): SafeHtml {
+  return html`<dl class="cards">${figures.map(
+    (f) => html`<div class="card"><dt>${f.label}</dt><dd data-figure="${f.id}">${f.value}${f.sub ? html`<span class="sub">${f.sub}</span>` : null}</dd></div>`,
+  )}</dl>`;
+}
+
+/** A time in the browser's zone (the script rewrites the UTC fallback); a dash for none. */
+export function time(ms: number | null, format: "datetime" | "date" = "datetime"): SafeHtml {
+  if (ms === null) return html`<span class="muted">never</span>`;
+  return html`<time datetime="${iso(ms)}" data-f="${format}">${utcText(ms, format === "datetime")}</time>`;
+}
+
+/** An empty state that says why it is empty and what to do. */
+export function empty(title: string, detail: SafeHtml | string): SafeHtml {
+  return html`<div class="empty"><strong>${title}</strong>${detail}</div>`;
+}
+
+/** A column of a sortable table. */
+export interface Column {
+  label: string;
+  /** The sort key this column sorts by; absent = not sortable. */
+  sort?: string;
+  numeric?: boolean;
+  /** The label is for screen readers only (a column of buttons needs a name, not a visible heading). */
+  hiddenLabel?: boolean;
+}
+
+/** A table whose sortable headers are links; the current sort is marked with aria-sort. */
+export function table(opts: {
+  caption: string;
+  columns: readonly Column[];
+  rows: readonly SafeHtml[];
+  /** Few columns: never wider than the screen (no sideways scrolling). */
+  compact?: boolean;
+  /** A class for the wrapper, for a table's own styles. */
+  className?: string;
+  sort?: { key: string; order: "asc" | "desc"; href: (key: string, order: "asc" | "desc") => string };
+}): SafeHtml {
+  const head = opts.columns.map((c) => {
+    const cls = c.numeric ? "num" : null;
+    if (!c.sort || !opts.sort) return html`<th scope="col" class="${cls}">${c.hiddenLabel ? html`<span class="sr-only">${c.label}</span>` : c.label}</th>`;
+    const current = opts.sort.key === c.sort;
+    // A first click sorts numbers and dates from the largest, text from A.
+    const next = current ? (opts.sort.order === "asc" ? "desc" : "asc") : c.numeric ? "desc" : "asc";
+    // Every sortable heading shows an arrow, so it reads as a control; the current one says its order.
+    const arrow = current ? (opts.sort.order === "asc" ? "▲" : "▼") : "↕";
+    return html`<th scope="col" class="${cls}"${current ? html` aria-sort="${opts.sort.order === "asc" ? "ascending" : "descending"}"` : null}><a class="sort" href="${opts.sort.href(c.sort, next)}">${c.label}<span class="arrow${current ? " current" : ""}" aria-hidden="true">${arrow}</span></a></th>`;
+  });
+  // A table that may scroll sideways can be scrolled by keyboard: the wrapper takes focus, named by the caption.
+  const id = `t-${opts.caption.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`;
+  const scrolls = opts.compact ? null : html` tabindex="0" role="region" aria-labelledby="${id}"`;
+  return html`<div class="table-wrap${opts.compact ? " compact" : ""}${opts.className ? ` ${opts.className}` : ""}"${scrolls}><table><caption class="sr-only" id="${id}">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${opts.rows}</tbody></table></div>`;
+}
+
+/** "41–60 of 1,234 keys" with previous/next links; `noun` is [one, many]. */
+export function pager(opts: { page: number; pageSize: number; total: number; href: (page: number) => string; noun: readonly [string, string] }): SafeHtml {
+  const pages = Math.max(1, Math.ceil(opts.total / opts.pageSize));
+  const first = opts.total === 0 ? 0 : (opts.page - 1) * opts.pageSize + 1;
+  const last = Math.min(opts.total, opts.page * opts.pageSize);
+  const link = (page: number, label: string, rel: string) =>
+    page >= 1 && page <= pages && page !== opts.page ? html`<a href="${opts.href(page)}" rel="${rel}">${label}</a>` : html`<span class="disabled" aria-disabled="true">${label}</span>`;
+  return html`<div class="pager"><span class="num">${first.toLocaleString("en-US")}–${last.toLocaleString("en-US")} of ${opts.total.toLocaleString("en-US")} ${opts.noun[opts.total === 1 ? 0 : 1]}</span>
+<nav aria-label="Pages">${link(opts.page - 1, "← Previous", "prev")}<span class="num">Page ${opts.page} of ${pages}</span>${link(opts.page + 1, "Next →", "next")}</nav></div>`;
+}
+
+/** A query string from parameters, leaving out empty ones: `?a=1&b=x`. */
+export function query(params: Record<string, string | number | undefined | null>): string {
+  const search = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") search.set(k, String(v));
+  const s = search.toString();
+  return s ? `?${s}` : "";
+}
+
+/** A status badge. */
+export function badge(text: string | SafeHtml, kind: "active" | "revoked" | "neutral"): SafeHtml {
+  return html`<span class="badge ${kind}">${text}</span>`;
+}
+
+/**
+ * Text that may wrap after each separator (`_` `,` `/` by default) rather than at any letter: a
+ * setting's name or a list of addresses on a phone breaks between its parts, not inside them. No
+ * break inside `//`, nor before a last part of one or two characters (`_S`, `_MB`).
+ */
+export function breakable(text: string, after: RegExp = /(?<=[_,]|\/(?!\/))/): SafeHtml {
+  const parts = text.split(after);
+  if (parts.length > 1 && parts.at(-1)!.length <= 2) parts.splice(-2, 2, parts.at(-2)! + parts.at(-1)!);
+  return html`${parts.map((part, i) => (i === 0 ? part : html`<wbr>${part}`))}`;
+}
+
+/** Where an e-mail address may wrap: after its @, dots, hyphens and the like. */
+export const EMAIL_BREAKS = /(?<=[@.\-_+])/;

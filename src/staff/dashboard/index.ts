@@ -1,0 +1,104 @@
+import { Elysia } from "elysia";
+import { notFound as unknownRoute } from "../../core/errors.ts";
+import { html } from "../../core/html.ts";
+import { parseFormBody } from "../form.ts";
+import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
+import type { KeyRevocation } from "../../data/keys/revoke.ts";
+import { hidden, staffPage as page, type staffAuth } from "../auth.ts";
+import type { StaffDirectory } from "../directory.ts";
+import { CsrfForm } from "../model.ts";
+import { htmlPage, orRefusal, pageResponse } from "../pages.ts";
+import type { StaffSession } from "../sessions.ts";
+import { assetAt } from "./assets.ts";
+import { query as queryString } from "./components.ts";
+import { layout, type Notice, type Viewer } from "./layout.ts";
+import { EmailForm, PageQuery } from "./model.ts";
+import { activityPage } from "./pages/activity.ts";
+import { keyPage, keysPage } from "./pages/keys.ts";
+import { overviewPage } from "./pages/overview.ts";
+import { settingsPage } from "./pages/settings.ts";
+import { rangeName } from "./ranges.ts";
+import type { DashboardService } from "./service.ts";
+
+/** What the dashboard's routes need besides the page data. */
+export interface DashboardRouteDeps {
+  /** The shared `staffAuth` plugin: `staffPage: true` resolves `staff` and checks Origin + CSRF on POST. */
+  auth: ReturnType<typeof staffAuth>;
+  dashboard: DashboardService;
+  staff: StaffDirectory;
+  revocation: KeyRevocation;
+  clientIp: (request: Request) => string;
+}
+
+/** Fixed confirmations after a form (never text from the URL: a link must not be able to put words on the page). */
+const DONE: Record<string, Notice> = {
+  revoked: { kind: "info", text: "Key revoked: its next request is refused." },
+  "staff-added": { kind: "info", text: "Staff member added: they can sign in now." },
+  "staff-exists": { kind: "info", text: "That address is already a staff member." },
+  "staff-removed": { kind: "info", text: "Staff member removed and signed out everywhere." },
+};
+
+/** Who is looking at a page, as the layout shows them. */
+function viewer(staff: StaffSession): Viewer {
+  return { email: staff.email, csrfToken: staff.csrf };
+}
+
+/** The dashboard pages under /internal/ (see docs/internal.md) and their embedded assets. */
+export function dashboardRoutes(d: DashboardRouteDeps) {
+  const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
+  return new Elysia({ name: "dashboard", prefix: INTERNAL_PREFIX })
+    .use(d.auth)
+    .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
+    .get("/", async ({ staff, query }) => htmlPage(overviewPage(await d.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })
+    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await d.dashboard.keys(viewer(staff), query))), { ...page(), query: PageQuery })
+    .get("/keys/:id", async ({ staff, params, query }) => {
+      const view = await d.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
+      return view ? htmlPage(keyPage(view)) : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
+    }, { ...page(), query: PageQuery })
+    .post("/keys/:id/revoke", async ({ staff, params, request, query }) => {
+      const revoked = await d.revocation.revoke(params.id, staff.email, d.clientIp(request));
+      // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
+      const range = rangeName(query.range);
+      return seeOther(`/internal/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`);
+    }, { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery })
+    .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
+    .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
+    .post("/settings/staff/add", async ({ staff, body, request }) =>
+      settingsAction(d, staff, request, async () => ((await d.staff.add(body.email, staff.email, d.clientIp(request))).added ? "staff-added" : "staff-exists"), body.email),
+      { ...page(), parse: parseFormBody, body: EmailForm })
+    .post("/settings/staff/remove", async ({ staff, body, request }) =>
+      settingsAction(d, staff, request, async () => (await d.staff.remove(body.email, staff.email, d.clientIp(request)), "staff-removed")),
+      { ...page(), parse: parseFormBody, body: EmailForm })
+    // A mistyped address or an old bookmark: staff get a page in the dashboard's frame that leads
+    // back, not the API's JSON (the JSON API's own unknown paths stay JSON, in src/staff/api/).
+    .get("/*", ({ staff }) => htmlPage(layout({ title: "Page not found", section: null, viewer: viewer(staff), body: html`<div class="page-head"><div><h1>Page not found</h1>
+<p class="lead">There is no dashboard page at this address. It may have been typed wrong; the sections above lead on.</p></div></div>` }), 404), page());
+}
+
+/**
+ * Runs a staff change; success redirects (so reloading does not repeat it), a refusal shows the
+ * page with the reason and the address `typed` back in the add field, to be corrected.
+ */
+function settingsAction(d: DashboardRouteDeps, staff: StaffSession, request: Request, run: () => Promise<string>, typed = ""): Promise<Response> {
+  return orRefusal(
+    request,
+    // No #staff fragment: it scrolled the notice at the top of the page out of sight.
+    async () => seeOther(`/internal/settings?done=${await run()}`),
+    async (err) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message }), typed), err.status),
+  );
+}
+
+function notFound(title: string, detail: string): Response {
+  return pageResponse(title, html`<p>${detail}</p><p><a href="/internal/keys">All keys</a></p>`, 404);
+}
+
+function seeOther(location: string): Response {
+  return new Response(null, { status: 303, headers: { location } });
+}
+
+/** A hashed asset, cacheable for a year: its name changes whenever its content does. */
+function assetResponse(file: string): Response {
+  const asset = assetAt(file);
+  if (!asset) throw unknownRoute();
+  return new Response(asset.body, { headers: { "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" } });
+}

@@ -1,0 +1,117 @@
+import { html, type SafeHtml } from "../../../core/html.ts";
+import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
+import { badge, empty, pager, query, table, time } from "../components.ts";
+import { bytes, count } from "../format.ts";
+import { csrfField, layout, type Notice, type Viewer } from "../layout.ts";
+import { RANGES, type RangeName } from "../ranges.ts";
+import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
+import { API_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
+
+/** The keys table's state as the URL carries it. */
+export interface KeysFilter {
+  q: string;
+  status: "all" | "active" | "revoked";
+  sort: string;
+  order: "asc" | "desc";
+  page: number;
+}
+
+/** Everything the keys page shows. */
+export interface KeysView {
+  viewer: Viewer;
+  filter: KeysFilter;
+  keys: KeysPage;
+}
+
+const COLUMNS = [
+  { label: "Key", sort: undefined },
+  { label: "E-mail", sort: "email" },
+  { label: "Site", sort: "site" },
+  { label: "Created", sort: "created", numeric: true },
+  { label: "Last used", sort: "lastUsed", numeric: true },
+  { label: "Conversions", sort: "conversions", numeric: true },
+  { label: "Bytes saved", sort: "bytesSaved", numeric: true },
+  { label: "Status" },
+] as const;
+
+/** The href of the keys page for a filter (defaults left out). */
+function keysHref(f: KeysFilter): string {
+  return `/internal/keys${query({ q: f.q, status: f.status === "all" ? "" : f.status, sort: f.sort === "created" ? "" : f.sort, order: f.order === "desc" ? "" : f.order, page: f.page === 1 ? "" : f.page })}`;
+}
+
+function keyHref(row: KeyListRow): string {
+  return `/internal/keys/${encodeURIComponent(row.id)}`;
+}
+
+function row(k: KeyListRow): SafeHtml {
+  return html`<tr><td class="nowrap"><a class="mono" href="${keyHref(k)}">${k.prefix}…</a></td><td class="email">${k.email}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
+<td class="num">${time(k.createdAt, "date")}</td><td class="num">${time(k.lastUsedAt)}</td><td class="num">${count(k.conversions)}</td><td class="num">${bytes(k.bytesSaved)}</td>
+<td>${badge(k.status, k.status)}</td></tr>`;
+}
+
+/** /internal/keys: search, status filter, sortable columns, paging. */
+export function keysPage(v: KeysView): SafeHtml {
+  const f = v.filter;
+  const filtered = f.q !== "" || f.status !== "all";
+  const statusOption = (value: KeysFilter["status"], label: string) => html`<option value="${value}"${f.status === value ? html` selected` : null}>${label}</option>`;
+  const list =
+    v.keys.total === 0
+      ? html`<div class="panel">${
+          filtered
+            ? empty("No key matches", html`<p>Nothing matches ${f.q ? html`“${f.q}”` : "this filter"}. <a href="/internal/keys">Show all keys</a></p>`)
+            : empty("No keys yet", html`<p>Keys are issued when a client exchanges an e-mailed code at <code>${API_PREFIX}${VERIFY_OTP_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`)
+        }</div>`
+      : html`${table({
+          caption: "API keys",
+          columns: COLUMNS,
+          rows: v.keys.rows.map(row),
+          sort: { key: f.sort, order: f.order, href: (sort, order) => keysHref({ ...f, sort, order, page: 1 }) },
+        })}${pager({ page: v.keys.page, pageSize: v.keys.pageSize, total: v.keys.total, noun: ["key", "keys"], href: (page) => keysHref({ ...f, page }) })}`;
+  const body = html`<div class="page-head"><div><h1>Keys</h1><p class="lead">Every issued API key with its use so far.</p></div></div>
+<form class="filters" method="get" action="/internal/keys" role="search">
+<label>Search e-mail, site or key prefix<input type="search" name="q" value="${f.q}" maxlength="200" autocomplete="off"></label>
+<label>Status<select name="status">${statusOption("all", "All")}${statusOption("active", "Active")}${statusOption("revoked", "Revoked")}</select></label>
+${f.sort !== "created" ? html`<input type="hidden" name="sort" value="${f.sort}">` : null}${f.order !== "desc" ? html`<input type="hidden" name="order" value="${f.order}">` : null}
+<button type="submit">Search</button></form>
+${list}`;
+  return layout({ title: "Keys", section: "keys", viewer: v.viewer, body });
+}
+
+/** Everything a key's page shows. */
+export interface KeyView {
+  viewer: Viewer;
+  detail: KeyDetail;
+  range: RangeName;
+  series: Series;
+  notice?: Notice | null;
+}
+
+/** /internal/keys/:id: the key's facts, its figures and charts over a range, and Revoke. */
+export function keyPage(v: KeyView): SafeHtml {
+  const k = v.detail.key;
+  const u = v.detail.usage;
+  const href = (r: RangeName) => `/internal/keys/${encodeURIComponent(k.id)}?range=${r}`;
+  const nothing = u.totals.conversions === 0 && u.totals.errors === 0;
+  const revoke =
+    k.status === "active"
+      ? html`<section class="panel danger-zone" aria-labelledby="revoke-title"><h2 id="revoke-title">Revoke this key</h2>
+<p class="muted">Its next request is refused with 401. The client must obtain a new key with the e-mailed code. This cannot be undone.</p>
+<form method="post" action="/internal/keys/${encodeURIComponent(k.id)}/revoke${v.range === "24h" ? "" : `?range=${v.range}`}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
+      : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
+  const body = html`<p><a href="/internal/keys">← All keys</a></p>
+<div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead wrap-anywhere">${k.email}${k.siteUrl ? html` · ${k.siteUrl}` : null}</p></div>${badge(k.status, k.status)}</div>
+<div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
+<dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
+<dt>All-time conversions</dt><dd class="num-left">${count(k.conversions)}</dd><dt>All-time bytes saved</dt><dd>${bytes(k.bytesSaved)}</dd>
+<dt>All-time quality guard re-encodes</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd></dl></section>
+${revoke}</div>
+<div class="page-head"><h2>Usage in the last ${RANGES[v.range].label}</h2>${rangeSwitch(v.range, href)}</div>
+${figures(u)}
+<h2 class="sr-only">Charts</h2>
+${
+  nothing
+    ? html`<div class="panel">${empty("No conversions in this range", html`<p>This key converted nothing in the last ${RANGES[v.range].label}.</p>`)}</div>`
+    : html`<div class="charts">${seriesCharts("key", v.series, u.errorsByCode.map((e) => e.code))}${splitCharts("key", u)}</div>`
+}`;
+  return layout({ title: `Key ${k.prefix}`, section: "keys", viewer: v.viewer, body, notice: v.notice });
+}

@@ -1,0 +1,131 @@
+import { html, type SafeHtml } from "../../../core/html.ts";
+import type { Overview, Series } from "../../../data/usage/model.ts";
+import { splitChart, timeChart } from "../chart.ts";
+import { cards, empty } from "../components.ts";
+import { bytes, count, ms, percent, ratio } from "../format.ts";
+import { layout, type Viewer } from "../layout.ts";
+import { RANGES, type RangeName } from "../ranges.ts";
+import { liveSection, type LiveView } from "./live.ts";
+import { API_PREFIX, CONVERT_PATH } from "../../../core/http/paths.ts";
+import { stepMs } from "../../../core/durations.ts";
+import { savedPercent } from "../../../data/usage/service.ts";
+
+/** Everything the overview page shows. */
+export interface OverviewView {
+  viewer: Viewer;
+  range: RangeName;
+  overview: Overview;
+  series: Series;
+  live: LiveView;
+}
+
+/** The range switcher (links, so it works without script and can be bookmarked). */
+export function rangeSwitch(current: RangeName, href: (range: RangeName) => string): SafeHtml {
+  return html`<nav class="segmented" aria-label="Time range">${(Object.keys(RANGES) as RangeName[]).map(
+    (r) => html`<a href="${href(r)}"${r === current ? html` aria-current="true"` : null}>${RANGES[r].label}</a>`,
+  )}</nav>`;
+}
+
+/** The big figures of a range: conversions, bytes in/out/saved, savings, latency, quality guard re-encodes. */
+export function figures(o: Overview): SafeHtml {
+  const t = o.totals;
+  // Per lossy conversion: lossless output never passes through the guard.
+  const lossy = o.byQuality.find((q) => q.quality === "lossy")?.conversions ?? 0;
+  return cards([
+    { id: "conversions", label: "Conversions", value: count(t.conversions), sub: `${count(t.errors)} ${t.errors === 1 ? "error" : "errors"}` },
+    { id: "bytes-in", label: "Bytes in", value: bytes(t.bytesIn) },
+    { id: "bytes-out", label: "Bytes out", value: bytes(t.bytesOut) },
+    { id: "bytes-saved", label: "Bytes saved", value: bytes(t.bytesSaved) },
+    { id: "savings", label: "Savings", value: percent(t.savingsPercent) },
+    { id: "latency", label: "Latency p50 / p95", value: `${ms(t.p50Ms)}`, sub: `p95 ${ms(t.p95Ms)}` },
+    { id: "guard-encodes", label: "Quality guard", value: count(t.guardEncodes), sub: `re-encodes · ${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion` },
+  ]);
+}
+
+/** The time-series charts of a range (conversions, bytes, savings, errors by code, latency). */
+export function seriesCharts(prefix: string, series: Series, errorCodes: readonly string[]): SafeHtml[] {
+  const p = series.points;
+  const times = p.map((x) => x.t);
+  const base = { times, stepMs: stepMs(series.step) };
+  // A handful of codes get their own colour; the rest are summed as "other".
+  const shown = errorCodes.slice(0, 5);
+  const errorSeries = shown.map((code) => ({ name: code, values: p.map((x) => x.errorsByCode[code] ?? 0) }));
+  if (errorCodes.length > shown.length) {
+    errorSeries.push({ name: "other", values: p.map((x) => x.errors - shown.reduce((s, c) => s + (x.errorsByCode[c] ?? 0), 0)) });
+  }
+  return [
+    timeChart({ ...base, id: `${prefix}-conversions`, title: "Conversions", kind: "bars", series: [{ name: "Conversions", values: p.map((x) => x.conversions) }] }),
+    timeChart({
+      ...base,
+      id: `${prefix}-bytes`,
+      title: "Bytes in, out and saved",
+      kind: "lines",
+      format: bytes,
+      series: [
+        { name: "In", values: p.map((x) => (x.conversions ? x.bytesIn : null)) },
+        { name: "Out", values: p.map((x) => (x.conversions ? x.bytesOut : null)) },
+        { name: "Saved", values: p.map((x) => (x.conversions ? x.bytesSaved : null)) },
+      ],
+    }),
+    timeChart({
+      ...base,
+      id: `${prefix}-savings`,
+      title: "Savings",
+      kind: "lines",
+      format: (n) => percent(n),
+      series: [{ name: "Savings", values: p.map((x) => savedPercent(x.bytesSaved, x.bytesIn, 1)) }],
+    }),
+    timeChart({
+      ...base,
+      id: `${prefix}-errors`,
+      title: "Errors by code",
+      kind: "bars",
+      series: errorSeries.length ? errorSeries : [{ name: "Errors", values: p.map((x) => x.errors) }],
+    }),
+    timeChart({
+      ...base,
+      id: `${prefix}-latency`,
+      title: "Conversion time p50 / p95",
+      kind: "lines",
+      format: (n) => ms(n),
+      series: [
+        { name: "p50", values: p.map((x) => x.p50Ms) },
+        { name: "p95", values: p.map((x) => x.p95Ms) },
+      ],
+    }),
+  ];
+}
+
+/** Conversions split by format and by quality, in one figure. */
+export function splitCharts(prefix: string, o: Overview): SafeHtml {
+  const items = <T extends { conversions: number }>(rows: T[], label: (r: T) => string) =>
+    [...rows].sort((a, b) => b.conversions - a.conversions).map((r) => ({ label: label(r), value: r.conversions }));
+  return splitChart({
+    id: `${prefix}-split`,
+    title: "Conversions by format and quality",
+    parts: [
+      { title: "Format", items: items(o.byFormat, (r) => r.format) },
+      { title: "Quality", items: items(o.byQuality, (r) => r.quality) },
+      { title: "Format and quality", items: items(o.byFormatQuality, (r) => `${r.format} ${r.quality}`) },
+    ],
+  });
+}
+
+/** /internal/: the figures of a range, their charts and the live panel. */
+export function overviewPage(v: OverviewView): SafeHtml {
+  const nothing = v.overview.totals.conversions === 0 && v.overview.totals.errors === 0;
+  const body = html`<div class="page-head"><div><h1>Overview</h1><p class="lead">Conversions through this service in the last ${RANGES[v.range].label}.</p></div>
+${rangeSwitch(v.range, (r) => `/internal/?range=${r}`)}</div>
+${figures(v.overview)}
+${liveSection(v.live)}
+<h2>Over time</h2>
+${
+  nothing
+    ? html`<div class="panel">${empty(
+        "No conversions yet",
+        html`<p>Nothing was converted in the last ${RANGES[v.range].label}. Clients get a key with the e-mailed code and send images to <code>${API_PREFIX}${CONVERT_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`,
+      )}</div>`
+    : html`<div class="charts">${seriesCharts("overview", v.series, v.overview.errorsByCode.map((e) => e.code))}${splitCharts("overview", v.overview)}</div>`
+}`;
+  return layout({ title: "Overview", section: "overview", viewer: v.viewer, body });
+}

@@ -1,0 +1,189 @@
+import sharp from "sharp";
+import type { Config } from "../../core/config.ts";
+import { parseIsoDate, type AuditLog } from "../../data/audit/service.ts";
+import type { liveState } from "../api/service.ts";
+import type { StaffDirectory } from "../directory.ts";
+import type { SessionService } from "../sessions.ts";
+import { KEY_SORTS, MAX_PAGE, MAX_SEARCH_CHARS, type KeysQuery } from "../../data/usage/model.ts";
+import type { UsageQueries } from "../../data/usage/service.ts";
+import { runtime, version } from "../../core/version.ts";
+import { count, duration } from "./format.ts";
+import type { Notice, Viewer } from "./layout.ts";
+import type { ActivityFilter, ActivityView } from "./pages/activity.ts";
+import type { KeysFilter, KeysView, KeyView } from "./pages/keys.ts";
+import type { LiveView } from "./pages/live.ts";
+import type { OverviewView } from "./pages/overview.ts";
+import type { SettingsView } from "./pages/settings.ts";
+import { rangeBounds, rangeName } from "./ranges.ts";
+import { localPath, shown } from "../../data/db/location.ts";
+import { describeSettings } from "../settings-view.ts";
+import type { TlsView } from "../../server/tls/status.ts";
+import { emailForLookup } from "../../core/email.ts";
+import { DAY_MS } from "../../core/durations.ts";
+
+/** Everything the dashboard reads; each part belongs to another feature. */
+export interface DashboardSources {
+  usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
+  audit: Pick<AuditLog, "page">;
+  auditTypes: readonly string[];
+  staff: Pick<StaffDirectory, "list">;
+  sessions: Pick<SessionService, "list">;
+  /** The same snapshot /internal/api/live answers (the live panel then polls it). */
+  live: () => ReturnType<typeof liveState>;
+  /** The certificate this process serves; null where it does not listen. */
+  tls: () => TlsView | null;
+  config: Config;
+  now: () => number;
+}
+
+/** Rows per page of the keys table and of the activity list. */
+const PAGE_SIZE = 50;
+const LIVE_EVERY_S = 5;
+
+/** Builds each page's view data from the sources; pages never fail on odd query values, they fall back. */
+export class DashboardService {
+  constructor(private readonly sources: DashboardSources) {}
+
+  /** The overview of a range (24h, 7d, 30d, 365d) with the live panel's first values. */
+  async overview(viewer: Viewer, range: string | undefined): Promise<OverviewView> {
+    const name = rangeName(range);
+    const { from, to, step } = rangeBounds(name, this.sources.now());
+    const [overview, series] = await Promise.all([this.sources.usage.overview({ from, to }), this.sources.usage.series({ from, to, step })]);
+    return { viewer, range: name, overview, series, live: this.live() };
+  }
+
+  /** The keys table for the query string's search, status, sort, order and page. */
+  async keys(viewer: Viewer, q: Record<string, string | undefined>): Promise<KeysView> {
+    const filter: KeysFilter = {
+      q: (q.q ?? "").trim().slice(0, MAX_SEARCH_CHARS),
+      status: q.status === "active" || q.status === "revoked" ? q.status : "all",
+      sort: (KEY_SORTS as readonly string[]).includes(q.sort ?? "") ? q.sort! : "created",
+      order: q.order === "asc" ? "asc" : "desc",
+      page: pageNumber(q.page),
+    };
+    const query = { search: filter.q || undefined, status: filter.status, sort: filter.sort as KeysQuery["sort"], order: filter.order, pageSize: PAGE_SIZE };
+    let keys = await this.sources.usage.keys({ ...query, page: filter.page });
+    // A page past the end (an old link, keys revoked meanwhile) shows the last page instead of an empty table.
+    if (keys.rows.length === 0 && keys.total > 0 && filter.page > 1) {
+      filter.page = Math.ceil(keys.total / PAGE_SIZE);
+      keys = await this.sources.usage.keys({ ...query, page: filter.page });
+    }
+    return { viewer, filter, keys };
+  }
+
+  /** One key's page over a range; null when the key does not exist. */
+  async key(viewer: Viewer, id: string, range: string | undefined, notice: Notice | null = null): Promise<KeyView | null> {
+    const name = rangeName(range);
+    const { from, to, step } = rangeBounds(name, this.sources.now());
+    const detail = await this.sources.usage.key(id, { from, to });
+    if (!detail) return null;
+    const series = await this.sources.usage.series({ from, to, step, keyId: id });
+    return { viewer, detail, range: name, series, notice };
+  }
+
+  /** The audit trail filtered by type, actor and UTC days, newest first, one page. */
+  async activity(viewer: Viewer, q: Record<string, string | undefined>): Promise<ActivityView> {
+    const staff = (await this.sources.staff.list()).map((m) => m.email);
+    const filter: ActivityFilter = {
+      type: this.sources.auditTypes.includes(q.type ?? "") ? q.type! : "",
+      staff: (q.staff ?? "").trim().toLowerCase().slice(0, 320),
+      from: "",
+      to: "",
+      before: /^\d{1,15}$/.test(q.before ?? "") ? Number(q.before) : null,
+    };
+    const problems: string[] = [];
+    const day = (field: "from" | "to") => {
+      const raw = (q[field] ?? "").trim();
+      if (raw === "") return undefined;
+      const at = /^\d{4}-\d{2}-\d{2}$/.test(raw) ? parseIsoDate(`${raw}T00:00:00Z`) : Number.NaN;
+      if (Number.isNaN(at)) {
+        problems.push(`“${raw}” is not a date (YYYY-MM-DD); the ${field} filter is ignored.`);
+        return undefined;
+      }
+      filter[field] = raw;
+      return at;
+    };
+    const since = day("from");
+    const toDay = day("to");
+    const { events, nextBefore } = await this.sources.audit.page({
+      type: filter.type || undefined,
+      actor: filter.staff ? emailForLookup(filter.staff) : undefined,
+      since,
+      // "To" includes the whole day.
+      until: toDay === undefined ? undefined : toDay + DAY_MS - 1,
+      before: filter.before ?? undefined,
+      limit: PAGE_SIZE,
+    });
+    return {
+      viewer,
+      filter,
+      rows: events,
+      older: nextBefore,
+      types: this.sources.auditTypes,
+      staff: [...new Set([...staff, "cli"])],
+      problem: problems.join(" ") || null,
+    };
+  }
+
+  /** Staff, this address's sessions, the redacted configuration, storage and versions. */
+  async settings(viewer: Viewer, sessionId: string, notice: Notice | null = null): Promise<SettingsView> {
+    const [staff, sessions] = await Promise.all([this.sources.staff.list(), this.sources.sessions.list(viewer.email)]);
+    const c = this.sources.config;
+    return {
+      viewer,
+      staff,
+      sessions,
+      currentSession: sessionId,
+      settings: describeSettings(c, false).map((x) => ({ env: x.env, help: x.help, value: settingText(x.value) })),
+      dataDir: c.dataDir,
+      database: localPath(c.databaseUrl) ?? shown(c.databaseUrl),
+      versions: componentVersions(),
+      tls: this.sources.tls(),
+      notice,
+    };
+  }
+
+  /** The live panel with its first values (the page script then polls /internal/api/live). */
+  live(): LiveView {
+    const l = this.sources.live();
+    return {
+      src: "/internal/api/live",
+      everyS: LIVE_EVERY_S,
+      // Five minutes before the session's idle timeout: an unattended tab must let it end.
+      pauseS: Math.max(60, this.sources.config.staffSessionIdleS - 300),
+      fields: [
+        { label: "Conversion slots busy", path: "conversions.slotsBusy", format: "decimal", initial: l.conversions.slotsBusy.toFixed(1), suffix: `/ ${this.sources.config.concurrency}` },
+        { label: "Conversions running", path: "conversions.running", format: "int", initial: count(l.conversions.running) },
+        { label: "Waiting for a slot", path: "conversions.waiting", format: "int", initial: count(l.conversions.waiting) },
+        // Non-zero means an encoder hung and its memory may still be held (docs/operations.md, "Hung conversions").
+        { label: "Hung conversions given up", path: "conversions.abandoned", format: "int", initial: count(l.conversions.abandoned) },
+        { label: "Requests per second", path: "requests_per_second.last_10s", format: "decimal", initial: l.requests_per_second.last_10s.toFixed(1) },
+        { label: "Memory (RSS)", path: "memory.rss", format: "mib", initial: `${(l.memory.rss / 1048576).toFixed(1)} MiB` },
+        { label: "Uptime", path: "uptime_s", format: "uptime", initial: duration(l.uptime_s) },
+        { label: "Version", path: "version", format: "text", initial: l.version },
+      ],
+    };
+  }
+}
+
+/** Versions of the service, sharp, libvips and the JavaScript runtime. */
+function componentVersions(): { name: string; version: string }[] {
+  const js = runtime();
+  return [
+    { name: "imgpress", version },
+    { name: "sharp", version: sharp.versions.sharp ?? "unknown" },
+    { name: "libvips", version: sharp.versions.vips },
+    { name: "Runtime", version: `${js.name} ${js.version}` },
+  ];
+}
+
+/** A setting's value as text: lists joined, "(not set)" for nothing. */
+function settingText(value: unknown): string {
+  if (value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0)) return "(not set)";
+  return Array.isArray(value) ? value.join(", ") : String(value);
+}
+
+function pageNumber(raw: string | undefined): number {
+  const n = Number(raw);
+  return Number.isSafeInteger(n) && n >= 1 && n <= MAX_PAGE ? n : 1;
+}
