@@ -15,7 +15,7 @@ set -eu
 
 # qemu and the arm64 libraries run dist/imgpress-linux-arm64 on an x86-64 machine; PHP runs the
 # WordPress-style client test (test/clients/convert.php); curl and openssl run the docs' recipes
-# (test/docs-recipes.test.ts); prometheus brings promtool, which checks the scraped metrics and
+# (test/docs/recipes.test.ts); prometheus brings promtool, which checks the scraped metrics and
 # docs/prometheus/imgpress-rules.yml.
 REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross php-cli php-curl curl openssl prometheus"
 # Debian's chromium runs the browser tests (test/e2e/*.browser.test.ts) and `npm run screenshots`

@@ -23,7 +23,7 @@ export async function convert(input: Uint8Array, format: Format, guard: GuardMod
 
 /**
  * The same chain with other encoder options, for the AVIF preset sweep only (convertImage takes
- * presets, not options). test/bench-pipeline.test.ts fails when it stops matching convertImage.
+ * presets, not options). test/bench/pipeline.test.ts fails when it stops matching convertImage.
  */
 export function encodeWith(input: Uint8Array, format: Format, options: object): Promise<Buffer> {
   const p = sharp(input, { limitInputPixels: maxPixels, failOn: "error", autoOrient: true }).toColourspace("srgb");

@@ -1,10 +1,10 @@
 /**
- * The shared-state rules of test/store.test.ts, on PostgreSQL, under Deno: two instances' real
+ * The shared-state rules of test/data/db/store.test.ts, on PostgreSQL, under Deno: two instances' real
  * services (createServices over openStore, loadConfig over a test environment, the real SMTP
  * mailer talking to an in-process sink, one fixed master key, one hand-driven clock) share one
  * database, as instances behind a load balancer do.
  *
- * test/deno-store.test.ts starts the private cluster and runs this file with the narrowest
+ * test/data/db/deno-store.test.ts starts the private cluster and runs this file with the narrowest
  * permissions that work; by hand, with a fresh database:
  *
  *   IMGPRESS_TEST_DATABASE_URL=postgres://… ./node_modules/.bin/deno test --allow-env --allow-net=127.0.0.1 \
@@ -25,7 +25,7 @@ import { signedHeaders } from "../support/sign.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const url = Deno.env.get("IMGPRESS_TEST_DATABASE_URL");
-if (!url?.startsWith("postgres")) throw new Error("IMGPRESS_TEST_DATABASE_URL must name a fresh PostgreSQL database (test/deno-store.test.ts passes one)");
+if (!url?.startsWith("postgres")) throw new Error("IMGPRESS_TEST_DATABASE_URL must name a fresh PostgreSQL database (test/data/db/deno-store.test.ts passes one)");
 
 const MASTER_KEY = "0f".repeat(32);
 /** 2030-01-01T00:00:00Z, as in test/support/harness.ts: a test that forgot the clock would notice. */

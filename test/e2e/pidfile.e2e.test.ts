@@ -1,6 +1,6 @@
 /**
  * The pid record where the runtime may not ask whether its process runs (Deno without
- * --allow-run; under Bun a second server is refused, test/cli.test.ts): a second server starts
+ * --allow-run; under Bun a second server is refused, test/cli/cli.test.ts): a second server starts
  * without a record of its own and leaves the first one's in place, and migrate-data refuses while
  * a record names a process, saying how to go on.
  */

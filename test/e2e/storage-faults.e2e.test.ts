@@ -4,7 +4,7 @@
  * keys keep working; signed conversions, which need their replay record, answer 503 too; once space
  * returns the service works again without a restart, and the code requested before the fault still
  * verifies. (A read-only folder cannot be simulated under a running server: remounting read-only
- * fails while the database is open for writing; test/storage-faults.test.ts maps real SQLITE_READONLY
+ * fails while the database is open for writing; test/data/db/storage-faults.test.ts maps real SQLITE_READONLY
  * and SQLITE_BUSY errors instead.) A server started on a folder already read-only is refused in one
  * line, while the read-only commands still work. Mounting needs root (CI runs as root); elsewhere
  * the tests are skipped with a message.

@@ -1,4 +1,4 @@
-// A process that claims a pid record at a given instant and holds it (test/operator-mistakes.test.ts
+// A process that claims a pid record at a given instant and holds it (test/server/operator-mistakes.test.ts
 // starts several at once): prints "OK" or "REFUSED <reason>", then waits, so its record stays live.
 import { claimPidFile } from "../../src/server/pidfile.ts";
 

@@ -4,7 +4,7 @@
  * php) and untagged fences show output or formats, not something to run.
  */
 
-/** Fence languages that are run by test/docs-recipes.test.ts. */
+/** Fence languages that are run by test/docs/recipes.test.ts. */
 export const RECIPE_LANGUAGES = ["bash", "sh", "js"] as const;
 
 /** The opt-out marker, alone on the line directly above a fence. */

@@ -1,4 +1,4 @@
-/** Run by test/tls.test.ts under Deno: writes a self-signed certificate with src/server/tls and prints its summary as JSON. */
+/** Run by test/server/tls/tls.test.ts under Deno: writes a self-signed certificate with src/server/tls and prints its summary as JSON. */
 import process from "node:process";
 import { selfSignedCertificate } from "../../src/server/tls/selfsigned.ts";
 import { summarize } from "./x509.ts";

@@ -55,7 +55,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     const ms = Math.min(limitMs, options.timeoutS * 1000);
     return within(work, ms, () => Object.assign(new Error(`the database did not answer within ${ms / 1000} s`), { code: "ETIMEDOUT" }));
   };
-  // Same names and columns as the SQLite schema (test/store.test.ts compares them), so services run unchanged.
+  // Same names and columns as the SQLite schema (test/data/db/store.test.ts compares them), so services run unchanged.
   const db = drizzle(client, { schema }) as unknown as Database;
   const pg = db as unknown as ReturnType<typeof drizzle<typeof schema>>;
   return {

@@ -2,7 +2,7 @@ import { bigint, bigserial, index, integer, pgTable, primaryKey, text } from "dr
 
 /**
  * The PostgreSQL twin of src/data/db/schema.ts: the same tables, columns and keys, so every service runs
- * unchanged on either (test/store.test.ts compares the two). Times and byte counts are Unix ms and
+ * unchanged on either (test/data/db/store.test.ts compares the two). Times and byte counts are Unix ms and
  * sums beyond 2³¹, hence `bigint` read as JS numbers; the comments of schema.ts say what each holds.
  */
 const big = (name: string) => bigint(name, { mode: "number" });

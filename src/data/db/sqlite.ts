@@ -98,7 +98,7 @@ const POOL_SIZE = 4;
  * last commits before the latest checkpoint, never the file's consistency (docs/performance.md).
  * The setting is per connection and the pool opens connections lazily, so POOL_SIZE statements
  * issued at once open every connection now, each setting its own; with the pool full no other
- * connection is ever opened (test/db-sync.test.ts checks each one).
+ * connection is ever opened (test/data/db/sync.test.ts checks each one).
  */
 async function syncNormal(client: Client): Promise<void> {
   await Promise.all(Array.from({ length: POOL_SIZE }, () => client.execute("PRAGMA synchronous = NORMAL")));

@@ -9,7 +9,7 @@ export type Tables = typeof schema;
 /**
  * The query builder services use: select, insert, update, delete and transaction, whose API is the
  * same on both dialects. Typed as the SQLite flavour; the PostgreSQL store hands over its pg-core
- * handle under this type (test/store.test.ts runs every service query on both). What differs
+ * handle under this type (test/data/db/store.test.ts runs every service query on both). What differs
  * between dialects (raw statements, batches, row counts, locks) goes through `Store` instead.
  */
 export type Database = Omit<LibSQLDatabase<Tables>, "run" | "all" | "get" | "values" | "batch" | "$client">;

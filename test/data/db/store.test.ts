@@ -1,0 +1,271 @@
+/**
+ * Store-level rules on both backends: the embedded libSQL file and PostgreSQL (a private cluster
+ * started by test/support/postgres.ts). Two in-process instances of the real app share one
+ * database, as instances behind a load balancer do, and every shared-state rule must hold across
+ * them: one-time codes, wrong-guess budgets, rate limits, replay records, revocation, usage sums,
+ * staff and sessions, the master-key pin. The schema twins are compared column by column.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { getTableColumns, getTableName, is, sql, Table } from "drizzle-orm";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError } from "../../../src/core/config.ts";
+import { openStore } from "../../../src/data/db/index.ts";
+import * as sqliteSchema from "../../../src/data/db/schema.ts";
+import * as pgSchema from "../../../src/data/db/schema-pg.ts";
+import { convertForm, postBearer, postSigned, type Keys } from "../../support/convert-helpers.ts";
+import { createHarness, expectError, wrongCode, type Harness } from "../../support/harness.ts";
+import * as img from "../../support/images.ts";
+import { createDatabase, psql } from "../../support/postgres.ts";
+import { signedHeaders } from "../../support/sign.ts";
+import { startSmtpSink, type SmtpSink } from "../../support/smtp.ts";
+
+const folders: string[] = [];
+afterAll(async () => {
+  for (const dir of folders) await rm(dir, { recursive: true, force: true });
+});
+
+async function freshFile(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "imgpress-store-"));
+  folders.push(dir);
+  return `file:${join(dir, "shared.db")}`;
+}
+
+const backends: [string, () => Promise<string>][] = [
+  ["libSQL file", freshFile],
+  ["PostgreSQL", () => createDatabase("store")],
+];
+
+/** Tables of a schema module by SQL name, each with its columns' SQL names, types left aside. */
+function shape(schema: Record<string, unknown>): Record<string, { key: string; columns: Record<string, { name: string; notNull: boolean; primary: boolean }> }> {
+  const tables: ReturnType<typeof shape> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (!is(value, Table)) continue;
+    const columns = Object.fromEntries(Object.entries(getTableColumns(value)).map(([k, c]) => [k, { name: c.name, notNull: c.notNull, primary: c.primary }]));
+    tables[getTableName(value)] = { key, columns };
+  }
+  return tables;
+}
+
+test("the PostgreSQL schema is the SQLite schema's twin: same tables, same JS keys, same column names and nullability", () => {
+  const lite = shape(sqliteSchema);
+  expect(Object.keys(lite).length).toBe(13);
+  expect(shape(pgSchema)).toEqual(lite);
+});
+
+describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
+  let url: string;
+  let smtp: SmtpSink;
+  let a: Harness;
+  let b: Harness;
+  let image: Buffer;
+  let n = 0;
+  /** A fresh body each time: the same body and timestamp would be a replay. */
+  const body = () => convertForm(image, { max_width: String(200 + n++) });
+  const both = () => [a, b] as const;
+  const advance = (ms: number) => both().forEach((h) => h.clock.advance(ms));
+
+  beforeAll(async () => {
+    url = await freshUrl();
+    smtp = await startSmtpSink();
+    // Started together on an empty database: the migrations of one must not trip the other.
+    [a, b] = await Promise.all([createHarness({ smtp, env: { IMGPRESS_DATABASE_URL: url } }), createHarness({ smtp, env: { IMGPRESS_DATABASE_URL: url } })]);
+    image = await img.photo(96, 64);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+    await smtp?.close();
+  });
+
+  test("a code requested through A is exchanged through B, exactly once when both try at the same moment", async () => {
+    const email = "once@example.com";
+    const { code } = await a.obtainOtp(email);
+    const tries = await Promise.all([a, b, b, a].map((h, i) => h.verifyOtp({ email, otp: code }, { ip: `198.51.100.${i + 1}` })));
+    expect(tries.map((r) => r.status).sort()).toEqual([200, 401, 401, 401]);
+    const winner = tries.find((r) => r.status === 200)!.body as Keys;
+    expect(winner.api_key).toStartWith("imp_");
+    // The key works on both instances.
+    for (const h of both()) expect((await postBearer(h, winner, await body())).status).toBe(200);
+  });
+
+  test("wrong guesses spread over both instances, all at once, burn the code after five; no more than five are ever compared", async () => {
+    const email = "burn@example.com";
+    const { code } = await b.obtainOtp(email);
+    const guesses = Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).verifyOtp({ email, otp: wrongCode(code, 1 + i) }, { ip: `198.51.100.${20 + i}` }));
+    // Wrong, or refused as burnt once the fifth has been spent: never a key.
+    for (const r of await Promise.all(guesses)) expect([401, 429]).toContain(r.status);
+    const table = a.store.tables.otpCodes;
+    const rows = await a.store.db.select({ attempts: table.attempts }).from(table).where(sql`${table.email} = ${email}`);
+    expect(rows.map((r) => r.attempts)).toEqual([5]);
+    expect((await a.verifyOtp({ email, otp: code }, { ip: "198.51.100.40" })).status).not.toBe(200);
+  });
+
+  test("a rate limit counts both instances' events: of six simultaneous code requests for one address, exactly one passes", async () => {
+    const email = "limited@example.com";
+    const all = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).requestOtp({ email }, { ip: `203.0.113.${i + 1}` })));
+    expect(all.map((r) => r.status).sort()).toEqual([200, 429, 429, 429, 429, 429]);
+    for (const r of all.filter((r) => r.status === 429)) expectError(r, 429, "RATE_LIMITED");
+  });
+
+  test("the limiter stays exact under a burst: of 60 simultaneous events in a bucket of 7, over both instances, exactly 7 pass", async () => {
+    const rule = [{ limit: 7, windowMs: 60_000 }];
+    const outcomes = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).services.limiter.hit("burst", rule)));
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(7);
+    for (const o of outcomes) if (o.status === "rejected") expect(o.reason.code).toBe("RATE_LIMITED");
+  });
+
+  test("a signature accepted by one instance is a replay on the other", async () => {
+    const keys = await a.issueKey("signer@example.com", "https://shared.example.com");
+    const form = await body();
+    const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: Math.floor(a.clock.now() / 1000), body: form.bytes });
+    expect((await postSigned(a, keys, form, { timestamp: headers["x-timestamp"] })).status).toBe(200);
+    const replay = await postSigned(b, keys, form, { timestamp: headers["x-timestamp"] });
+    expect(replay.status).toBe(401);
+    expect(replay.body.code).toBe("REPLAYED_REQUEST");
+    // A fresh signature still passes on B.
+    advance(1000);
+    expect((await postSigned(b, keys, await body())).status).toBe(200);
+  });
+
+  test("an instance whose clock runs ahead (within the tolerance) cannot prune a replay record another instance still needs", async () => {
+    const keys = await a.issueKey("skew@example.com", "https://shared.example.com");
+    const form = await body();
+    const timestamp = String(Math.floor(b.clock.now() / 1000));
+    expect((await postSigned(b, keys, form, { timestamp })).status).toBe(200);
+    // A's clock runs 290 s ahead of B's: by A's clock the record expired (300 s tolerance + 1 s) a few seconds ago.
+    b.clock.advance(15_000);
+    a.clock.advance(15_000 + 290_000);
+    await a.services.authenticator.prune();
+    // B, on time, still accepts that timestamp: the record must still be there to refuse the replay.
+    const replay = await postSigned(b, keys, form, { timestamp });
+    expect({ status: replay.status, code: replay.body.code }).toEqual({ status: 401, code: "REPLAYED_REQUEST" });
+    b.clock.advance(290_000); // the clocks agree again for the tests below
+  });
+
+  test("a key revoked through one instance is refused on the other's very next request", async () => {
+    const keys = await b.issueKey("revoked@example.com");
+    expect((await postBearer(a, keys, await body())).status).toBe(200);
+    const [row] = await a.services.keys.list({ email: "revoked@example.com" });
+    expect(await b.services.keys.revoke(row!.id)).toBe(true);
+    expect(await a.services.keys.revoke(row!.id)).toBe(false);
+    expect((await postBearer(a, keys, await body())).status).toBe(401);
+    expect((await postBearer(b, keys, await body())).status).toBe(401);
+  });
+
+  test("usage from both instances adds up exactly: buckets, totals, key counters and the dashboard's queries", async () => {
+    const keys = await a.issueKey("counted@example.com");
+    const [row] = await a.services.keys.list({ email: "counted@example.com" });
+    const sizes: number[] = [];
+    for (const h of [a, b, a, b, b]) {
+      const res = await postBearer(h, keys, await body());
+      expect(res.status).toBe(200);
+      sizes.push(res.bytes.byteLength);
+    }
+    expect((await postBearer(a, keys, await convertForm(new Uint8Array([1, 2, 3])))).status).toBe(415);
+    await Promise.all(both().map((h) => h.services.usage.flush()));
+    // Flushing again adds nothing: each bucket was written once.
+    await Promise.all(both().map((h) => h.services.usage.flush()));
+    const [sums] = await a.store.all<{ n: number; bo: number }>(sql`SELECT sum(count) AS n, sum(bytes_out) AS bo FROM usage_hourly WHERE key_id = ${row!.id} AND outcome = 'ok'`);
+    expect(sums).toEqual({ n: 5, bo: sizes.reduce((x, y) => x + y, 0) });
+    const [counter] = await b.services.keys.list({ email: "counted@example.com" });
+    expect({ conversions: counter!.conversions, bytesOut: counter!.bytesOut }).toEqual({ conversions: 5, bytesOut: sums!.bo });
+    expect(counter!.lastUsedAt).toBe(a.clock.now());
+
+    const range = { from: a.clock.now() - 3_600_000, to: a.clock.now() + 3_600_000 };
+    const overview = await b.services.usageQueries.overview({ ...range, keyId: row!.id });
+    expect(overview.totals.conversions).toBe(5);
+    expect(overview.totals.bytesOut).toBe(sums!.bo);
+    expect(overview.errorsByCode).toEqual([{ code: "UNSUPPORTED_MEDIA_TYPE", count: 1 }]);
+    expect(overview.totals.p50Ms).not.toBeNull();
+    const series = await a.services.usageQueries.series({ ...range, step: "hour" });
+    expect(series.points.reduce((s, p) => s + p.conversions, 0)).toBeGreaterThanOrEqual(5);
+    const page = await a.services.usageQueries.keys({ page: 1, pageSize: 50, sort: "lastUsed", order: "desc", search: "COUNTED" });
+    expect(page.total).toBe(1);
+    expect(page.rows[0]).toMatchObject({ email: "counted@example.com", conversions: 5, status: "active" });
+    // A never-used key sorts as the oldest on both engines (PostgreSQL's DESC puts NULLs first unless told).
+    await b.issueKey("idle@example.com");
+    const byUse = await a.services.usageQueries.keys({ page: 1, pageSize: 50, sort: "lastUsed", order: "desc" });
+    expect(byUse.rows.at(-1)).toMatchObject({ email: "idle@example.com", lastUsedAt: null });
+    expect(byUse.rows[0]!.lastUsedAt).not.toBeNull();
+    // Oldest first, it comes first.
+    const oldestFirst = await a.services.usageQueries.keys({ page: 1, pageSize: 50, sort: "lastUsed", order: "asc" });
+    expect(oldestFirst.rows[0]).toMatchObject({ email: "idle@example.com", lastUsedAt: null });
+    expect(oldestFirst.rows.at(-1)!.lastUsedAt).not.toBeNull();
+    const detail = await b.services.usageQueries.key(row!.id, range);
+    expect(detail?.usage.totals.conversions).toBe(5);
+  });
+
+  test("staff added on one instance is staff on the other; removing them ends their sessions everywhere", async () => {
+    expect((await a.services.staff.add("ops@example.com", "cli")).added).toBe(true);
+    expect(await b.services.staff.isStaff("ops@example.com")).toBe(true);
+    const session = await a.services.sessions.create("ops@example.com", "192.0.2.1", "test");
+    expect((await b.services.sessions.authenticate(session.token))?.email).toBe("ops@example.com");
+    expect((await b.services.sessions.list("ops@example.com")).map((s) => s.id)).toEqual([session.id]);
+    expect((await b.services.staff.remove("ops@example.com", "cli")).removed).toBe(true);
+    expect(await a.services.sessions.authenticate(session.token)).toBeNull();
+    expect((await a.services.staff.remove("ops@example.com", "cli")).removed).toBe(false);
+    const events = await b.services.audit.list({ type: "staff.removed" });
+    expect(events.map((e) => e.subject)).toEqual(["ops@example.com"]);
+  });
+
+  test("sessions: ending one and ending all report what they ended", async () => {
+    await a.services.staff.add("lead@example.com", "cli");
+    const [s1, s2] = [await a.services.sessions.create("lead@example.com", "192.0.2.2", "x"), await b.services.sessions.create("lead@example.com", "192.0.2.3", "y")];
+    expect(await b.services.sessions.end("lead@example.com", s1.id)).toBe(true);
+    expect(await a.services.sessions.end("lead@example.com", s1.id)).toBe(false);
+    expect(await a.services.sessions.endAll("lead@example.com")).toBe(1);
+    expect(await b.services.sessions.authenticate(s2.token)).toBeNull();
+  });
+
+  test("the minute's maintenance runs on both instances without error and removes what expired", async () => {
+    advance(2 * 3_600_000);
+    for (const h of both()) {
+      await h.services.issuance.prune();
+      await h.services.staffSignIn.prune();
+      await h.services.sessions.prune();
+      await h.services.limiter.prune(60 * 60 * 1000);
+      await h.services.authenticator.prune();
+      await h.services.usage.prune();
+    }
+    const [left] = await b.store.all<{ codes: number; events: number; seen: number }>(
+      sql`SELECT (SELECT count(*) FROM otp_codes) AS codes, (SELECT count(*) FROM rate_events) AS events, (SELECT count(*) FROM seen_signatures) AS seen`,
+    );
+    expect(left).toEqual({ codes: 0, events: 0, seen: 0 });
+  });
+
+  test("an instance holding another master key refuses to start on this database", async () => {
+    const other = createHarness({ smtp, env: { IMGPRESS_DATABASE_URL: url, IMGPRESS_MASTER_KEY: "1e".repeat(32) } });
+    await expect(other).rejects.toBeInstanceOf(ConfigError);
+    await expect(other).rejects.toThrow(/not the one this database was created with/);
+  });
+});
+
+describe("PostgreSQL migrations", () => {
+  test("eight stores opening one fresh database at the same moment migrate it exactly once", async () => {
+    const url = await createDatabase("migrate");
+    const stores = await Promise.all(Array.from({ length: 8 }, () => openStore(url, { poolSize: 2 })));
+    try {
+      const applied = await psql(url, "SELECT count(*) FROM __drizzle_migrations");
+      const { postgresMigrations } = await import("../../../src/data/db/migrations.gen.ts");
+      expect(Number(applied)).toBe(postgresMigrations.length);
+      // One store did the work and says so (the server logs it); the seven that waited applied nothing.
+      const reports = stores.map((s) => s.migrationsApplied.length).sort((a, b) => b - a);
+      expect(reports).toEqual([postgresMigrations.length, 0, 0, 0, 0, 0, 0, 0]);
+      expect(stores.find((s) => s.migrationsApplied.length > 0)!.migrationsApplied).toEqual(postgresMigrations.map((m) => m.tag));
+      expect(await psql(url, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'api_keys'")).toBe("1");
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  test("a database a newer version migrated is refused and left as it was (an older instance started in a rolling upgrade)", async () => {
+    const url = await createDatabase("newer");
+    await (await openStore(url, { poolSize: 1 })).close();
+    const { postgresMigrations } = await import("../../../src/data/db/migrations.gen.ts");
+    const future = postgresMigrations.at(-1)!.when + 1;
+    await psql(url, `INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-version', ${future})`);
+    await expect(openStore(url, { poolSize: 1 })).rejects.toThrow(`this database was migrated by a newer imgpress (its newest migration is from ${new Date(future).toISOString()}`);
+    expect(await psql(url, "SELECT count(*) FROM __drizzle_migrations")).toBe(String(postgresMigrations.length + 1));
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * The dashboard's routes through `app.handle` with real parts: a staff member signed in through the
+ * forms, real keys, conversions and usage buckets. Pages, their headers, the forms that change
+ * state (revoke, staff add/remove) with their CSRF and Origin checks, assets, and odd query values.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { assetUrl } from "../../../src/staff/dashboard/assets.ts";
+import { convertForm, postBearer } from "../../support/convert-helpers.ts";
+import { createHarness, TEST_MASTER_KEY, type Harness } from "../../support/harness.ts";
+import * as img from "../../support/images.ts";
+import { form, LOOPBACK, staffSignIn, type StaffLogin } from "../../support/staff.ts";
+
+const BOSS = "boss@example.com";
+const DB_TOKEN = "db-secret-token-5150";
+const METRICS_TOKEN = "metrics-secret-token-8086";
+let h: Harness;
+let boss: StaffLogin;
+let key: { api_key: string; secret_key: string };
+let keyId: string;
+
+const page = (path: string, s: StaffLogin | null = boss) => h.request("GET", path, { ip: LOOPBACK, headers: s ? { cookie: s.cookie } : {} });
+const post = (path: string, fields: Record<string, string>, s: StaffLogin = boss, headers: Record<string, string> = {}) =>
+  h.request("POST", path, form(fields, { headers: { cookie: s.cookie, ...headers } }));
+
+beforeAll(async () => {
+  h = await createHarness({ env: { IMGPRESS_STAFF_EMAILS: BOSS, IMGPRESS_DATABASE_AUTH_TOKEN: DB_TOKEN, IMGPRESS_METRICS_TOKEN: METRICS_TOKEN } });
+  boss = await staffSignIn(h, BOSS);
+  key = await h.issueKey("o'neil&co@example.com", "https://shop.example/blog");
+  keyId = (await h.services.keys.list()).find((k) => k.email === "o'neil&co@example.com")!.id;
+  const body = await convertForm(await img.photo(64, 48), { format: "webp" });
+  for (let i = 0; i < 3; i++) expect((await postBearer(h, key, body)).status).toBe(200);
+  await h.services.usage.flush();
+});
+
+afterAll(async () => {
+  await h.close();
+});
+
+describe("pages", () => {
+  test.each([
+    ["/internal/", "Overview"],
+    ["/internal/?range=365d", "Overview"],
+    ["/internal/keys", "Keys"],
+    ["/internal/activity", "Activity"],
+    ["/internal/settings", "Staff &amp; settings"],
+  ])("%s is a signed-in page with the strict headers", async (path, title) => {
+    const res = await page(path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.text).toContain(`<title>${title} · imgpress</title>`);
+    expect(res.text).toContain(`<span class="email" title="${BOSS}">${BOSS}</span>`);
+    expect(res.text).toContain(`name="csrf" value="${boss.csrf}"`);
+  });
+
+  test("the overview counts the conversions made", async () => {
+    const res = await page("/internal/");
+    expect(res.text).toMatch(/data-figure="conversions">3</);
+    expect(res.text).toMatch(/id="overview-conversions"[\s\S]*?data-peak="3"/);
+  });
+
+  test("without a session a page redirects to the sign-in form, remembering where it was", async () => {
+    const res = await page("/internal/keys?q=x", null);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe(`/internal/login?next=${encodeURIComponent("/internal/keys?q=x")}`);
+  });
+
+  test("odd query values fall back instead of failing", async () => {
+    expect((await page("/internal/?range=forever")).text).toContain('aria-current="true">24 h');
+    const keys = await page("/internal/keys?page=-3&sort=drop%20table&order=sideways&status=zombie");
+    expect(keys.status).toBe(200);
+    expect(keys.text).toContain("o&#39;neil&amp;co@example.com");
+    const activity = await page("/internal/activity?from=yesterday&type=nope");
+    expect(activity.status).toBe(200);
+    expect(activity.text).toContain("is not a date (YYYY-MM-DD)");
+    // A day that does not exist is refused, not rolled over into the next month.
+    const impossible = await page("/internal/activity?from=2026-02-31&to=2026-04-31");
+    expect(impossible.text).toContain("“2026-02-31” is not a date (YYYY-MM-DD); the from filter is ignored.");
+    expect(impossible.text).toContain("“2026-04-31” is not a date (YYYY-MM-DD); the to filter is ignored.");
+    expect((await page("/internal/activity?from=2028-02-29")).text).not.toContain("is not a date");
+  });
+
+  test("a keys page past the end shows the last page; one key is 'key'", async () => {
+    const total = (await h.services.keys.list()).length;
+    const past = await page("/internal/keys?page=7");
+    expect(past.status).toBe(200);
+    expect(past.text).toContain("o&#39;neil&amp;co@example.com");
+    expect(past.text).toContain(`<span class="num">Page 1 of 1</span>`);
+    expect(past.text).toContain(total === 1 ? "1–1 of 1 key</span>" : `1–${total} of ${total} keys</span>`);
+  });
+
+  test("an unknown key is a 404 page", async () => {
+    const res = await page("/internal/keys/nope");
+    expect(res.status).toBe(404);
+    expect(res.text).toContain("No such key");
+  });
+
+  test("an unknown page is a 404 page that leads back (signed out: sign in first); an unknown API path stays JSON", async () => {
+    for (const path of ["/internal/nope", "/internal/keys/x/y", "/internal/activity/2026"]) {
+      const res = await page(path);
+      expect(res.status).toBe(404);
+      expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(res.text).toContain("<h1>Page not found</h1>");
+      expect(res.text).toContain('<a href="/internal/">Overview</a>');
+    }
+    const signedOut = await page("/internal/nope", null);
+    expect(signedOut.status).toBe(303);
+    expect(signedOut.headers.get("location")).toBe("/internal/login?next=%2Finternal%2Fnope");
+    for (const s of [boss, null]) {
+      const api = await page("/internal/api/nope", s);
+      expect(api.status).toBe(404);
+      expect(JSON.parse(api.text)).toMatchObject({ code: "NOT_FOUND" });
+    }
+  });
+
+  test("the settings page shows no secret", async () => {
+    const text = (await page("/internal/settings")).text;
+    // Names and values may wrap between their parts (<wbr>), which is no character of the text.
+    const shown = text.replaceAll("<wbr>", "");
+    expect(shown).not.toContain(TEST_MASTER_KEY);
+    expect(shown).not.toContain(DB_TOKEN);
+    expect(shown).not.toContain(METRICS_TOKEN);
+    expect(shown).toContain("IMGPRESS_METRICS_TOKEN");
+    expect(shown).toContain("IMGPRESS_DATABASE_AUTH_TOKEN");
+    expect(text).toContain(h.dir);
+  });
+});
+
+describe("assets", () => {
+  test("served with a content type and a one-year immutable cache, to allowlisted clients only", async () => {
+    const url = assetUrl("dashboard.css");
+    const res = await h.request("GET", url, { ip: LOOPBACK });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/css; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    expect(res.text).toContain("prefers-color-scheme");
+    expect((await h.request("GET", url.replace(/\.[0-9a-f]{10}\./, ".0000000000."), { ip: LOOPBACK })).status).toBe(404);
+    expect((await h.request("GET", url, { ip: "203.0.113.9" })).status).toBe(404);
+  });
+});
+
+describe("revoke from the key page", () => {
+  test("refused without the CSRF token or from another origin; nothing changes", async () => {
+    const noToken = await post(`/internal/keys/${keyId}/revoke`, {});
+    expect(noToken.status).toBe(403);
+    const foreign = await post(`/internal/keys/${keyId}/revoke`, { csrf: boss.csrf }, boss, { origin: "https://evil.example" });
+    expect(foreign.status).toBe(403);
+    expect((await h.services.keys.findActive(key.api_key)) !== null).toBe(true);
+  });
+
+  test("revokes, audits, and the key's next conversion gets 401", async () => {
+    const res = await post(`/internal/keys/${keyId}/revoke`, { csrf: boss.csrf });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe(`/internal/keys/${keyId}?done=revoked`);
+    const after = await page(res.headers.get("location")!);
+    expect(after.text).toContain("Key revoked: its next request is refused.");
+    expect(after.text).toContain('<span class="badge revoked">revoked</span>');
+    const [event] = await h.services.audit.list({ type: "key.revoked" });
+    expect(event).toMatchObject({ actor: BOSS, subject: keyId });
+    const body = await convertForm(await img.photo(32, 24), { format: "webp" });
+    expect((await postBearer(h, key, body)).status).toBe(401);
+  });
+
+  test("viewed over 7 days, the page comes back over 7 days; its form says so", async () => {
+    const other = await h.issueKey("ranged@example.com");
+    const id = (await h.services.keys.list()).find((k) => k.email === "ranged@example.com")!.id;
+    expect((await page(`/internal/keys/${id}?range=7d`)).text).toContain(`action="/internal/keys/${id}/revoke?range=7d"`);
+    const res = await post(`/internal/keys/${id}/revoke?range=7d`, { csrf: boss.csrf });
+    expect(res.headers.get("location")).toBe(`/internal/keys/${id}?range=7d&done=revoked`);
+    expect((await h.services.keys.findActive(other.api_key)) === null).toBe(true);
+    // An unknown range is the default, left out.
+    expect((await post(`/internal/keys/${id}/revoke?range=forever`, { csrf: boss.csrf })).headers.get("location")).toBe(`/internal/keys/${id}`);
+  });
+});
+
+describe("staff from the settings page", () => {
+  test("add, then remove: the colleague's sessions end at once", async () => {
+    const added = await post("/internal/settings/staff/add", { csrf: boss.csrf, email: "Colleague@Example.com" });
+    expect(added.status).toBe(303);
+    // To the top of the page, where the notice is (a #staff fragment scrolled it out of sight).
+    expect(added.headers.get("location")).toBe("/internal/settings?done=staff-added");
+    expect((await page(added.headers.get("location")!)).text).toContain('role="status" tabindex="-1" data-notice id="notice">Staff member added');
+    expect((await page(added.headers.get("location")!)).text).toContain("colleague@example.com");
+    const colleague = await staffSignIn(h, "colleague@example.com");
+    expect((await page("/internal/", colleague)).status).toBe(200);
+    const removed = await post("/internal/settings/staff/remove", { csrf: boss.csrf, email: "colleague@example.com" });
+    expect(removed.status).toBe(303);
+    expect((await page("/internal/", colleague)).status).toBe(303);
+    const types = (await h.services.audit.list({ actor: BOSS })).map((e) => e.type);
+    expect(types).toContain("staff.added");
+    expect(types).toContain("staff.removed");
+  });
+
+  test("a refusal shows the page with the reason at its status", async () => {
+    const res = await post("/internal/settings/staff/remove", { csrf: boss.csrf, email: BOSS });
+    expect(res.status).toBe(409);
+    expect(res.text).toContain("IMGPRESS_STAFF_EMAILS: remove it there");
+    const bad = await post("/internal/settings/staff/add", { csrf: boss.csrf, email: "not an address" });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('class="notice error" role="alert"');
+    // What was typed is back in the field, to be corrected rather than typed again.
+    expect(bad.text).toContain('name="email" value="not an address" required');
+  });
+});
