@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
-import { createApp, createServices, type App, type Services } from "../app.ts";
+import { createApp, type App } from "../app.ts";
+import { createServices, type Services } from "../services.ts";
 import { ineffectiveSettings, loadConfig, unknownSettings, type Config } from "../core/config.ts";
 import { driverMessage } from "../data/db/faults.ts";
 import { localPath, openStore, type Store } from "../data/db/index.ts";
@@ -29,8 +30,8 @@ export interface Booted {
   app: App;
 }
 
-/** Loads config, opens and migrates the database, and builds the services and the app. */
-export async function boot(options: {
+/** How a command opens the database; the server and each CLI command differ only here. */
+export interface BootOptions {
   env: Record<string, string | undefined>;
   flags?: Record<string, string>;
   loadDocsAsset: () => Promise<Blob>;
@@ -44,57 +45,84 @@ export async function boot(options: {
   existingOnly?: boolean;
   /** Finishes a restore a crash interrupted (the server, which holds the folder's pid record); anything else refuses to open such a folder. */
   finishesRestore?: boolean;
-}): Promise<Booted> {
+}
+
+/** Loads config, opens and migrates the database, and builds the services and the app. */
+export async function boot(options: BootOptions): Promise<Booted> {
   const config = loadConfig(options.env, options.flags);
   const logger = createLogger(config.logLevel, options.write);
-  // A misspelt variable would otherwise be ignored without a word, its setting left at the default.
-  const unknown = unknownSettings(options.env);
-  if (unknown.length > 0) logger.startup("warn", `ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
-  for (const warning of ineffectiveSettings(config)) logger.startup("warn", warning);
+  warnAboutSettings(options.env, config, logger);
   await options.beforeOpen?.(config);
   // A local file is looked at before it is opened: a refusal then leaves it as it was, unmigrated.
   const path = localPath(config.databaseUrl);
-  if (path && options.finishesRestore) {
-    const finished = await finishInterruptedRestore(path);
-    if (finished) {
-      const kept = [finished.aside && `the database before it kept as ${finished.aside}`, finished.asideKey && `the master key before it as ${finished.asideKey}`].filter(Boolean).join(", ");
-      logger.startup("warn", `an imgpress restore into ${path} had been interrupted (killed, or the power went): it was finished now${kept ? `; ${kept}` : ""}`);
-    }
-  } else if (path && (await restoreInterrupted(path))) {
-    throw new Error(interruptedRestore(path));
-  }
-  const facts = path ? await inspectDatabaseFile(path).catch((err) => cannotOpen(config, err, [])) : null;
-  // Run in the wrong folder, or with IMGPRESS_DATA_DIR mistyped, a command would make a new, empty installation and report on that.
-  if (path && !facts && options.existingOnly) {
-    throw new Error(`no database at ${path} (no file, or an empty one): check IMGPRESS_DATA_DIR (or IMGPRESS_DATABASE_URL) and the folder you run this in (the default data folder is ./imgpress-data, relative to it); nothing was created`);
-  }
+  const facts = path ? await lookBeforeOpening(path, config, options, logger) : null;
   const pending = facts ? pendingMigrations(facts.newestMigration, sqliteMigrations).map((m) => m.tag) : [];
-  if (path && options.besideServer && pending.length > 0) {
-    const server = serverInUse(path);
-    // Exit 1 like restore's refusal, not the 2 of a command line imgpress cannot read.
-    if (server) throw new Error(`this imgpress would migrate the database (${pending.join(", ")}) under a running server: ${server}, then start this version, which migrates at start`);
-  }
-  // Its master key may be in it in clear: restore puts that right.
-  if (path && facts?.backup) {
-    const why = facts.backup.withKey ? "it still holds the master key in clear" : "a --without-key backup, so the master key it was made with must be in place too";
-    const does = facts.backup.withKey ? `moves the key into ${masterKeyPath(config)}` : "takes the backup's table out";
-    throw new Error(`${path} is a file written by imgpress backup, put in place without imgpress restore (${why}): stop imgpress, then run imgpress restore ${path}, which checks it, ${does} and keeps a copy of the file aside`);
-  }
+  if (path && options.besideServer) refuseMigratingUnderServer(path, pending);
+  if (path && facts?.backup) refuseUnrestoredBackup(path, config, facts.backup);
   await requireDatabaseKey(config, facts);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
   const store = await openConfiguredStore(config, pending);
   if (path && !facts && options.besideServer) logger.startup("warn", `no database was at ${path}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`);
-  // After an upgrade the operator sees what changed in the database, once, at the start that did it.
-  if (store.migrationsApplied.length > 0) logger.startup("info", "database migrated", { migrations: store.migrationsApplied });
-  // A new, empty database beside a master key of earlier runs: the old database file is gone or was replaced (an empty copy).
-  if (keyFileBefore && store.migrationsApplied[0] === FIRST_MIGRATION) {
-    logger.startup("warn", `a new, empty database was created beside the existing ${masterKeyPath(config)}: if this folder held keys before, its database file is missing or was replaced by an empty one (restore it from a backup)`);
-  }
+  reportMigrations(store, config, keyFileBefore, logger);
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
   await requireKeyOfPinnedDatabase(store, config);
   const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };
   const services = await createServices(deps);
   return { config, logger, store, mailer, services, app: createApp(deps, services) };
+}
+
+/** Settings that would otherwise be ignored without a word: a misspelt variable, or one that has no effect with the others. */
+function warnAboutSettings(env: Record<string, string | undefined>, config: Config, logger: Logger): void {
+  const unknown = unknownSettings(env);
+  if (unknown.length > 0) logger.startup("warn", `ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
+  for (const warning of ineffectiveSettings(config)) logger.startup("warn", warning);
+}
+
+/**
+ * The local file's facts, read before it is opened. An interrupted restore is finished (by the
+ * server) or refused (by anything else); a command that needs an existing database refuses a
+ * missing one: run in the wrong folder, or with IMGPRESS_DATA_DIR mistyped, it would make a new,
+ * empty installation and report on that.
+ */
+async function lookBeforeOpening(path: string, config: Config, options: BootOptions, logger: Logger) {
+  if (options.finishesRestore) {
+    const finished = await finishInterruptedRestore(path);
+    if (finished) {
+      const kept = [finished.aside && `the database before it kept as ${finished.aside}`, finished.asideKey && `the master key before it as ${finished.asideKey}`].filter(Boolean).join(", ");
+      logger.startup("warn", `an imgpress restore into ${path} had been interrupted (killed, or the power went): it was finished now${kept ? `; ${kept}` : ""}`);
+    }
+  } else if (await restoreInterrupted(path)) {
+    throw new Error(interruptedRestore(path));
+  }
+  const facts = await inspectDatabaseFile(path).catch((err) => cannotOpen(config, err, []));
+  if (!facts && options.existingOnly) {
+    throw new Error(`no database at ${path} (no file, or an empty one): check IMGPRESS_DATA_DIR (or IMGPRESS_DATABASE_URL) and the folder you run this in (the default data folder is ./imgpress-data, relative to it); nothing was created`);
+  }
+  return facts;
+}
+
+/** A command beside a live server must not migrate the file under it. */
+function refuseMigratingUnderServer(path: string, pending: readonly string[]): void {
+  if (pending.length === 0) return;
+  const server = serverInUse(path);
+  // Exit 1 like restore's refusal, not the 2 of a command line imgpress cannot read.
+  if (server) throw new Error(`this imgpress would migrate the database (${pending.join(", ")}) under a running server: ${server}, then start this version, which migrates at start`);
+}
+
+/** A backup file put in place by hand: its master key may be in it in clear, which restore puts right. */
+function refuseUnrestoredBackup(path: string, config: Config, backup: { withKey: boolean }): never {
+  const why = backup.withKey ? "it still holds the master key in clear" : "a --without-key backup, so the master key it was made with must be in place too";
+  const does = backup.withKey ? `moves the key into ${masterKeyPath(config)}` : "takes the backup's table out";
+  throw new Error(`${path} is a file written by imgpress backup, put in place without imgpress restore (${why}): stop imgpress, then run imgpress restore ${path}, which checks it, ${does} and keeps a copy of the file aside`);
+}
+
+/** After an upgrade the operator sees what changed in the database, once, at the start that did it; and a new empty database beside an old key is named. */
+function reportMigrations(store: Store, config: Config, keyFileBefore: boolean, logger: Logger): void {
+  if (store.migrationsApplied.length > 0) logger.startup("info", "database migrated", { migrations: store.migrationsApplied });
+  // A new, empty database beside a master key of earlier runs: the old database file is gone or was replaced (an empty copy).
+  if (keyFileBefore && store.migrationsApplied[0] === FIRST_MIGRATION) {
+    logger.startup("warn", `a new, empty database was created beside the existing ${masterKeyPath(config)}: if this folder held keys before, its database file is missing or was replaced by an empty one (restore it from a backup)`);
+  }
 }
 
 /**

@@ -2,21 +2,21 @@ import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { dirname } from "node:path";
 import { boot, startMaintenance, type Booted } from "./boot.ts";
+import { counting, drain, type InFlight } from "./drain.ts";
 import { releaseWhenIdle } from "../conversion/idle.ts";
 import type { Config } from "../core/config.ts";
-import { driverMessage } from "../data/db/faults.ts";
 import { localPath } from "../data/db/index.ts";
 import { prepareDatabaseFolder } from "../data/db/sqlite.ts";
 import { readableByOthers } from "../core/files.ts";
 import { masterKeyPath } from "./masterkey.ts";
 import { clearTextMailWarning, DEVELOPMENT_MAIL_WARNING } from "../core/mail/mailer.ts";
-import { createFetchHandler } from "../core/http/serve.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
 import { isoSeconds, loadTls, urlHost, type ServedTls } from "./tls/index.ts";
 import { describeServed, servedWarnings, watchCertificate } from "./tls/watch.ts";
 import { version } from "../core/version.ts";
 import type { Logger } from "../core/log.ts";
-import type { Services } from "../app.ts";
+import { createRequestHandler } from "../app.ts";
+import type { Services } from "../services.ts";
 
 /** A listening server as the runtime reports it. */
 export interface Listening {
@@ -39,12 +39,6 @@ export type ShutdownSignal = "SIGTERM" | "SIGINT" | "SIGHUP";
 
 const signalNumbers: Record<ShutdownSignal, number> = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
 
-/** How often the log says what a drain is still waiting for. */
-const DRAIN_STATUS_EVERY_MS = 2000;
-/** How often a drain looks whether everything has been answered. */
-const IDLE_LOOK_MS = 250;
-/** How long everything must have been answered before a drain closes the connections left. */
-const ANSWERED_GRACE_MS = 5000;
 
 /** What differs between Bun and Deno; everything else is shared. */
 export interface Runtime {
@@ -70,25 +64,57 @@ export interface Runtime {
 
 /** Boots the service, listens, and runs until a shutdown signal has let in-flight requests finish; resolves to the exit status. */
 export async function serve(flags: Record<string, string>, runtime: Runtime): Promise<number> {
-  let releasePid = () => {};
-  // The record is claimed before the database is opened, so a second server refused here has not
-  // migrated the first one's database under it (an upgraded binary started beside the old one).
+  const pid = pidRecord();
+  const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, beforeOpen: pid.claim, finishesRestore: true }).catch((err) => {
+    pid.release();
+    throw err;
+  });
+  const { config, logger, services } = booted;
+  warnAtStart(booted, runtime);
+  const inFlight: InFlight = { count: 0 };
+  // Whatever stops the start from here (a bad certificate, the port taken) gives the record back.
+  const { tls, server } = await listen(booted, runtime, inFlight).catch((err) => {
+    pid.release();
+    throw err;
+  });
+  const stopMaintenance = startMaintenance(services, config, logger);
+  const stopWatching = await watchServedCertificate(tls, config.host, logger, services);
+  releaseMemoryWhenIdle(runtime, services, logger);
+  for (const warning of await exposedSecrets(config, tls)) logger.startup("warn", warning);
+  // The handlers first: a service manager may send SIGTERM the moment it reads the listening line.
+  const stopped = stopOnSignals(runtime, logger, inFlight, async (signal) => {
+    stopMaintenance();
+    stopWatching();
+    return drain(booted, server, inFlight, signal);
+  }).finally(pid.release);
+  logListening(booted, runtime, tls, server.port);
+  return stopped;
+}
+
+/**
+ * The pid record of a local database, claimed before the database is opened, so a second server
+ * refused here has not migrated the first one's database under it (an upgraded binary started
+ * beside the old one). `release` gives it back and may be called more than once.
+ */
+function pidRecord(): { claim: (config: Config) => Promise<void>; release: () => void } {
+  let release = () => {};
   const claim = async (config: Config) => {
     const dbPath = localPath(config.databaseUrl);
     if (!dbPath) return;
     await prepareDatabaseFolder(dbPath);
     try {
-      releasePid = claimPidFile(dbPath);
+      release = claimPidFile(dbPath);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== "EROFS" && code !== "EACCES" && code !== "EPERM") throw err;
       throw new Error(`cannot write ${pidFilePath(dbPath)} (${code}): the data folder must be writable by this user and not on a read-only mount`);
     }
   };
-  const { config, logger, store, mailer, services, app } = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, beforeOpen: claim, finishesRestore: true }).catch((err) => {
-    releasePid();
-    throw err;
-  });
+  return { claim, release: () => release() };
+}
+
+/** The start's warnings about the configuration: mail printed to the log or sent in clear, timeouts the runtime cannot honour. */
+function warnAtStart({ config, logger, mailer }: Booted, runtime: Runtime): void {
   if (mailer.isDevelopment) logger.startup("warn", DEVELOPMENT_MAIL_WARNING);
   const clearText = config.smtpUrl ? clearTextMailWarning(config.smtpUrl) : null;
   if (clearText) logger.startup("warn", clearText);
@@ -100,78 +126,77 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
       `IMGPRESS_QUEUE_TIMEOUT_S + IMGPRESS_CONVERT_TIMEOUT_S is ${silentS} s, but ${runtime.name.split(" ")[0]} closes a connection silent for ${runtime.maxSilentS} s: a request that waits and converts longer gets no answer (not 503 or 504); keep the sum within ${runtime.maxSilentS} s`,
     );
   }
-  // Whatever stops the start from here (a bad certificate, the port taken) gives the record back.
-  const started = async () => {
-    // A name that does not resolve: Bun would report it as "Is port … in use?".
-    if (!isIP(config.host)) {
-      await lookup(config.host).catch(() => {
-        throw new Error(`cannot listen on ${config.host}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): no address has that name (IMGPRESS_HOST takes an IP address of this machine, 0.0.0.0 or ::)`);
-      });
-    }
-    const tls = config.behindProxy ? undefined : await loadTls(config);
-    const server = await runtime
-      .listen({
-        host: config.host,
-        port: config.port,
-        tls,
-        idleTimeoutS: Math.min(runtime.maxSilentS ?? 255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
-        maxBodyBytes: 1024 * 1024 * 1024,
-        fetch: counting(createFetchHandler((request) => app.handle(request), logger, { hsts: !config.behindProxy, counter: services.requests, observe: services.metrics.observeResponse, draining: () => services.lifecycle.draining }), inFlight),
-      })
-      .catch((err: Error) => {
-        // Bun says only "Failed to start server" or ENOENT (an unresolvable host): name the address.
-        throw new Error(`cannot listen on ${urlHost(config.host)}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): ${err.message}`);
-      });
-    return { tls, server };
-  };
-  const inFlight: InFlight = { count: 0 };
-  const { tls, server } = await started().catch((err) => {
-    releasePid();
-    throw err;
-  });
-  const stopMaintenance = startMaintenance(services, config, logger);
-  const stopWatching = await watchServedCertificate(tls, config.host, logger, services);
-  const { releaseFreedMemory } = runtime;
-  if (releaseFreedMemory) {
-    const release = () => {
-      const startedAt = performance.now();
-      releaseFreedMemory();
-      logger.debug("conversions idle: freed memory handed back", { ms: Math.round((performance.now() - startedAt) * 10) / 10 });
-    };
-    services.convert.observe(releaseWhenIdle(services.convert.gate, release));
+}
+
+/** Loads the certificate (unless a proxy terminates TLS) and listens; a failure names the address and the settings to change. */
+async function listen({ config, logger, services, app }: Booted, runtime: Runtime, inFlight: InFlight): Promise<{ tls: ServedTls | undefined; server: Listening }> {
+  // A name that does not resolve: Bun would report it as "Is port … in use?".
+  if (!isIP(config.host)) {
+    await lookup(config.host).catch(() => {
+      throw new Error(`cannot listen on ${config.host}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): no address has that name (IMGPRESS_HOST takes an IP address of this machine, 0.0.0.0 or ::)`);
+    });
   }
-  for (const warning of await exposedSecrets(config, tls)) logger.startup("warn", warning);
-  // The handlers first: a service manager may send SIGTERM the moment it reads the listening line.
-  const stopped = new Promise<number>((resolve) => {
+  const tls = config.behindProxy ? undefined : await loadTls(config);
+  const handler = createRequestHandler(app, services, config, logger);
+  const server = await runtime
+    .listen({
+      host: config.host,
+      port: config.port,
+      tls,
+      idleTimeoutS: Math.min(runtime.maxSilentS ?? 255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
+      maxBodyBytes: 1024 * 1024 * 1024,
+      fetch: counting(handler, inFlight),
+    })
+    .catch((err: Error) => {
+      // Bun says only "Failed to start server" or ENOENT (an unresolvable host): name the address.
+      throw new Error(`cannot listen on ${urlHost(config.host)}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): ${err.message}`);
+    });
+  return { tls, server };
+}
+
+/** Hands freed memory back to the system once conversions go idle, where the runtime can. */
+function releaseMemoryWhenIdle(runtime: Runtime, services: Services, logger: Logger): void {
+  const { releaseFreedMemory } = runtime;
+  if (!releaseFreedMemory) return;
+  const release = () => {
+    const startedAt = performance.now();
+    releaseFreedMemory();
+    logger.debug("conversions idle: freed memory handed back", { ms: Math.round((performance.now() - startedAt) * 10) / 10 });
+  };
+  services.convert.observe(releaseWhenIdle(services.gate, release));
+}
+
+/**
+ * Runs `stop` at the first shutdown signal and resolves to its exit status; a second signal
+ * resolves at once (the operator wants out now, whatever is still running).
+ */
+function stopOnSignals(runtime: Runtime, logger: Logger, inFlight: InFlight, stop: (signal: ShutdownSignal) => Promise<number>): Promise<number> {
+  return new Promise<number>((resolve) => {
     let stopping = false;
     runtime.onShutdownSignal((signal) => {
       if (stopping) {
-        // The operator asked twice: they want out now, whatever is still running.
         logger.warn(`second ${signal}: exiting at once`, { requestsCut: inFlight.count });
-        releasePid();
         resolve(128 + signalNumbers[signal]);
         return;
       }
       stopping = true;
-      stopMaintenance();
-      stopWatching();
-      drain({ config, logger, store, services }, server, inFlight, signal).then((code) => {
-        releasePid();
-        resolve(code);
-      });
+      stop(signal).then(resolve);
     });
   });
+}
+
+/** The one line that says the service is up: where, how, and the fingerprint of a generated certificate. */
+function logListening({ config, logger, services }: Booted, runtime: Runtime, tls: ServedTls | undefined, port: number): void {
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
   logger.startup("info", "imgpress listening", {
     version,
     runtime: runtime.name,
-    url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${server.port}`,
+    url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${port}`,
     scheme,
     dataDir: config.dataDir,
     ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: services.tls.view()?.sha256, certNames: tls.facts?.names } : {}),
     ...(tls?.facts ? { certValidUntil: isoSeconds(tls.facts.notAfter) } : {}),
   });
-  return stopped;
 }
 
 /** The files another user of this machine could read that give secrets away, each with the chmod that fixes it. */
@@ -213,77 +238,3 @@ async function watchServedCertificate(tls: ServedTls | undefined, host: string, 
   return watchCertificate(tls, (message) => logger.warn(message), { host, said, checked: (warnings) => services.tls.warn(warnings) });
 }
 
-/** Counts requests between arrival and answer, so a drain can say what it waits for. */
-interface InFlight {
-  count: number;
-}
-
-function counting(fetch: (request: Request, peer: string | undefined) => Promise<Response>, inFlight: InFlight) {
-  return async (request: Request, peer: string | undefined) => {
-    inFlight.count++;
-    try {
-      return await fetch(request, peer);
-    } finally {
-      inFlight.count--;
-    }
-  };
-}
-
-/**
- * The orderly stop: readiness fails at once; after IMGPRESS_DRAIN_DELAY_S (0 by default: a load
- * balancer probing /health/ready sees 503 meanwhile, and requests still arriving are served) the
- * listener closes (no new connections); accepted requests (uploading, queued or converting) finish
- * within IMGPRESS_SHUTDOWN_TIMEOUT_S, the shutdown hooks run (usage flush), the WAL is checkpointed
- * and the database closed. Resolves to the exit status: 0, or 1 when the timeout cut requests, a
- * hook failed or the database could not be closed.
- */
-async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "services">, server: Listening, inFlight: InFlight, signal: ShutdownSignal): Promise<number> {
-  const { config, logger, store, services } = booted;
-  services.lifecycle.beginDrain();
-  const status = () => {
-    const gate = services.convert.gate.stats();
-    const receiving = Math.max(0, gate.admitted - gate.running - gate.waiting);
-    return { conversions: gate.running, queued: gate.waiting, uploading: receiving, requests: inFlight.count };
-  };
-  const describe = (s: ReturnType<typeof status>) =>
-    `draining: ${s.conversions} conversions in flight, ${s.queued} queued, ${s.uploading} uploading, ${s.requests} requests open`;
-  if (config.drainDelayS > 0) {
-    logger.info(`${signal} received: readiness answers 503; the listener closes in ${config.drainDelayS} s (IMGPRESS_DRAIN_DELAY_S)`, { delayS: config.drainDelayS, ...status() });
-    await new Promise((resolve) => setTimeout(resolve, config.drainDelayS * 1000));
-    logger.info(`closing the listener: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
-  } else logger.info(`${signal} received: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
-  const ticker = setInterval(() => logger.info(describe(status()), status()), DRAIN_STATUS_EVERY_MS);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), config.shutdownTimeoutS * 1000)));
-  const stopped = server.stop().then(
-    () => false,
-    (err: Error) => (logger.error("closing the listener failed", { error: err }), false),
-  );
-  // Nothing open for ANSWERED_GRACE_MS: what the stop still waits on are connections holding only
-  // the unread body of an answered request. Not sooner: an answer under 1 MiB is handed to the
-  // connection whole and holds nothing here while a slow client still reads it.
-  let idleSince: number | undefined;
-  const idleWatch = setInterval(() => {
-    // A result over 1 MiB still being delivered holds its gate place, so it counts as uploading here.
-    if (!Object.values(status()).every((n) => n === 0)) idleSince = undefined;
-    else if ((idleSince ??= performance.now()) <= performance.now() - ANSWERED_GRACE_MS) server.closeAnswered?.();
-  }, IDLE_LOOK_MS);
-  const cut = await Promise.race([stopped, timedOut]);
-  clearInterval(idleWatch);
-  clearInterval(ticker);
-  clearTimeout(timer);
-  if (cut) logger.warn(`shutdown timeout (${config.shutdownTimeoutS} s) reached: cutting what is left`, status());
-  else logger.info("all requests answered");
-  const failedHooks = await services.lifecycle.runHooks(logger);
-  // The driver's words: an operator's matter (a read-only file, a full disk), not a bug with a stack.
-  // Nothing is lost then (what the checkpoint could not copy stays in the write-ahead log beside the
-  // file, which the next start reads), but the file alone is not complete: a failed stop.
-  const walHint = localPath(config.databaseUrl) ? ": keep the -wal file beside the database (the next start reads it)" : "";
-  const unclosed = await store.shutdown().then(
-    () => false,
-    (err: Error) => (logger.error(`closing the database failed${walHint}`, { error: driverMessage(err) }), true),
-  );
-  const exitCode = cut || failedHooks || unclosed ? 1 : 0;
-  logger.info("stopped", { exitCode });
-  return exitCode;
-}
