@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createServices } from "../../src/app.ts";
+import { createServices } from "../../src/services.ts";
 import { loadConfig, type Config } from "../../src/core/config.ts";
 import { sha256Hex } from "../../src/core/crypto.ts";
 import type { Store } from "../../src/data/db/index.ts";

@@ -1,5 +1,5 @@
 import { flagName, settings, type Config } from "../core/config.ts";
-import type { Services } from "../app.ts";
+import type { Services } from "../services.ts";
 import { AUDIT_TYPES, parseDuration } from "../data/audit/service.ts";
 import { AppError } from "../core/errors.ts";
 import { describeSettings } from "../staff/settings-view.ts";

@@ -19,8 +19,6 @@ export interface GateOptions {
    * anything beyond setTimeout's ~24.8 days): never.
    */
   abandonAfterMs: number;
-  /** Told when a slot is given back that way (a log line, a metric); must not throw. */
-  onAbandoned?: (weight: JobWeight) => void;
   /**
    * Most memory the running jobs may take together (their estimates, bytes): a job waits until
    * its estimate fits beside the running ones, except that a job may always run alone. Default: no limit.
@@ -79,12 +77,18 @@ export class ConversionGate {
   private abandoned = 0;
   private readonly waiting: Waiter[] = [];
   private readonly admittedBy = new Map<string, number>();
+  private readonly abandonedListeners: ((weight: JobWeight) => void)[] = [];
   private readonly maxHeavy: number;
   private readonly capacity: number;
 
   constructor(private readonly options: GateOptions) {
     this.maxHeavy = Math.max(1, options.concurrency - 1);
     this.capacity = options.concurrency * UNITS.normal;
+  }
+
+  /** Tells `listener` each time a slot is given back from work that never stopped (`abandonAfterMs`): a log line, a metric; it must not throw. */
+  onAbandoned(listener: (weight: JobWeight) => void): void {
+    this.abandonedListeners.push(listener);
   }
 
   /**
@@ -164,7 +168,7 @@ export class ConversionGate {
       ? setTimeout(() => {
           this.abandoned++;
           releaseOnce();
-          this.options.onAbandoned?.(weight);
+          for (const listener of this.abandonedListeners) listener(weight);
         }, this.options.abandonAfterMs)
       : undefined;
     // A stopping process must not wait for work it would give up anyway.

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { clientContext } from "../core/http/client.ts";
 import { parseFormBody } from "./form.ts";
 import { INTERNAL_PREFIX } from "../core/http/paths.ts";
 import type { Notice } from "./dashboard/layout.ts";
@@ -20,7 +21,6 @@ export interface StaffRouteDeps {
   staff: StaffDirectory;
   sessions: SessionService;
   signIn: StaffSignIn;
-  clientIp: (request: Request) => string;
   behindProxy: boolean;
   sessionMaxS: number;
 }
@@ -32,6 +32,7 @@ export function staffRoutes(d: StaffRouteDeps) {
   const leave = (token: string, location: string) => new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, d.sessionMaxS) } });
   return new Elysia({ name: "staff", prefix: INTERNAL_PREFIX })
     .use(d.auth)
+    .use(clientContext)
     .get(
       "/login",
       async ({ query, request }) =>
@@ -44,39 +45,39 @@ export function staffRoutes(d: StaffRouteDeps) {
     )
     .post(
       "/login",
-      async ({ body, request }) =>
+      async ({ body, request, clientIp }) =>
         // A new code asked for on the code form stays there, sent or refused: a refusal leaves the code already sent valid.
         asPage(request, body.resend ? "Enter your code" : "Staff sign-in", (m, err) => (body.resend ? codeForm(body.email, shownNext(body.next), minutes, { notice: resendRefused(m, err) }) : loginForm(shownNext(body.next), { ...refusal(m, err), email: body.email })), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
-          const email = await d.signIn.requestCode(body.email, d.clientIp(request));
+          const email = await d.signIn.requestCode(body.email, clientIp);
           return pageResponse("Enter your code", codeForm(email, next, minutes, { notice: body.resend ? resent(email) : undefined }));
         }),
       { parse: parseFormBody, body: LoginForm, ...hidden() },
     )
     .post(
       "/login/code",
-      async ({ body, request }) =>
+      async ({ body, request, clientIp }) =>
         asPage(request, "Enter your code", (m, err) => codeForm(body.email, shownNext(body.next), minutes, refusal(m, err)), async () => {
           assertSameOrigin(request, d.behindProxy);
           const next = safeNext(body.next);
-          const input = { email: body.email, code: body.code.trim(), ip: d.clientIp(request), userAgent: request.headers.get("user-agent") ?? "" };
+          const input = { email: body.email, code: body.code.trim(), ip: clientIp, userAgent: request.headers.get("user-agent") ?? "" };
           return leave((await d.signIn.verify(input)).token, next);
         }),
       { parse: parseFormBody, body: CodeForm, ...hidden() },
     )
     .post(
       SIGN_OUT_ROUTE,
-      async ({ staff, request }) => {
-        await d.signIn.signOut(staff, d.clientIp(request));
+      async ({ staff, clientIp }) => {
+        await d.signIn.signOut(staff, clientIp);
         return leave("", `${INTERNAL_PREFIX}/login`);
       },
       { ...staffPage(), parse: parseFormBody, body: CsrfForm },
     )
     .post(
       "/logout/everywhere",
-      async ({ staff, request }) => {
-        await d.signIn.signOutEverywhere(staff.email, d.clientIp(request));
+      async ({ staff, clientIp }) => {
+        await d.signIn.signOutEverywhere(staff.email, clientIp);
         return leave("", `${INTERNAL_PREFIX}/login`);
       },
       { ...staffPage(), parse: parseFormBody, body: CsrfForm },

@@ -497,7 +497,8 @@ describe("timed-out work the job could not cancel", () => {
 
   test("work that never stops loses its slot after abandonAfterMs: counted, reported, and the next job starts", async () => {
     const reported: JobWeight[] = [];
-    const g = gate({ concurrency: 1, abandonAfterMs: 40, onAbandoned: (w) => reported.push(w) });
+    const g = gate({ concurrency: 1, abandonAfterMs: 40 });
+    g.onAbandoned((w) => reported.push(w));
     let stop!: () => void;
     expect(await timedOut(g, "heavy", new Promise<void>((r) => (stop = r)))).toBe("CONVERSION_TIMEOUT");
     const next = submit(g, "next", false);
@@ -526,7 +527,8 @@ describe("timed-out work the job could not cancel", () => {
 
   test("work that stops before abandonAfterMs is not counted as abandoned", async () => {
     const reported: JobWeight[] = [];
-    const g = gate({ concurrency: 1, abandonAfterMs: 40, onAbandoned: (w) => reported.push(w) });
+    const g = gate({ concurrency: 1, abandonAfterMs: 40 });
+    g.onAbandoned((w) => reported.push(w));
     expect(await timedOut(g, "light", Promise.resolve())).toBe("CONVERSION_TIMEOUT");
     await Bun.sleep(80);
     expect(reported).toEqual([]);

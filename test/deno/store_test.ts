@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { sql } from "drizzle-orm";
-import { createServices, type Services } from "../../src/app.ts";
+import { createServices, type Services } from "../../src/services.ts";
 import { ConfigError, loadConfig } from "../../src/core/config.ts";
 import { openStore, type Store } from "../../src/data/db/index.ts";
 import { AppError } from "../../src/core/errors.ts";

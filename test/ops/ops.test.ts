@@ -139,7 +139,7 @@ describe("exact counts", () => {
 describe("a hung conversion", () => {
   test("after 5 × IMGPRESS_CONVERT_TIMEOUT_S its slot is given back: logged at error, counted in metrics and /internal/status", async () => {
     h = await createHarness({ env: { IMGPRESS_CONVERT_TIMEOUT_S: "0.02", IMGPRESS_CONCURRENCY: "1" } });
-    const gate = h.services.convert.gate;
+    const gate = h.services.gate;
     // What withDeadline hands the gate when the encoder outlives its limit; this one never stops.
     const hung = Object.assign(new AppError(504, "CONVERSION_TIMEOUT", "over the limit"), { stillRunning: new Promise(() => {}) });
     await expect(gate.run("normal", () => Promise.reject(hung))).rejects.toBe(hung);

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import { apiAuth } from "../requestauth/index.ts";
-import type { RequestAuthenticator } from "../requestauth/service.ts";
+import type { ApiAuth } from "../requestauth/index.ts";
+import { clientContext } from "../../core/http/client.ts";
 import { readBody } from "../../core/http/body.ts";
 import { convertDocs } from "./docs.ts";
 import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
@@ -14,12 +14,12 @@ import { requesterOf, savingsPercent, type Converted, type ConvertService, type 
 const FORM_OVERHEAD_BYTES = 64 * 1024;
 
 /** POST CONVERT_PATH (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
-export function convertRoutes(convert: ConvertService, authenticator: RequestAuthenticator, uploadTimeoutMs: number, clientIp: (request: Request) => string) {
+export function convertRoutes(convert: ConvertService, keyAuth: ApiAuth, uploadTimeoutMs: number) {
   const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: () => fileTooLarge(FORM_OVERHEAD_BYTES) };
-  return new Elysia({ name: "convert" }).use(apiAuth(authenticator)).post(
+  return new Elysia({ name: "convert" }).use(keyAuth).use(clientContext).post(
     CONVERT_PATH,
-    async ({ request, credential }) => {
-      const requester = requesterOf(credential.key.id, rateLimitSubject(clientIp(request)));
+    async ({ request, credential, clientIp }) => {
+      const requester = requesterOf(credential.key.id, rateLimitSubject(clientIp));
       const result = await convert.handle(requester, async () => {
         const body = await readBody(request, bodyLimits);
         await credential.verifyBody(body);

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { clientContext } from "../../core/http/client.ts";
 import { parseJsonBody } from "../../core/http/json.ts";
 import { REQUEST_OTP_PATH, VERIFY_OTP_PATH } from "../../core/http/paths.ts";
 import { errorAnswer } from "../../core/errors.ts";
@@ -16,12 +17,13 @@ const BODY_ERRORS = {
 const STORAGE_ERROR = errorAnswer("STORAGE_UNAVAILABLE (nothing was changed; with Retry-After)");
 
 /** The passwordless credential routes (spec 4.2, 4.3). */
-export function issuanceRoutes(issuance: KeyIssuance, clientIp: (request: Request) => string) {
+export function issuanceRoutes(issuance: KeyIssuance) {
   return new Elysia({ name: "issuance" })
+    .use(clientContext)
     .post(
       REQUEST_OTP_PATH,
-      async ({ body, request }) => {
-        await issuance.request({ email: body.email, siteUrl: body.site_url, ip: clientIp(request) });
+      async ({ body, clientIp }) => {
+        await issuance.request({ email: body.email, siteUrl: body.site_url, ip: clientIp });
         return { status: "success" as const, message: "A 6-digit code was sent to the e-mail address.", expires_in: OTP_TTL_S };
       },
       {
@@ -33,8 +35,8 @@ export function issuanceRoutes(issuance: KeyIssuance, clientIp: (request: Reques
     )
     .post(
       VERIFY_OTP_PATH,
-      async ({ body, request, set }) => {
-        const issued = await issuance.verify({ email: body.email, otp: body.otp, siteUrl: body.site_url, ip: clientIp(request) });
+      async ({ body, clientIp, set }) => {
+        const issued = await issuance.verify({ email: body.email, otp: body.otp, siteUrl: body.site_url, ip: clientIp });
         set.headers["cache-control"] = "no-store";
         return {
           status: "success" as const,

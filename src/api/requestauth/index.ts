@@ -14,3 +14,6 @@ export function apiAuth(authenticator: RequestAuthenticator) {
     },
   });
 }
+
+/** The `apiAuth` plugin: one instance for the whole app, applied to the /v1 group and used by the routers for its macro's type. */
+export type ApiAuth = ReturnType<typeof apiAuth>;

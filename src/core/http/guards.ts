@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { AppError, notFound } from "../errors.ts";
 import type { IpAllowlist } from "../ipallow.ts";
 import { answerError, fromTrustedProxy, requestMeta } from "./meta.ts";
+import { clientOf } from "./client.ts";
 import { INTERNAL_PREFIX } from "./paths.ts";
 
 /**
@@ -22,10 +23,10 @@ export function httpsGuard(proxies: IpAllowlist | undefined) {
  * Hides every `/internal/` route from clients outside the allowlist: they get exactly the answer of
  * an unknown route, whatever the case, %-encoding, dot segments or doubled slashes of the path.
  */
-export function internalGuard(allowlist: IpAllowlist, clientIp: (request: Request) => string) {
+export function internalGuard(allowlist: IpAllowlist) {
   return new Elysia({ name: "internal-guard" }).onRequest(({ request }) => {
     if (!reachesInternal(request)) return;
-    if (allowlist.has(clientIp(request))) return;
+    if (allowlist.has(clientOf(request))) return;
     return answerError(request, notFound());
   });
 }

@@ -14,6 +14,8 @@ export interface RequestMeta {
   errorCode?: string;
   /** Whether the path may reach an /internal/ route (see reachesInternal); worked out once. */
   internal?: boolean;
+  /** The client's address (see clientAddress), worked out once by the app's `clientAddressing`. */
+  client?: string;
 }
 
 const metas = new WeakMap<Request, RequestMeta>();

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { clientContext } from "../../core/http/client.ts";
 import type { AuditLog } from "../../data/audit/service.ts";
 import type { ConversionGate } from "../../conversion/gate.ts";
 import type { RequestCounter } from "../../core/http/counter.ts";
@@ -28,7 +29,6 @@ export interface InternalDeps {
   audit: AuditLog;
   revocation: KeyRevocation;
   usage: UsageQueries;
-  clientIp: (request: Request) => string;
   config: Config;
   now: () => number;
 }
@@ -39,15 +39,16 @@ export function internalRoutes(d: InternalDeps) {
   const live = () => liveState(d.gate, d.requests);
   return new Elysia({ name: "internal", prefix: INTERNAL_PREFIX })
     .use(d.auth)
+    .use(clientContext)
     .get("/status", live, hidden())
     .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api())
     .get("/api/live", live, api())
     .get("/api/settings", () => ({ settings: describeSettings(d.config, false) }), api())
     .get("/api/staff", async () => ({ staff: await d.staff.list() }), api())
-    .post("/api/staff", async ({ body, staff, request }) => d.staff.add(body.email, staff.email, d.clientIp(request)), { ...api(), parse: parseJsonBody, body: AddStaffBody })
-    .delete("/api/staff/:email", async ({ params, staff, request }) => d.staff.remove(params.email, staff.email, d.clientIp(request)), api())
+    .post("/api/staff", async ({ body, staff, clientIp }) => d.staff.add(body.email, staff.email, clientIp), { ...api(), parse: parseJsonBody, body: AddStaffBody })
+    .delete("/api/staff/:email", async ({ params, staff, clientIp }) => d.staff.remove(params.email, staff.email, clientIp), api())
     .get("/api/sessions", async ({ staff }) => ({ current: staff.id, sessions: await d.sessions.list(staff.email) }), api())
-    .post("/api/sessions/sign-out-everywhere", async ({ staff, request }) => ({ ended: await d.signIn.signOutEverywhere(staff.email, d.clientIp(request)) }), api())
+    .post("/api/sessions/sign-out-everywhere", async ({ staff, clientIp }) => ({ ended: await d.signIn.signOutEverywhere(staff.email, clientIp) }), api())
     .get("/api/audit", async ({ query }) => {
       const { events, nextBefore } = await d.audit.page(auditFilter(query, d.now()));
       return { events, next_before: nextBefore };
@@ -69,8 +70,8 @@ export function internalRoutes(d: InternalDeps) {
       notFoundUnless(detail !== null, "KEY_NOT_FOUND", `No key with id ${params.id}.`);
       return detail;
     }, { ...api(), query: KeyQuery })
-    .post("/api/keys/:id/revoke", async ({ params, staff, request }) => {
-      notFoundUnless(await d.revocation.revoke(params.id, staff.email, d.clientIp(request)), "KEY_NOT_FOUND", `No active key with id ${params.id}.`);
+    .post("/api/keys/:id/revoke", async ({ params, staff, clientIp }) => {
+      notFoundUnless(await d.revocation.revoke(params.id, staff.email, clientIp), "KEY_NOT_FOUND", `No active key with id ${params.id}.`);
       return { revoked: params.id };
     }, api())
     // Unknown API paths answer in JSON, as any unknown route does, not with the dashboard's 404 page.

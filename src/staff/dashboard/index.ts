@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { clientContext } from "../../core/http/client.ts";
 import { notFound as unknownRoute } from "../../core/errors.ts";
 import { html } from "../../core/html.ts";
 import { parseFormBody } from "../form.ts";
@@ -27,7 +28,6 @@ export interface DashboardRouteDeps {
   dashboard: DashboardService;
   staff: StaffDirectory;
   revocation: KeyRevocation;
-  clientIp: (request: Request) => string;
 }
 
 /** Fixed confirmations after a form (never text from the URL: a link must not be able to put words on the page). */
@@ -48,6 +48,7 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
   const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
   return new Elysia({ name: "dashboard", prefix: INTERNAL_PREFIX })
     .use(d.auth)
+    .use(clientContext)
     .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
     .get("/", async ({ staff, query }) => htmlPage(overviewPage(await d.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })
     .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await d.dashboard.keys(viewer(staff), query))), { ...page(), query: PageQuery })
@@ -55,19 +56,19 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
       const view = await d.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
       return view ? htmlPage(keyPage(view)) : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
     }, { ...page(), query: PageQuery })
-    .post("/keys/:id/revoke", async ({ staff, params, request, query }) => {
-      const revoked = await d.revocation.revoke(params.id, staff.email, d.clientIp(request));
+    .post("/keys/:id/revoke", async ({ staff, params, query, clientIp }) => {
+      const revoked = await d.revocation.revoke(params.id, staff.email, clientIp);
       // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
       const range = rangeName(query.range);
       return seeOther(`/internal/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`);
     }, { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery })
     .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
     .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
-    .post("/settings/staff/add", async ({ staff, body, request }) =>
-      settingsAction(d, staff, request, async () => ((await d.staff.add(body.email, staff.email, d.clientIp(request))).added ? "staff-added" : "staff-exists"), body.email),
+    .post("/settings/staff/add", async ({ staff, body, request, clientIp }) =>
+      settingsAction(d, staff, request, async () => ((await d.staff.add(body.email, staff.email, clientIp)).added ? "staff-added" : "staff-exists"), body.email),
       { ...page(), parse: parseFormBody, body: EmailForm })
-    .post("/settings/staff/remove", async ({ staff, body, request }) =>
-      settingsAction(d, staff, request, async () => (await d.staff.remove(body.email, staff.email, d.clientIp(request)), "staff-removed")),
+    .post("/settings/staff/remove", async ({ staff, body, request, clientIp }) =>
+      settingsAction(d, staff, request, async () => (await d.staff.remove(body.email, staff.email, clientIp), "staff-removed")),
       { ...page(), parse: parseFormBody, body: EmailForm })
     // A mistyped address or an old bookmark: staff get a page in the dashboard's frame that leads
     // back, not the API's JSON (the JSON API's own unknown paths stay JSON, in src/staff/api/).

@@ -164,7 +164,7 @@ describe("success", () => {
       const cd = res.headers.get("content-disposition")!;
       expect(cd).toContain(`filename*=UTF-8''${"a".repeat(119)}%F0%9F%98%80.webp`);
     }
-    expect(h.services.convert.gate.stats()).toMatchObject({ admitted: 0, running: 0 });
+    expect(h.services.gate.stats()).toMatchObject({ admitted: 0, running: 0 });
   });
 
   test("a part without a filename is named image.<ext>", async () => {
@@ -407,7 +407,7 @@ describe("a compressed body", () => {
     expect(res.body.message).toBe("The body is sent with Content-Encoding: gzip, which this server does not decode: send it uncompressed.");
     expect((await postConvert(h, { body: form.bytes, contentType: form.contentType, headers: { ...auth(), "content-encoding": "identity" } })).status).toBe(200);
     expectError(await h.request("POST", "/v1/plugin/auth/request-otp", { body: Bun.gzipSync(JSON.stringify({ email: "a@example.com" })), headers: { "content-type": "application/json", "content-encoding": "gzip" } }), 415, "UNSUPPORTED_MEDIA_TYPE");
-    expect(h.services.convert.gate.stats().admitted).toBe(0);
+    expect(h.services.gate.stats().admitted).toBe(0);
   });
 
   // Deno hands over a `gzip, chunked` body de-chunked but still compressed (Bun refuses it itself).
@@ -435,7 +435,7 @@ describe("408 / incomplete bodies", () => {
       const stream = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(new Uint8Array(10)); } }); // never closes
       const res = await postConvert(slow, { body: stream, contentType: "multipart/form-data; boundary=x", headers: { authorization: `Bearer ${k.api_key}` } });
       expectCode(res, 408, "REQUEST_TIMEOUT");
-      expect(slow.services.convert.gate.stats()).toMatchObject({ admitted: 0, running: 0 });
+      expect(slow.services.gate.stats()).toMatchObject({ admitted: 0, running: 0 });
       await expectHealthy(slow, k);
     } finally {
       await slow.close();
@@ -471,7 +471,7 @@ describe("the gate's shares: per key, and per client address", () => {
         return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers, ip });
       };
       const held = [forged("203.0.113.9"), forged("203.0.113.10"), forged("203.0.113.11")];
-      await until(() => shared.services.convert.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
+      await until(() => shared.services.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
       const fourth = await forged("203.0.113.12");
       expectCode(fourth, 429, "TOO_MANY_IN_PROGRESS");
       expect(fourth.body.message).toStartWith("This key already has 3 conversions in progress");
@@ -479,7 +479,7 @@ describe("the gate's shares: per key, and per client address", () => {
       expect((await postSigned(shared, other, await convertForm(photo), {}, "198.51.100.7")).status).toBe(200);
       for (const upload of uploads) upload.end();
       for (const res of await Promise.all(held)) expect(res.status).toBe(401);
-      expect(shared.services.convert.gate.stats()).toMatchObject({ admitted: 0 });
+      expect(shared.services.gate.stats()).toMatchObject({ admitted: 0 });
     } finally {
       for (const upload of uploads) upload.end();
       await shared.close();
@@ -498,7 +498,7 @@ describe("the gate's shares: per key, and per client address", () => {
         return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers: { authorization: `Bearer ${k.api_key}` }, ip: "203.0.113.9" });
       };
       const held = keysOf.slice(0, 3).map(hold);
-      await until(() => shared.services.convert.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
+      await until(() => shared.services.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
       const another = await hold(keysOf[3]!);
       expectCode(another, 429, "TOO_MANY_IN_PROGRESS");
       expect(another.body.message).toBe("This client address already has 3 conversions in progress (uploading, waiting or running), whatever their keys; send the next when one has finished.");
@@ -534,13 +534,13 @@ describe("a large result keeps its place in the gate until the client has taken 
       expect(res.status).toBe(200);
       const size = Number(res.headers.get("x-optimized-size"));
       expect(size).toBeGreaterThan(HOLD_ABOVE_BYTES);
-      expect(held.services.convert.gate.stats()).toMatchObject({ admitted: 1, running: 0 });
+      expect(held.services.gate.stats()).toMatchObject({ admitted: 1, running: 0 });
       // The unread result fills the only place: the next request is refused as while converting.
       expectCode(await postBearer(held, k, await convertForm(photo)), 503, "SERVER_BUSY");
       const bytes = new Uint8Array(await res.arrayBuffer());
       expect(bytes.length).toBe(size);
       await expectImage(bytes, { format: "webp", width: 900, height: 700 });
-      expect(held.services.convert.gate.stats()).toMatchObject({ admitted: 0 });
+      expect(held.services.gate.stats()).toMatchObject({ admitted: 0 });
       await expectHealthy(held, k);
     } finally {
       await held.close();
@@ -555,14 +555,14 @@ describe("a large result keeps its place in the gate until the client has taken 
       const left = await send(held, k, input);
       const reader = left.body!.getReader();
       await reader.read();
-      expect(held.services.convert.gate.stats().admitted).toBe(1);
+      expect(held.services.gate.stats().admitted).toBe(1);
       await reader.cancel();
-      expect(held.services.convert.gate.stats().admitted).toBe(0);
+      expect(held.services.gate.stats().admitted).toBe(0);
 
       const stalled = await send(held, k, input);
-      expect(held.services.convert.gate.stats().admitted).toBe(1);
+      expect(held.services.gate.stats().admitted).toBe(1);
       await Bun.sleep(800);
-      expect(held.services.convert.gate.stats().admitted).toBe(0);
+      expect(held.services.gate.stats().admitted).toBe(0);
       // The stream fails, so the runtime closes the connection instead of sending a short body.
       await expect(stalled.arrayBuffer()).rejects.toThrow("did not take the response within 0.5 s");
       await expectHealthy(held, k);
@@ -574,7 +574,7 @@ describe("a large result keeps its place in the gate until the client has taken 
   test("a small result is handed over whole and gives its place back at once", async () => {
     const res = await send(h, keys, photo);
     expect(Number(res.headers.get("x-optimized-size"))).toBeLessThanOrEqual(HOLD_ABOVE_BYTES);
-    expect(h.services.convert.gate.stats().admitted).toBe(0);
+    expect(h.services.gate.stats().admitted).toBe(0);
     await res.arrayBuffer();
   });
 });
@@ -590,8 +590,8 @@ describe("503 SERVER_BUSY", () => {
       const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
       controller.enqueue(full.bytes.subarray(0, 100));
       const first = postConvert(busy, { body: stream, contentType: full.contentType, headers: { authorization: `Bearer ${k.api_key}` } });
-      for (let i = 0; i < 1000 && busy.services.convert.gate.stats().admitted === 0; i++) await Bun.sleep(5);
-      expect(busy.services.convert.gate.stats().admitted).toBe(1);
+      for (let i = 0; i < 1000 && busy.services.gate.stats().admitted === 0; i++) await Bun.sleep(5);
+      expect(busy.services.gate.stats().admitted).toBe(1);
 
       const second = await postBearer(busy, k, await convertForm(photo));
       expectCode(second, 503, "SERVER_BUSY");
@@ -605,7 +605,7 @@ describe("503 SERVER_BUSY", () => {
       const done = await first;
       expect(done.status).toBe(200);
       await expectImage(done.bytes, { format: "webp", width: 64, height: 48 });
-      expect(busy.services.convert.gate.stats()).toMatchObject({ admitted: 0, running: 0, waiting: 0 });
+      expect(busy.services.gate.stats()).toMatchObject({ admitted: 0, running: 0, waiting: 0 });
       await expectHealthy(busy, k);
     } finally {
       await busy.close();
@@ -623,7 +623,7 @@ describe("503 SERVER_BUSY", () => {
         else expectCode(r, 503, "SERVER_BUSY");
       }
       expect(results.some((r) => r.status === 200)).toBe(true);
-      expect(busy.services.convert.gate.stats()).toMatchObject({ admitted: 0, running: 0, waiting: 0 });
+      expect(busy.services.gate.stats()).toMatchObject({ admitted: 0, running: 0, waiting: 0 });
       await expectHealthy(busy, k);
     } finally {
       await busy.close();
@@ -640,8 +640,8 @@ describe("504 CONVERSION_TIMEOUT", () => {
       const res = await postBearer(t, k, await convertForm(img.pngBomb(10_000, 10_000), { format: "webp" }, "huge.png"));
       expectCode(res, 504, "CONVERSION_TIMEOUT");
       // The slot stays taken until the encoder really stops, then frees itself.
-      for (let i = 0; i < 200 && t.services.convert.gate.stats().running > 0; i++) await Bun.sleep(50);
-      expect(t.services.convert.gate.stats()).toMatchObject({ admitted: 0, running: 0 });
+      for (let i = 0; i < 200 && t.services.gate.stats().running > 0; i++) await Bun.sleep(50);
+      expect(t.services.gate.stats()).toMatchObject({ admitted: 0, running: 0 });
       await expectHealthy(t, k);
     } finally {
       await t.close();

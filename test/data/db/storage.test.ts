@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { copyFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createServices } from "../../../src/app.ts";
+import { createServices } from "../../../src/services.ts";
 import { ConfigError } from "../../../src/core/config.ts";
 import { deriveKey, SecretBox } from "../../../src/core/crypto.ts";
 import { openSqliteStore as openStore } from "../../../src/data/db/sqlite.ts";
