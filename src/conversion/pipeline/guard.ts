@@ -113,121 +113,202 @@ export interface GuardContext {
  */
 export async function guardedEncode(image: RawImage, format: OutputFormat, context: GuardContext, deps: GuardDeps = realGuardDeps): Promise<{ bytes: Uint8Array; report: GuardReport }> {
   const sample = takeSample(image);
-  const whole = sample === image;
-  const scale = whole ? 1 : (image.width * image.height) / (sample.width * sample.height);
-  let encodes = 0;
-  let scoreMs = 0;
-  const trial = async (settings: EncodeSettings): Promise<Trial> => {
-    const t0 = deps.now();
-    const bytes = await deps.encode(sample, settings);
-    const t1 = deps.now();
-    // Lossless scores 1 by definition: no decode needed.
-    const score = settings.options.lossless ? 1 : meanSsim(reference, lumaOnWhite(await deps.decode(bytes, sample.channels)), sample.width, sample.height);
-    encodes++;
-    scoreMs = Math.max(scoreMs, deps.now() - t1);
-    return { settings, bytes, encodeMs: t1 - t0, score };
-  };
-
   const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE && hasFewColours(sample, GRAPHIC_COLOUR_SHARE);
   // The AVIF preset halves the colour resolution (4:2:0, as lossy WebP always does, alpha or not),
   // which photos do not show; a graphic's hard colour edges do, so graphics keep 4:4:4.
   const presetOptions = format === "avif" && graphic ? FULL_COLOUR_AVIF : presets[format].lossy;
-  // WebP's lossy preset is the reference itself.
-  const isReference = format === REFERENCE.format;
   // The reference's own preset meets the target by definition; only a graphic may do better lossless.
-  if (isReference && !graphic) {
+  if (format === REFERENCE.format && !graphic) {
     const bytes = await deps.encode(image, { format, options: presetOptions });
     return { bytes, report: { quality: quality({ settings: { format, options: presetOptions } }), reasons: ["preset"], extraEncodes: 0, candidates: 1 } };
   }
-  // Built only once a trial will be scored (the shortcut above scores nothing).
-  const reference = ssimReference(lumaOnWhite(sample), sample.width, sample.height);
-  const preset = await trial({ format, options: presetOptions });
-  const presetMs = preset.encodeMs * scale;
-  const budgetMs = context.decodeMs + presetMs;
-  const end = Math.min(context.endAt, context.startedAt + Math.max(BUDGET_FACTOR * budgetMs, budgetMs + BUDGET_FLOOR_MS));
-  // A full encode costs the preset's time × the geometric mean of its time ratio on the sample
-  // (noisy: a sample encode takes milliseconds) and (its bytes ÷ the preset's)^BYTES_EXPONENT
-  // (entropy coding grows with the output, which tiny sample encodes hide behind fixed costs).
-  // Lossless is estimated on its time ratio alone, with a margin: smaller output does not make it faster.
-  const finalMs = (t: Trial) => {
-    if (whole) return 0;
+  const search = await GuardSearch.start({ image, sample, format, graphic, presetOptions }, context, deps);
+  await search.measureTarget();
+  await search.raiseQuality();
+  await search.lastResortLossless();
+  return search.finish();
+}
+
+/** What a search is about: the image, its sample, the format and whether the sample looks like a graphic. */
+interface SearchSubject {
+  image: RawImage;
+  sample: RawImage;
+  format: OutputFormat;
+  graphic: boolean;
+  presetOptions: EncodeSettings["options"];
+}
+
+/**
+ * One quality search, in phases: the preset's trial (which sizes the time budget), a graphic's
+ * lossless trial, the target (the reference's score), the raises, lossless as a last resort, the
+ * final encode. Trials run on the sample; full encodes are estimated from them.
+ */
+class GuardSearch {
+  private readonly whole: boolean;
+  private readonly scale: number;
+  private readonly isReference: boolean;
+  private encodes = 0;
+  private scoreMs = 0;
+  private end = 0;
+  private presetMs = 0;
+  private preset!: Trial;
+  /** The lossless candidate once tried; its trial's time is guessed, its full encode then estimated from the trial like any other. */
+  private exact: Trial | undefined;
+  /** The lossy candidates, the preset first. */
+  private readonly mine: Trial[] = [];
+  private skipped = false;
+  private measured: boolean;
+  private target = 0;
+  private aim = 0;
+  private budgetHit = false;
+  private hi: Trial | undefined;
+
+  private constructor(
+    private readonly subject: SearchSubject,
+    private readonly reference: ReturnType<typeof ssimReference>,
+    private readonly deps: GuardDeps,
+  ) {
+    const { image, sample, format } = subject;
+    this.whole = sample === image;
+    this.scale = this.whole ? 1 : (image.width * image.height) / (sample.width * sample.height);
+    // WebP's preset is the reference; for AVIF the target is unknown until the reference is encoded.
+    this.isReference = format === REFERENCE.format;
+    this.measured = this.isReference;
+  }
+
+  /** Tries the preset on the sample, sets the time budget from it, and lets a graphic try lossless first. */
+  static async start(subject: SearchSubject, context: GuardContext, deps: GuardDeps): Promise<GuardSearch> {
+    // Built only once a trial will be scored (the reference format's shortcut scores nothing).
+    const reference = ssimReference(lumaOnWhite(subject.sample), subject.sample.width, subject.sample.height);
+    const search = new GuardSearch(subject, reference, deps);
+    search.preset = await search.trial({ format: subject.format, options: subject.presetOptions });
+    search.mine.push(search.preset);
+    search.presetMs = search.preset.encodeMs * search.scale;
+    const budgetMs = context.decodeMs + search.presetMs;
+    search.end = Math.min(context.endAt, context.startedAt + Math.max(BUDGET_FACTOR * budgetMs, budgetMs + BUDGET_FLOOR_MS));
+    search.target = search.preset.score;
+    // A graphic tries lossless first: it is often the smallest candidate, and on flat content often
+    // faster than lossy, so neither the reference nor raises may spend the time it needs.
+    search.skipped = subject.graphic && !(await search.tryLossless(search.preset));
+    return search;
+  }
+
+  /** For AVIF, the target is the reference's score on the sample (unless lossless already won or the budget forbids). */
+  async measureTarget(): Promise<void> {
+    if (!this.isReference && !this.losslessWins()) {
+      if (this.fits(this.preset.encodeMs * TARGET_COST, this.finalMs(this.preset))) {
+        this.target = (await this.trial(REFERENCE)).score;
+        this.measured = true;
+      } else this.budgetHit = true;
+    }
+    this.aim = this.whole || this.isReference ? this.target : 1 - AIM_SHARE * (1 - this.target);
+  }
+
+  /** Raises the quality until the aim is met: lo is the highest known miss, hi the lowest known pass. */
+  async raiseQuality(): Promise<void> {
+    const { preset, aim } = this;
+    let lo = preset;
+    this.hi = this.budgetHit || preset.score >= aim ? preset : undefined;
+    while (this.hi !== preset && !this.losslessWins() && this.mine.length <= MAX_RAISES) {
+      const q = nextQuality(preset, lo, this.hi, aim);
+      if (q === undefined) break;
+      if (!this.fits(preset.encodeMs * RAISE_COST, this.finalMs(this.pick()))) {
+        this.budgetHit = true;
+        break;
+      }
+      const t = await this.trial({ format: this.subject.format, options: { ...this.subject.presetOptions, quality: q } });
+      this.mine.push(t);
+      if (t.score < aim) lo = t;
+      else this.hi = t;
+    }
+  }
+
+  /** Lossless for any image where no lossy quality reached the target (translucent images: AVIF codes alpha lossy at the colour quality). */
+  async lastResortLossless(): Promise<void> {
+    if (!this.subject.graphic && this.hi === undefined && !this.budgetHit) this.skipped = !(await this.tryLossless(this.pick()));
+  }
+
+  /** Encodes the chosen candidate in full (unless the sample was the image) and says why it was chosen. */
+  async finish(): Promise<{ bytes: Uint8Array; report: GuardReport }> {
+    const { preset, aim, target } = this;
+    const chosen = this.pick();
+    const lossless = chosen === this.exact;
+    if (this.passes().some((t) => !this.affordable(t) && t.bytes.length < chosen.bytes.length)) this.budgetHit = true;
+    const bytes = this.whole ? chosen.bytes : await this.deps.encode(this.subject.image, chosen.settings);
+    if (!this.whole) this.encodes++;
+    const reasons: QualityReason[] = [];
+    // Lossless is "smaller" when a lossy candidate that passed, or the preset, is at least as large.
+    if (lossless && this.mine.some((t) => (t === preset || t.score >= aim) && t.bytes.length >= chosen.bytes.length)) reasons.push("smaller-lossless");
+    else if (chosen === preset) reasons.push("preset");
+    else reasons.push(hasTranslucency(this.subject.sample) ? "alpha" : this.subject.graphic ? "graphic" : "detail");
+    // Also when the time bound kept lossless from being tried.
+    if (chosen.score < target || this.skipped || (this.budgetHit && chosen === preset && preset.score < aim)) reasons.push("budget");
+    const report = { quality: lossless ? ("lossless" as const) : quality(chosen), reasons, extraEncodes: this.encodes - 1, candidates: this.tried().length, target: this.measured ? target : undefined, score: chosen.score };
+    return { bytes, report };
+  }
+
+  /** Encodes the sample with `settings` and scores it against the reference. */
+  private async trial(settings: EncodeSettings): Promise<Trial> {
+    const { deps, subject } = this;
+    const t0 = deps.now();
+    const bytes = await deps.encode(subject.sample, settings);
+    const t1 = deps.now();
+    // Lossless scores 1 by definition: no decode needed.
+    const score = settings.options.lossless ? 1 : meanSsim(this.reference, lumaOnWhite(await deps.decode(bytes, subject.sample.channels)), subject.sample.width, subject.sample.height);
+    this.encodes++;
+    this.scoreMs = Math.max(this.scoreMs, deps.now() - t1);
+    return { settings, bytes, encodeMs: t1 - t0, score };
+  }
+
+  /**
+   * A full encode costs the preset's time × the geometric mean of its time ratio on the sample
+   * (noisy: a sample encode takes milliseconds) and (its bytes ÷ the preset's)^BYTES_EXPONENT
+   * (entropy coding grows with the output, which tiny sample encodes hide behind fixed costs).
+   * Lossless is estimated on its time ratio alone, with a margin: smaller output does not make it faster.
+   */
+  private finalMs(t: Trial): number {
+    if (this.whole) return 0;
+    const { preset, presetMs } = this;
     const timeRatio = preset.encodeMs > 0 ? t.encodeMs / preset.encodeMs : 1;
     if (t.settings.options.lossless) return presetMs * timeRatio * LOSSLESS_MARGIN;
     const ratio = Math.sqrt(timeRatio * (t.bytes.length / preset.bytes.length) ** BYTES_EXPONENT);
     return presetMs * Math.max(t.settings.options.quality === MAX_QUALITY ? NEAR_LOSSLESS_COST : 1, ratio);
-  };
-  const affordable = (t: Trial) => deps.now() + finalMs(t) <= end;
-  // A trial is started only if, after it, the final encode of the candidate it may replace still fits.
-  const fits = (trialMs: number, finalOf: number) => deps.now() + trialMs + scoreMs + finalOf <= end;
+  }
 
-  // The lossless candidate once tried; its trial's time is guessed, its full encode then estimated from the trial like any other.
-  let exact: Trial | undefined;
-  const tryLossless = async (current: Trial) => {
-    if (!fits(preset.encodeMs * LOSSLESS_COST, finalMs(current))) return false;
-    exact = await trial({ format, options: presets[format].lossless });
+  private affordable(t: Trial): boolean {
+    return this.deps.now() + this.finalMs(t) <= this.end;
+  }
+
+  /** A trial is started only if, after it, the final encode of the candidate it may replace still fits. */
+  private fits(trialMs: number, finalOf: number): boolean {
+    return this.deps.now() + trialMs + this.scoreMs + finalOf <= this.end;
+  }
+
+  private async tryLossless(current: Trial): Promise<boolean> {
+    if (!this.fits(this.preset.encodeMs * LOSSLESS_COST, this.finalMs(current))) return false;
+    this.exact = await this.trial({ format: this.subject.format, options: presets[this.subject.format].lossless });
     return true;
-  };
-  // Raising the quality only grows the output: an affordable lossless no larger than the preset beats every lossy candidate, whatever the target.
-  const losslessWins = () => exact !== undefined && affordable(exact) && exact.bytes.length <= preset.bytes.length;
-  // A graphic tries lossless first: it is often the smallest candidate, and on flat content often
-  // faster than lossy, so neither the reference nor raises may spend the time it needs.
-  let skipped = graphic && !(await tryLossless(preset));
-
-  // WebP's preset is the reference; for AVIF the target is unknown until the reference is encoded.
-  let measured = isReference;
-  let target = preset.score;
-  let budgetHit = false;
-  if (!isReference && !losslessWins()) {
-    if (fits(preset.encodeMs * TARGET_COST, finalMs(preset))) {
-      target = (await trial(REFERENCE)).score;
-      measured = true;
-    } else budgetHit = true;
   }
-  const aim = whole || isReference ? target : 1 - AIM_SHARE * (1 - target);
 
-  // The lossy candidates, the preset first.
-  const mine: Trial[] = [preset];
-  const tried = () => (exact ? [...mine, exact] : mine);
-  const passes = () => tried().filter((t) => t.score >= aim);
-  // What would be encoded if the search stopped now: the smallest affordable pass, else the best affordable score.
-  const pick = () => {
-    const ok = tried().filter((t) => t === preset || affordable(t));
-    const pass = ok.filter((t) => t.score >= aim);
+  /** Raising the quality only grows the output: an affordable lossless no larger than the preset beats every lossy candidate, whatever the target. */
+  private losslessWins(): boolean {
+    return this.exact !== undefined && this.affordable(this.exact) && this.exact.bytes.length <= this.preset.bytes.length;
+  }
+
+  private tried(): Trial[] {
+    return this.exact ? [...this.mine, this.exact] : this.mine;
+  }
+
+  private passes(): Trial[] {
+    return this.tried().filter((t) => t.score >= this.aim);
+  }
+
+  /** What would be encoded if the search stopped now: the smallest affordable pass, else the best affordable score. */
+  private pick(): Trial {
+    const ok = this.tried().filter((t) => t === this.preset || this.affordable(t));
+    const pass = ok.filter((t) => t.score >= this.aim);
     return pass.length ? pass.reduce((a, b) => (b.bytes.length < a.bytes.length ? b : a)) : ok.reduce((a, b) => (b.score > a.score ? b : a));
-  };
-
-  // Raise the quality until the aim is met: lo is the highest known miss, hi the lowest known pass.
-  let lo = preset;
-  let hi: Trial | undefined = budgetHit || preset.score >= aim ? preset : undefined;
-  while (hi !== preset && !losslessWins() && mine.length <= MAX_RAISES) {
-    const q = nextQuality(preset, lo, hi, aim);
-    if (q === undefined) break;
-    if (!fits(preset.encodeMs * RAISE_COST, finalMs(pick()))) {
-      budgetHit = true;
-      break;
-    }
-    const t = await trial({ format, options: { ...presetOptions, quality: q } });
-    mine.push(t);
-    if (t.score < aim) lo = t;
-    else hi = t;
   }
-  // Lossless for any image where no lossy quality reached the target (translucent images: AVIF codes alpha lossy at the colour quality).
-  if (!graphic && hi === undefined && !budgetHit) skipped = !(await tryLossless(pick()));
-
-  const chosen = pick();
-  const lossless = chosen === exact;
-  if (passes().some((t) => !affordable(t) && t.bytes.length < chosen.bytes.length)) budgetHit = true;
-
-  const bytes = whole ? chosen.bytes : await deps.encode(image, chosen.settings);
-  if (!whole) encodes++;
-  const reasons: QualityReason[] = [];
-  // Lossless is "smaller" when a lossy candidate that passed, or the preset, is at least as large.
-  if (lossless && mine.some((t) => (t === preset || t.score >= aim) && t.bytes.length >= chosen.bytes.length)) reasons.push("smaller-lossless");
-  else if (chosen === preset) reasons.push("preset");
-  else reasons.push(hasTranslucency(sample) ? "alpha" : graphic ? "graphic" : "detail");
-  // Also when the time bound kept lossless from being tried.
-  if (chosen.score < target || skipped || (budgetHit && chosen === preset && preset.score < aim)) reasons.push("budget");
-  return { bytes, report: { quality: lossless ? "lossless" : quality(chosen), reasons, extraEncodes: encodes - 1, candidates: tried().length, target: measured ? target : undefined, score: chosen.score } };
 }
 
 /**
