@@ -153,7 +153,7 @@ export async function runAuditCommand(flags: Record<string, string>, services: S
 export async function runSettingsCommand(flags: Record<string, string>, config: Config, services: Services, out: (line: string) => void): Promise<number> {
   const reveal = flags.secrets === "true";
   if (reveal) await services.audit.record({ type: "settings.secrets_read", actor: "cli" });
-  for (const s of describeSettings(config, reveal)) out(`${s.env}=${s.value === undefined ? "" : Array.isArray(s.value) ? s.value.join(",") : String(s.value)}`);
+  for (const s of describeSettings(config, { reveal })) out(`${s.env}=${s.value === undefined ? "" : Array.isArray(s.value) ? s.value.join(",") : String(s.value)}`);
   return 0;
 }
 

@@ -52,7 +52,7 @@ export async function drain(booted: Pick<Booted, "config" | "logger" | "store" |
   } else logger.info(`${signal} received: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
   const ticker = setInterval(() => logger.info(describe(status()), status()), DRAIN_STATUS_EVERY_MS);
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), config.shutdownTimeoutS * 1000)));
+  const timedOut = new Promise<"timed out">((resolve) => (timer = setTimeout(() => resolve("timed out"), config.shutdownTimeoutS * 1000)));
   const stopped = server.stop().then(
     () => false,
     (err: Error) => (logger.error("closing the listener failed", { error: err }), false),
@@ -66,7 +66,7 @@ export async function drain(booted: Pick<Booted, "config" | "logger" | "store" |
     if (!Object.values(status()).every((n) => n === 0)) idleSince = undefined;
     else if ((idleSince ??= performance.now()) <= performance.now() - ANSWERED_GRACE_MS) server.closeAnswered?.();
   }, IDLE_LOOK_MS);
-  const cut = await Promise.race([stopped, timedOut]);
+  const cut = (await Promise.race([stopped, timedOut])) === "timed out";
   clearInterval(idleWatch);
   clearInterval(ticker);
   clearTimeout(timer);

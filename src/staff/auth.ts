@@ -69,7 +69,7 @@ function isStateChanging(method: string): boolean {
  * Origin and the session's CSRF token (`X-CSRF-Token` header or `csrf` form field) → 403.
  */
 export function staffAuth(sessions: SessionService, behindProxy: boolean) {
-  const check = async (request: Request, body: unknown, api: boolean): Promise<StaffSession> => {
+  const check = async (request: Request, body: unknown, { api }: { api: boolean }): Promise<StaffSession> => {
     if (isStateChanging(request.method)) assertSameOrigin(request, behindProxy);
     const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE) ?? "";
     const session = token ? await sessions.authenticate(token) : null;
@@ -85,12 +85,12 @@ export function staffAuth(sessions: SessionService, behindProxy: boolean) {
   return new Elysia().macro({
     staffPage: {
       async resolve({ request, body }) {
-        return { staff: await check(request, body, false) };
+        return { staff: await check(request, body, { api: false }) };
       },
     },
     staffApi: {
       async resolve({ request, body }) {
-        return { staff: await check(request, body, true) };
+        return { staff: await check(request, body, { api: true }) };
       },
     },
   });

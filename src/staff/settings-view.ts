@@ -22,7 +22,7 @@ export interface SettingView {
  * token, …) shows "(set)", a URL keeps its host and user but not its password or credential-like
  * query parameters (the SMTP password, a libSQL `authToken`).
  */
-export function describeSettings(config: Config, reveal: boolean): SettingView[] {
+export function describeSettings(config: Config, { reveal }: { reveal: boolean }): SettingView[] {
   return settings.map((s) => {
     const value = config[s.key];
     if (reveal || value === undefined) return { env: s.env, help: s.help, value };

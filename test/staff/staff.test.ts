@@ -629,7 +629,7 @@ describe("the JSON API", () => {
 
   test("settings: the metrics token is a secret too (masked unless revealed)", () => {
     const config = { ...h.config, metricsToken: "scrape-token-42" };
-    const token = (reveal: boolean) => describeSettings(config, reveal).find((x) => x.env === "IMGPRESS_METRICS_TOKEN")!.value;
+    const token = (reveal: boolean) => describeSettings(config, { reveal }).find((x) => x.env === "IMGPRESS_METRICS_TOKEN")!.value;
     expect(token(false)).toBe("(set)");
     expect(token(true)).toBe("scrape-token-42");
   });

@@ -40,7 +40,7 @@ export class UsageQueries {
   async overview(range: UsageRange): Promise<Overview> {
     const { from, to } = checkRange(range.from, range.to, HOUR_MS, 0);
     const rows = await this.store.all<SumRow & { format: string; quality: string; outcome: string }>(
-      sql`SELECT format, quality, outcome, ${SUMS} FROM ${buckets(from, to, range.keyId, true)} GROUP BY format, quality, outcome`,
+      sql`SELECT format, quality, outcome, ${SUMS} FROM ${buckets(from, to, range.keyId, { daily: true })} GROUP BY format, quality, outcome`,
     );
     const ok = rows.filter((r) => r.outcome === "ok");
     const errors = new Map<string, number>();
@@ -76,7 +76,7 @@ export class UsageQueries {
       wholeDays
         ? sql`SELECT day AS t, outcome, ${SUMS} FROM usage_daily_total WHERE day >= ${from} AND day < ${to} GROUP BY day, outcome`
         : // Hours only: a whole day's row would land on its 00:00 hour, and days of another offset straddle two.
-          sql`SELECT ${sql.raw(`((at + ${offset}) / ${stepMs}) * ${stepMs} - ${offset}`)} AS t, outcome, ${SUMS} FROM ${buckets(from, to, query.keyId, false)} GROUP BY t, outcome`,
+          sql`SELECT ${sql.raw(`((at + ${offset}) / ${stepMs}) * ${stepMs} - ${offset}`)} AS t, outcome, ${SUMS} FROM ${buckets(from, to, query.keyId, { daily: false })} GROUP BY t, outcome`,
     );
     const byStep = new Map<number, typeof rows>();
     for (const r of rows) byStep.set(r.t, [...(byStep.get(r.t) ?? []), r]);
@@ -179,7 +179,7 @@ const BUCKET_COLUMNS = sql.raw(["format", "quality", "outcome", "count", "bytes_
  * from usage_hourly; all keys' from the totals tables (a year of usage_hourly is millions of
  * rows), with whole UTC days from usage_daily_total when `daily` allows and the edges by hour.
  */
-function buckets(from: number, to: number, keyId: string | undefined, daily: boolean): SQL {
+function buckets(from: number, to: number, keyId: string | undefined, { daily }: { daily: boolean }): SQL {
   if (keyId !== undefined) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly WHERE key_id = ${keyId} AND hour >= ${from} AND hour < ${to}) AS b`;
   const dayFrom = Math.ceil(from / DAY_MS) * DAY_MS;
   const dayTo = Math.floor(to / DAY_MS) * DAY_MS;

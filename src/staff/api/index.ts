@@ -43,7 +43,7 @@ export function internalRoutes(d: InternalDeps) {
     .get("/status", live, hidden())
     .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api())
     .get("/api/live", live, api())
-    .get("/api/settings", () => ({ settings: describeSettings(d.config, false) }), api())
+    .get("/api/settings", () => ({ settings: describeSettings(d.config, { reveal: false }) }), api())
     .get("/api/staff", async () => ({ staff: await d.staff.list() }), api())
     .post("/api/staff", async ({ body, staff, clientIp }) => d.staff.add(body.email, staff.email, clientIp), { ...api(), parse: parseJsonBody, body: AddStaffBody })
     .delete("/api/staff/:email", async ({ params, staff, clientIp }) => d.staff.remove(params.email, staff.email, clientIp), api())

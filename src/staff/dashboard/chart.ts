@@ -7,7 +7,7 @@
  */
 import { html, type SafeHtml } from "../../core/html.ts";
 import { breakable } from "./components.ts";
-import { count, utcText } from "./format.ts";
+import { count, utcDate, utcText } from "./format.ts";
 import { DAY_MS } from "../../core/durations.ts";
 
 /** One line or bar series; `values[i]` belongs to `times[i]` (null = no value, the line breaks). */
@@ -96,7 +96,7 @@ function dataTable(chart: TimeChart, fmt: (n: number) => string): SafeHtml {
   const daily = chart.stepMs >= DAY_MS;
   const rows = chart.times.flatMap((t, i) =>
     chart.series.some((s) => (s.values[i] ?? 0) !== 0)
-      ? [html`<tr><th scope="row">${daily ? utcText(t, false) : utcText(t).slice(0, -4)}</th>${chart.series.map((s) => html`<td class="num">${s.values[i] === null || s.values[i] === undefined ? "–" : fmt(s.values[i]!)}</td>`)}</tr>`]
+      ? [html`<tr><th scope="row">${daily ? utcDate(t) : utcText(t).slice(0, -4)}</th>${chart.series.map((s) => html`<td class="num">${s.values[i] === null || s.values[i] === undefined ? "–" : fmt(s.values[i]!)}</td>`)}</tr>`]
       : [],
   );
   // Names such as error codes (UNSUPPORTED_FORMAT) wrap at their underscores, so the columns fit the chart's width.

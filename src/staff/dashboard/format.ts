@@ -70,3 +70,8 @@ export function utcText(msSinceEpoch: number, withTime = true): string {
   const s = iso(msSinceEpoch);
   return withTime ? `${s.slice(0, 10)} ${s.slice(11, 16)} UTC` : s.slice(0, 10);
 }
+
+/** The UTC date alone: "2026-11-23". */
+export function utcDate(msSinceEpoch: number): string {
+  return iso(msSinceEpoch).slice(0, 10);
+}

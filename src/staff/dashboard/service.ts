@@ -134,7 +134,7 @@ export class DashboardService {
       staff,
       sessions,
       currentSession: sessionId,
-      settings: describeSettings(c, false).map((x) => ({ env: x.env, help: x.help, value: settingText(x.value) })),
+      settings: describeSettings(c, { reveal: false }).map((x) => ({ env: x.env, help: x.help, value: settingText(x.value) })),
       dataDir: c.dataDir,
       database: localPath(c.databaseUrl) ?? shown(c.databaseUrl),
       versions: componentVersions(),

@@ -257,7 +257,7 @@ describe("settings show no secret", () => {
   };
 
   test("every secret is redacted, the rest stays readable", () => {
-    const rows = describeSettings(loadConfig({ ...secrets, IMGPRESS_DATA_DIR: "/srv/imgpress" }), false);
+    const rows = describeSettings(loadConfig({ ...secrets, IMGPRESS_DATA_DIR: "/srv/imgpress" }), { reveal: false });
     const text = JSON.stringify(rows);
     for (const needle of ["ab".repeat(32), "Sup3r-s3cret", "tok-in-url-123", "db-token-456"]) expect(text).not.toContain(needle);
     const value = (env: string) => rows.find((r) => r.env === env)?.value;
