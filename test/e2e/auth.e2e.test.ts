@@ -6,22 +6,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { runCli, startServer, type RunningServer, useServer } from "../support/server.ts";
 import { extractOtp, sixDigitRuns, startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp.ts";
 
-let sink: SmtpSink;
-let server: RunningServer;
+const { server, sink } = useServer();
 /** Every code and key the tests saw, for the "nothing secret in the logs" check. */
 const secretsSeen: string[] = [];
-
-beforeAll(async () => {
-  sink = await startSmtpSink();
-  server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url } });
-});
-afterAll(async () => {
-  await server?.stop();
-  await sink?.close();
-});
 
 const mailTo = (email: string, kind: "code" | "notice") => (m: SinkMessage) =>
   m.to === email && (kind === "code" ? /code/i.test(m.subject) : !/code/i.test(m.subject));

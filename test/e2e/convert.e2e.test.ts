@@ -10,14 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import sharp from "sharp";
-import { ROOT, startServer, type RunningServer } from "../support/server.ts";
+import { ROOT, startServer, type RunningServer, useServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 import * as img from "../support/images.ts";
 import { MAX_IMAGE, convertForm, expectImage, formBody, readResponse, type Body, type Keys, type RawResponse } from "../support/convert-helpers.ts";
 import { CANONICAL_ENDPOINT, EMPTY_SHA256, signedHeaders } from "../support/sign.ts";
 
-let sink: SmtpSink;
-let server: RunningServer;
 let keys: Keys;
 let tmp: string;
 let caFile: string;
@@ -45,13 +43,13 @@ async function pickPhoto() {
   return { bytes: await img.photo(1600, 1200), name: "generated-photo.jpg", width: 1600, height: 1200 };
 }
 
+const { server, sink } = useServer({
+  // The bursts below come from one key and test the whole gate: no per-key share.
+  env: { IMGPRESS_CONCURRENCY: String(CONCURRENCY), IMGPRESS_QUEUE_SIZE: String(QUEUE), IMGPRESS_KEY_MAX_ADMITTED: String(CONCURRENCY + QUEUE) },
+});
+
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "imgpress-convert-e2e-"));
-  sink = await startSmtpSink();
-  server = await startServer({
-    // The bursts below come from one key and test the whole gate: no per-key share.
-    env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: String(CONCURRENCY), IMGPRESS_QUEUE_SIZE: String(QUEUE), IMGPRESS_KEY_MAX_ADMITTED: String(CONCURRENCY + QUEUE) },
-  });
   caFile = join(tmp, "ca.pem");
   await writeFile(caFile, server.ca);
   realPhoto = await pickPhoto();
@@ -66,8 +64,6 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await server?.stop();
-  await sink?.close();
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 

@@ -11,23 +11,15 @@ import { convertForm, readResponse, type Body, type Keys } from "../support/conv
 import * as img from "../support/images.ts";
 import { burstForm, convertBearer, obtainKeys } from "../support/ops.ts";
 import { signedHeaders } from "../support/sign.ts";
-import { startServer, type RunningServer } from "../support/server.ts";
+import { startServer, type RunningServer, useServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
-let sink: SmtpSink;
-let server: RunningServer;
+const { server, sink } = useServer({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8" } });
 let signer: Keys;
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
-  server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8" } });
   signer = await obtainKeys(server, sink, "signer@example.com");
 }, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-  await sink?.close();
-});
 
 /** What the clients were told before the crash. */
 interface Acknowledged {

@@ -11,19 +11,15 @@ import { createClient } from "@libsql/client";
 import { join } from "node:path";
 import * as img from "../support/images.ts";
 import { authHeaders, multipart, startService, type Keys, type Service } from "../support/imgpress.ts";
-import { e2eRuntime, runCli } from "../support/server.ts";
+import { e2eRuntime, runCli, useSmtpSink } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
-let sink: SmtpSink;
+const sink = useSmtpSink();
 let thumbs: Buffer[];
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
   // WordPress-like small sizes: the workload where every request writes a replay record.
   thumbs = await Promise.all([img.photo(150, 100), img.photo(300, 200), img.photo(768, 512)]);
-});
-afterAll(async () => {
-  await sink?.close();
 });
 
 /** A signed upload as sent: the exact body and headers, so it can be sent again. */

@@ -7,22 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as img from "../support/images.ts";
 import { convertForm } from "../support/convert-helpers.ts";
 import { burstForm, convertBearer, obtainKeys } from "../support/ops.ts";
-import { e2eRuntime, startServer, type RunningServer } from "../support/server.ts";
+import { e2eRuntime, startServer, type RunningServer, useServer } from "../support/server.ts";
 import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
+const { server, sink } = useServer({ env: { IMGPRESS_LOG_LEVEL: "debug" } });
 const LINE = "conversions idle: freed memory handed back";
-let sink: SmtpSink;
-let server: RunningServer;
-
-beforeAll(async () => {
-  sink = await startSmtpSink();
-  server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_LOG_LEVEL: "debug" } });
-}, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-  await sink?.close();
-});
 
 const released = () => server.logs.filter((l) => l.json?.msg === LINE).length;
 

@@ -10,17 +10,14 @@ import { convertForm, readResponse, type Body, type Keys } from "../support/conv
 import * as img from "../support/images.ts";
 import { delta, parseMetrics, promtool } from "../support/metrics.ts";
 import { until } from "../support/ops.ts";
-import { e2eRuntime, runCli, startServer, type RunningServer } from "../support/server.ts";
+import { e2eRuntime, runCli, startServer, type RunningServer, useServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
-let sink: SmtpSink;
-let server: RunningServer;
+const { server, sink } = useServer();
 let keys: Keys;
 const EMAIL = "ops-e2e@example.com";
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
-  server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url } });
   expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email: EMAIL })).status).toBe(200);
   const mail = await sink.waitFor((m) => m.envelopeTo.includes(EMAIL));
   const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email: EMAIL, otp: extractOtp(mail) });
@@ -30,11 +27,6 @@ beforeAll(async () => {
   // sink holds it a moment before the service's count says so.
   await until(async () => parseMetrics(await scrape()).get('imgpress_mail_total{outcome="sent"}') === 2, 10_000, "the key notice to be counted");
 }, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-  await sink?.close();
-});
 
 async function scrape(): Promise<string> {
   const res = await server.fetch("/internal/metrics");

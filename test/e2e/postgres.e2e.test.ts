@@ -19,7 +19,7 @@ import { convertForm, readResponse, type Body, type Keys, type RawResponse } fro
 import * as img from "../support/images.ts";
 import { expectStorageUnavailable, gateStats, obtainKeys, until } from "../support/ops.ts";
 import { createDatabase, psql, startPostgres, type PostgresCluster } from "../support/postgres.ts";
-import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { runCli, startServer, type RunningServer, useServer } from "../support/server.ts";
 import { staffSignInOverHttps } from "../support/staff.ts";
 import { signedHeaders } from "../support/sign.ts";
 import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
@@ -35,8 +35,6 @@ const STAFF = "ops@example.com";
 
 let pg: PostgresCluster;
 let url: string;
-let sink: SmtpSink;
-let server: RunningServer;
 /** The key of the happy path, reused by the outage test. */
 let keys: Keys;
 /** Successful conversions with `keys` so far: what the usage counters must add up to. */
@@ -45,21 +43,15 @@ let converted = 0;
 beforeAll(async () => {
   pg = await startPostgres();
   url = await createDatabase("e2e_outage");
-  sink = await startSmtpSink();
-  server = await startServer({
-    env: {
-      IMGPRESS_SMTP_URL: sink.url,
-      IMGPRESS_DATABASE_URL: url,
-      IMGPRESS_DATABASE_TIMEOUT_S: String(DB_TIMEOUT_S),
-      IMGPRESS_USAGE_FLUSH_S: "1",
-      IMGPRESS_STAFF_EMAILS: STAFF,
-    },
-  });
 }, 60_000);
 
-afterAll(async () => {
-  await server?.stop();
-  await sink?.close();
+const { server, sink } = useServer({
+  env: () => ({
+    IMGPRESS_DATABASE_URL: url,
+    IMGPRESS_DATABASE_TIMEOUT_S: String(DB_TIMEOUT_S),
+    IMGPRESS_USAGE_FLUSH_S: "1",
+    IMGPRESS_STAFF_EMAILS: STAFF,
+  }),
 });
 
 /**

@@ -10,25 +10,15 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { convertForm } from "../support/convert-helpers.ts";
 import { photo } from "../support/images.ts";
-import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { runCli, startServer, type RunningServer, useServer } from "../support/server.ts";
 import { staffSignInOverHttps } from "../support/staff.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
+const { server, sink } = useServer();
 const STAFF = "ops@example.com";
 
-let sink: SmtpSink;
-let server: RunningServer;
 /** The session of the sign-in test, reused: the per-address limit allows one code a minute. */
 let session: { cookie: string; csrf: string };
-
-beforeAll(async () => {
-  sink = await startSmtpSink();
-  server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url } });
-});
-afterAll(async () => {
-  await server?.stop();
-  await sink?.close();
-});
 
 /** A same-origin form post, as the login page's browser would send it. */
 const post = (path: string, fields: Record<string, string>, cookie = "") =>

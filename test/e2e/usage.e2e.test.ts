@@ -9,18 +9,14 @@ import { join } from "node:path";
 import { openSqliteStore as openStore } from "../../src/data/db/sqlite.ts";
 import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { runCli, startServer, type RunningServer, useSmtpSink } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
-let sink: SmtpSink;
+const sink = useSmtpSink();
 let photo: Buffer;
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
   photo = await img.photo(64, 48);
-});
-afterAll(async () => {
-  await sink?.close();
 });
 
 async function keysOf(server: RunningServer, email: string): Promise<Keys> {

@@ -7,6 +7,8 @@
  *   const res = await server.fetch("/health");
  *   await server.stop();
  */
+import { afterAll, beforeAll } from "bun:test";
+import { startSmtpSink, type SmtpSink } from "./smtp.ts";
 import { cleanEnv, launchCommand, ROOT, runCommand, startService, type LogLine } from "./imgpress.ts";
 
 export { denoExecutable, denoStartTask, ROOT, type LogLine } from "./imgpress.ts";
@@ -113,4 +115,58 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     kill: (signal) => service.proc.kill(signal),
     exited: () => service.proc.exited,
   };
+}
+
+/**
+ * A value a `beforeAll` sets: read through it only inside tests and hooks that run after that
+ * hook (reading it earlier throws, naming what is missing).
+ */
+export function lateBound<T extends object>(what: string, current: () => T | undefined): T {
+  return new Proxy({} as T, {
+    get(_, property) {
+      const target = current();
+      if (!target) throw new Error(`${what} is not started: read it inside a test or a hook that runs after useServer's beforeAll`);
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** An SMTP sink for the enclosing file or describe block: started before its tests, closed after. */
+export function useSmtpSink(): SmtpSink {
+  let sink: SmtpSink | undefined;
+  beforeAll(async () => {
+    sink = await startSmtpSink();
+  });
+  afterAll(async () => {
+    await sink?.close();
+  });
+  return lateBound("the SMTP sink", () => sink);
+}
+
+/** How `useServer` starts the service: `env` may be worked out when the sink is up (it is given the sink). */
+export interface UseServerOptions extends Omit<ServerOptions, "env"> {
+  env?: Record<string, string> | (() => Record<string, string>);
+  /** How `afterAll` stops it (keep a data folder the test made itself). */
+  keepData?: boolean;
+}
+
+/**
+ * An SMTP sink and a server that mails through it, for the enclosing file or describe block:
+ * both started by a `beforeAll`, stopped by an `afterAll`. The handles are usable in tests and in
+ * hooks registered after this call.
+ */
+export function useServer(options: UseServerOptions = {}): { server: RunningServer; sink: SmtpSink } {
+  let sink: SmtpSink | undefined;
+  let server: RunningServer | undefined;
+  beforeAll(async () => {
+    sink = await startSmtpSink();
+    const env = typeof options.env === "function" ? options.env() : options.env;
+    server = await startServer({ ...options, env: { IMGPRESS_SMTP_URL: sink.url, ...env } });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop({ keepData: options.keepData });
+    await sink?.close();
+  });
+  return { server: lateBound("the server", () => server), sink: lateBound("the SMTP sink", () => sink) };
 }
