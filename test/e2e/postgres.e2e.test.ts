@@ -17,7 +17,7 @@ import { connect } from "node:tls";
 import { postgresMigrations } from "../../src/data/db/migrations.gen.ts";
 import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { expectStorageUnavailable, gateStats, obtainKeys, until } from "../support/ops.ts";
+import { expectStorageUnavailable, gateStats, holdsFor, obtainKeys, until } from "../support/ops.ts";
 import { createDatabase, psql, startPostgres, type PostgresCluster } from "../support/postgres.ts";
 import { runCli, startServer, type RunningServer, useServer } from "../support/server.ts";
 import { staffSignInOverHttps } from "../support/staff.ts";
@@ -332,8 +332,7 @@ describe("imgpress on PostgreSQL", () => {
         ]);
         // The process is gone, and with it the reconnect loop.
         const after = connections;
-        await Bun.sleep(300);
-        expect(connections).toBe(after);
+        await holdsFor(() => connections === after, 300, "no further connection attempt");
       } finally {
         web.close();
       }

@@ -60,3 +60,17 @@ export async function until(check: () => Promise<boolean> | boolean, timeoutMs: 
     await Bun.sleep(50);
   }
 }
+
+/**
+ * Proves an absence within a bound: `check` must hold every time it is looked at for `forMs`.
+ * A slow machine can only make this pass too easily, never fail it wrongly; the bound says how
+ * long "nothing happened" was watched for.
+ */
+export async function holdsFor(check: () => Promise<boolean> | boolean, forMs: number, what: string): Promise<void> {
+  const end = Date.now() + forMs;
+  do {
+    if (!(await check())) throw new Error(`${what} stopped holding within ${forMs} ms`);
+    await Bun.sleep(Math.min(50, Math.max(0, end - Date.now())));
+  } while (Date.now() < end);
+  if (!(await check())) throw new Error(`${what} stopped holding within ${forMs} ms`);
+}

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { otpCodes } from "../../../src/data/db/schema.ts";
 import { createHarness, expectError, wrongCode, type Harness, type TestResponse } from "../../support/harness.ts";
+import { holdsFor } from "../../support/ops.ts";
 import { closedPort } from "../../support/ports.ts";
 import { extractOtp } from "../../support/smtp.ts";
 
@@ -455,8 +456,7 @@ describe("mail delivery failures → 502 MAIL_DELIVERY_FAILED, and no usable cod
     expect(h.smtp.held()).toBe(1);
     let settled = false;
     const stop = h.services.lifecycle.settled().then(() => void (settled = true));
-    await Bun.sleep(200);
-    expect(settled).toBe(false);
+    await holdsFor(() => !settled, 200, "a stop waiting for the held notice mail");
     h.smtp.setReject(false);
     await stop;
     expect(h.smtp.messages.filter((m) => m.to === "owner@example.com" && !/code/i.test(m.subject))).toHaveLength(1);
