@@ -1,4 +1,5 @@
 import { AppError } from "../core/errors.ts";
+import { realTimers, type Timers } from "../core/timers.ts";
 
 /** Sizing of the conversion gate. */
 export interface GateOptions {
@@ -24,6 +25,8 @@ export interface GateOptions {
    * its estimate fits beside the running ones, except that a job may always run alone. Default: no limit.
    */
   memoryBudgetBytes?: number;
+  /** The queue and abandon timers (default: the runtime's); tests drive them by hand. */
+  timers?: Timers;
 }
 
 /** Live numbers for /internal/status and the bench. */
@@ -80,10 +83,12 @@ export class ConversionGate {
   private readonly abandonedListeners: ((weight: JobWeight) => void)[] = [];
   private readonly maxHeavy: number;
   private readonly capacity: number;
+  private readonly timers: Timers;
 
   constructor(private readonly options: GateOptions) {
     this.maxHeavy = Math.max(1, options.concurrency - 1);
     this.capacity = options.concurrency * UNITS.normal;
+    this.timers = options.timers ?? realTimers;
   }
 
   /** Tells `listener` each time a slot is given back from work that never stopped (`abandonAfterMs`): a log line, a metric; it must not throw. */
@@ -161,18 +166,16 @@ export class ConversionGate {
     const releaseOnce = () => {
       if (released) return;
       released = true;
-      clearTimeout(timer);
+      this.timers.clear(timer);
       this.release(weight, memory);
     };
-    const timer = this.options.abandonAfterMs <= MAX_TIMER_MS
-      ? setTimeout(() => {
-          this.abandoned++;
-          releaseOnce();
-          for (const listener of this.abandonedListeners) listener(weight);
-        }, this.options.abandonAfterMs)
-      : undefined;
+    const abandon = () => {
+      this.abandoned++;
+      releaseOnce();
+      for (const listener of this.abandonedListeners) listener(weight);
+    };
     // A stopping process must not wait for work it would give up anyway.
-    (timer as { unref?: () => void } | undefined)?.unref?.();
+    const timer = this.options.abandonAfterMs <= MAX_TIMER_MS ? this.timers.set(abandon, this.options.abandonAfterMs, { unref: true }) : undefined;
     busyUntil.then(releaseOnce, releaseOnce);
   }
 
@@ -205,7 +208,7 @@ export class ConversionGate {
         weight,
         memory,
         start: () => {
-          clearTimeout(timer);
+          this.timers.clear(timer);
           signal?.removeEventListener("abort", onAbort);
           resolve();
         },
@@ -218,12 +221,12 @@ export class ConversionGate {
         // The one that left may have been what the jobs behind it waited for.
         this.pump();
       };
-      const timer = setTimeout(() => {
+      const timer = this.timers.set(() => {
         this.rejected++;
         leaveQueue(busy("No room to convert (a slot and memory) became free in time."));
       }, this.options.queueTimeoutMs);
       const onAbort = () => {
-        clearTimeout(timer);
+        this.timers.clear(timer);
         leaveQueue(clientGone());
       };
       signal?.addEventListener("abort", onAbort);

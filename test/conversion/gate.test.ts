@@ -1,14 +1,15 @@
 /**
  * The conversion gate (backpressure): admission cap with 503 + Retry-After, queue timeout, FIFO
  * order, heavy (lossless) jobs never holding every slot, and counts that always return to zero.
- * Jobs are promises the test resolves by hand, so nothing depends on timing; the abandon tests
- * use a short real timer.
+ * Jobs are promises the test resolves by hand and the queue and abandon timers are driven by
+ * hand (manualTimers), so nothing depends on timing.
  */
 import { describe, expect, test } from "bun:test";
 import { AppError } from "../../src/core/errors.ts";
 import { ConversionGate, type GateOptions, type JobWeight } from "../../src/conversion/gate.ts";
 import { ConvertService } from "../../src/conversion/service.ts";
 import * as img from "../support/images.ts";
+import { manualTimers } from "../support/timers.ts";
 
 /** A job the test finishes by hand, recording when it started. */
 interface Job {
@@ -308,18 +309,20 @@ describe("running", () => {
   });
 
   test("when a job waiting for room times out, a light job queued behind it that fits starts at once", async () => {
-    const g = gate({ concurrency: 1, queueTimeoutMs: 500 });
+    const timers = manualTimers();
+    const g = gate({ concurrency: 1, queueTimeoutMs: 500, timers });
     const running = submit(g, "running", "light");
     const normal = submit(g, "normal", "normal"); // needs the whole slot: waits, then times out
-    await new Promise((r) => setTimeout(r, 15));
+    await settle();
+    timers.advance(15);
     const later = submit(g, "later", "light"); // fits in the free half, but queues behind "normal"
     await settle();
     expect(later.started).toBe(false);
+    timers.advance(485);
     const err = await normal.promise.catch((e: AppError) => e);
     expect((err as AppError).code).toBe("SERVER_BUSY");
     await settle();
-    // Its own timeout is 15 ms later: it started when the job ahead of it left, not by chance.
-    // (The margins are wide so a late timer on a loaded machine cannot reorder the two deadlines.)
+    // Its own timeout is 15 ms later, not yet reached: it started when the job ahead of it left.
     expect(later.started).toBe(true);
     for (const j of [running, later]) j.finish();
     await Promise.all([running.promise, later.promise]);
@@ -327,9 +330,15 @@ describe("running", () => {
   });
 
   test("a queued job that waits longer than the queue timeout gets 503 SERVER_BUSY and leaves the queue", async () => {
-    const g = gate({ concurrency: 1, queueTimeoutMs: 30 });
+    const timers = manualTimers();
+    const g = gate({ concurrency: 1, queueTimeoutMs: 30, timers });
     const blocker = submit(g, "blocker", false);
     const late = submit(g, "late", false);
+    await settle();
+    timers.advance(29);
+    await settle();
+    expect(g.stats()).toMatchObject({ waiting: 1, rejected: 0 });
+    timers.advance(1);
     let err: unknown;
     try {
       await late.promise;
@@ -497,15 +506,17 @@ describe("timed-out work the job could not cancel", () => {
 
   test("work that never stops loses its slot after abandonAfterMs: counted, reported, and the next job starts", async () => {
     const reported: JobWeight[] = [];
-    const g = gate({ concurrency: 1, abandonAfterMs: 40 });
+    const timers = manualTimers();
+    const g = gate({ concurrency: 1, abandonAfterMs: 40, timers });
     g.onAbandoned((w) => reported.push(w));
     let stop!: () => void;
     expect(await timedOut(g, "heavy", new Promise<void>((r) => (stop = r)))).toBe("CONVERSION_TIMEOUT");
     const next = submit(g, "next", false);
+    timers.advance(39);
     await settle();
     expect(next.started).toBe(false);
-    // Polled, not timed: a loaded machine may run the 40 ms timer late.
-    for (let i = 0; i < 500 && !next.started; i++) await Bun.sleep(10);
+    timers.advance(1);
+    await settle();
     expect(next.started).toBe(true);
     expect(reported).toEqual(["heavy"]);
     expect(g.stats()).toMatchObject({ running: 1, slotsBusy: 1, abandoned: 1 });
@@ -519,18 +530,26 @@ describe("timed-out work the job could not cancel", () => {
   });
 
   test("an abandonAfterMs beyond setTimeout's range (a huge IMGPRESS_CONVERT_TIMEOUT_S) never gives the slot up early", async () => {
-    const g = gate({ concurrency: 1, abandonAfterMs: 5 * 500_000 * 1000 });
+    const timers = manualTimers();
+    const g = gate({ concurrency: 1, abandonAfterMs: 5 * 500_000 * 1000, timers });
     expect(await timedOut(g, "normal", new Promise(() => {}))).toBe("CONVERSION_TIMEOUT");
-    await Bun.sleep(50);
+    // No timer at all: setTimeout would fire a delay past its range at once.
+    expect(timers.pending()).toBe(0);
+    timers.advance(5 * 500_000 * 1000);
+    await settle();
     expect(g.stats()).toMatchObject({ running: 1, slotsBusy: 1, abandoned: 0 });
   });
 
   test("work that stops before abandonAfterMs is not counted as abandoned", async () => {
     const reported: JobWeight[] = [];
-    const g = gate({ concurrency: 1, abandonAfterMs: 40 });
+    const timers = manualTimers();
+    const g = gate({ concurrency: 1, abandonAfterMs: 40, timers });
     g.onAbandoned((w) => reported.push(w));
     expect(await timedOut(g, "light", Promise.resolve())).toBe("CONVERSION_TIMEOUT");
-    await Bun.sleep(80);
+    await settle();
+    // The work stopped, so its abandon timer is gone: moving past it changes nothing.
+    expect(timers.pending()).toBe(0);
+    timers.advance(80);
     expect(reported).toEqual([]);
     expect(g.stats()).toMatchObject({ running: 0, slotsBusy: 0, abandoned: 0 });
   });
