@@ -28,17 +28,17 @@ export interface StaffRouteDeps {
 const minutes = STAFF_CODE_TTL_S / 60;
 
 /** The staff door: login form, code form and sign-out (HTML, never in the public docs); the dashboard is behind it. */
-export function staffRoutes(d: StaffRouteDeps) {
-  const leave = (token: string, location: string) => new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, d.sessionMaxS) } });
+export function staffRoutes(deps: StaffRouteDeps) {
+  const leave = (token: string, location: string) => new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, deps.sessionMaxS) } });
   return new Elysia({ name: "staff", prefix: INTERNAL_PREFIX })
-    .use(d.auth)
+    .use(deps.auth)
     .use(clientContext)
     .get(
       "/login",
       async ({ query, request }) =>
         asPage(request, "Staff sign-in", (m, err) => loginForm(shownNext(query.next), refusal(m, err)), async () => {
           const next = safeNext(query.next);
-          if (!(await d.staff.any())) return pageResponse("Set up staff access", setupPage());
+          if (!(await deps.staff.any())) return pageResponse("Set up staff access", setupPage());
           return pageResponse("Staff sign-in", loginForm(next, { returning: query.next !== undefined }));
         }),
       { query: LoginQuery, ...hidden() },
@@ -48,9 +48,9 @@ export function staffRoutes(d: StaffRouteDeps) {
       async ({ body, request, clientIp }) =>
         // A new code asked for on the code form stays there, sent or refused: a refusal leaves the code already sent valid.
         asPage(request, body.resend ? "Enter your code" : "Staff sign-in", (m, err) => (body.resend ? codeForm(body.email, shownNext(body.next), minutes, { notice: resendRefused(m, err) }) : loginForm(shownNext(body.next), { ...refusal(m, err), email: body.email })), async () => {
-          assertSameOrigin(request, d.behindProxy);
+          assertSameOrigin(request, deps.behindProxy);
           const next = safeNext(body.next);
-          const email = await d.signIn.requestCode(body.email, clientIp);
+          const email = await deps.signIn.requestCode(body.email, clientIp);
           return pageResponse("Enter your code", codeForm(email, next, minutes, { notice: body.resend ? resent(email) : undefined }));
         }),
       { parse: parseFormBody, body: LoginForm, ...hidden() },
@@ -59,17 +59,17 @@ export function staffRoutes(d: StaffRouteDeps) {
       "/login/code",
       async ({ body, request, clientIp }) =>
         asPage(request, "Enter your code", (m, err) => codeForm(body.email, shownNext(body.next), minutes, refusal(m, err)), async () => {
-          assertSameOrigin(request, d.behindProxy);
+          assertSameOrigin(request, deps.behindProxy);
           const next = safeNext(body.next);
           const input = { email: body.email, code: body.code.trim(), ip: clientIp, userAgent: request.headers.get("user-agent") ?? "" };
-          return leave((await d.signIn.verify(input)).token, next);
+          return leave((await deps.signIn.verify(input)).token, next);
         }),
       { parse: parseFormBody, body: CodeForm, ...hidden() },
     )
     .post(
       SIGN_OUT_ROUTE,
       async ({ staff, clientIp }) => {
-        await d.signIn.signOut(staff, clientIp);
+        await deps.signIn.signOut(staff, clientIp);
         return leave("", `${INTERNAL_PREFIX}/login`);
       },
       { ...staffPage(), parse: parseFormBody, body: CsrfForm },
@@ -77,7 +77,7 @@ export function staffRoutes(d: StaffRouteDeps) {
     .post(
       "/logout/everywhere",
       async ({ staff, clientIp }) => {
-        await d.signIn.signOutEverywhere(staff.email, clientIp);
+        await deps.signIn.signOutEverywhere(staff.email, clientIp);
         return leave("", `${INTERNAL_PREFIX}/login`);
       },
       { ...staffPage(), parse: parseFormBody, body: CsrfForm },

@@ -44,31 +44,31 @@ function viewer(staff: StaffSession): Viewer {
 }
 
 /** The dashboard pages under /internal/ (see docs/internal.md) and their embedded assets. */
-export function dashboardRoutes(d: DashboardRouteDeps) {
+export function dashboardRoutes(deps: DashboardRouteDeps) {
   const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
   return new Elysia({ name: "dashboard", prefix: INTERNAL_PREFIX })
-    .use(d.auth)
+    .use(deps.auth)
     .use(clientContext)
     .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
-    .get("/", async ({ staff, query }) => htmlPage(overviewPage(await d.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })
-    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await d.dashboard.keys(viewer(staff), query))), { ...page(), query: PageQuery })
+    .get("/", async ({ staff, query }) => htmlPage(overviewPage(await deps.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })
+    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query))), { ...page(), query: PageQuery })
     .get("/keys/:id", async ({ staff, params, query }) => {
-      const view = await d.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
+      const view = await deps.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
       return view ? htmlPage(keyPage(view)) : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
     }, { ...page(), query: PageQuery })
     .post("/keys/:id/revoke", async ({ staff, params, query, clientIp }) => {
-      const revoked = await d.revocation.revoke(params.id, staff.email, clientIp);
+      const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
       // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
       const range = rangeName(query.range);
       return seeOther(`/internal/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`);
     }, { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery })
-    .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await d.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
-    .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
+    .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await deps.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
+    .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
     .post("/settings/staff/add", async ({ staff, body, request, clientIp }) =>
-      settingsAction(d, staff, request, async () => ((await d.staff.add(body.email, staff.email, clientIp)).added ? "staff-added" : "staff-exists"), body.email),
+      settingsAction(deps, staff, request, async () => ((await deps.staff.add(body.email, staff.email, clientIp)).added ? "staff-added" : "staff-exists"), body.email),
       { ...page(), parse: parseFormBody, body: EmailForm })
     .post("/settings/staff/remove", async ({ staff, body, request, clientIp }) =>
-      settingsAction(d, staff, request, async () => (await d.staff.remove(body.email, staff.email, clientIp), "staff-removed")),
+      settingsAction(deps, staff, request, async () => (await deps.staff.remove(body.email, staff.email, clientIp), "staff-removed")),
       { ...page(), parse: parseFormBody, body: EmailForm })
     // A mistyped address or an old bookmark: staff get a page in the dashboard's frame that leads
     // back, not the API's JSON (the JSON API's own unknown paths stay JSON, in src/staff/api/).
@@ -80,12 +80,12 @@ export function dashboardRoutes(d: DashboardRouteDeps) {
  * Runs a staff change; success redirects (so reloading does not repeat it), a refusal shows the
  * page with the reason and the address `typed` back in the add field, to be corrected.
  */
-function settingsAction(d: DashboardRouteDeps, staff: StaffSession, request: Request, run: () => Promise<string>, typed = ""): Promise<Response> {
+function settingsAction(deps: DashboardRouteDeps, staff: StaffSession, request: Request, run: () => Promise<string>, typed = ""): Promise<Response> {
   return orRefusal(
     request,
     // No #staff fragment: it scrolled the notice at the top of the page out of sight.
     async () => seeOther(`/internal/settings?done=${await run()}`),
-    async (err) => htmlPage(settingsPage(await d.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message }), typed), err.status),
+    async (err) => htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message }), typed), err.status),
   );
 }
 
