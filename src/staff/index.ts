@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { clientContext } from "../core/http/client.ts";
 import { parseFormBody } from "./form.ts";
 import { INTERNAL_PREFIX } from "../core/http/paths.ts";
-import type { Notice } from "./dashboard/layout.ts";
+import type { Notice } from "./layout.ts";
 import type { AppError } from "../core/errors.ts";
 import { otpLimits, RECENT_CODE } from "../data/otp/limits.ts";
 import { OTP_MAX_ATTEMPTS } from "../data/otp/service.ts";

@@ -1,4 +1,4 @@
-import { countdownText, doorLayout, type Notice } from "./dashboard/layout.ts";
+import { countdownText, doorLayout, type Notice } from "./layout.ts";
 import { AppError } from "../core/errors.ts";
 import { noteErrorCode } from "../core/http/meta.ts";
 import { html, type SafeHtml } from "../core/html.ts";

@@ -8,7 +8,7 @@ import { KEY_SORTS, MAX_PAGE, MAX_SEARCH_CHARS, type KeysQuery } from "../../dat
 import type { UsageQueries } from "../../data/usage/service.ts";
 import { runtime, version } from "../../core/version.ts";
 import { count, duration } from "./format.ts";
-import type { Notice, Viewer } from "./layout.ts";
+import type { Notice, Viewer } from "../layout.ts";
 import type { ActivityFilter, ActivityView } from "./pages/activity.ts";
 import type { KeysFilter, KeysView, KeyView } from "./pages/keys.ts";
 import type { LiveView } from "./pages/live.ts";

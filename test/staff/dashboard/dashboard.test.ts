@@ -5,9 +5,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { loadConfig } from "../../../src/core/config.ts";
-import { assetAt, assetUrl } from "../../../src/staff/dashboard/assets.ts";
+import { assetAt, assetUrl } from "../../../src/staff/assets/index.ts";
 import { niceTicks, splitChart, timeChart, wholePercents } from "../../../src/staff/dashboard/chart.ts";
-import { embeddedAssetsSource } from "../../../src/staff/dashboard/embed.ts";
+import { embeddedAssetsSource } from "../../../src/staff/assets/embed.ts";
 import { bytes, count, duration, ms, percent, ratio, utcText } from "../../../src/staff/dashboard/format.ts";
 import { activityPage } from "../../../src/staff/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../../../src/staff/dashboard/pages/keys.ts";
@@ -280,9 +280,9 @@ describe("settings show no secret", () => {
 });
 
 describe("embedded assets", () => {
-  test("src/staff/dashboard/assets.gen.ts matches src/staff/dashboard/assets/ (run `npm run assets:generate`)", async () => {
-    const fresh = await embeddedAssetsSource(new URL("../../../src/staff/dashboard/assets/", import.meta.url));
-    expect(await readFile(new URL("../../../src/staff/dashboard/assets.gen.ts", import.meta.url), "utf8")).toBe(fresh);
+  test("src/staff/assets/assets.gen.ts matches src/staff/assets/static/ (run `npm run assets:generate`)", async () => {
+    const fresh = await embeddedAssetsSource(new URL("../../../src/staff/assets/static/", import.meta.url));
+    expect(await readFile(new URL("../../../src/staff/assets/assets.gen.ts", import.meta.url), "utf8")).toBe(fresh);
   });
 
   test("names carry a content hash and resolve back to their asset", () => {

@@ -4,7 +4,7 @@
  * state (revoke, staff add/remove) with their CSRF and Origin checks, assets, and odd query values.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { assetUrl } from "../../../src/staff/dashboard/assets.ts";
+import { assetUrl } from "../../../src/staff/assets/index.ts";
 import { convertForm, postBearer } from "../../support/convert-helpers.ts";
 import { createHarness, TEST_MASTER_KEY, type Harness } from "../../support/harness.ts";
 import * as img from "../../support/images.ts";

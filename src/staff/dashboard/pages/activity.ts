@@ -1,7 +1,7 @@
 import type { AuditEvent } from "../../../data/audit/service.ts";
 import { html, type SafeHtml } from "../../../core/html.ts";
 import { empty, query, table, time } from "../components.ts";
-import { layout, type Viewer } from "../layout.ts";
+import { layout, type Viewer } from "../../layout.ts";
 
 /** One audit event as the activity table shows it. */
 export type ActivityRow = Omit<AuditEvent, "id">;

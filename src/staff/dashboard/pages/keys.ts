@@ -2,7 +2,7 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
 import { badge, empty, pager, query, table, time } from "../components.ts";
 import { bytes, count } from "../format.ts";
-import { csrfField, layout, type Notice, type Viewer } from "../layout.ts";
+import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
 import { API_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";

@@ -3,7 +3,7 @@ import type { Overview, Series } from "../../../data/usage/model.ts";
 import { splitChart, timeChart } from "../chart.ts";
 import { cards, empty } from "../components.ts";
 import { bytes, count, ms, percent, ratio } from "../format.ts";
-import { layout, type Viewer } from "../layout.ts";
+import { layout, type Viewer } from "../../layout.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { liveSection, type LiveView } from "./live.ts";
 import { API_PREFIX, CONVERT_PATH } from "../../../core/http/paths.ts";

@@ -3,7 +3,7 @@ import type { StaffMember } from "../../directory.ts";
 import type { SessionRow } from "../../sessions.ts";
 import { badge, breakable, EMAIL_BREAKS, empty, table, time } from "../components.ts";
 import type { TlsView } from "../../../server/tls/status.ts";
-import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../layout.ts";
+import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../../layout.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
 export type StaffRow = StaffMember;

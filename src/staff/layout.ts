@@ -1,7 +1,7 @@
-import { html, type SafeHtml } from "../../core/html.ts";
-import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
-import { CSRF_FIELD, SIGN_OUT_ROUTE } from "../model.ts";
-import { assetUrl } from "./assets.ts";
+import { html, type SafeHtml } from "../core/html.ts";
+import { INTERNAL_PREFIX } from "../core/http/paths.ts";
+import { CSRF_FIELD, SIGN_OUT_ROUTE } from "./model.ts";
+import { assetUrl } from "./assets/index.ts";
 
 /** The signed-in staff member as every page shows them; `csrfToken` goes into each POST form. */
 export interface Viewer {
