@@ -1,9 +1,16 @@
 import { AppError } from "../core/errors.ts";
 import { ADDRESS_OWNER, type ConversionGate } from "./gate.ts";
-import type { Upload } from "../api/convert/form.ts";
-import { convertInspected, inspectUpload, type ConvertLimits } from "./pipeline/index.ts";
+import { convertInspected, inspectUpload, type ConvertLimits, type ConvertOptions } from "./pipeline/index.ts";
 import type { QualityReason } from "./pipeline/guard.ts";
 import type { OutputFormat, QualityMode } from "./pipeline/presets.ts";
+
+/** A validated conversion request. */
+export interface Upload {
+  image: Uint8Array;
+  /** The client's file name without its extension, safe for a header; "image" when absent. */
+  stem: string;
+  options: ConvertOptions;
+}
 
 /** A finished conversion with what the response reports. */
 export interface Converted {

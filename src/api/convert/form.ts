@@ -1,14 +1,6 @@
 import { AppError } from "../../core/errors.ts";
 import type { FormPart } from "./multipart.ts";
-import type { ConvertOptions } from "../../conversion/pipeline/index.ts";
-
-/** A validated conversion request. */
-export interface Upload {
-  image: Uint8Array;
-  /** The client's file name without its extension, safe for a header; "image" when absent. */
-  stem: string;
-  options: ConvertOptions;
-}
+import type { Upload } from "../../conversion/service.ts";
 
 /** Largest accepted `image` (spec 8: 20 MB, taken as 20 MiB). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
