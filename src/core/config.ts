@@ -3,7 +3,7 @@ import { Value } from "@sinclair/typebox/value";
 import { availableParallelism, hostname, totalmem } from "node:os";
 import process from "node:process";
 import { join, resolve } from "node:path";
-import { fileUrl, localPath, POSTGRES_DEFAULTS } from "../data/db/location.ts";
+import { FILE_DEFAULTS, fileUrl, isPostgresUrl, localPath, POSTGRES_DEFAULTS } from "../data/db/location.ts";
 import { parseAllowEntry } from "./ipallow.ts";
 import { normalizeEmail } from "./email.ts";
 import { credentialsPastAuthority } from "./redact.ts";
@@ -226,9 +226,9 @@ export const settings: readonly Setting[] = [
   {
     key: "databaseTimeoutS",
     env: "IMGPRESS_DATABASE_TIMEOUT_S",
-    help: "PostgreSQL: seconds a connection attempt or one statement may take (then 503 STORAGE_UNAVAILABLE)",
+    help: "seconds a request's database work may wait before 503 STORAGE_UNAVAILABLE: on PostgreSQL a connection attempt or one statement (default 10); on the embedded file a write waiting for another process's lock (default 5)",
     parse: seconds,
-    fallback: () => POSTGRES_DEFAULTS.timeoutS,
+    fallback: (c) => (isPostgresUrl(c.databaseUrl as string) ? POSTGRES_DEFAULTS.timeoutS : FILE_DEFAULTS.timeoutS),
   },
   { key: "tlsCert", env: "IMGPRESS_TLS_CERT", help: "PEM certificate file (default: generated self-signed)", parse: path },
   { key: "tlsKey", env: "IMGPRESS_TLS_KEY", help: "PEM private key file (default: generated)", parse: path },

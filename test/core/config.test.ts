@@ -29,7 +29,8 @@ describe("defaults (no variables set)", () => {
     ["databaseUrl", `file:${join(resolve("imgpress-data"), "imgpress.db")}`],
     ["databaseAuthToken", undefined],
     ["databasePoolSize", 10],
-    ["databaseTimeoutS", 10],
+    // The embedded file's: the longest a request's write waits for another process's lock.
+    ["databaseTimeoutS", 5],
     ["tlsCert", undefined],
     ["tlsKey", undefined],
     ["behindProxy", false],
@@ -85,6 +86,8 @@ describe("accepted values", () => {
     ["IMGPRESS_DATABASE_URL", "file:./data/imgpress.db?mode=ro", "databaseUrl", "file:./data/imgpress.db?mode=ro"],
     ["IMGPRESS_DATABASE_POOL_SIZE", "25", "databasePoolSize", 25],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "2.5", "databaseTimeoutS", 2.5],
+    // A database server gets its own default: a connection attempt or a statement may take longer.
+    ["IMGPRESS_DATABASE_URL", "postgres://db.example.com/imgpress", "databaseTimeoutS", 10],
     ["IMGPRESS_ALLOWED_EMAILS", " Boss@Corp.example , @Team.example ,,", "allowedEmails", ["boss@corp.example", "@team.example"]],
     ["IMGPRESS_ALLOWED_EMAILS", "@Bücher.example,Anna@bücher.example", "allowedEmails", ["@xn--bcher-kva.example", "anna@xn--bcher-kva.example"]],
     ["IMGPRESS_AUTH_SCHEMES", "signed,signed", "authSchemes", ["signed"]],

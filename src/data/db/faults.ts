@@ -3,7 +3,8 @@ import { AppError } from "../../core/errors.ts";
 /**
  * SQLite result codes (primary part) that say the storage cannot take a write right now rather
  * than that the request was wrong: the disk is full, the folder read-only or gone, an I/O error, or
- * another writer held the lock past busy_timeout. Each clears by itself once the cause is fixed.
+ * another process held the lock past the lock wait budget (src/data/db/lockwait.ts). Each clears
+ * by itself once the cause is fixed.
  */
 const STORAGE_FAULTS: Record<number, string> = {
   5: "SQLITE_BUSY",
@@ -26,6 +27,7 @@ const POSTGRES_FAULT_CLASSES = ["08", "28", "3D", "53", "57P"];
 const POSTGRES_FAULT_CODES = new Set([
   "25006", // read_only_sql_transaction (a standby, or default_transaction_read_only)
   "57014", // query_canceled: statement_timeout
+  "55P03", // lock_not_available: a lock another session holds, past a batch's lock_timeout
   "40001", // serialization_failure
   "40P01", // deadlock_detected
   "CONNECTION_CLOSED",

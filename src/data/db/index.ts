@@ -3,8 +3,8 @@ import { openSqliteStore } from "./sqlite.ts";
 import { isPostgresUrl, POSTGRES_DEFAULTS } from "./location.ts";
 import type { Store } from "./store.ts";
 
-export { databaseFolder, fileUrl, isPostgresUrl, localPath, POSTGRES_DEFAULTS } from "./location.ts";
-export type { BatchStatement, Database, Dialect, Store, Tables } from "./store.ts";
+export { databaseFolder, FILE_DEFAULTS, fileUrl, isPostgresUrl, localPath, POSTGRES_DEFAULTS } from "./location.ts";
+export type { BatchOptions, BatchStatement, Database, Dialect, Store, Tables } from "./store.ts";
 
 /** Where the database is and how to reach it (the database part of Config). */
 export interface DatabaseOptions extends Partial<PostgresOptions> {
@@ -19,5 +19,5 @@ export async function openStore(url: string, options: DatabaseOptions = {}): Pro
     const { openPostgresStore } = await import("./postgres.ts");
     return openPostgresStore(url, { poolSize: options.poolSize ?? POSTGRES_DEFAULTS.poolSize, timeoutS: options.timeoutS ?? POSTGRES_DEFAULTS.timeoutS });
   }
-  return openSqliteStore(url, options.authToken);
+  return openSqliteStore(url, options.authToken, options.timeoutS);
 }

@@ -6,6 +6,12 @@ import { redactUrl } from "../../core/redact.ts";
 export const POSTGRES_DEFAULTS = Object.freeze({ poolSize: 10, timeoutS: 10 });
 
 /**
+ * The embedded file's IMGPRESS_DATABASE_TIMEOUT_S when none is given: the longest a client request's
+ * write waits for another process's lock before 503 STORAGE_UNAVAILABLE (the busy timeout it had before).
+ */
+export const FILE_DEFAULTS = Object.freeze({ timeoutS: 5 });
+
+/**
  * The file behind a `file:` database URL, or null for a database server (remote libSQL, PostgreSQL).
  * Read as libSQL reads it: up to a `?` or `#`, %-escapes decoded (one it cannot decode is left as
  * written; libSQL refuses that URL).

@@ -64,8 +64,10 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     tables: schema as unknown as Tables,
     migrationsApplied,
     all: async <T>(query: SQL) => [...(await pg.execute(query))] as T[],
-    batch: (build) =>
+    batch: (build, batchOptions) =>
       pg.transaction(async (tx) => {
+        // Only lock waits: a slow but working server still has the whole statement timeout. 55P03 when it passes.
+        if (batchOptions?.lockWaitMs !== undefined) await tx.execute(raw.raw(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(batchOptions.lockWaitMs))}`));
         const changed: number[] = [];
         for (const statement of build(tx as unknown as Database)) changed.push(changedRows(await statement));
         return changed;

@@ -4,7 +4,8 @@ import { drizzle } from "drizzle-orm/libsql";
 import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createOwnerOnly } from "../../core/files.ts";
-import { localPath } from "./location.ts";
+import { FILE_DEFAULTS, localPath } from "./location.ts";
+import { BUSY_TIMEOUT_MS, LockWaitingClient } from "./lockwait.ts";
 import { migrateSqlite } from "./migrate.ts";
 import { sqliteMigrations } from "./migrations.gen.ts";
 import * as schema from "./schema.ts";
@@ -29,8 +30,12 @@ export async function prepareDatabaseFolder(path: string): Promise<void> {
   });
 }
 
-/** Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL or a remote libSQL server. */
-export async function openSqliteStore(url: string, authToken?: string): Promise<SqliteStore> {
+/**
+ * Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL
+ * or a remote libSQL server. On a file a statement waits at most `lockWaitS` (IMGPRESS_DATABASE_TIMEOUT_S)
+ * for another process's lock, off the JS thread (src/data/db/lockwait.ts).
+ */
+export async function openSqliteStore(url: string, authToken?: string, lockWaitS: number = FILE_DEFAULTS.timeoutS): Promise<SqliteStore> {
   const path = localPath(url);
   if (path) {
     await prepareDatabaseFolder(path);
@@ -38,7 +43,13 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
   }
   // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
   // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
-  const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
+  const raw = createClient({ url, authToken, timeout: path ? BUSY_TIMEOUT_MS : 5000, concurrency: POOL_SIZE });
+  const client: Client = path
+    ? new LockWaitingClient(raw, lockWaitS * 1000, async () => {
+        await raw.reconnect();
+        await syncNormal(raw);
+      })
+    : raw;
   if (path) {
     // WAL lets the CLI read while the server writes; switching waits for a concurrently starting process.
     await client.execute("PRAGMA journal_mode = WAL");
@@ -55,14 +66,15 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
     tables: schema,
     migrationsApplied,
     all: <T>(query: SQL) => db.all<T>(query),
-    async batch(build) {
+    async batch(build, options) {
       const [first, ...rest] = build(db);
       if (!first) return [];
-      return (await db.batch([first, ...rest])).map(changedRows);
+      const run = async () => (await db.batch([first, ...rest])).map(changedRows);
+      return options?.lockWaitMs !== undefined && client instanceof LockWaitingClient ? client.withLockWait(options.lockWaitMs, run) : run();
     },
     // SQLite has one writer at a time: a single check-and-write statement is already exclusive.
     runExclusive: async (_name: string, query: SQL) => changedRows(await db.run(query)),
-    // The busy timeout already bounds every statement on a local file.
+    // A local file's statements are bounded by their lock wait budget (src/data/db/lockwait.ts).
     bounded: (work) => work,
     ping: async () => void (await client.execute("SELECT 1")),
     async fileLost() {

@@ -17,6 +17,17 @@ export type Database = Omit<LibSQLDatabase<Tables>, "run" | "all" | "get" | "val
 /** One statement of a `Store.batch`. */
 export type BatchStatement = BatchItem<"sqlite">;
 
+/** How a `Store.batch` runs. */
+export interface BatchOptions {
+  /**
+   * The longest it waits for a lock another process (or session) holds, then fails as a storage
+   * fault; shorter than a client request's IMGPRESS_DATABASE_TIMEOUT_S for background writes that
+   * are retried anyway (the readiness heartbeat, the usage flush). The whole batch is retried or
+   * rolled back, never half-applied.
+   */
+  lockWaitMs?: number;
+}
+
 /** Which SQL engine a store talks to. */
 export type Dialect = "sqlite" | "postgres";
 
@@ -31,7 +42,7 @@ export interface Store {
   /** Runs a raw query; returns its rows as objects, integers and sums as JS numbers. */
   all<T>(query: SQL): Promise<T[]>;
   /** Runs the statements `build` makes on the handle it gets, in order, in one transaction; returns the rows each changed. */
-  batch(build: (db: Database) => BatchStatement[]): Promise<number[]>;
+  batch(build: (db: Database) => BatchStatement[], options?: BatchOptions): Promise<number[]>;
   /**
    * Runs a check-and-write statement so that no other instance runs one under the same `name` at
    * the same time (rate limits stay exact across instances); returns the rows it changed.
@@ -41,8 +52,9 @@ export interface Store {
    * `work`, or a storage fault once the database timeout has passed. The server enforces its own
    * statement timeout, but a frozen or cut-off server cannot: the conversion path bounds its
    * statements with this so a request never waits on it longer than IMGPRESS_DATABASE_TIMEOUT_S,
-   * and the readiness probe with a shorter `limitMs`. A local file's busy timeout bounds its
-   * statements instead (they run on the JS thread, which no timer can interrupt).
+   * and the readiness probe with a shorter `limitMs`. A local file's statements are bounded by
+   * their lock wait instead (they run on the JS thread, which no timer can interrupt, and wait for
+   * a lock from timers: src/data/db/lockwait.ts).
    */
   bounded<T>(work: Promise<T>, limitMs?: number): Promise<T>;
   /** One round trip to the database; rejects when it cannot be reached. */

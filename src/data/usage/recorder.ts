@@ -1,11 +1,17 @@
 import { eq, lt, sql, type SQL } from "drizzle-orm";
 import type { ConversionEvent, ConversionObserver } from "../../conversion/service.ts";
-import type { BatchStatement, Database, Store } from "../db/index.ts";
+import type { BatchOptions, BatchStatement, Database, Store } from "../db/index.ts";
 import type { usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schema.ts";
 import type { Logger } from "../../core/log.ts";
 import { LATENCY_BINS, latencyBin } from "./latency.ts";
 import { MAX_RANGE_DAYS } from "./model.ts";
 import { DAY_MS, HOUR_MS } from "../../core/durations.ts";
+
+/**
+ * How long a flush waits for a lock another process holds: it runs on a timer and a failed one
+ * keeps its counts for the next, so it gives up long before a client request would.
+ */
+export const FLUSH_LOCK_WAIT_MS = 1000;
 
 /** How long usage buckets are kept (usage queries span at most as long). */
 const USAGE_RETENTION_DAYS = MAX_RANGE_DAYS;
@@ -109,8 +115,8 @@ export class UsageRecorder {
    * Writes everything recorded before the call; flushes run one after another. Rejects when the
    * database refused the write (the buckets stay in memory for the next flush).
    */
-  flush(): Promise<void> {
-    const run = this.chain.then(() => this.flushOnce());
+  flush(options: BatchOptions = { lockWaitMs: FLUSH_LOCK_WAIT_MS }): Promise<void> {
+    const run = this.chain.then(() => this.flushOnce(options));
     this.chain = run.catch(() => {});
     return run;
   }
@@ -123,11 +129,12 @@ export class UsageRecorder {
   finalFlush(): Promise<void> {
     return this.store
       .bounded(
-        this.flush().catch(async () => {
+        // A stop's flush has no next one: it waits for a lock as long as a client request.
+        this.flush({}).catch(async () => {
           // A connection that once failed busy cannot commit again (libsql-client-ts#352); with
           // nothing else in flight, fresh connections are safe: one more try.
           await this.store.reconnect();
-          await this.flush();
+          await this.flush({});
         }),
       )
       .catch((err: Error) => {
@@ -158,14 +165,14 @@ export class UsageRecorder {
     return perKey ?? 0;
   }
 
-  private async flushOnce(): Promise<void> {
+  private async flushOnce(options: BatchOptions): Promise<void> {
     const batch = [...this.pending.values()];
     this.pending = new Map();
     this.flushing = true;
     this.inFlight = batch.length;
     try {
       if (batch.length === 0) return;
-      await this.store.batch((db) => this.statements(db, batch));
+      await this.store.batch((db) => this.statements(db, batch), options);
       if (this.failures > 0) this.logger.info("usage flush succeeded again", { failedFlushes: this.failures });
       if (this.droppedSince > 0) this.logger.warn("usage buffer recovered", { droppedAttempts: this.droppedSince });
       this.failures = 0;

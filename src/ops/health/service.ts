@@ -1,7 +1,7 @@
 import { statfs } from "node:fs/promises";
 import sharp from "sharp";
 import { driverMessage } from "../../data/db/faults.ts";
-import type { Store } from "../../data/db/index.ts";
+import type { Database, Store } from "../../data/db/index.ts";
 import type { Logger } from "../../core/log.ts";
 import type { ReadinessChecks as ReadinessChecksModel } from "./model.ts";
 
@@ -19,10 +19,15 @@ const MIN_FREE_BYTES = 1024 * 1024;
 /**
  * The probe's write gives up after this, or IMGPRESS_DATABASE_TIMEOUT_S when shorter: before a
  * prober does (imgpress health waits 8 s), yet as long as a slow but working database server may
- * need under load (2 s took every instance of such a database out of the balancer). A locked
- * embedded file answers after its 5 s busy timeout instead.
+ * need under load (2 s took every instance of such a database out of the balancer).
  */
 const DATABASE_CHECK_MS = 5000;
+/**
+ * How long the probe's write waits for a lock another process or session holds (a backup, an
+ * operator's sqlite3 or psql): a locked database cannot take the writes of new clients, so the
+ * instance says so within a second, as a slow one is not (that wait is DATABASE_CHECK_MS).
+ */
+export const READY_LOCK_WAIT_MS = 500;
 /** Probes within this window share one database write (a flood of probes is one write a second). */
 const DATABASE_CACHE_MS = 1000;
 /** A working libvips stays working; re-encoding every few seconds is enough to notice it break. */
@@ -72,7 +77,8 @@ export class Readiness {
       const at = Date.now();
       const { heartbeat } = this.store.tables;
       // Bounded: a frozen database server must not hold the probe (nor pile up writes behind it).
-      await this.store.bounded(this.store.db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } }), DATABASE_CHECK_MS);
+      const beat = (db: Database) => [db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } })];
+      await this.store.bounded(this.store.batch(beat, { lockWaitMs: READY_LOCK_WAIT_MS }), DATABASE_CHECK_MS);
       return "ok";
     } catch (err) {
       return this.failed("database", "write failed", err);
