@@ -10,8 +10,9 @@ import { isWildcard } from "../server/tls/names.ts";
 import { UsageError } from "./args.ts";
 
 /**
- * How long the probe waits for an answer before reporting failure: past the 5 s an embedded
- * database locked by another process makes readiness wait, so the answer names the failing check.
+ * How long the probe waits for an answer before reporting failure: past the 5 s a PostgreSQL
+ * server that does not answer makes readiness wait (a locked database: 0.5 s), so the answer
+ * names the failing check.
  */
 const PROBE_TIMEOUT_MS = 8000;
 
