@@ -9,12 +9,12 @@
 //   bun bench/lock.ts               ~40 s; prints the section
 //   bun bench/lock.ts --write       also replaces its section of bench/RESULTS.md
 //   --lock-s=N (15)
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { photo } from "../test/support/images.ts";
 import { multipart } from "../test/support/imgpress.ts";
 import { startSmtpSink } from "../test/support/smtp.ts";
+import { holdSqliteLock } from "../test/support/sqlite-lock.ts";
 import { writeSection } from "./lib/results.ts";
 import { obtainKeys, startService, tempDir, type Service } from "./lib/service.ts";
 import { fmtMs, median, progress, table } from "./lib/util.ts";
@@ -82,22 +82,6 @@ async function phase(svc: Service, apiKey: string, image: Uint8Array, seconds: n
   return p;
 }
 
-/** The sqlite3 CLI holding the write lock (BEGIN EXCLUSIVE and a write) until `release`. */
-async function holdLock(file: string): Promise<{ release(): Promise<void> }> {
-  const cli: ChildProcessWithoutNullStreams = spawn("sqlite3", [file], { stdio: ["pipe", "pipe", "pipe"] });
-  cli.stdin.write("BEGIN EXCLUSIVE;\nUPDATE heartbeat SET at = at;\nSELECT 'locked';\n");
-  await new Promise<void>((resolve, reject) => {
-    cli.stdout.once("data", () => resolve());
-    cli.once("error", reject);
-  });
-  return {
-    async release() {
-      cli.stdin.end("COMMIT;\n");
-      await new Promise((resolve) => cli.once("exit", resolve));
-    },
-  };
-}
-
 const statusText = (s: Series) => [...s.statuses].map(([code, count]) => `${count}× ${code}`).join(", ");
 
 function report(free: Phase, locked: Phase): string {
@@ -134,7 +118,7 @@ try {
   // Locked first: its code requests all fail (nothing recorded), so the client's hourly code quota
   // is still whole for the free phase, whose requests are then real writes too, not quick 429s.
   progress(`locked: the load while sqlite3 holds BEGIN EXCLUSIVE for ${LOCK_S} s`);
-  const lock = await holdLock(join(dataDir, "imgpress.db"));
+  const lock = await holdSqliteLock(join(dataDir, "imgpress.db"), "UPDATE heartbeat SET at = at");
   let locked: Phase;
   try {
     locked = await phase(svc, keys.apiKey, image, LOCK_S, "locked");

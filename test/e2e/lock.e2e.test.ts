@@ -11,7 +11,6 @@
  * during it exists (no code, no mail), and every write path works again without a restart.
  */
 import { describe, expect, test } from "bun:test";
-import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import postgres from "postgres";
 import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
@@ -19,6 +18,7 @@ import * as img from "../support/images.ts";
 import { convertBearer, expectStorageUnavailable, obtainKeys, until } from "../support/ops.ts";
 import { createDatabase, psql, serverBindir } from "../support/postgres.ts";
 import { startServer, type RunningServer } from "../support/server.ts";
+import { hasSqlite3, holdSqliteLock, sqliteScalar, type SqliteLock } from "../support/sqlite-lock.ts";
 import { signedHeaders } from "../support/sign.ts";
 import { extractOtp, startSmtpSink } from "../support/smtp.ts";
 
@@ -38,25 +38,13 @@ interface Locker {
 }
 
 function sqliteLocker(file: string): Locker {
-  let cli: ReturnType<typeof spawn> | undefined;
+  let lock: SqliteLock | undefined;
   return {
     async hold() {
-      cli = spawn("sqlite3", [file], { stdio: ["pipe", "pipe", "inherit"] });
-      // A write too: the server's connections must see a new snapshot afterwards, not the one they had.
-      cli.stdin!.write("BEGIN EXCLUSIVE;\nUPDATE heartbeat SET at = at + 1;\nSELECT 'locked';\n");
-      await new Promise<void>((resolve, reject) => {
-        cli!.stdout!.once("data", () => resolve());
-        cli!.once("error", reject);
-      });
+      lock = await holdSqliteLock(file, "UPDATE heartbeat SET at = at + 1");
     },
-    async release() {
-      const exited = new Promise((resolve) => cli!.once("exit", resolve));
-      cli!.stdin!.end("COMMIT;\n");
-      await exited;
-    },
-    async scalar(sql) {
-      return spawnSync("sqlite3", [file, sql], { encoding: "utf8" }).stdout.trim();
-    },
+    release: () => lock!.release(),
+    scalar: async (sql) => sqliteScalar(file, sql),
   };
 }
 
@@ -81,7 +69,6 @@ function postgresLocker(url: string): Locker {
   };
 }
 
-const hasSqlite3 = spawnSync("sqlite3", ["-version"]).status === 0;
 let hasPostgres = false;
 try {
   hasPostgres = serverBindir().length > 0;
