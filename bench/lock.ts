@@ -15,13 +15,12 @@ import { photo } from "../test/support/images.ts";
 import { multipart } from "../test/support/imgpress.ts";
 import { startSmtpSink } from "../test/support/smtp.ts";
 import { holdSqliteLock } from "../test/support/sqlite-lock.ts";
-import { writeSection } from "./lib/results.ts";
+import { LOCK_BLOCK, writeSection } from "./lib/results.ts";
 import { obtainKeys, startService, tempDir, type Service } from "./lib/service.ts";
 import { fmtMs, median, progress, table } from "./lib/util.ts";
 
 const { values: opt } = parseArgs({ options: { "lock-s": { type: "string", default: "15" }, write: { type: "boolean", default: false } } });
 const LOCK_S = Number(opt["lock-s"]);
-const LOCK_BLOCK = /<!-- lock bench:start[^>]*-->[\s\S]*?<!-- lock bench:end -->/;
 
 /** Times and statuses of one kind of request during a phase. */
 interface Series {
