@@ -46,8 +46,8 @@ function lockedError(waitedMs: number): Error {
  *
  * A statement that failed busy stays "in progress" in libsql-js until it is garbage-collected,
  * holding its connection's read snapshot: every later write on that connection fails busy even
- * once the lock is gone, and its reads see old data (tursodatabase/libsql-client-ts#352, measured
- * here: all writes failed after a 15 s lock). So each busy failure drops the pool's connections
+ * once the lock is gone, and its reads see old data (tursodatabase/libsql-client-ts#352; seen here
+ * with the client alone: every write refused after the lock, until a garbage collection). So each busy failure drops the pool's connections
  * (`renew`), unless an interactive transaction holds one, in which case it is done when the last
  * one ends. An operation caught between borrowing a connection and using it by that drop fails
  * CLIENT_CLOSED before doing anything, and is retried like a busy one.
