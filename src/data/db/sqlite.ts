@@ -41,15 +41,7 @@ export async function openSqliteStore(url: string, authToken?: string, lockWaitS
     await prepareDatabaseFolder(path);
     await createOwnerOnly(path);
   }
-  // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
-  // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
-  const raw = createClient({ url, authToken, timeout: path ? BUSY_TIMEOUT_MS : 5000, concurrency: POOL_SIZE });
-  const client: Client = path
-    ? new LockWaitingClient(raw, lockWaitS * 1000, async () => {
-        await raw.reconnect();
-        await syncNormal(raw);
-      })
-    : raw;
+  const client = path ? lockWaiting(url, lockWaitS) : createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
   if (path) {
     // WAL lets the CLI read while the server writes; switching waits for a concurrently starting process.
     await client.execute("PRAGMA journal_mode = WAL");
@@ -94,6 +86,17 @@ export async function openSqliteStore(url: string, authToken?: string, lockWaitS
       }
     },
   };
+}
+
+/** A file's client, whose statements wait for another process's lock from timers (src/data/db/lockwait.ts). */
+function lockWaiting(url: string, lockWaitS: number): LockWaitingClient {
+  // The busy timeout as an option, not a PRAGMA: the client keeps a pool of connections and a
+  // PRAGMA reaches only one of them (the others would fail at once while the CLI writes).
+  const raw = createClient({ url, timeout: BUSY_TIMEOUT_MS, concurrency: POOL_SIZE });
+  return new LockWaitingClient(raw, lockWaitS * 1000, async () => {
+    await raw.reconnect();
+    await syncNormal(raw);
+  });
 }
 
 /**

@@ -31,3 +31,10 @@ test("every connection of the pool commits with synchronous = NORMAL (1), also a
   expect(await levels(store, 16)).toEqual(Array(16).fill(1));
   expect((await store.client.execute("PRAGMA journal_mode")).rows[0]?.[0]).toBe("wal");
 });
+
+test("connections opened afresh after a lock (src/data/db/lockwait.ts drops them) commit with synchronous = NORMAL too", async () => {
+  dir = await mkdtemp(join(tmpdir(), "imgpress-sync-"));
+  store = await openStore(`file:${join(dir, "imgpress.db")}`);
+  await store.client.reconnect();
+  expect(await levels(store, 16)).toEqual(Array(16).fill(1));
+});
