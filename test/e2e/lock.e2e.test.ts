@@ -8,7 +8,9 @@
  * 503 well before a client request's budget; code requests, code checks and signed conversions
  * answer 503 STORAGE_UNAVAILABLE with Retry-After. Once released: the usage of the conversions
  * made during the lock is counted, the code requested before it still verifies, nothing written
- * during it exists (no code, no mail), and every write path works again without a restart.
+ * during it exists (no code, no mail), and every write path works again without a restart. On
+ * PostgreSQL a lock on api_keys itself (which blocks reads there) makes bearer conversions answer
+ * 503 within their budget, and nothing else waits on it.
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -51,14 +53,14 @@ function sqliteLocker(file: string): Locker {
 /** The tables a request, the heartbeat or the usage flush writes; api_keys stays readable. */
 const WRITTEN_TABLES = "heartbeat, otp_codes, rate_events, seen_signatures, usage_hourly, usage_hourly_total, usage_daily_total";
 
-function postgresLocker(url: string): Locker {
+function postgresLocker(url: string, tables = WRITTEN_TABLES): Locker {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   let session: Awaited<ReturnType<typeof sql.reserve>> | undefined;
   return {
     async hold() {
       session = await sql.reserve();
       await session`BEGIN`;
-      await session.unsafe(`LOCK TABLE ${WRITTEN_TABLES} IN ACCESS EXCLUSIVE MODE`);
+      await session.unsafe(`LOCK TABLE ${tables} IN ACCESS EXCLUSIVE MODE`);
     },
     async release() {
       await session!`COMMIT`;
@@ -173,4 +175,30 @@ describe.skipIf(!hasPostgres)("PostgreSQL tables locked by another session (ACCE
     const url = await createDatabase("e2e_lock");
     await lockedScenario(url, () => postgresLocker(url));
   }, 120_000);
+
+  test("a lock that blocks reading api_keys too: bearer conversions answer 503 within their budget, the rest answers", async () => {
+    const url = await createDatabase("e2e_lock_keys");
+    const sink = await startSmtpSink();
+    const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_DATABASE_URL: url, IMGPRESS_DATABASE_TIMEOUT_S: String(BUDGET_S) } });
+    try {
+      const keys = await obtainKeys(server, sink, "known@example.com");
+      const form = await convertForm(await img.photo(64, 48));
+      const locker = postgresLocker(url, "api_keys");
+      await locker.hold();
+      try {
+        const t0 = performance.now();
+        const converting = convertBearer(server, keys.api_key, form).then((res) => ({ res, ms: performance.now() - t0 }));
+        await answersQuickly(server, "/health", 200, 10);
+        const { res, ms } = await converting;
+        expectStorageUnavailable(res);
+        expect(ms).toBeLessThan(BUDGET_S * 1000 + 2000);
+      } finally {
+        await locker.release();
+      }
+      expect((await convertBearer(server, keys.api_key, form)).status).toBe(200);
+    } finally {
+      await server.stop();
+      await sink.close();
+    }
+  }, 60_000);
 });
