@@ -313,10 +313,14 @@ export const settings: readonly Setting[] = [
   {
     key: "keyMaxAdmitted",
     env: "IMGPRESS_KEY_MAX_ADMITTED",
-    help: "most requests one API key, and one client address, may have admitted at once (received and waiting, converting, or handing over a result); more get 429 TOO_MANY_IN_PROGRESS (default: a fifth of the places, at least 2)",
+    help: "most requests one API key, and one client address, may have admitted at once (received and waiting, converting, or handing over a result); more get 429 TOO_MANY_IN_PROGRESS (default: every place but IMGPRESS_CONCURRENCY of them, and at least half)",
     parse: integer,
-    // Four clients together (an attacker with four addresses and four keys) leave a fifth of the places to the others.
-    fallback: (c) => Math.max(2, Math.floor(((c.concurrency as number) + (c.queueSize as number)) / 5)),
+    // Others keep `concurrency` places (enough to run), or half when there are fewer places than that.
+    // Uploads being received hold no place (the upload budget bounds them), so slow ones cannot use this share.
+    fallback: (c) => {
+      const places = (c.concurrency as number) + (c.queueSize as number);
+      return Math.max(1, Math.ceil(places / 2), places - (c.concurrency as number));
+    },
   },
   {
     key: "uploadMinRateKib",

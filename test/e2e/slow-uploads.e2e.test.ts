@@ -174,7 +174,7 @@ describe("slow uploads", () => {
       }
       if (e2eRuntime() === "bun") await Promise.all(refused.map((c) => c.closed));
       // The owner, from another network, converts with its own key: counted as the key's, the held
-      // uploads would be far over its share (2 of the 10 places) and it would get 429.
+      // uploads would be far over its share (8 of the 10 places) and it would get 429.
       const form = await convertForm(await img.photo(320, 240));
       const ok = await server.fetch("/v1/plugin/convert", {
         method: "POST",
