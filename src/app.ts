@@ -67,7 +67,7 @@ export function createApp(deps: AppDeps, services: Services) {
       v1
         .use(keyAuth)
         .use(issuanceRoutes(services.issuance))
-        .use(convertRoutes(services.convert, keyAuth, config.uploadTimeoutS * 1000)),
+        .use(convertRoutes(services.convert, keyAuth, { timeoutMs: config.uploadTimeoutS * 1000, minBytesPerS: config.uploadMinRateKib * 1024, ipv6PrefixBits: config.clientIpv6Prefix })),
     );
   methods.learn(app.routes);
   return app;

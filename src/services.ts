@@ -121,6 +121,9 @@ function conversionServices(deps: AppDeps, { lifecycle }: Foundation, now: Clock
     memoryBudgetBytes,
     queueSize: config.queueSize,
     maxAdmittedPerOwner: config.keyMaxAdmitted,
+    uploadBudgetBytes: config.uploadBudgetMb * 2 ** 20,
+    // An eighth: four clients (an attacker's four addresses, or one /48) leave the others half.
+    uploadShareBytes: (config.uploadBudgetMb * 2 ** 20) / 8,
     queueTimeoutMs: config.queueTimeoutS * 1000,
     abandonAfterMs: config.convertTimeoutS * 1000 * ABANDON_AFTER_LIMITS,
   });

@@ -12,6 +12,15 @@ export interface GateOptions {
    * burst cannot take every place from the others. Default: no limit beyond the total.
    */
   maxAdmittedPerOwner?: number;
+  /**
+   * Most bytes the uploads being received may reserve together (each its Content-Length, at least
+   * MIN_UPLOAD_RESERVATION), from their first byte until their conversion ends. An upload being
+   * received holds no place: only this budget, so slow uploads cannot keep others from converting.
+   * Default: no limit.
+   */
+  uploadBudgetBytes?: number;
+  /** Most of that budget one client (address or IPv6 prefix) may hold at once. Default: all of it. */
+  uploadShareBytes?: number;
   /** Longest wait for room (a slot, and memory when a budget is set). */
   queueTimeoutMs: number;
   /**
@@ -41,7 +50,14 @@ export interface GateStats {
   abandoned: number;
   /** The running jobs' memory estimates together, MiB. */
   memoryReservedMiB: number;
+  /** Uploads holding a reservation of the upload budget (being received, or received and not yet converted). */
+  receiving: number;
+  /** Their reservations together, MiB. */
+  receivingMiB: number;
 }
+
+/** The least an upload reserves, whatever its Content-Length: its connection and buffers cost something too. */
+export const MIN_UPLOAD_RESERVATION = 64 * 1024;
 
 /**
  * How much of the machine a job takes: `light` (a lossy conversion of a small image) half a
@@ -80,6 +96,9 @@ export class ConversionGate {
   private abandoned = 0;
   private readonly waiting: Waiter[] = [];
   private readonly admittedBy = new Map<string, number>();
+  private receiving = 0;
+  private reservedBytes = 0;
+  private readonly reservedBy = new Map<string, number>();
   private readonly abandonedListeners: ((weight: JobWeight) => void)[] = [];
   private readonly maxHeavy: number;
   private readonly capacity: number;
@@ -125,6 +144,34 @@ export class ConversionGate {
   }
 
   /**
+   * Reserves `bytes` of the upload budget for one upload of `client` before its body is read, or
+   * throws 503 SERVER_BUSY (the budget is spent) or 429 TOO_MANY_IN_PROGRESS (this client holds
+   * its share); call the returned function once to give it back.
+   */
+  reserveUpload(client: string, bytes: number): () => void {
+    const size = Math.max(MIN_UPLOAD_RESERVATION, bytes);
+    const held = this.reservedBy.get(client) ?? 0;
+    if (this.reservedBytes + size > (this.options.uploadBudgetBytes ?? Infinity)) {
+      this.rejected++;
+      throw busy("The server is receiving as many uploads as it can hold.");
+    }
+    if (held > 0 && held + size > (this.options.uploadShareBytes ?? Infinity)) throw tooManyUploading();
+    this.receiving++;
+    this.reservedBytes += size;
+    this.reservedBy.set(client, held + size);
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      this.receiving--;
+      this.reservedBytes -= size;
+      const rest = this.reservedBy.get(client)! - size;
+      if (rest > 0) this.reservedBy.set(client, rest);
+      else this.reservedBy.delete(client);
+    };
+  }
+
+  /**
    * Runs `job` once there is room for its weight and its memory estimate (`memoryBytes`), or
    * throws 503 SERVER_BUSY after the queue timeout, or 499 CLIENT_CLOSED_REQUEST when `signal`
    * (the request's: aborted when the client disconnects) aborts first: nobody would read the result.
@@ -147,7 +194,8 @@ export class ConversionGate {
   /** Current counts. */
   stats(): GateStats {
     const memoryReservedMiB = Math.round(this.usedMemory / 2 ** 20);
-    return { admitted: this.admitted, running: this.running, slotsBusy: this.usedUnits / UNITS.normal, waiting: this.waiting.length, rejected: this.rejected, abandoned: this.abandoned, memoryReservedMiB };
+    const receivingMiB = Math.round(this.reservedBytes / 2 ** 20);
+    return { admitted: this.admitted, running: this.running, slotsBusy: this.usedUnits / UNITS.normal, waiting: this.waiting.length, rejected: this.rejected, abandoned: this.abandoned, memoryReservedMiB, receiving: this.receiving, receivingMiB };
   }
 
   private release(weight: JobWeight, memory: number): void {
@@ -264,6 +312,15 @@ function tooManyInProgress(share: number, owner: string): AppError {
     429,
     "TOO_MANY_IN_PROGRESS",
     `${who} already has ${share} conversion${share === 1 ? "" : "s"} in progress (uploading, waiting or running)${whatever}; send the next when one has finished.`,
+    { "retry-after": "5" },
+  );
+}
+
+function tooManyUploading(): AppError {
+  return new AppError(
+    429,
+    "TOO_MANY_IN_PROGRESS",
+    "This client address already has its share of uploads in progress (by their Content-Length), whatever their keys; send the next when one has finished.",
     { "retry-after": "5" },
   );
 }

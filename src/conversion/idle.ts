@@ -31,7 +31,7 @@ export function releaseWhenIdle(gate: Pick<ConversionGate, "stats">, release: ()
   const check = () => {
     timer = undefined;
     // Uploads or conversions still in the gate: look again later rather than trim under load.
-    if (gate.stats().admitted > 0) timer = timers.set(check, delayMs);
+    if (gate.stats().admitted > 0 || gate.stats().receiving > 0) timer = timers.set(check, delayMs);
     else release();
   };
   return () => {

@@ -36,22 +36,23 @@ export interface Delivery extends Converted {
   release(): void;
 }
 
-/** Who a conversion is for: its key (usage, metrics) and the owners the gate admits it as (`requesterOf`). */
+/** Who a conversion is for: its key (usage, metrics), its client (the upload budget) and the owners the gate admits it as (`requesterOf`). */
 export interface Requester {
   keyId: string;
+  client: string;
   owners: readonly string[];
 }
 
 /**
- * The owners a request is admitted as, each holding at most the per-key share of the gate's
- * places: its key, and its client address (`clientGroup`: one IPv4 address or IPv6 /64), so one
- * client with many keys cannot take every place either. A signed request is admitted before its
- * signature can be checked (that needs the body), under its key like any other: counted per key
- * and address instead, one key could take every place from two addresses, so someone who has
- * seen only a signed request's api_key can hold that key's share (docs/api.md, limits).
+ * The owners a request is admitted as once its body has arrived, each holding at most the
+ * per-key share of the gate's places: its key, and its client (`clientGroup`: one IPv4 address or
+ * IPv6 prefix), so one client with many keys cannot take every place either. While its body
+ * arrives, a request counts against its client's share of the upload budget only: a signed
+ * request's signature cannot be checked before, so someone who has seen only its api_key must not
+ * be able to hold that key's places (docs/api.md, limits).
  */
 export function requesterOf(keyId: string, clientGroup: string): Requester {
-  return { keyId, owners: [`key:${keyId}`, `${ADDRESS_OWNER}${clientGroup}`] };
+  return { keyId, client: clientGroup, owners: [`key:${keyId}`, `${ADDRESS_OWNER}${clientGroup}`] };
 }
 
 /**
@@ -105,19 +106,22 @@ export class ConvertService {
   }
 
   /**
-   * Admits one request of `keyId` as `owners`, lets `receive` read and validate its upload, converts it, and
-   * reports the attempt (success or error code) to the observers. `signal` is the request's: a
-   * job still waiting for a slot when it aborts (the client left) is dropped. A result keeps its
-   * place in the gate until the caller calls its `release`; a failure gives it back at once.
+   * Reserves `uploadBytes` of the upload budget for `client`, lets `receive` read, verify and
+   * validate its upload, then admits it as `owners`, converts it, and reports the attempt (success
+   * or error code) to the observers. `signal` is the request's: a job still waiting for a slot when
+   * it aborts (the client left) is dropped. A result keeps its place in the gate until the caller
+   * calls its `release`; a failure gives it back at once. The reservation ends with the conversion.
    */
-  async handle({ keyId, owners }: Requester, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Delivery> {
+  async handle({ keyId, client, owners }: Requester, uploadBytes: number, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Delivery> {
     const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: null, convertMs: 0, guardEncodes: 0, at: 0 };
     let report = true;
+    let unreserve = () => {};
     try {
+      unreserve = this.gate.reserveUpload(client, uploadBytes);
+      const upload = await receive();
       const leave = this.gate.admit(...owners);
       let delivered = false;
       try {
-        const upload = await receive();
         Object.assign(event, { format: upload.options.format, quality: upload.options.quality, bytesIn: upload.image.length });
         const result = await this.convert(upload, event, signal);
         event.bytesOut = result.bytes.length;
@@ -133,6 +137,7 @@ export class ConvertService {
       if (err instanceof AppError && err.status === 401) report = false;
       throw err;
     } finally {
+      unreserve();
       event.at = this.now();
       if (report) for (const observer of this.observers) observer(event);
     }

@@ -53,6 +53,9 @@ export const ConfigSchema = t.Object({
   queueSize: t.Integer({ minimum: 0, maximum: 10_000 }),
   queueTimeoutS: t.Number({ exclusiveMinimum: 0, maximum: 86_400 }),
   keyMaxAdmitted: t.Integer({ minimum: 1, maximum: 10_256 }),
+  uploadMinRateKib: t.Integer({ minimum: 0, maximum: 1024 * 1024 }),
+  uploadBudgetMb: t.Integer({ minimum: 21, maximum: 16 * 1024 * 1024 }),
+  clientIpv6Prefix: t.Integer({ minimum: 16, maximum: 128 }),
   authSchemes: t.Array(t.Union([t.Literal("bearer"), t.Literal("signed")]), { minItems: 1 }),
   signatureBody: t.Union([t.Literal("lenient"), t.Literal("strict")]),
   signatureToleranceS: t.Integer({ minimum: 1, maximum: 86_400 }),
@@ -310,13 +313,35 @@ export const settings: readonly Setting[] = [
   {
     key: "keyMaxAdmitted",
     env: "IMGPRESS_KEY_MAX_ADMITTED",
-    help: "most requests one API key may have admitted at once (uploading, waiting or converting); more get 429 TOO_MANY_IN_PROGRESS (default: every place but IMGPRESS_CONCURRENCY of them, and at least half)",
+    help: "most requests one API key, and one client address, may have admitted at once (received and waiting, converting, or handing over a result); more get 429 TOO_MANY_IN_PROGRESS (default: every place but IMGPRESS_CONCURRENCY of them, and at least half)",
     parse: integer,
     // Others keep `concurrency` places (enough to run), or half when there are fewer places than that.
+    // Uploads being received hold no place (the upload budget bounds them), so slow ones cannot use this share.
     fallback: (c) => {
       const places = (c.concurrency as number) + (c.queueSize as number);
       return Math.max(1, Math.ceil(places / 2), places - (c.concurrency as number));
     },
+  },
+  {
+    key: "uploadMinRateKib",
+    env: "IMGPRESS_UPLOAD_MIN_RATE_KIB",
+    help: "slowest accepted upload, KiB/s averaged from 5 s after its start; slower gets 408 REQUEST_TIMEOUT (0: only IMGPRESS_UPLOAD_TIMEOUT_S)",
+    parse: integer,
+    fallback: () => 16,
+  },
+  {
+    key: "uploadBudgetMb",
+    env: "IMGPRESS_UPLOAD_BUDGET_MB",
+    help: "uploads received at once, by their Content-Length (a chunked one counts 20 MiB), MiB; one client address may hold an eighth (at least one upload of any size); beyond: 503 SERVER_BUSY, 429 for the client (default: 20 MiB per place)",
+    parse: integer,
+    fallback: (c) => Math.ceil((20 + 1 / 16) * ((c.concurrency as number) + (c.queueSize as number))),
+  },
+  {
+    key: "clientIpv6Prefix",
+    env: "IMGPRESS_CLIENT_IPV6_PREFIX",
+    help: "IPv6 clients count as one for the conversion shares per this prefix length (a subscriber commonly holds a /56 or a /48); rate limits count /64s",
+    parse: integer,
+    fallback: () => 48,
   },
   {
     key: "authSchemes",

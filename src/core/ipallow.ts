@@ -68,6 +68,19 @@ export function rateLimitSubject(address: string): string {
   return `${groups.join(":")}::/64`;
 }
 
+/**
+ * What the conversion shares count a client as: an IPv4 address as it is, an IPv6 address by its
+ * first `v6PrefixBits` bits (IMGPRESS_CLIENT_IPV6_PREFIX: a subscriber commonly gets a /56 or a
+ * /48, so a /64 grouping would give one of them 256 or 65 536 shares); anything else as it is.
+ */
+export function clientGroup(address: string, v6PrefixBits: number): string {
+  const bytes = addressBytes(address);
+  if (!bytes || bytes.length === 4) return rateLimitSubject(address);
+  const kept = bytes.map((byte, i) => byte & ((0xff << (8 - Math.min(8, Math.max(0, v6PrefixBits - i * 8)))) & 0xff));
+  const groups = Array.from({ length: 8 }, (_, i) => ((kept[2 * i]! << 8) | kept[2 * i + 1]!).toString(16));
+  return `${groups.join(":")}/${v6PrefixBits}`;
+}
+
 function toRange(entry: string): Range | null {
   const [address = "", bits, extra] = entry.trim().split("/");
   if (extra !== undefined) return null;

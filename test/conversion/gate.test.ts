@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { AppError } from "../../src/core/errors.ts";
 import { ConversionGate, type GateOptions, type JobWeight } from "../../src/conversion/gate.ts";
-import { ConvertService } from "../../src/conversion/service.ts";
+import { ConvertService, requesterOf } from "../../src/conversion/service.ts";
 import * as img from "../support/images.ts";
 import { manualTimers } from "../support/timers.ts";
 
@@ -84,7 +84,7 @@ describe("admission", () => {
     expect(g.stats().admitted).toBe(5);
     again();
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 1, abandoned: 0, memoryReservedMiB: 0 });
+    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 1, abandoned: 0, memoryReservedMiB: 0, receiving: 0, receivingMiB: 0 });
   });
 
   test("leaving twice frees only one place", () => {
@@ -132,6 +132,50 @@ describe("admission", () => {
     const again = g.admit("key:a", "address:203.0.113.9");
     for (const leave of [...mine, ...elsewhere, again]) leave();
     expect(g.stats().admitted).toBe(0);
+  });
+
+  test("uploads being received reserve the upload budget by size, hold no place, and one client holds at most its share", () => {
+    const MiB = 2 ** 20;
+    const g = gate({ concurrency: 1, queueSize: 0, maxAdmittedPerOwner: 1, uploadBudgetBytes: 40 * MiB, uploadShareBytes: 10 * MiB });
+    // A client may always have one upload, even one larger than its share.
+    const big = g.reserveUpload("203.0.113.9", 15 * MiB);
+    const err = busy(() => g.reserveUpload("203.0.113.9", 1));
+    expect({ status: err.status, code: err.code, retry: err.headers["retry-after"] }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
+    // Tiny uploads count MIN_UPLOAD_RESERVATION each: 160 of them fill another client's 10 MiB.
+    const tiny = Array.from({ length: 160 }, () => g.reserveUpload("198.51.100.7", 1));
+    expect(busy(() => g.reserveUpload("198.51.100.7", 1)).code).toBe("TOO_MANY_IN_PROGRESS");
+    expect(g.stats()).toMatchObject({ receiving: 161, receivingMiB: 25, admitted: 0 });
+    // Receiving took no place: the one place is still free.
+    const place = g.admit("key:a");
+    // The budget spent: 503 for everyone, counted as a refusal for lack of room.
+    const third = g.reserveUpload("192.0.2.1", 10 * MiB);
+    const full = busy(() => g.reserveUpload("192.0.2.2", 10 * MiB));
+    expect({ status: full.status, code: full.code }).toEqual({ status: 503, code: "SERVER_BUSY" });
+    expect(g.stats().rejected).toBe(1);
+    big();
+    big(); // giving back twice gives back once
+    g.reserveUpload("192.0.2.2", 10 * MiB)();
+    for (const leave of [...tiny, third, place]) leave();
+    expect(g.stats()).toMatchObject({ receiving: 0, receivingMiB: 0, admitted: 0 });
+  });
+
+  test("the service receives first and admits after: an upload that never arrives holds no place and no key's share", async () => {
+    const g = gate({ concurrency: 1, queueSize: 0, maxAdmittedPerOwner: 1 });
+    const service = new ConvertService(g, { maxPixels: 1e8, timeoutS: 60, qualityGuard: "off" });
+    let arrive!: () => void;
+    const arrived = new Promise<void>((resolve) => (arrive = resolve));
+    const image = await img.photo(64, 48);
+    const pending = service.handle(requesterOf("k", "203.0.113.9"), 1000, async () => {
+      await arrived;
+      return { image, stem: "x", options: { format: "webp", quality: "lossy" } };
+    });
+    expect(g.stats()).toMatchObject({ receiving: 1, admitted: 0 });
+    // The same key from elsewhere converts meanwhile: the pending upload is not yet the key's.
+    const other = await service.handle(requesterOf("k", "198.51.100.7"), 1000, async () => ({ image, stem: "y", options: { format: "webp", quality: "lossy" } }));
+    other.release();
+    arrive();
+    (await pending).release();
+    expect(g.stats()).toMatchObject({ receiving: 0, admitted: 0 });
   });
 
   test("queueSize 0 and concurrency 1 admit exactly one request", () => {
@@ -464,7 +508,7 @@ describe("errors", () => {
     jobs[2]!.finish();
     await jobs[2]!.promise;
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0, memoryReservedMiB: 0 });
+    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0, memoryReservedMiB: 0, receiving: 0, receivingMiB: 0 });
   });
 
   test("a job that throws synchronously frees its slot", async () => {

@@ -1,7 +1,7 @@
 /** The /internal/ allowlist matcher and path reading, table-driven (the HTTP side is in test/staff/staff.test.ts). */
 import { describe, expect, test } from "bun:test";
 import { isInternalPath } from "../../src/core/http/guards.ts";
-import { IpAllowlist, parseAllowEntry, rateLimitSubject } from "../../src/core/ipallow.ts";
+import { clientGroup, IpAllowlist, parseAllowEntry, rateLimitSubject } from "../../src/core/ipallow.ts";
 
 describe("IpAllowlist", () => {
   const list = new IpAllowlist(["127.0.0.1", "::1", "192.168.1.0/24", "fd00::/8", "::ffff:10.0.0.0/104", "2001:db8::/126"]);
@@ -60,6 +60,20 @@ describe("isInternalPath", () => {
   test("a URL that cannot be read counts as internal (the allowlist decides)", () => {
     expect(isInternalPath("/health")).toBe(true);
   });
+});
+
+describe("clientGroup", () => {
+  test.each([
+    ["2001:db8:aa:ff00::1", 48, "2001:db8:aa:0:0:0:0:0/48"],
+    ["2001:db8:aa:1::1", 48, "2001:db8:aa:0:0:0:0:0/48"],
+    ["2001:db8:ab::1", 48, "2001:db8:ab:0:0:0:0:0/48"],
+    ["2001:db8:aa:ff00::1", 56, "2001:db8:aa:ff00:0:0:0:0/56"],
+    ["2001:db8:aa:ff80::1", 52, "2001:db8:aa:f000:0:0:0:0/52"],
+    ["2001:db8:aa:1:2:3:4:5", 128, "2001:db8:aa:1:2:3:4:5/128"],
+    ["203.0.113.9", 48, "203.0.113.9"],
+    ["::ffff:203.0.113.9", 48, "203.0.113.9"],
+    ["unknown", 48, "unknown"],
+  ] as const)("%s at /%i counts as %s", (address, bits, group) => expect(clientGroup(address, bits)).toBe(group));
 });
 
 describe("rateLimitSubject", () => {

@@ -86,7 +86,7 @@ async function expectImage(res: RawResponse, width: number, height: number): Pro
 
 /**
  * A bearer conversion whose headers are sent (and its key checked against the database) but whose
- * body is held back: resolves once the server has admitted it and waits for the upload, so the
+ * body is held back: resolves once the server is receiving it (its upload budget reserved), so the
  * caller can stop the database before `finish` sends the body. Its usage is then counted while the
  * database is away.
  */
@@ -97,12 +97,12 @@ async function heldUpload(body: Body): Promise<{ finish(): Promise<number> }> {
     s.on("error", reject);
   });
   socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
-  const before = (await gateStats(server)).admitted;
+  const before = (await gateStats(server)).receiving;
   socket.write(
     `POST /v1/plugin/convert HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${keys.api_key}\r\n` +
       `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\nConnection: close\r\n\r\n`,
   );
-  await until(async () => (await gateStats(server)).admitted > before, ANSWER_WITHIN_MS, "the held upload to be admitted");
+  await until(async () => (await gateStats(server)).receiving > before, ANSWER_WITHIN_MS, "the held upload to be received");
   return {
     async finish() {
       socket.write(body.bytes);

@@ -2,7 +2,8 @@
  * Slow and oversized clients against the real HTTPS server, on loopback, bounded in time:
  * 60 connections trickling their headers are cut by the runtime's header deadline while a normal
  * client keeps converting; a body that stalls gets 408 REQUEST_TIMEOUT after IMGPRESS_UPLOAD_TIMEOUT_S,
- * and a large result nobody reads holds its place until then;
+ * with Connection: close (the connection is closed though the client goes on sending), stalled uploads
+ * hold no conversion place, and a large result nobody reads holds its place until then;
  * headers over the runtime's limit (a 60 KB Content-Type) get 431 where the runtime answers it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -11,7 +12,7 @@ import sharp from "sharp";
 import { convertForm, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { convertBearer, obtainKeys } from "../support/ops.ts";
-import { e2eRuntime, runCli, startServer, type RunningServer } from "../support/server.ts";
+import { e2eRuntime, startServer, type RunningServer } from "../support/server.ts";
 import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const TRICKLERS = 60;
@@ -98,9 +99,15 @@ describe("slow clients", () => {
         `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
     );
     c.socket.write(body.bytes.subarray(0, 1000));
-    await answered(c, 20_000);
+    // The client goes on trickling after the 408: the server closes the connection all the same.
+    const trickle = setInterval(() => c.socket.destroyed || c.socket.write("x"), 200);
+    await Promise.race([c.closed, Bun.sleep(20_000)]);
+    clearInterval(trickle);
     expect(c.received()).toStartWith("HTTP/1.1 408");
     expect(c.received()).toContain('"code":"REQUEST_TIMEOUT"');
+    expect(c.received()).toMatch(/\r\nconnection: close\r\n/i);
+    // Deno (2.x) sends the header but keeps the connection open while the client sends (docs/operations.md).
+    if (e2eRuntime() === "bun") expect(c.socket.readableEnded || c.socket.destroyed).toBe(true);
     expect((await server.fetch("/health")).status).toBe(200);
   }, 30_000);
 
@@ -142,48 +149,38 @@ describe("slow clients", () => {
     }
   }, 60_000);
 
-  test("one key's stalled uploads take only its share of the places: its next request gets 429, and so does its address's; another client still converts", async () => {
+  test("one key's stalled uploads hold no conversion place: the same key and another client still convert; the stalled ones end with 408 and a closed connection", async () => {
     // A server of its own: the places are fixed (2 + 8, whatever the machine's cores) and the upload
     // timeout leaves room to open every stalled connection on a busy machine before the first ends.
     const own = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_UPLOAD_TIMEOUT_S: "5", IMGPRESS_CONCURRENCY: "2", IMGPRESS_QUEUE_SIZE: "8" } });
     try {
-      const admitted = async () => (await (await own.fetch("/internal/status")).json()).conversions.admitted as number;
+      const conversions = async () => (await (await own.fetch("/internal/status")).json()).conversions as { admitted: number; receiving: number };
       const [mine, other] = [await obtainKeys(own, sink, "stalls@example.com"), await obtainKeys(own, sink, "other@example.com")];
       const body = await convertForm(await img.photo(320, 240));
-      const send = async (apiKey: string, bytes: Uint8Array, from?: string) => {
-        const c = await open(own, from);
-        // A complete request asks for the close, so its answer ends with the connection.
+      const stall = async () => {
+        const c = await open(own);
         c.socket.write(
-          `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${apiKey}\r\n${from ? "Connection: close\r\n" : ""}` +
+          `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${mine.api_key}\r\n` +
             `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
         );
-        c.socket.write(bytes);
+        c.socket.write(body.bytes.subarray(0, body.bytes.length - 1));
         return c;
       };
-      const stall = () => send(mine.api_key, body.bytes.subarray(0, body.bytes.length - 1));
-      // The server's default share: every place but IMGPRESS_CONCURRENCY of them (8 of 2 + 8).
-      const share = Number(/IMGPRESS_KEY_MAX_ADMITTED=(\d+)/.exec((await runCli(["settings"], own.env)).stdout)![1]);
-      expect(share).toBe(8);
       const stalled = [];
-      for (let i = 0; i < share; i++) stalled.push(await stall());
-      for (const deadline = Date.now() + 10_000; (await admitted()) < share; await Bun.sleep(20)) {
-        if (Date.now() > deadline) throw new Error("the stalled uploads were never admitted");
+      for (let i = 0; i < 10; i++) stalled.push(await stall());
+      for (const deadline = Date.now() + 10_000; (await conversions()).receiving < 10; await Bun.sleep(20)) {
+        if (Date.now() > deadline) throw new Error("the stalled uploads were never received");
       }
-      const refused = await convertBearer(own, mine.api_key, body);
-      expect({ status: refused.status, code: refused.body?.code, retry: refused.headers.get("retry-after") }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
-      // Still all held: the refusal above was the share's, not a race with the upload timeout.
-      expect(await admitted()).toBe(share);
-      // Another key from the same client address: that address holds its share too, whatever the key.
-      const sameAddress = await convertBearer(own, other.api_key, body);
-      expect({ status: sameAddress.status, message: sameAddress.body?.message }).toEqual({ status: 429, message: expect.stringMatching(/^This client address already has 8 conversions/) });
-      // Another client (127.0.0.2 is this machine too, but another address) converts.
-      const elsewhere = await send(other.api_key, body.bytes, "127.0.0.2");
-      await answered(elsewhere, 30_000);
-      expect(elsewhere.received()).toStartWith("HTTP/1.1 200");
-      // The stalled ones end at the upload timeout (5 s here) with 408.
-      for (const c of stalled) await answered(c, 30_000);
-      for (const c of stalled) expect(c.received()).toStartWith("HTTP/1.1 408");
+      // Ten stalled uploads of one key and one address (more than its share of places, 8 of 2 + 8), every place
+      // free: they are not admitted until their body has arrived.
+      expect((await conversions()).admitted).toBe(0);
       expect((await convertBearer(own, mine.api_key, body)).status).toBe(200);
+      expect((await convertBearer(own, other.api_key, body)).status).toBe(200);
+      // The stalled ones end at the upload timeout (5 s here) with 408, and their connections are closed with it.
+      await Promise.all(stalled.map((c) => Promise.race([c.closed, Bun.sleep(30_000)])));
+      for (const c of stalled) expect(c.received()).toStartWith("HTTP/1.1 408");
+      for (const c of stalled) expect(c.received()).toMatch(/\r\nconnection: close\r\n/i);
+      expect((await conversions()).receiving).toBe(0);
     } finally {
       await own.stop();
     }

@@ -617,7 +617,7 @@ describe("the JSON API", () => {
     expect(list.body.staff).toEqual([{ email: STAFF, source: "config", addedAt: null, addedBy: null }]);
     const live = await h.request("GET", "/internal/api/live", staffJson(s));
     expect(Object.keys(live.body).sort()).toEqual(["conversions", "memory", "requests_per_second", "uptime_s", "version"]);
-    expect(live.body.conversions).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0, memoryReservedMiB: 0 });
+    expect(live.body.conversions).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0, memoryReservedMiB: 0, receiving: 0, receivingMiB: 0 });
   });
 
   test("no code, token or key ever reaches the audit trail or the log", async () => {

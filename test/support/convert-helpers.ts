@@ -75,6 +75,8 @@ export async function postConvert(
 ): Promise<RawResponse> {
   const headers = new Headers(options.headers);
   if (options.contentType && !headers.has("content-type")) headers.set("content-type", options.contentType);
+  // As every HTTP client sends it with a body of known size (a body without one reserves the most an upload may be).
+  if (options.body instanceof Uint8Array && !headers.has("content-length")) headers.set("content-length", String(options.body.length));
   const req = new Request(`http://localhost${options.path ?? CONVERT_PATH}`, {
     method: options.method ?? "POST",
     headers,

@@ -39,7 +39,7 @@ export function burstForm(image: Uint8Array): Promise<Body> {
 }
 
 /** The gate's counts from /internal/status (loopback is on the default allowlist). */
-export async function gateStats(server: RunningServer): Promise<{ admitted: number; running: number; waiting: number }> {
+export async function gateStats(server: RunningServer): Promise<{ admitted: number; running: number; waiting: number; receiving: number }> {
   const status = await server.json("GET", "/internal/status");
   return status.body.conversions;
 }

@@ -6,26 +6,39 @@ import { convertDocs } from "./docs.ts";
 import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
 import { parseMultipart } from "./multipart.ts";
 import { handedOverBody } from "../../core/http/send.ts";
-import { rateLimitSubject } from "../../core/ipallow.ts";
+import { clientGroup } from "../../core/ipallow.ts";
 import { CONVERT_PATH } from "../../core/http/paths.ts";
 import { requesterOf, savingsPercent, type Converted, type ConvertService, type Delivery } from "../../conversion/service.ts";
 
 /** Room for the multipart framing and the small fields around a maximum-size image. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
 
-/** POST CONVERT_PATH (spec 4.1): authenticate → admit → read once → verify → validate → convert. */
-export function convertRoutes(convert: ConvertService, keyAuth: ApiAuth, uploadTimeoutMs: number) {
-  const bodyLimits = { maxBytes: MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: uploadTimeoutMs, tooLarge: () => fileTooLarge(FORM_OVERHEAD_BYTES) };
+/** How uploads are received: their time limit, their slowest rate, and who sends them. */
+export interface UploadRules {
+  timeoutMs: number;
+  /** IMGPRESS_UPLOAD_MIN_RATE_KIB in bytes a second (0: none). */
+  minBytesPerS: number;
+  /** IMGPRESS_CLIENT_IPV6_PREFIX: how wide an IPv6 client is for the shares (`clientGroup`). */
+  ipv6PrefixBits: number;
+}
+
+/** POST CONVERT_PATH (spec 4.1): authenticate → reserve upload budget → read once → verify → validate → admit → convert. */
+export function convertRoutes(convert: ConvertService, keyAuth: ApiAuth, rules: UploadRules) {
+  const maxBytes = MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES;
+  const bodyLimits = { maxBytes, timeoutMs: rules.timeoutMs, minBytesPerS: rules.minBytesPerS, tooLarge: () => fileTooLarge(FORM_OVERHEAD_BYTES) };
   return new Elysia({ name: "convert" }).use(keyAuth).use(clientContext).post(
     CONVERT_PATH,
     async ({ request, credential, clientIp }) => {
-      const requester = requesterOf(credential.key.id, rateLimitSubject(clientIp));
-      const result = await convert.handle(requester, async () => {
+      const requester = requesterOf(credential.key.id, clientGroup(clientIp, rules.ipv6PrefixBits));
+      // A body without a length (chunked) may grow to the limit: it reserves that much.
+      const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+      const reserve = Number.isInteger(declared) && declared >= 0 ? Math.min(declared, maxBytes) : maxBytes;
+      const result = await convert.handle(requester, reserve, async () => {
         const body = await readBody(request, bodyLimits);
         await credential.verifyBody(body);
         return readUpload(parseMultipart(body, request.headers.get("content-type")));
       }, request.signal);
-      return imageResponse(result, uploadTimeoutMs);
+      return imageResponse(result, rules.timeoutMs);
     },
     // parse "none": the body is read once, by the route, so the signature covers the exact bytes.
     { apiKey: true, parse: "none", detail: convertDocs as never },

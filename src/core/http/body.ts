@@ -8,6 +8,12 @@ export const SLOW_BODY = "the request body arrived too slowly";
 export interface BodyLimits {
   maxBytes: number;
   timeoutMs: number;
+  /**
+   * Slowest acceptable body, after MIN_RATE_GRACE_MS (as Apache's mod_reqtimeout MinRate): from
+   * then on the body must have averaged this many bytes a second since the grace ended, or it gets
+   * 408 at once rather than at `timeoutMs`. 0 or absent: no minimum.
+   */
+  minBytesPerS?: number;
   /** The error for a body over `maxBytes` (its code differs per route). */
   tooLarge: () => AppError;
 }
@@ -28,11 +34,13 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Ui
   const exact = Number.isInteger(declared) && declared >= 0 ? new Uint8Array(declared) : null;
   const chunks: Uint8Array[] = [];
   let received = 0;
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
+  let timedOut: AppError | undefined;
+  const giveUp = (why: AppError) => {
+    timedOut ??= why;
     reader.cancel(SLOW_BODY).catch(() => {});
-  }, limits.timeoutMs);
+  };
+  const timer = setTimeout(() => giveUp(slow(limits.timeoutMs)), limits.timeoutMs);
+  const rateCheck = watchRate(limits.minBytesPerS ?? 0, () => received, giveUp);
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -47,12 +55,13 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Ui
   } catch (err) {
     reader.cancel().catch(() => {});
     if (err instanceof AppError) throw err;
-    if (timedOut) throw slow(limits.timeoutMs);
+    if (timedOut) throw timedOut;
     throw incomplete("the connection ended before the whole body arrived");
   } finally {
     clearTimeout(timer);
+    clearInterval(rateCheck);
   }
-  if (timedOut) throw slow(limits.timeoutMs);
+  if (timedOut) throw timedOut;
   if (exact) {
     if (received !== exact.length) throw incomplete("the body is shorter than its Content-Length");
     return exact;
@@ -72,6 +81,24 @@ function refuseEncoded(request: Request): void {
   if (transfer?.length) {
     throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `The body is sent with Transfer-Encoding: ${transfer.join(", ").slice(0, 40)}, which this server does not decode: send it uncompressed.`);
   }
+}
+
+/** How long a body may take to get going before its minimum rate is enforced (a TLS warm-up, a client reading the file). */
+export const MIN_RATE_GRACE_MS = 5_000;
+
+/** Gives up (`giveUp`) once `received()` falls behind `bytesPerS` counted from the end of the grace; checked each second. */
+function watchRate(bytesPerS: number, received: () => number, giveUp: (why: AppError) => void): ReturnType<typeof setInterval> | undefined {
+  if (bytesPerS <= 0) return undefined;
+  const startedAt = performance.now();
+  const check = setInterval(() => {
+    const pastGrace = performance.now() - startedAt - MIN_RATE_GRACE_MS;
+    if (pastGrace > 0 && received() < (bytesPerS * pastGrace) / 1000) {
+      giveUp(new AppError(408, "REQUEST_TIMEOUT", `The request body arrived slower than ${Math.round(bytesPerS / 1024)} KiB/s.`));
+    }
+  }, 1000);
+  // A pending check must not keep a stopping process alive.
+  (check as { unref?: () => void }).unref?.();
+  return check;
 }
 
 function slow(timeoutMs: number): AppError {

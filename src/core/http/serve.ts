@@ -52,7 +52,7 @@ export function createFetchHandler(
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
     // Once a stop began, a kept-alive connection is not used again: closed when idle as the listener
     // closes, it would reset a request the client wrote on it at that moment (unanswered, never run).
-    if (options.draining?.()) response.headers.set("connection", "close");
+    if (options.draining?.() || leftBodyUnread(request, response)) response.headers.set("connection", "close");
     const path = redactPath(url ? url.pathname : request.url.split("?")[0]!.slice(0, 200));
     // The error code lets an operator match a client's report ("INVALID_SIGNATURE at 10:02") to its line.
     const code = meta.errorCode ? { code: meta.errorCode } : {};
@@ -75,6 +75,17 @@ function refusal(request: Request, url: URL | null): Response | undefined {
     return answerError(request, new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" });
   }
   return undefined;
+}
+
+/**
+ * Whether an error answers a request whose body may not have been read whole (refused before it
+ * was read, cut at its time limit or size): the connection is closed after it, since the rest of
+ * that body would be read as the next request, and a client trickling it would hold the socket.
+ */
+function leftBodyUnread(request: Request, response: Response): boolean {
+  if (response.status < 400) return false;
+  const length = request.headers.get("content-length");
+  return request.headers.has("transfer-encoding") || (length !== null && length.trim() !== "0");
 }
 
 /**

@@ -444,7 +444,7 @@ describe("408 / incomplete bodies", () => {
 });
 
 describe("the gate's shares: per key, and per client address", () => {
-  // 6 places, at most 3 per owner; uploads that never end hold their places until closed.
+  // Uploads that never end, until closed: they hold a reservation of the upload budget, never a place.
   const stalled = () => {
     let control!: ReadableStreamDefaultController<Uint8Array>;
     const body = new ReadableStream<Uint8Array>({
@@ -457,12 +457,14 @@ describe("the gate's shares: per key, and per client address", () => {
     return { body, end: () => (ended ? undefined : ((ended = true), control.close())) };
   };
 
-  test("one key holds at most its share from any number of addresses, signed requests included (admitted before their signature is checked); other keys still convert", async () => {
-    const shared = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "5", IMGPRESS_KEY_MAX_ADMITTED: "3", IMGPRESS_UPLOAD_TIMEOUT_S: "30" }, smtp: h.smtp });
+  // 200 MiB of upload budget: an address holds 25 MiB, and a chunked upload (no Content-Length) reserves 20 MiB and 64 KiB.
+  const env = { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "5", IMGPRESS_KEY_MAX_ADMITTED: "3", IMGPRESS_UPLOAD_TIMEOUT_S: "30", IMGPRESS_UPLOAD_BUDGET_MB: "200" };
+
+  test("an upload signed with someone else's api_key counts, until its signature is checked, against its sender's address only: the key's owner still converts", async () => {
+    const shared = await createHarness({ env, smtp: h.smtp });
     const uploads: ReturnType<typeof stalled>[] = [];
     try {
       const k = await shared.issueKey("owner@example.com");
-      const other = await shared.issueKey("other@example.com");
       // Someone who saw a signed request's api_key signs with a made-up secret: refused, but only once its body has arrived.
       const forged = (ip: string) => {
         const upload = stalled();
@@ -470,42 +472,43 @@ describe("the gate's shares: per key, and per client address", () => {
         const headers = { "x-api-key": k.api_key, "x-timestamp": String(Math.floor(shared.clock.now() / 1000)), "x-signature": "0".repeat(64) };
         return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers, ip });
       };
-      const held = [forged("203.0.113.9"), forged("203.0.113.10"), forged("203.0.113.11")];
-      await until(() => shared.services.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
-      const fourth = await forged("203.0.113.12");
-      expectCode(fourth, 429, "TOO_MANY_IN_PROGRESS");
-      expect(fourth.body.message).toStartWith("This key already has 3 conversions in progress");
-      // Its places are the key's share, not the server: another key converts.
-      expect((await postSigned(shared, other, await convertForm(photo), {}, "198.51.100.7")).status).toBe(200);
+      // Four forged uploads from four addresses: more than the key's 3 places, had they been counted as the key's.
+      const held = ["203.0.113.9", "203.0.113.10", "203.0.113.11", "203.0.113.12"].map(forged);
+      await until(() => shared.services.gate.stats().receiving === 4, 5000, "the four uploads to be received");
+      expect(shared.services.gate.stats().admitted).toBe(0);
+      const second = await forged("203.0.113.9");
+      expectCode(second, 429, "TOO_MANY_IN_PROGRESS");
+      expect(second.body.message).toBe("This client address already has its share of uploads in progress (by their Content-Length), whatever their keys; send the next when one has finished.");
+      // The owner, signing with its secret from its own address, converts.
+      expect((await postSigned(shared, k, await convertForm(photo), {}, "198.51.100.7")).status).toBe(200);
       for (const upload of uploads) upload.end();
       for (const res of await Promise.all(held)) expect(res.status).toBe(401);
-      expect(shared.services.gate.stats()).toMatchObject({ admitted: 0 });
+      expect(shared.services.gate.stats()).toMatchObject({ admitted: 0, receiving: 0 });
     } finally {
       for (const upload of uploads) upload.end();
       await shared.close();
     }
   });
 
-  test("one client address holds at most the share, whatever its keys; other addresses still get in", async () => {
-    const shared = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "5", IMGPRESS_KEY_MAX_ADMITTED: "3", IMGPRESS_UPLOAD_TIMEOUT_S: "30" }, smtp: h.smtp });
+  test("one client address holds at most its share of the upload budget, whatever its keys; other addresses still get in", async () => {
+    const shared = await createHarness({ env, smtp: h.smtp });
     const uploads: ReturnType<typeof stalled>[] = [];
     try {
-      const keysOf: Keys[] = [];
-      for (const n of ["a", "b", "c", "d"]) keysOf.push(await shared.issueKey(`${n}@example.com`));
+      const [a, b] = [await shared.issueKey("a@example.com"), await shared.issueKey("b@example.com")];
       const hold = (k: Keys) => {
         const upload = stalled();
         uploads.push(upload);
         return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers: { authorization: `Bearer ${k.api_key}` }, ip: "203.0.113.9" });
       };
-      const held = keysOf.slice(0, 3).map(hold);
-      await until(() => shared.services.gate.stats().admitted === 3, 5000, "the three uploads to be admitted");
-      const another = await hold(keysOf[3]!);
-      expectCode(another, 429, "TOO_MANY_IN_PROGRESS");
-      expect(another.body.message).toBe("This client address already has 3 conversions in progress (uploading, waiting or running), whatever their keys; send the next when one has finished.");
+      const held = hold(a);
+      await until(() => shared.services.gate.stats().receiving === 1, 5000, "the upload to be received");
+      expectCode(await hold(b), 429, "TOO_MANY_IN_PROGRESS");
+      // A small upload with its Content-Length still fits beside it (64 KiB counted).
       const form = await convertForm(photo);
-      expect((await postConvert(shared, { body: form.bytes, contentType: form.contentType, headers: { authorization: `Bearer ${keysOf[3]!.api_key}` }, ip: "198.51.100.7" })).status).toBe(200);
+      expect((await postConvert(shared, { body: form.bytes, contentType: form.contentType, headers: { authorization: `Bearer ${b.api_key}` }, ip: "203.0.113.9" })).status).toBe(200);
+      expect((await postConvert(shared, { body: form.bytes, contentType: form.contentType, headers: { authorization: `Bearer ${b.api_key}` }, ip: "198.51.100.7" })).status).toBe(200);
       for (const upload of uploads) upload.end();
-      for (const res of await Promise.all(held)) expect(res.status).toBe(400);
+      expect((await held).status).toBe(400);
     } finally {
       for (const upload of uploads) upload.end();
       await shared.close();
@@ -579,32 +582,32 @@ describe("a large result keeps its place in the gate until the client has taken 
 });
 
 describe("503 SERVER_BUSY", () => {
-  test("with IMGPRESS_CONCURRENCY=1 IMGPRESS_QUEUE_SIZE=0 a second concurrent request is refused at once", async () => {
-    const busy = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "0" }, smtp: h.smtp });
+  test("with the upload budget spent by an upload in progress, another client's upload is refused at once, before its body is read", async () => {
+    // 21 MiB: room for one chunked upload (counted at 20 MiB and 64 KiB) and no second.
+    const busy = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "0", IMGPRESS_UPLOAD_BUDGET_MB: "21" }, smtp: h.smtp });
     try {
       const k = await busy.issueKey("busy@example.com");
       const full = await convertForm(photo);
-      // The first request is admitted and holds its place while its body is still arriving.
       let controller!: ReadableStreamDefaultController<Uint8Array>;
       const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
       controller.enqueue(full.bytes.subarray(0, 100));
-      const first = postConvert(busy, { body: stream, contentType: full.contentType, headers: { authorization: `Bearer ${k.api_key}` } });
-      for (let i = 0; i < 1000 && busy.services.gate.stats().admitted === 0; i++) await Bun.sleep(5);
-      expect(busy.services.gate.stats().admitted).toBe(1);
+      const first = postConvert(busy, { body: stream, contentType: full.contentType, headers: { authorization: `Bearer ${k.api_key}` }, ip: "203.0.113.9" });
+      await until(() => busy.services.gate.stats().receiving === 1, 5000, "the first upload to be received");
+      // Receiving, it holds no place.
+      expect(busy.services.gate.stats().admitted).toBe(0);
 
-      const second = await postBearer(busy, k, await convertForm(photo));
+      const second = await postConvert(busy, { body: full.bytes, contentType: full.contentType, headers: { authorization: `Bearer ${k.api_key}`, "content-length": String(1024 * 1024) }, ip: "198.51.100.7" });
       expectCode(second, 503, "SERVER_BUSY");
+      expect(second.body.message).toBe("The server is receiving as many uploads as it can hold. Retry shortly.");
       const retry = Number(second.headers.get("retry-after"));
       expect(Number.isInteger(retry) && retry >= 1).toBe(true);
-      // A signed request is refused the same way (after authentication, before its body is read).
-      expectCode(await postSigned(busy, k, await convertForm(photo)), 503, "SERVER_BUSY");
 
       controller.enqueue(full.bytes.subarray(100));
       controller.close();
       const done = await first;
       expect(done.status).toBe(200);
       await expectImage(done.bytes, { format: "webp", width: 64, height: 48 });
-      expect(busy.services.gate.stats()).toMatchObject({ admitted: 0, running: 0, waiting: 0 });
+      expect(busy.services.gate.stats()).toMatchObject({ admitted: 0, running: 0, waiting: 0, receiving: 0 });
       await expectHealthy(busy, k);
     } finally {
       await busy.close();
