@@ -61,7 +61,7 @@ export async function boot(options: BootOptions): Promise<Booted> {
   if (path && facts?.backup) refuseUnrestoredBackup(path, config, facts.backup);
   await requireDatabaseKey(config, facts);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
-  const store = await openConfiguredStore(config, pending);
+  const store = await openConfiguredStore(config, pending, logger);
   if (path && !facts && options.besideServer) logger.startup("warn", `no database was at ${path}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`);
   reportMigrations(store, config, keyFileBefore, logger);
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
@@ -130,9 +130,11 @@ function reportMigrations(store: Store, config: Config, keyFileBefore: boolean, 
  * database) becomes one line naming the database, its password masked: the driver's own message
  * does not say which database it could not reach.
  */
-async function openConfiguredStore(config: Config, pending: readonly string[]): Promise<Store> {
+async function openConfiguredStore(config: Config, pending: readonly string[], logger: Logger): Promise<Store> {
+  // One line when the file goes (every request is then refused 503 without a line of its own).
+  const onFileLost = (why: string) => logger.error("database file lost: every write is refused until a restart", { fault: why });
   try {
-    return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
+    return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS, onFileLost });
   } catch (err) {
     return cannotOpen(config, err, pending);
   }

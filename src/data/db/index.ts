@@ -10,6 +10,8 @@ export type { BatchStatement, Database, Dialect, Store, Tables } from "./store.t
 export interface DatabaseOptions extends Partial<PostgresOptions> {
   /** A libSQL server's token; unused by `file:` and PostgreSQL URLs. */
   authToken?: string;
+  /** Hears, once, that a local database file was removed or replaced under this process (every statement then fails). */
+  onFileLost?: (why: string) => void;
 }
 
 /** Opens and migrates the database a URL names: PostgreSQL for `postgres(ql)://`, libSQL otherwise (`file:` by default). */
@@ -19,5 +21,5 @@ export async function openStore(url: string, options: DatabaseOptions = {}): Pro
     const { openPostgresStore } = await import("./postgres.ts");
     return openPostgresStore(url, { poolSize: options.poolSize ?? POSTGRES_DEFAULTS.poolSize, timeoutS: options.timeoutS ?? POSTGRES_DEFAULTS.timeoutS });
   }
-  return openSqliteStore(url, options.authToken);
+  return openSqliteStore(url, options.authToken, options.onFileLost);
 }

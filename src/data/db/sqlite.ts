@@ -1,9 +1,11 @@
 import { createClient, type Client } from "@libsql/client";
 import type { SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/libsql";
+import { statSync, type Stats } from "node:fs";
 import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createOwnerOnly } from "../../core/files.ts";
+import { fileLostFault } from "./faults.ts";
 import { localPath } from "./location.ts";
 import { migrateSqlite } from "./migrate.ts";
 import { sqliteMigrations } from "./migrations.gen.ts";
@@ -30,7 +32,7 @@ export async function prepareDatabaseFolder(path: string): Promise<void> {
 }
 
 /** Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL or a remote libSQL server. */
-export async function openSqliteStore(url: string, authToken?: string): Promise<SqliteStore> {
+export async function openSqliteStore(url: string, authToken?: string, onFileLost?: (why: string) => void): Promise<SqliteStore> {
   const path = localPath(url);
   if (path) {
     await prepareDatabaseFolder(path);
@@ -45,9 +47,10 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
   }
   const migrationsApplied = await migrateSqlite(client, sqliteMigrations);
   if (path) await syncNormal(client);
-  const db = drizzle(client, { schema });
   // The file as opened: the same path later naming no file, or another one, means it was removed or replaced under this process.
-  const opened = path ? await stat(path) : undefined;
+  const lost = path ? watchFile(path, await stat(path), onFileLost) : () => null;
+  if (path) refuseOnceLost(client, lost);
+  const db = drizzle(client, { schema });
   return {
     dialect: "sqlite",
     client,
@@ -65,18 +68,14 @@ export async function openSqliteStore(url: string, authToken?: string): Promise<
     // The busy timeout already bounds every statement on a local file.
     bounded: (work) => work,
     ping: async () => void (await client.execute("SELECT 1")),
-    async fileLost() {
-      if (!path || !opened) return null;
-      const now = await stat(path).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? null : Promise.reject(err)));
-      if (!now) return `${path} was removed while the server had it open: what is written now is lost at the next start`;
-      return now.ino === opened.ino && now.dev === opened.dev ? null : `${path} was replaced by another file while the server had it open: restart the server to use it`;
-    },
+    fileLost: async () => lost(),
     reconnect: async () => void (await client.reconnect()),
     close: async () => client.close(),
     async shutdown() {
       try {
         // TRUNCATE: the main file alone is then complete, and the -wal file is left empty.
-        if (path) await client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
+        // Not into a lost file: its statements are refused, and what it holds was moved aside whole.
+        if (path && lost() === null) await client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
       } finally {
         client.close();
       }
@@ -102,4 +101,40 @@ const POOL_SIZE = 4;
  */
 async function syncNormal(client: Client): Promise<void> {
   await Promise.all(Array.from({ length: POOL_SIZE }, () => client.execute("PRAGMA synchronous = NORMAL")));
+}
+
+/**
+ * Whether `path` still names the file `opened` (null) or why not; once lost, lost for good (a
+ * restore moved it aside: only a restart opens the new one). `onLost` hears of it once.
+ */
+function watchFile(path: string, opened: Stats, onLost?: (why: string) => void): () => string | null {
+  let lost: string | null = null;
+  return () => {
+    if (lost !== null) return lost;
+    let now: Stats | undefined;
+    try {
+      now = statSync(path, { throwIfNoEntry: false });
+    } catch {
+      return null; // cannot look (permissions changed): the statement itself will say what is wrong
+    }
+    if (!now) lost = `${path} was removed while the server had it open: nothing more is written, so nothing is lost at the next start; restart the server`;
+    else if (now.ino !== opened.ino || now.dev !== opened.dev) lost = `${path} was replaced by another file (a restore?) while the server had it open: nothing more is written into the old one; restart the server to use the new one`;
+    if (lost !== null) onLost?.(lost);
+    return lost;
+  };
+}
+
+/**
+ * Makes every statement fail with a storage fault once `lost` says the file was removed or replaced:
+ * writes into the old file would succeed and be lost at the next start (keys issued that then
+ * answer 401). One stat per statement (a few microseconds, beside the statement's own tens).
+ */
+function refuseOnceLost(client: Client, lost: () => string | null): void {
+  for (const name of ["execute", "batch", "executeMultiple", "transaction"] as const) {
+    const original = (client[name] as (...args: unknown[]) => Promise<unknown>).bind(client);
+    (client as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      const why = lost();
+      return why === null ? original(...args) : Promise.reject(fileLostFault(why));
+    };
+  }
 }
