@@ -132,7 +132,8 @@ function reportMigrations(store: Store, config: Config, keyFileBefore: boolean, 
  */
 async function openConfiguredStore(config: Config, pending: readonly string[], logger: Logger): Promise<Store> {
   // One line when the file goes (every request is then refused 503 without a line of its own).
-  const onFileLost = (why: string) => logger.error("database file lost: every write is refused until a restart", { fault: why });
+  const onFileLost = (why: string | null) =>
+    why === null ? logger.warn("database file is the one this server opened again: writes resume") : logger.error("database file lost: every statement is refused until it is back or the server restarts", { fault: why });
   try {
     return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS, onFileLost });
   } catch (err) {

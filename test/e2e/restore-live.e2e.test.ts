@@ -81,7 +81,7 @@ describe("restore under a live server", () => {
       expect({ status: ready.status, database: ready.body.checks?.database }).toEqual({ status: 503, database: "database file removed or replaced" });
       expect(sink.messages.length).toBe(mailsBefore);
       const errors = server.logs.filter((l) => l.json?.level === "error");
-      expect(errors.map((l) => l.json?.msg)).toEqual(["database file lost: every write is refused until a restart"]);
+      expect(errors.map((l) => l.json?.msg)).toEqual(["database file lost: every statement is refused until it is back or the server restarts"]);
       expect(String(errors[0]!.json?.fault)).toContain("was replaced by another file");
       await server.restart();
       expect((await server.json("GET", "/health/ready")).status).toBe(200);

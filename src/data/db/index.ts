@@ -10,8 +10,8 @@ export type { BatchStatement, Database, Dialect, Store, Tables } from "./store.t
 export interface DatabaseOptions extends Partial<PostgresOptions> {
   /** A libSQL server's token; unused by `file:` and PostgreSQL URLs. */
   authToken?: string;
-  /** Hears, once, that a local database file was removed or replaced under this process (every statement then fails). */
-  onFileLost?: (why: string) => void;
+  /** Hears that a local database file was removed or replaced under this process (why; every statement then fails), and null once it is back. */
+  onFileLost?: (why: string | null) => void;
 }
 
 /** Opens and migrates the database a URL names: PostgreSQL for `postgres(ql)://`, libSQL otherwise (`file:` by default). */

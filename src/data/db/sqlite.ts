@@ -32,7 +32,7 @@ export async function prepareDatabaseFolder(path: string): Promise<void> {
 }
 
 /** Opens (creating the folder of a local file if needed) and migrates a libSQL database: a `file:` URL or a remote libSQL server. */
-export async function openSqliteStore(url: string, authToken?: string, onFileLost?: (why: string) => void): Promise<SqliteStore> {
+export async function openSqliteStore(url: string, authToken?: string, onFileLost?: (why: string | null) => void): Promise<SqliteStore> {
   const path = localPath(url);
   if (path) {
     await prepareDatabaseFolder(path);
@@ -104,28 +104,29 @@ async function syncNormal(client: Client): Promise<void> {
 }
 
 /**
- * Whether `path` still names the file `opened` (null) or why not; once lost, lost for good (a
- * restore moved it aside: only a restart opens the new one). `onLost` hears of it once.
+ * Whether `path` still names the file `opened` (null) or why not, at each call: a file moved aside
+ * and put back is the server's own again. `onChange` hears each change: the reason, then null.
  */
-function watchFile(path: string, opened: Stats, onLost?: (why: string) => void): () => string | null {
-  let lost: string | null = null;
+function watchFile(path: string, opened: Stats, onChange?: (why: string | null) => void): () => string | null {
+  let last: string | null = null;
   return () => {
-    if (lost !== null) return lost;
     let now: Stats | undefined;
     try {
       now = statSync(path, { throwIfNoEntry: false });
     } catch {
-      return null; // cannot look (permissions changed): the statement itself will say what is wrong
+      return last; // cannot look (permissions changed): the statement itself will say what is wrong
     }
-    if (!now) lost = `${path} was removed while the server had it open: nothing more is written, so nothing is lost at the next start; restart the server`;
-    else if (now.ino !== opened.ino || now.dev !== opened.dev) lost = `${path} was replaced by another file (a restore?) while the server had it open: nothing more is written into the old one; restart the server to use the new one`;
-    if (lost !== null) onLost?.(lost);
-    return lost;
+    let why: string | null = null;
+    if (!now) why = `${path} was removed while the server had it open: nothing more is written until it is back; restart the server (a new start creates an empty database where none is)`;
+    else if (now.ino !== opened.ino || now.dev !== opened.dev) why = `${path} was replaced by another file (a restore?) while the server had it open: nothing more is written into the old one; restart the server to use the new one`;
+    if (why !== last) onChange?.(why);
+    last = why;
+    return why;
   };
 }
 
 /**
- * Makes every statement fail with a storage fault once `lost` says the file was removed or replaced:
+ * Makes every statement fail with a storage fault while `lost` says the file was removed or replaced:
  * writes into the old file would succeed and be lost at the next start (keys issued that then
  * answer 401). One stat per statement (a few microseconds, beside the statement's own tens).
  */
