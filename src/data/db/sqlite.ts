@@ -49,7 +49,7 @@ export async function openSqliteStore(url: string, authToken?: string, onFileLos
   if (path) await syncNormal(client);
   // The file as opened: the same path later naming no file, or another one, means it was removed or replaced under this process.
   const lost = path ? watchFile(path, await stat(path), onFileLost) : () => null;
-  if (path) refuseOnceLost(client, lost);
+  if (path) refuseWhileLost(client, lost);
   const db = drizzle(client, { schema });
   return {
     dialect: "sqlite",
@@ -130,7 +130,7 @@ function watchFile(path: string, opened: Stats, onChange?: (why: string | null) 
  * writes into the old file would succeed and be lost at the next start (keys issued that then
  * answer 401). One stat per statement (a few microseconds, beside the statement's own tens).
  */
-function refuseOnceLost(client: Client, lost: () => string | null): void {
+function refuseWhileLost(client: Client, lost: () => string | null): void {
   for (const name of ["execute", "batch", "executeMultiple", "transaction"] as const) {
     const original = (client[name] as (...args: unknown[]) => Promise<unknown>).bind(client);
     (client as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
