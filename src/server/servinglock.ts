@@ -49,7 +49,7 @@ export async function holdServingLock(databasePath: string): Promise<() => Promi
   };
 }
 
-/** Why a restore refuses while `databasePath`'s serving lock is held: nothing to delete, a server runs. */
+/** Why restore (or migrate-data) refuses while `databasePath`'s serving lock is held: nothing to delete, a server runs. */
 export function serverHoldsLock(databasePath: string): string {
   return `a running server holds ${servingLockPath(databasePath)} (a lock the system drops when that process ends, however it ends): a server is using ${databasePath} even though its pid record is gone; stop it first (systemctl stop imgpress, or end the process serving that folder)`;
 }

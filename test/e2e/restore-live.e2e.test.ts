@@ -41,6 +41,9 @@ describe("restore under a live server", () => {
         code: 1,
         stderr: expect.stringContaining(`a running server holds ${join(server.dataDir, "imgpress.db.serving")}`),
       });
+      // migrate-data would copy a database still being written (or write under a server): refused the same way.
+      const copy = await runCli(["migrate-data", "--from", `file:${join(server.dataDir, "imgpress.db")}`, "--to", `file:${join(dir, "copy.db")}`], server.env);
+      expect({ code: copy.code, stderr: copy.stderr }).toEqual({ code: 1, stderr: expect.stringContaining("a running server holds") });
       // Nothing was moved: the live server still answers for its key, and issues new ones into its file.
       expect((await convertBearer(server, keys.api_key, await burstForm(await img.photo(64, 48)))).status).toBe(200);
       const later = await obtainKeys(server, sink, "later@example.com");
