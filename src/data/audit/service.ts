@@ -94,8 +94,9 @@ export class AuditLog {
   }
 
   /**
-   * Deletes events older than the retention (none when it is 0), then records an `audit.pruned` event
-   * saying how many went; drops failed sign-in counts past their own keep. Returns the events deleted.
+   * Deletes events older than the retention (none when it is 0), announced first by an
+   * `audit.pruned` event saying how many go; drops failed sign-in counts past their own keep.
+   * Returns the events deleted.
    */
   async prune(): Promise<number> {
     const now = this.now();
@@ -105,6 +106,10 @@ export class AuditLog {
     if (keepMs === 0) return 0;
     const before = now - keepMs;
     const t = this.auditEvents;
+    const [{ going } = { going: 0 }] = await this.db.select({ going: sql<number>`count(*)` }).from(t).where(lt(t.at, before));
+    if (Number(going) === 0) return 0;
+    // Recorded before the deletion: one cut short (a stop, a crash) still left its trace, and the next prune finishes it.
+    await this.record({ type: "audit.pruned", actor: "imgpress", detail: { deleted: Number(going), before: new Date(before).toISOString(), retentionDays: this.retentionDays } });
     let deleted = 0;
     // In slices: the first prune of a years-old trail must not hold the database (or, on a local file, the event loop) for long.
     for (;;) {
@@ -113,7 +118,6 @@ export class AuditLog {
       await this.db.delete(t).where(and(lt(t.at, before), lte(t.id, slice.at(-1)!.id)));
       deleted += slice.length;
     }
-    if (deleted > 0) await this.record({ type: "audit.pruned", actor: "imgpress", detail: { deleted, before: new Date(before).toISOString(), retentionDays: this.retentionDays } });
     return deleted;
   }
 

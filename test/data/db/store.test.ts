@@ -253,6 +253,8 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
 
   test("the audit's retention: events and failed sign-in counts older than it go, and the pruning is itself an event; 0 keeps everything", async () => {
     const now = () => a.clock.now();
+    for (const subject of ["one@example.com", "two@example.com"]) await b.services.audit.record({ type: "staff.added", actor: "cli", subject });
+    await a.services.audit.countFailedSignIn("old-stranger@example.com", "192.0.2.8");
     expect(await new AuditLog(a.store, now, 0).prune()).toBe(0);
     const before = (await a.services.audit.list({ limit: 500 })).length;
     expect(before).toBeGreaterThan(0);
