@@ -272,6 +272,17 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     expect((await a.services.audit.list({ limit: 500 })).length).toBe(2);
   });
 
+  test("a prune of more old events than one slice deletes every one of them, announced once", async () => {
+    const old = a.clock.now() - 400 * 86_400_000;
+    const { auditEvents } = a.store.tables;
+    for (let i = 0; i < 12; i++) await a.store.db.insert(auditEvents).values(Array.from({ length: 1000 }, (_, j) => ({ at: old + i * 1000 + j, type: "key.issued", actor: `bulk${j}@example.com` })));
+    await a.store.db.insert(auditEvents).values({ at: old + 20_000, type: "key.issued", actor: "last@example.com" });
+    expect(await new AuditLog(b.store, () => a.clock.now(), 365).prune()).toBe(12_001);
+    const [left] = await a.store.all<{ n: number }>(sql`SELECT count(*) AS n FROM audit_events WHERE at < ${a.clock.now() - 365 * 86_400_000}`);
+    expect(Number(left!.n)).toBe(0);
+    expect((await a.services.audit.list({ type: "audit.pruned", limit: 1 }))[0]!.detail).toMatchObject({ deleted: 12_001, retentionDays: 365 });
+  });
+
   test("an instance holding another master key refuses to start on this database", async () => {
     const other = createHarness({ smtp, env: { IMGPRESS_DATABASE_URL: url, IMGPRESS_MASTER_KEY: "1e".repeat(32) } });
     await expect(other).rejects.toBeInstanceOf(ConfigError);
