@@ -109,7 +109,7 @@ export async function createServices(deps: AppDeps): Promise<Services> {
 async function foundationServices(deps: AppDeps, now: Clock): Promise<Foundation> {
   const keys = new KeyService(deps.store, await secretBoxOf(deps.masterKey), now);
   await pinMasterKey(deps.store, deps.masterKey, masterKeyOrigin(deps.config), () => keys.opensStoredSecrets());
-  return { keys, limiter: new RateLimiter(deps.store, now), audit: new AuditLog(deps.store, now), lifecycle: new Lifecycle() };
+  return { keys, limiter: new RateLimiter(deps.store, now), audit: new AuditLog(deps.store, now, deps.config.auditRetentionDays), lifecycle: new Lifecycle() };
 }
 
 /** The gate, the conversion service and what observes it (usage, metrics), and readiness. */

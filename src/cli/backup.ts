@@ -9,6 +9,7 @@ import { inspectDatabaseFile } from "../data/db/inspect.ts";
 import { fileUrl, isPostgresUrl, localPath, openStore } from "../data/db/index.ts";
 import { existingMasterKey, keyFitsDatabase, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../server/masterkey.ts";
 import { claimPidFile, serverInUse } from "../server/pidfile.ts";
+import { serverHoldsLock, servingLockHeld } from "../server/servinglock.ts";
 import { realFile, statOf } from "../core/files.ts";
 import { migrateReport } from "./index.ts";
 import { UsageError } from "./args.ts";
@@ -113,6 +114,8 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   if (!target) return io.err(`imgpress restore: ${notAFile(config.databaseUrl, "restore a pg_dump with pg_restore", "restore it with that server's tools")}`), 1;
   const inUse = serverInUse(target);
   if (inUse !== null) return io.err(`imgpress restore: ${inUse}`), 1;
+  // The pid record may have been deleted by hand under a live server; its lock cannot be.
+  if (await servingLockHeld(target)) return io.err(`imgpress restore: ${serverHoldsLock(target)}`), 1;
   if (!(await isFile(resolve(file)))) return io.err(`imgpress restore: ${resolve(file)} is not a file`), 1;
   // Names no earlier restore used: a second one within the same second must not replace the first's kept copies.
   const suffix = await unclaimed(`.before-restore-${stamp()}`, (s) => [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${s}${ext}`), `${masterKeyPath(config)}${s}`]);

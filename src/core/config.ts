@@ -69,6 +69,7 @@ export const ConfigSchema = t.Object({
   staffEmails: t.Array(t.String()),
   staffSessionIdleS: t.Integer({ minimum: 60, maximum: 86_400 }),
   staffSessionMaxS: t.Integer({ minimum: 60, maximum: 30 * 86_400 }),
+  auditRetentionDays: t.Integer({ minimum: 0, maximum: 36_500 }),
   qualityGuard: t.Union([t.Literal("off"), t.Literal("avif"), t.Literal("all")]),
 });
 
@@ -415,6 +416,13 @@ export const settings: readonly Setting[] = [
   },
   { key: "staffSessionIdleS", env: "IMGPRESS_STAFF_SESSION_IDLE_S", help: "staff session ends after this many seconds without a request", parse: integer, fallback: () => 1800 },
   { key: "staffSessionMaxS", env: "IMGPRESS_STAFF_SESSION_MAX_S", help: "staff session ends this many seconds after sign-in, however active", parse: integer, fallback: () => 43_200 },
+  {
+    key: "auditRetentionDays",
+    env: "IMGPRESS_AUDIT_RETENTION_DAYS",
+    help: "audit events older than this many days are deleted (at start, then every minute; each deletion is itself audited); 0 keeps every event",
+    parse: integer,
+    fallback: () => 0,
+  },
   // Quality guard (issue 16)
   {
     key: "qualityGuard",

@@ -61,7 +61,7 @@ export async function boot(options: BootOptions): Promise<Booted> {
   if (path && facts?.backup) refuseUnrestoredBackup(path, config, facts.backup);
   await requireDatabaseKey(config, facts);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
-  const store = await openConfiguredStore(config, pending);
+  const store = await openConfiguredStore(config, pending, logger);
   if (path && !facts && options.besideServer) logger.startup("warn", `no database was at ${path}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`);
   reportMigrations(store, config, keyFileBefore, logger);
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
@@ -130,9 +130,12 @@ function reportMigrations(store: Store, config: Config, keyFileBefore: boolean, 
  * database) becomes one line naming the database, its password masked: the driver's own message
  * does not say which database it could not reach.
  */
-async function openConfiguredStore(config: Config, pending: readonly string[]): Promise<Store> {
+async function openConfiguredStore(config: Config, pending: readonly string[], logger: Logger): Promise<Store> {
+  // One line when the file goes (every request is then refused 503 without a line of its own).
+  const onFileLost = (why: string | null) =>
+    why === null ? logger.warn("database file is the one this server opened again: writes resume") : logger.error("database file lost: every statement is refused until it is back or the server restarts", { fault: why });
   try {
-    return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
+    return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS, onFileLost });
   } catch (err) {
     return cannotOpen(config, err, pending);
   }
@@ -158,10 +161,12 @@ function cannotOpen(config: Config, err: unknown, pending: readonly string[]): n
  */
 export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
+    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune(), services.audit.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);
+  // A retention set (or shortened) takes effect at this start, not a minute later.
+  services.audit.prune().catch((err: Error) => logger.warn("maintenance failed", { error: err.message }));
   const stopFlushing = services.usage.start(config.usageFlushS);
   return () => {
     clearInterval(timer);

@@ -11,6 +11,7 @@ import { readableByOthers } from "../core/files.ts";
 import { masterKeyPath } from "./masterkey.ts";
 import { clearTextMailWarning, DEVELOPMENT_MAIL_WARNING } from "../core/mail/mailer.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
+import { holdServingLock } from "./servinglock.ts";
 import { isoSeconds, loadTls, urlHost, type ServedTls } from "./tls/index.ts";
 import { describeServed, servedWarnings, watchCertificate } from "./tls/watch.ts";
 import { version } from "../core/version.ts";
@@ -94,21 +95,35 @@ export async function serve(flags: Record<string, string>, runtime: Runtime): Pr
 /**
  * The pid record of a local database, claimed before the database is opened, so a second server
  * refused here has not migrated the first one's database under it (an upgraded binary started
- * beside the old one). `release` gives it back and may be called more than once.
+ * beside the old one), and the serving lock beside it (src/server/servinglock.ts): the record can
+ * be deleted by hand, the lock cannot outlive this process. `release` gives both back and may be
+ * called more than once; it resolves once the lock is given back.
  */
-function pidRecord(): { claim: (config: Config) => Promise<void>; release: () => void } {
-  let release = () => {};
+function pidRecord(): { claim: (config: Config) => Promise<void>; release: () => Promise<void> } {
+  let release = async () => {};
   const claim = async (config: Config) => {
     const dbPath = localPath(config.databaseUrl);
     if (!dbPath) return;
     await prepareDatabaseFolder(dbPath);
+    let releaseRecord: () => void;
     try {
-      release = claimPidFile(dbPath);
+      releaseRecord = claimPidFile(dbPath);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== "EROFS" && code !== "EACCES" && code !== "EPERM") throw err;
       throw new Error(`cannot write ${pidFilePath(dbPath)} (${code}): the data folder must be writable by this user and not on a read-only mount`);
     }
+    const unlock = await holdServingLock(dbPath).catch((err) => {
+      releaseRecord();
+      throw err;
+    });
+    let released: Promise<void> | undefined;
+    release = () => {
+      releaseRecord();
+      // Its failure changes nothing: the lock goes with the process.
+      released ??= unlock().catch(() => {});
+      return released;
+    };
   };
   return { claim, release: () => release() };
 }

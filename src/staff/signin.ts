@@ -61,9 +61,12 @@ export class StaffSignIn {
     await this.deps.limiter.hit(`staff-verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this IP address.");
     const email = normalizeEmail(input.email);
     const result = /^\d{6}$/.test(input.code) ? await this.codes.consume(email, input.code) : ({ ok: false, burnt: false } as const);
-    if (!result.ok || !(await this.deps.staff.isStaff(email))) {
+    const staff = await this.deps.staff.isStaff(email);
+    if (!result.ok || !staff) {
       const burnt = !result.ok && result.burnt;
-      await this.deps.audit.record({ type: "staff.sign_in_failed", actor: email, clientAddress: input.ip, detail: { reason: burnt ? "too_many_attempts" : "invalid_code" } });
+      // Any address can be typed: only staff addresses get an event per attempt, the rest a count per hour.
+      if (staff) await this.deps.audit.record({ type: "staff.sign_in_failed", actor: email, clientAddress: input.ip, detail: { reason: burnt ? "too_many_attempts" : "invalid_code" } });
+      else await this.deps.audit.countFailedSignIn(email, input.ip);
       if (burnt) throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Send a new code.");
       throw new AppError(401, "INVALID_CODE", "The code is wrong, expired or already used. Send a new code.");
     }

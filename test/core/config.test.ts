@@ -186,6 +186,8 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_CONVERT_TIMEOUT_S", "-1", "expected a positive number up to 86400."],
     ["IMGPRESS_DRAIN_DELAY_S", "5s", "expected a number from 0 to 600."],
     ["IMGPRESS_DRAIN_DELAY_S", "601", "expected a number from 0 to 600."],
+    ["IMGPRESS_AUDIT_RETENTION_DAYS", "-1", "expected a whole number from 0 to 36500."],
+    ["IMGPRESS_AUDIT_RETENTION_DAYS", "36501", "expected a whole number from 0 to 36500."],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "0.5", "expected a number from 1 to 600."],
     ["IMGPRESS_PORT", "-1", "expected a whole number from 0 to 65535."],
     ["IMGPRESS_SMTP_URL", "smtp://u:p@[bad", "expected a URL starting with smtp: or smtps: that is well formed (check the host, port and %-encoding of the password)."],
@@ -250,7 +252,7 @@ describe("an invalid value stops with a message naming the variable and what is 
       "IMGPRESS_UPLOAD_MIN_RATE_KIB", "IMGPRESS_UPLOAD_BUDGET_MB", "IMGPRESS_CLIENT_IPV6_PREFIX",
       "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
       "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_USAGE_FLUSH_S", "IMGPRESS_SHUTDOWN_TIMEOUT_S", "IMGPRESS_DRAIN_DELAY_S",
-      "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S",
+      "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S", "IMGPRESS_AUDIT_RETENTION_DAYS",
       "IMGPRESS_QUALITY_GUARD",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);

@@ -1,8 +1,8 @@
 /**
  * The pid record where the runtime may not ask whether its process runs (Deno without
- * --allow-run; under Bun a second server is refused, test/cli/cli.test.ts): a second server starts
- * without a record of its own and leaves the first one's in place, and migrate-data refuses while
- * a record names a process, saying how to go on.
+ * --allow-run; under Bun a second server is refused, test/cli/cli.test.ts): a second server is
+ * refused by the first one's serving lock and leaves the first one's record in place, and
+ * migrate-data refuses while a record names a process, saying how to go on.
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { e2eRuntime, runCli, startServer } from "../support/server.ts";
 
 describe.skipIf(e2eRuntime() !== "deno")("the pid record under Deno without --allow-run", () => {
-  test("a second server keeps the first one's record; migrate-data is refused while it names a process", async () => {
+  test("a second server is refused by the serving lock and keeps the first one's record; migrate-data is refused while it names a process", async () => {
     const first = await startServer();
     try {
       const record = join(first.dataDir, "imgpress.db.pid");
@@ -18,8 +18,9 @@ describe.skipIf(e2eRuntime() !== "deno")("the pid record under Deno without --al
       // Deno may not read /proc here: the number alone, and the role.
       expect(firstRecord).toMatch(/^\d+\nrole=serve\n$/);
       const firstPid = firstRecord.split("\n")[0]!;
-      const second = await startServer({ dataDir: first.dataDir });
-      expect(await second.stop({ keepData: true })).toBe(0);
+      // The record cannot tell, but the first server's serving lock can (src/server/servinglock.ts): the second is refused.
+      const second = await runCli(["serve"], { ...first.env, IMGPRESS_PORT: "0" });
+      expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 1, stderr: expect.stringContaining(`another live server holds ${record.replace(/\.pid$/, ".serving")}`) });
       expect(readFileSync(record, "utf8")).toBe(firstRecord);
       const copy = await runCli(["migrate-data", "--from", `file:${join(first.dataDir, "imgpress.db")}`, "--to", `file:${join(first.dataDir, "copy.db")}`], first.env);
       expect(copy.code).toBe(1);

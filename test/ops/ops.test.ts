@@ -9,6 +9,7 @@ import { appendFile, copyFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { ConfigError, loadConfig } from "../../src/core/config.ts";
+import { storageFaultCode } from "../../src/data/db/faults.ts";
 import { Readiness } from "../../src/ops/health/service.ts";
 import { createFetchHandler } from "../../src/core/http/serve.ts";
 import { withRoutableUrl } from "../../src/core/http/serve.ts";
@@ -292,7 +293,7 @@ describe("/health/ready", () => {
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: "info", msg: "readiness check ok again", check: "database" });
   });
 
-  test("a database file removed or replaced under the server is not ready, though writes into it still succeed", async () => {
+  test("a database file removed or replaced under the server is not ready, and takes no write until it is back", async () => {
     h = await createHarness();
     const lines: string[] = [];
     let now = 0;
@@ -304,17 +305,21 @@ describe("/health/ready", () => {
     const removed = await readiness.check();
     expect(removed.ready).toBe(false);
     expect(removed.checks.database).toBe("database file removed or replaced");
-    // Writes go on into the file the server still holds: only the path shows what happened.
-    await h.sqlite.client.execute("INSERT INTO heartbeat (id, at) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET at = 1");
+    // A write would go into the file the server still holds, lost at the next start: refused instead, as a storage fault.
+    const write = () => h.sqlite.client.execute("INSERT INTO heartbeat (id, at) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET at = 1");
+    const refused = await write().then(() => null, (err: unknown) => err);
+    expect(storageFaultCode(refused)).toBe("DATABASE_FILE_LOST");
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: "warn", msg: "readiness check failing", check: "database" });
     expect(JSON.parse(lines.at(-1)!).fault).toContain("was removed while the server had it open");
     // Another file at the path (a copy put back by hand) is not the one the server writes either.
     await copyFile(aside, h.dbPath);
     expect((await readiness.check()).checks.database).toBe("database file removed or replaced");
     expect(JSON.parse(lines.at(-1)!).fault).toContain("was replaced by another file");
-    // The file itself put back: ready again.
+    await expect(write()).rejects.toMatchObject({ code: "DATABASE_FILE_LOST" });
+    // The file itself put back: ready again, and written again.
     await rename(aside, h.dbPath);
     expect((await readiness.check()).ready).toBe(true);
+    await write();
   });
 
   test("a data folder that cannot be inspected is reported as storage", async () => {

@@ -1,5 +1,5 @@
 import { Elysia, ValidationError } from "elysia";
-import { driverMessage, storageFaultCode, storageUnavailable } from "../../data/db/faults.ts";
+import { driverMessage, FILE_LOST, storageFaultCode, storageUnavailable } from "../../data/db/faults.ts";
 import { AppError, internalError, methodNotAllowed, notFound } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { redactPath } from "../redact.ts";
@@ -20,7 +20,9 @@ export function errorHandler(logger: Logger, methods: RouteMethods = new RouteMe
     const known = toAppError(code, error, request, methods);
     const fault = known ? null : storageFaultCode(error);
     // Only the two logged cases need the path: the usual 4xx answers skip the URL parse.
-    if (fault) logger.error("storage unavailable", { requestId: id, path: pathOf(request), fault, error: driverMessage(error) });
+    // A lost database file was logged once, when it was found: every request after it would repeat the line.
+    if (fault === FILE_LOST) logger.debug("storage unavailable", { requestId: id, fault });
+    else if (fault) logger.error("storage unavailable", { requestId: id, path: pathOf(request), fault, error: driverMessage(error) });
     else if (!known) logger.error("unhandled error", { requestId: id, method: request.method, path: pathOf(request), error: error as Error });
     // The code the client gets, STORAGE_UNAVAILABLE included, is the one the metrics count.
     return answerError(request, known ?? (fault ? storageUnavailable() : internalError(id)));

@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, lt, lte } from "drizzle-orm";
+import { and, desc, eq, gte, lt, lte, sql } from "drizzle-orm";
 import type { Database, Store, Tables } from "../db/index.ts";
 
 /** Every kind of audit event (docs/internal.md describes each). */
@@ -12,6 +12,7 @@ export const AUDIT_TYPES = [
   "key.issued",
   "key.revoked",
   "settings.secrets_read",
+  "audit.pruned",
 ] as const;
 
 /** One kind of audit event. */
@@ -47,17 +48,77 @@ export interface AuditFilter {
   limit?: number;
 }
 
-/** The append-only audit trail: the application inserts and reads, never updates or deletes. */
+/** How long the hourly counts of failed sign-ins for addresses that are not staff are kept (or the audit retention, when shorter). */
+export const FAILED_SIGN_IN_KEEP_MS = 30 * 86_400_000;
+const HOUR_MS = 3_600_000;
+/** Events one prune statement deletes at most. */
+const PRUNE_SLICE = 5000;
+
+/**
+ * The audit trail: the application inserts and reads; only `prune` deletes, events older than the
+ * retention (IMGPRESS_AUDIT_RETENTION_DAYS; 0 keeps everything), and says so in an event of its own.
+ */
 export class AuditLog {
   private readonly db: Database;
   private readonly auditEvents: Tables["auditEvents"];
+  private readonly failedSignIns: Tables["failedSignIns"];
 
   constructor(
     store: Store,
     private readonly now: () => number,
+    /** Days an event is kept; 0: every event is kept for good. */
+    readonly retentionDays = 0,
   ) {
     this.db = store.db;
     this.auditEvents = store.tables.auditEvents;
+    this.failedSignIns = store.tables.failedSignIns;
+  }
+
+  /**
+   * Counts a wrong staff code typed for `email`, an address that is not staff, in its UTC hour: anyone
+   * may type any address, so one event per guess would grow the trail without bound.
+   */
+  async countFailedSignIn(email: string, clientAddress: string): Promise<void> {
+    const hour = Math.floor(this.now() / HOUR_MS) * HOUR_MS;
+    const t = this.failedSignIns;
+    await this.db
+      .insert(t)
+      .values({ email, hour, attempts: 1, lastClientAddress: clientAddress })
+      .onConflictDoUpdate({ target: [t.email, t.hour], set: { attempts: sql`${t.attempts} + 1`, lastClientAddress: clientAddress } });
+  }
+
+  /** The hourly counts of failed sign-ins for addresses that are not staff since `since`, newest hour first. */
+  failedSignInCounts(since: number): Promise<{ email: string; hour: number; attempts: number; lastClientAddress: string }[]> {
+    const t = this.failedSignIns;
+    return this.db.select().from(t).where(gte(t.hour, since)).orderBy(desc(t.hour), t.email).limit(500);
+  }
+
+  /**
+   * Deletes events older than the retention (none when it is 0), announced first by an
+   * `audit.pruned` event saying how many go; drops failed sign-in counts past their own keep.
+   * Returns the events deleted.
+   */
+  async prune(): Promise<number> {
+    const now = this.now();
+    const keepMs = this.retentionDays * 86_400_000;
+    const countsBefore = now - (keepMs > 0 ? Math.min(keepMs, FAILED_SIGN_IN_KEEP_MS) : FAILED_SIGN_IN_KEEP_MS);
+    await this.db.delete(this.failedSignIns).where(lt(this.failedSignIns.hour, countsBefore));
+    if (keepMs === 0) return 0;
+    const before = now - keepMs;
+    const t = this.auditEvents;
+    const [{ going } = { going: 0 }] = await this.db.select({ going: sql<number>`count(*)` }).from(t).where(lt(t.at, before));
+    if (Number(going) === 0) return 0;
+    // Recorded before the deletion: one cut short (a stop, a crash) still left its trace, and the next prune finishes it.
+    await this.record({ type: "audit.pruned", actor: "imgpress", detail: { deleted: Number(going), before: new Date(before).toISOString(), retentionDays: this.retentionDays } });
+    let deleted = 0;
+    // In slices: the first prune of a years-old trail must not hold the database (or, on a local file, the event loop) for long.
+    for (;;) {
+      const slice = await this.db.select({ id: t.id }).from(t).where(lt(t.at, before)).orderBy(t.id).limit(PRUNE_SLICE);
+      if (slice.length === 0) break;
+      await this.db.delete(t).where(and(lt(t.at, before), lte(t.id, slice.at(-1)!.id)));
+      deleted += slice.length;
+    }
+    return deleted;
   }
 
   /** Appends one event. */

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { asc, count, getTableColumns, gt, is, sql, type SQL } from "drizzle-orm";
 import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { serverInUse } from "../../server/pidfile.ts";
+import { serverHoldsLock, servingLockHeld } from "../../server/servinglock.ts";
 import { fileUrl, isPostgresUrl, localPath, openStore, type DatabaseOptions } from "./index.ts";
 import * as schema from "./schema.ts";
 import type { Database, Store } from "./store.ts";
@@ -70,7 +71,7 @@ export async function copyDatabase(from: string, to: string, options: CopyOption
   const sourcePath = localPath(from);
   if (sourcePath !== null && !existsSync(sourcePath)) throw new CopyRefused(`there is no database file at ${resolve(sourcePath)}`);
   for (const path of [sourcePath, localPath(to)]) {
-    const inUse = path === null ? null : serverInUse(resolve(path));
+    const inUse = path === null ? null : (serverInUse(resolve(path)) ?? ((await servingLockHeld(resolve(path))) ? serverHoldsLock(resolve(path)) : null));
     if (inUse !== null) throw new CopyRefused(inUse);
   }
   const source = await openStore(from, options.storeOptions);

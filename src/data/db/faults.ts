@@ -47,6 +47,14 @@ function postgresFault(code: string): boolean {
   return POSTGRES_FAULT_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && POSTGRES_FAULT_CLASSES.some((c) => code.startsWith(c)));
 }
 
+/** The code of the fault every statement meets once the database file was removed or replaced under the server. */
+export const FILE_LOST = "DATABASE_FILE_LOST";
+
+/** The error a statement fails with once the database file is lost (`why`); a storage fault, so answered 503. */
+export function fileLostFault(why: string): Error {
+  return Object.assign(new Error(why), { code: FILE_LOST });
+}
+
 /** Seconds a client is told to wait after a storage fault. */
 export const STORAGE_RETRY_AFTER_S = 30;
 
@@ -58,7 +66,7 @@ export function storageFaultCode(err: unknown): string | null {
   for (let e = err as { code?: unknown; rawCode?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
     if (typeof e.rawCode === "number" && STORAGE_FAULTS[e.rawCode & 0xff]) return typeof e.code === "string" ? e.code : STORAGE_FAULTS[e.rawCode & 0xff]!;
     if (typeof e.code === "string" && Object.values(STORAGE_FAULTS).some((name) => e!.code === name || (e!.code as string).startsWith(`${name}_`))) return e.code;
-    if (typeof e.code === "string" && postgresFault(e.code)) return e.code;
+    if (typeof e.code === "string" && (postgresFault(e.code) || e.code === FILE_LOST)) return e.code;
   }
   return null;
 }

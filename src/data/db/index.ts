@@ -10,6 +10,8 @@ export type { BatchOptions, BatchStatement, Database, Dialect, Store, Tables } f
 export interface DatabaseOptions extends Partial<PostgresOptions> {
   /** A libSQL server's token; unused by `file:` and PostgreSQL URLs. */
   authToken?: string;
+  /** Hears that a local database file was removed or replaced under this process (why; every statement then fails), and null once it is back. */
+  onFileLost?: (why: string | null) => void;
 }
 
 /** Opens and migrates the database a URL names: PostgreSQL for `postgres(ql)://`, libSQL otherwise (`file:` by default). */
@@ -19,5 +21,5 @@ export async function openStore(url: string, options: DatabaseOptions = {}): Pro
     const { openPostgresStore } = await import("./postgres.ts");
     return openPostgresStore(url, { poolSize: options.poolSize ?? POSTGRES_DEFAULTS.poolSize, timeoutS: options.timeoutS ?? POSTGRES_DEFAULTS.timeoutS });
   }
-  return openSqliteStore(url, options.authToken, options.timeoutS);
+  return openSqliteStore(url, { authToken: options.authToken, lockWaitS: options.timeoutS, onFileLost: options.onFileLost });
 }

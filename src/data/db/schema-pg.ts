@@ -158,6 +158,18 @@ export const auditEvents = pgTable(
   (table) => [index("audit_events_at").on(table.at), index("audit_events_type_at").on(table.type, table.at)],
 );
 
+/** See schema.ts `failedSignIns`. */
+export const failedSignIns = pgTable(
+  "failed_sign_ins",
+  {
+    email: text("email").notNull(),
+    hour: big("hour").notNull(),
+    attempts: integer("attempts").notNull(),
+    lastClientAddress: text("last_client_address").notNull().default(""),
+  },
+  (table) => [primaryKey({ columns: [table.email, table.hour] }), index("failed_sign_ins_hour").on(table.hour)],
+);
+
 /** See schema.ts `databaseFacts`. */
 export const databaseFacts = pgTable("database_facts", {
   name: text("name").primaryKey(),

@@ -191,6 +191,24 @@ export const auditEvents = sqliteTable(
 );
 
 /**
+ * Wrong staff codes typed for addresses that are not staff: counted per address and UTC hour, not
+ * one audit event per guess (anyone may type any address, so those rows would grow without bound).
+ * Pruned by age (src/data/audit/service.ts); wrong codes for staff addresses stay audit events.
+ */
+export const failedSignIns = sqliteTable(
+  "failed_sign_ins",
+  {
+    email: text("email").notNull(),
+    // Unix ms at the start of the UTC hour.
+    hour: integer("hour").notNull(),
+    attempts: integer("attempts").notNull(),
+    // The address of the latest attempt in that hour (the audit events keep each one for staff).
+    lastClientAddress: text("last_client_address").notNull().default(""),
+  },
+  (table) => [primaryKey({ columns: [table.email, table.hour] }), index("failed_sign_ins_hour").on(table.hour)],
+);
+
+/**
  * Facts about the database itself. `master_key_check` holds a value derived one-way from the master
  * key the database was first used with, so a process holding another key refuses to start instead of
  * failing every signed request and every code check.

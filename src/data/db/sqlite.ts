@@ -1,9 +1,11 @@
 import { createClient, type Client } from "@libsql/client";
 import type { SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/libsql";
+import { statSync, type Stats } from "node:fs";
 import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createOwnerOnly } from "../../core/files.ts";
+import { fileLostFault } from "./faults.ts";
 import { FILE_DEFAULTS, localPath } from "./location.ts";
 import { BUSY_TIMEOUT_MS, LockWaitingClient } from "./lockwait.ts";
 import { migrateSqlite } from "./migrate.ts";
@@ -15,6 +17,16 @@ import { changedRows, type Store } from "./store.ts";
 export interface SqliteStore extends Store {
   readonly dialect: "sqlite";
   readonly client: Client;
+}
+
+/** How to open a libSQL database (openSqliteStore). */
+export interface SqliteOptions {
+  /** A libSQL server's token; unused by `file:` URLs. */
+  authToken?: string;
+  /** Longest wait of a statement for another process's lock on a file, in seconds (IMGPRESS_DATABASE_TIMEOUT_S). */
+  lockWaitS?: number;
+  /** Hears that the file was removed or replaced under this process (why), and null once it is back. */
+  onFileLost?: (why: string | null) => void;
 }
 
 /** Creates the folder of the database file `path` when missing, owner-only (it holds the master key, the database and the TLS key). */
@@ -35,7 +47,8 @@ export async function prepareDatabaseFolder(path: string): Promise<void> {
  * or a remote libSQL server. On a file a statement waits at most `lockWaitS` (IMGPRESS_DATABASE_TIMEOUT_S)
  * for another process's lock, off the JS thread (src/data/db/lockwait.ts).
  */
-export async function openSqliteStore(url: string, authToken?: string, lockWaitS: number = FILE_DEFAULTS.timeoutS): Promise<SqliteStore> {
+export async function openSqliteStore(url: string, options: SqliteOptions = {}): Promise<SqliteStore> {
+  const { authToken, lockWaitS = FILE_DEFAULTS.timeoutS, onFileLost } = options;
   const path = localPath(url);
   if (path) {
     await prepareDatabaseFolder(path);
@@ -48,9 +61,10 @@ export async function openSqliteStore(url: string, authToken?: string, lockWaitS
   }
   const migrationsApplied = await migrateSqlite(client, sqliteMigrations);
   if (path) await syncNormal(client);
-  const db = drizzle(client, { schema });
   // The file as opened: the same path later naming no file, or another one, means it was removed or replaced under this process.
-  const opened = path ? await stat(path) : undefined;
+  const lost = path ? watchFile(path, await stat(path), onFileLost) : () => null;
+  if (path) refuseWhileLost(client, lost);
+  const db = drizzle(client, { schema });
   return {
     dialect: "sqlite",
     client,
@@ -69,18 +83,14 @@ export async function openSqliteStore(url: string, authToken?: string, lockWaitS
     // A local file's statements are bounded by their lock wait budget (src/data/db/lockwait.ts).
     bounded: (work) => work,
     ping: async () => void (await client.execute("SELECT 1")),
-    async fileLost() {
-      if (!path || !opened) return null;
-      const now = await stat(path).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? null : Promise.reject(err)));
-      if (!now) return `${path} was removed while the server had it open: what is written now is lost at the next start`;
-      return now.ino === opened.ino && now.dev === opened.dev ? null : `${path} was replaced by another file while the server had it open: restart the server to use it`;
-    },
+    fileLost: async () => lost(),
     reconnect: async () => void (await client.reconnect()),
     close: async () => client.close(),
     async shutdown() {
       try {
         // TRUNCATE: the main file alone is then complete, and the -wal file is left empty.
-        if (path) await client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
+        // Not into a lost file: its statements are refused, and what it holds was moved aside whole.
+        if (path && lost() === null) await client.execute("PRAGMA wal_checkpoint(TRUNCATE)");
       } finally {
         client.close();
       }
@@ -117,4 +127,41 @@ const POOL_SIZE = 4;
  */
 async function syncNormal(client: Client): Promise<void> {
   await Promise.all(Array.from({ length: POOL_SIZE }, () => client.execute("PRAGMA synchronous = NORMAL")));
+}
+
+/**
+ * Whether `path` still names the file `opened` (null) or why not, at each call: a file moved aside
+ * and put back is the server's own again. `onChange` hears each change: the reason, then null.
+ */
+function watchFile(path: string, opened: Stats, onChange?: (why: string | null) => void): () => string | null {
+  let last: string | null = null;
+  return () => {
+    let now: Stats | undefined;
+    try {
+      now = statSync(path, { throwIfNoEntry: false });
+    } catch {
+      return last; // cannot look (permissions changed): the statement itself will say what is wrong
+    }
+    let why: string | null = null;
+    if (!now) why = `${path} was removed while the server had it open: nothing more is written until it is back; restart the server (a new start creates an empty database where none is)`;
+    else if (now.ino !== opened.ino || now.dev !== opened.dev) why = `${path} was replaced by another file (a restore?) while the server had it open: nothing more is written into the old one; restart the server to use the new one`;
+    if (why !== last) onChange?.(why);
+    last = why;
+    return why;
+  };
+}
+
+/**
+ * Makes every statement fail with a storage fault while `lost` says the file was removed or replaced:
+ * writes into the old file would succeed and be lost at the next start (keys issued that then
+ * answer 401). One stat per statement (a few microseconds, beside the statement's own tens).
+ */
+function refuseWhileLost(client: Client, lost: () => string | null): void {
+  for (const name of ["execute", "batch", "executeMultiple", "transaction"] as const) {
+    const original = (client[name] as (...args: unknown[]) => Promise<unknown>).bind(client);
+    (client as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      const why = lost();
+      return why === null ? original(...args) : Promise.reject(fileLostFault(why));
+    };
+  }
 }

@@ -61,8 +61,8 @@ export interface Store {
   ping(): Promise<void>;
   /**
    * Why the database file is no longer the one this store opened (removed, or replaced by another
-   * file), or null. Writes into a removed file still succeed, and are lost at the next start.
-   * Always null for a database server.
+   * file), or null. Meanwhile every statement fails with a storage fault (`DATABASE_FILE_LOST`):
+   * writes into the moved-aside file would be lost at the next start. Always null for a database server.
    */
   fileLost(): Promise<string | null>;
   /** Drops pooled connections so the next statement opens fresh ones (after a storage fault). */

@@ -71,7 +71,7 @@ export class Readiness {
 
   private async checkDatabase(): Promise<string> {
     try {
-      // A removed file still takes writes (into a file no one will open again), so the write below would pass.
+      // First: it names the cause, where the write below would fail as a bare storage fault (src/data/db/sqlite.ts refuses it).
       const lost = await this.store.fileLost();
       if (lost) return this.failing("database", "database file removed or replaced", lost);
       const at = Date.now();

@@ -24,7 +24,7 @@ import { DAY_MS } from "../../core/durations.ts";
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
   usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
-  audit: Pick<AuditLog, "page">;
+  audit: Pick<AuditLog, "page" | "retentionDays">;
   auditTypes: readonly string[];
   staff: Pick<StaffDirectory, "list">;
   sessions: Pick<SessionService, "list">;
@@ -122,6 +122,7 @@ export class DashboardService {
       types: this.sources.auditTypes,
       staff: [...new Set([...staff, "cli"])],
       problem: problems.join(" ") || null,
+      retentionDays: this.sources.audit.retentionDays,
     };
   }
 

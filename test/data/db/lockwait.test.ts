@@ -24,7 +24,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "imgpress-lockwait-"));
   file = join(dir, "imgpress.db");
   // A 10 s default budget: only the tests that want a write to give up set a shorter one.
-  store = await openSqliteStore(`file:${file}`, undefined, 10);
+  store = await openSqliteStore(`file:${file}`, { lockWaitS: 10 });
   await store.client.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)");
   lock = undefined;
 });

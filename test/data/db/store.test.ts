@@ -11,6 +11,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError } from "../../../src/core/config.ts";
+import { AuditLog } from "../../../src/data/audit/service.ts";
 import { openStore } from "../../../src/data/db/index.ts";
 import * as sqliteSchema from "../../../src/data/db/schema.ts";
 import * as pgSchema from "../../../src/data/db/schema-pg.ts";
@@ -50,7 +51,7 @@ function shape(schema: Record<string, unknown>): Record<string, { key: string; c
 
 test("the PostgreSQL schema is the SQLite schema's twin: same tables, same JS keys, same column names and nullability", () => {
   const lite = shape(sqliteSchema);
-  expect(Object.keys(lite).length).toBe(13);
+  expect(Object.keys(lite).length).toBe(14);
   expect(shape(pgSchema)).toEqual(lite);
 });
 
@@ -232,6 +233,54 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
       sql`SELECT (SELECT count(*) FROM otp_codes) AS codes, (SELECT count(*) FROM rate_events) AS events, (SELECT count(*) FROM seen_signatures) AS seen`,
     );
     expect(left).toEqual({ codes: 0, events: 0, seen: 0 });
+  });
+
+  test("wrong staff codes: counted per address and hour for addresses that are not staff (over both instances), an event each for staff", async () => {
+    const stranger = "not-staff@example.com";
+    await a.services.staff.add("guarded@example.com", "cli");
+    const verify = (h: Harness, email: string, i: number) => h.services.staffSignIn.verify({ email, code: "000000", ip: `192.0.2.${100 + i}`, userAgent: "t" });
+    const tries = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => verify(i % 2 ? a : b, stranger, i)));
+    expect(tries.map((t) => t.status)).toEqual(Array(6).fill("rejected"));
+    await expect(verify(a, "guarded@example.com", 7)).rejects.toThrow(/code is wrong/);
+    const hour = Math.floor(a.clock.now() / 3_600_000) * 3_600_000;
+    expect((await b.services.audit.failedSignInCounts(0)).map(({ email, hour, attempts }) => ({ email, hour, attempts }))).toEqual([{ email: stranger, hour, attempts: 6 }]);
+    expect((await b.services.audit.list({ type: "staff.sign_in_failed" })).map((e) => e.actor)).toEqual(["guarded@example.com"]);
+    // The next hour is a row of its own.
+    advance(3_600_000);
+    await expect(verify(b, stranger, 8)).rejects.toThrow(/code is wrong/);
+    expect((await a.services.audit.failedSignInCounts(0)).map((r) => r.attempts)).toEqual([1, 6]);
+  });
+
+  test("the audit's retention: events and failed sign-in counts older than it go, and the pruning is itself an event; 0 keeps everything", async () => {
+    const now = () => a.clock.now();
+    for (const subject of ["one@example.com", "two@example.com"]) await b.services.audit.record({ type: "staff.added", actor: "cli", subject });
+    await a.services.audit.countFailedSignIn("old-stranger@example.com", "192.0.2.8");
+    expect(await new AuditLog(a.store, now, 0).prune()).toBe(0);
+    const before = (await a.services.audit.list({ limit: 500 })).length;
+    expect(before).toBeGreaterThan(0);
+    advance(2 * 86_400_000);
+    await a.services.audit.record({ type: "staff.added", actor: "cli", subject: "recent@example.com" });
+    await a.services.audit.countFailedSignIn("recent-stranger@example.com", "192.0.2.9");
+    const pruned = await new AuditLog(b.store, now, 1).prune();
+    expect(pruned).toBe(before);
+    const left = await a.services.audit.list({ limit: 500 });
+    expect(left.map((e) => e.type)).toEqual(["audit.pruned", "staff.added"]);
+    expect(left[0]!.detail).toEqual({ deleted: before, before: new Date(now() - 86_400_000).toISOString(), retentionDays: 1 });
+    expect((await a.services.audit.failedSignInCounts(0)).map((r) => r.email)).toEqual(["recent-stranger@example.com"]);
+    // Nothing older left: a second prune deletes nothing and records nothing.
+    expect(await new AuditLog(a.store, now, 1).prune()).toBe(0);
+    expect((await a.services.audit.list({ limit: 500 })).length).toBe(2);
+  });
+
+  test("a prune of more old events than one slice deletes every one of them, announced once", async () => {
+    const old = a.clock.now() - 400 * 86_400_000;
+    const { auditEvents } = a.store.tables;
+    for (let i = 0; i < 12; i++) await a.store.db.insert(auditEvents).values(Array.from({ length: 1000 }, (_, j) => ({ at: old + i * 1000 + j, type: "key.issued", actor: `bulk${j}@example.com` })));
+    await a.store.db.insert(auditEvents).values({ at: old + 20_000, type: "key.issued", actor: "last@example.com" });
+    expect(await new AuditLog(b.store, () => a.clock.now(), 365).prune()).toBe(12_001);
+    const [left] = await a.store.all<{ n: number }>(sql`SELECT count(*) AS n FROM audit_events WHERE at < ${a.clock.now() - 365 * 86_400_000}`);
+    expect(Number(left!.n)).toBe(0);
+    expect((await a.services.audit.list({ type: "audit.pruned", limit: 1 }))[0]!.detail).toMatchObject({ deleted: 12_001, retentionDays: 365 });
   });
 
   test("an instance holding another master key refuses to start on this database", async () => {

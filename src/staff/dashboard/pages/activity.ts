@@ -28,6 +28,8 @@ export interface ActivityView {
   staff: readonly string[];
   /** A filter value the page refused (e.g. a malformed date), shown above the table. */
   problem?: string | null;
+  /** Days events are kept (IMGPRESS_AUDIT_RETENTION_DAYS); 0: all of them. */
+  retentionDays?: number;
 }
 
 /** The href of the activity page for a filter. */
@@ -63,7 +65,7 @@ export function activityPage(v: ActivityView): SafeHtml {
 <div class="pager"><span>${v.rows.length} ${v.rows.length === 1 ? "event" : "events"} on this page${first ? ", newest first" : ""}</span><nav aria-label="Pages">${
           first ? html`<span class="disabled" aria-disabled="true">Newest</span>` : html`<a href="${activityHref({ ...f, before: null })}">Newest</a>`
         }${v.older === null ? html`<span class="disabled" aria-disabled="true">Older →</span>` : html`<a href="${activityHref({ ...f, before: v.older })}" rel="next">Older →</a>`}</nav></div>`;
-  const body = html`<div class="page-head"><div><h1>Activity</h1><p class="lead">The audit trail: sign-ins, staff changes, issued and revoked keys.</p></div></div>
+  const body = html`<div class="page-head"><div><h1>Activity</h1><p class="lead">The audit trail: sign-ins, staff changes, issued and revoked keys. ${v.retentionDays ? `Events older than ${v.retentionDays} ${v.retentionDays === 1 ? "day are" : "days are"} deleted (IMGPRESS_AUDIT_RETENTION_DAYS).` : "Every event is kept (IMGPRESS_AUDIT_RETENTION_DAYS is 0)."}</p></div></div>
 ${v.problem ? html`<p class="notice error" role="alert">${v.problem}</p>` : null}
 <form class="filters" method="get" action="/internal/activity">
 <label>Event<select name="type">${option("", f.type, "All events")}${v.types.map((t) => option(t, f.type))}</select></label>
