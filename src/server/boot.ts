@@ -158,13 +158,15 @@ function cannotOpen(config: Config, err: unknown, pending: readonly string[]): n
  */
 export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune()]).catch((err: Error) =>
+    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune(), services.refusals.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);
-  const stopFlushing = services.usage.start(config.usageFlushS);
+  const stopFlushing = services.usage.start(config.usageFlushS, () => services.refusals.flushLogged());
+  const stopSampling = services.history.start();
   return () => {
     clearInterval(timer);
     stopFlushing();
+    stopSampling();
   };
 }
