@@ -9,7 +9,7 @@ import { clientAddressing } from "./core/http/client.ts";
 import { errorHandler, RouteMethods } from "./core/http/errors.ts";
 import { httpsGuard, internalGuard } from "./core/http/guards.ts";
 import { API_PREFIX } from "./core/http/paths.ts";
-import { createFetchHandler } from "./core/http/serve.ts";
+import { createFetchHandler, observeAll } from "./core/http/serve.ts";
 import { IpAllowlist } from "./core/ipallow.ts";
 import type { Logger } from "./core/log.ts";
 import { healthRoutes } from "./ops/health/index.ts";
@@ -85,7 +85,7 @@ export function createRequestHandler(app: App, services: Services, config: Confi
   return createFetchHandler((request) => app.handle(request), logger, {
     hsts: !config.behindProxy,
     counter: services.requests,
-    observe: services.metrics.observeResponse,
+    observe: observeAll(services.metrics.observeResponse, services.refusals.observer, services.history.observer),
     draining: () => services.lifecycle.draining,
   });
 }

@@ -1,3 +1,5 @@
+import { statfs } from "node:fs/promises";
+import { memoryUsage } from "node:process";
 import { RequestAuthenticator } from "./api/requestauth/service.ts";
 import { KeyIssuance } from "./api/issuance/service.ts";
 import { ConversionGate } from "./conversion/gate.ts";
@@ -5,6 +7,7 @@ import { ConvertService } from "./conversion/service.ts";
 import type { Config } from "./core/config.ts";
 import { deriveKey } from "./core/crypto.ts";
 import { RequestCounter } from "./core/http/counter.ts";
+import { clientAddress } from "./core/http/meta.ts";
 import { API_PREFIX, CONVERT_PATH } from "./core/http/paths.ts";
 import type { Logger } from "./core/log.ts";
 import { type Mailer, observedMailer } from "./core/mail/mailer.ts";
@@ -13,6 +16,8 @@ import { databaseFolder, localPath, type Store } from "./data/db/index.ts";
 import { KeyRevocation } from "./data/keys/revoke.ts";
 import { KeyService } from "./data/keys/service.ts";
 import { RateLimiter } from "./data/ratelimit/service.ts";
+import { RefusalQueries } from "./data/usage/refused-queries.ts";
+import { RefusalRecorder } from "./data/usage/refusals.ts";
 import { UsageRecorder } from "./data/usage/recorder.ts";
 import { UsageQueries } from "./data/usage/service.ts";
 import { Readiness } from "./ops/health/service.ts";
@@ -24,6 +29,7 @@ import { liveState } from "./staff/api/service.ts";
 import { DashboardService } from "./staff/dashboard/service.ts";
 import { StaffDirectory } from "./staff/directory.ts";
 import { SessionService } from "./staff/sessions.ts";
+import { LiveHistory } from "./staff/live-history.ts";
 import { StaffSignIn } from "./staff/signin.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
@@ -50,6 +56,12 @@ export interface Services {
   convert: ConvertService;
   /** Counts every conversion attempt into hourly buckets; `flush()` writes them. */
   usage: UsageRecorder;
+  /** Counts refused public requests (401/403/413/415/429) per hour and key or address; `observer` joins the runtime's response observers. */
+  refusals: RefusalRecorder;
+  /** Reads the refused-request counts. */
+  refusalQueries: RefusalQueries;
+  /** The live panel's last 15 minutes in memory (sparklines, the health line); `observer` joins the runtime's response observers. */
+  history: LiveHistory;
   /** Reads the buckets and key counters for the dashboard and /internal/api. */
   usageQueries: UsageQueries;
   /** Draining state and shutdown hooks (a usage buffer joins with `lifecycle.onShutdown`). */
@@ -86,13 +98,18 @@ export async function createServices(deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now;
   const foundation = await foundationServices(deps, now);
   const conversion = conversionServices(deps, foundation, now);
-  const doors = await clientDoors(deps, foundation, conversion.metrics, now);
+  const doors = await clientDoors(deps, foundation, conversion.metrics, conversion.history, now);
   const staff = await staffServices(deps, foundation, now);
   const requests = new RequestCounter();
   const tls = new TlsStatus();
   const usageQueries = new UsageQueries(deps.store, now);
+  const refusalQueries = new RefusalQueries(deps.store);
   const dashboard = new DashboardService({
     usage: usageQueries,
+    refusals: refusalQueries,
+    history: conversion.history,
+    readiness: () => conversion.readiness.check(),
+    diskFree: () => diskFree(deps.config),
     audit: foundation.audit,
     auditTypes: AUDIT_TYPES,
     staff: staff.staff,
@@ -102,7 +119,15 @@ export async function createServices(deps: AppDeps): Promise<Services> {
     config: deps.config,
     now,
   });
-  return { ...foundation, ...conversion, ...doors, ...staff, usageQueries, requests, tls, dashboard };
+  return { ...foundation, ...conversion, ...doors, ...staff, usageQueries, refusalQueries, requests, tls, dashboard };
+}
+
+/** Free bytes where the database file lives (the health line's disk headroom); null for a database server. */
+async function diskFree(config: Config): Promise<number | null> {
+  const folder = databaseFolder(config.databaseUrl);
+  if (folder === null) return null;
+  const fs = await statfs(folder);
+  return Number(fs.bavail) * Number(fs.bsize);
 }
 
 /** Keys (after the master key is pinned to this database), rate limits, the audit and the stop's hooks. */
@@ -139,20 +164,31 @@ function conversionServices(deps: AppDeps, { lifecycle }: Foundation, now: Clock
   const usage = new UsageRecorder(deps.store, logger, {}, now);
   convert.observe(usage.observer);
   convert.observe((event) => metrics.observeConversion(event));
+  const history = new LiveHistory(() => {
+    const g = gate.stats();
+    return { slotsBusy: g.slotsBusy, waiting: g.waiting, rssBytes: memoryUsage.rss() };
+  }, now);
+  convert.observe(history.conversions);
+  const refusals = new RefusalRecorder(deps.store, logger, (request) => clientAddress(request, config.behindProxy), now);
   const readiness = new Readiness(deps.store, databaseFolder(config.databaseUrl), () => lifecycle.draining, logger);
   // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
   lifecycle.onShutdown("usage flush", () => usage.finalFlush());
+  // Bounded like the usage flush: a frozen database must not hold the stop.
+  lifecycle.onShutdown("refused-request counts", () => deps.store.bounded(refusals.flush()));
   // After the counts: a mail server that stalls holds the stop for at most the mail deadline (30 s).
   lifecycle.onShutdown("mail sent after answers", () => lifecycle.settled());
-  return { gate, metrics, convert, usage, readiness };
+  return { gate, metrics, convert, usage, readiness, history, refusals };
 }
 
 /** The clients' two doors: key issuance (e-mailed code → key pair) and request authentication (bearer or signature). */
-async function clientDoors(deps: AppDeps, { keys, limiter, audit, lifecycle }: Foundation, metrics: Metrics, now: Clock) {
+async function clientDoors(deps: AppDeps, { keys, limiter, audit, lifecycle }: Foundation, metrics: Metrics, history: LiveHistory, now: Clock) {
   const { config } = deps;
   // Key-code mail is counted in imgpress_mail_total. Staff sign-in mail is not: it goes to staff
   // addresses only, so the counter (readable without a session) would tell who is staff.
-  const mailer = observedMailer(deps.mailer, (outcome) => metrics.observeMail(outcome));
+  const mailer = observedMailer(deps.mailer, (outcome) => {
+    metrics.observeMail(outcome);
+    if (outcome === "failed") history.mailFailed();
+  });
   const issuance = new KeyIssuance({
     store: deps.store,
     keys,

@@ -161,15 +161,17 @@ function cannotOpen(config: Config, err: unknown, pending: readonly string[]): n
  */
 export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune(), services.audit.prune()]).catch((err: Error) =>
+    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune(), services.refusals.prune(), services.audit.prune()]).catch((err: Error) =>
       logger.warn("maintenance failed", { error: err.message }),
     );
   }, 60_000);
   // A retention set (or shortened) takes effect at this start, not a minute later.
   services.audit.prune().catch((err: Error) => logger.warn("maintenance failed", { error: err.message }));
-  const stopFlushing = services.usage.start(config.usageFlushS);
+  const stopFlushing = services.usage.start(config.usageFlushS, () => services.refusals.flushLogged());
+  const stopSampling = services.history.start();
   return () => {
     clearInterval(timer);
     stopFlushing();
+    stopSampling();
   };
 }

@@ -227,6 +227,54 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(await convert(keys.other!.api_key)).toBe(200);
   });
 
+  test("a burst of bad signatures from one address tops Top refused clients, turns the health line degraded and shows in the live sparkline", async () => {
+    // A made-up key signing junk: refused before any HMAC, counted against the address (the key is unknown).
+    const burst = async () => {
+      const res = await server.fetch("/v1/plugin/convert", {
+        method: "POST",
+        headers: { "x-api-key": `imp_${"x".repeat(43)}`, "x-timestamp": String(Math.floor(Date.now() / 1000)), "x-signature": "0".repeat(64) },
+      });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    const statuses: number[] = [];
+    for (let i = 0; i < 30; i++) statuses.push(await burst());
+    expect(new Set(statuses)).toEqual(new Set([401]));
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const topRow = page.locator("#refused-title ~ .table-wrap tbody tr").first();
+    await until(async () => {
+      await page.goto(`${server.url}/internal/`);
+      // Until the next flush (every second here) the table says nothing was refused.
+      if ((await topRow.count()) === 0) return false;
+      return /^(127\.0\.0\.1|0:0:0:0::\/64)$/.test((await topRow.getAttribute("data-client")) ?? "");
+    }, 15_000, "the address at the top of Top refused clients");
+    const cells = await topRow.locator("td").allInnerTexts();
+    expect(Number(cells[1]!.replace(/,/g, ""))).toBe(30);
+    expect(cells[3]!.replace(/\s/g, "")).toBe("INVALID_API_KEY");
+    // The revoked key tried once more earlier is a row of its own, linked to its page.
+    expect(await page.locator("#refused-title ~ .table-wrap tbody tr a[href^='/internal/keys/key_']").count()).toBe(1);
+    expect(await page.locator("[data-health]").getAttribute("data-health")).toBe("degraded");
+    expect(await page.locator("[data-health]").innerText()).toMatch(/^!?\s*Degraded: 3\d requests refused in the last 15 min/);
+    expect(Number(await page.locator("#overview-refused svg").getAttribute("data-peak"))).toBeGreaterThanOrEqual(31);
+    // The burst took a few seconds, less than the poll: the sparkline kept it, and the poll redraws it.
+    expect(Number(await page.locator("[data-spark=refusedPerS]").getAttribute("data-peak"))).toBeGreaterThan(0);
+    await page.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    expect(Number(await page.locator("[data-spark=refusedPerS]").getAttribute("data-peak"))).toBeGreaterThan(0);
+    await page.screenshot({ path: "/tmp/dash-overview-1280.png", fullPage: true });
+    // On a phone nothing on the overview scrolls sideways.
+    await page.setViewportSize({ width: 375, height: 800 });
+    await page.reload();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await page.screenshot({ path: "/tmp/dash-overview-375.png", fullPage: true });
+    const sideways = await page.evaluate(() => [...document.querySelectorAll(".table-wrap")].filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth).map((el) => `${el.getAttribute("aria-labelledby") ?? el.className}: ${el.scrollWidth} > ${el.clientWidth}`));
+    expect(sideways).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    // The revoked key's page counts its refused request.
+    await page.locator("#refused-title ~ .table-wrap tbody tr a[href^='/internal/keys/key_']").click();
+    expect(await page.locator("[data-figure=refused]").innerText()).toMatch(/^1 \(INVALID_API_KEY 1\)$/);
+    await page.screenshot({ path: "/tmp/dash-key-1280.png", fullPage: true });
+  });
+
   test("activity shows the sign-in and the revocation; filters narrow it; times in the browser's zone", async () => {
     await page.goto(`${server.url}/internal/activity`);
     const first = page.locator("tbody time").first();

@@ -49,7 +49,8 @@ const ERRORS = [
  * Returns how many bucket rows it wrote. Writes plain SQL text through the SQLite transaction, so
  * it takes the libSQL file's handle (`SqliteStore.db`); nothing on a live PostgreSQL is ever seeded.
  */
-export async function seedDemoData(db: Database, options: DemoOptions = {}): Promise<{ keys: number; buckets: number }> {
+export async function seedDemoData(db: Database, options: DemoOptions = {}): Promise<{ keys: number; buckets: number; refused: number }> {
+  let refused = 0;
   const keyCount = options.keys ?? 50;
   const days = options.days ?? 30;
   const busy = Math.min(options.busyKeys ?? 200, keyCount);
@@ -144,8 +145,32 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
         `INSERT INTO api_keys (id, email, site_url, key_hash, key_prefix, secret_sealed, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes) VALUES ${keyRows.slice(i, i + 500).join(",")}`,
       );
     }
+    refused = await seedRefused(write, start, end, random, keyRows.slice(0, 20).map((row) => row.slice(2, row.indexOf("'", 2))));
   });
-  return { keys: keyCount, buckets };
+  return { keys: keyCount, buckets, refused };
+}
+
+const REFUSED_CODES = ["INVALID_SIGNATURE", "INVALID_API_KEY", "UNAUTHORIZED", "RATE_LIMITED", "TIMESTAMP_OUT_OF_RANGE", "FILE_TOO_LARGE"] as const;
+
+/**
+ * Refused requests at the recorder's bound every hour (usage/refusals.ts): 20 named clients (scanning
+ * addresses from a pool of 300, and a few keys) plus "other", one or two codes each: the most rows a
+ * year can hold short of a new code, for the page-time bench. Returns the rows written.
+ */
+async function seedRefused(write: (sql: string) => Promise<unknown>, start: number, end: number, random: () => number, keyIds: string[]): Promise<number> {
+  const rows: string[] = [];
+  for (let hour = start; hour < end; hour += HOUR_MS) {
+    const clients = new Set<string>();
+    while (clients.size < 20) clients.add(random() < 0.1 && keyIds.length ? `key|${keyIds[Math.floor(random() * keyIds.length)]}` : `address|203.0.${Math.floor(random() * 2)}.${Math.floor(random() * 150)}`);
+    for (const id of [...clients, "other|"]) {
+      const [kind, client] = id.split("|") as [string, string];
+      const codes = new Set([REFUSED_CODES[Math.floor(random() * 3)]!, REFUSED_CODES[Math.floor(random() * REFUSED_CODES.length)]!]);
+      for (const code of codes) rows.push(`(${hour},'${kind}','${client}','${code}',${1 + Math.floor(random() * 40)},${hour + Math.floor(random() * HOUR_MS)})`);
+    }
+  }
+  for (let i = 0; i < rows.length; i += 500) await write(`INSERT INTO refused_hourly (hour, kind, client, code, count, last_at) VALUES ${rows.slice(i, i + 500).join(",")}`);
+  await write(`INSERT INTO refused_daily_total (day, code, count) SELECT (hour / ${DAY_MS}) * ${DAY_MS}, code, sum(count) FROM refused_hourly GROUP BY 1, 2`);
+  return rows.length;
 }
 
 function pickProfile(r: number) {

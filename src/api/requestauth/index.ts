@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { RequestAuthenticator } from "./service.ts";
+import { noteKey } from "../../core/http/meta.ts";
 
 /**
  * Route option `apiKey: true`: authenticates the request from its headers before the body is
@@ -9,7 +10,8 @@ export function apiAuth(authenticator: RequestAuthenticator) {
   return new Elysia({ name: "api-auth" }).macro({
     apiKey: {
       async resolve({ request }) {
-        return { credential: await authenticator.fromHeaders(request.method, request.headers) };
+        // The key named is noted on the request, so a refusal after this point is counted against it.
+        return { credential: await authenticator.fromHeaders(request.method, request.headers, (id) => noteKey(request, id)) };
       },
     },
   });

@@ -50,8 +50,8 @@ export class RequestAuthenticator {
       .prepare();
   }
 
-  /** Checks everything the headers alone can prove. */
-  async fromHeaders(method: string, headers: Headers): Promise<Credential> {
+  /** Checks everything the headers alone can prove; `named` hears the id of the key named, once found (active or revoked). */
+  async fromHeaders(method: string, headers: Headers, named?: (keyId: string) => void): Promise<Credential> {
     const signed = headers.has("x-signature") || headers.has("x-timestamp");
     const bearer = /^bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
     if (!signed && !bearer && !headers.has("x-api-key")) {
@@ -63,7 +63,7 @@ export class RequestAuthenticator {
     if (!this.policy.schemes.includes(scheme)) {
       throw this.unauthorized("SCHEME_DISABLED", `This server does not accept ${scheme} requests; use ${this.policy.schemes.join(" or ")}.`);
     }
-    return scheme === "bearer" ? this.bearer(bearer!) : this.signed(method, headers);
+    return scheme === "bearer" ? this.bearer(bearer!, named) : this.signed(method, headers, named);
   }
 
   // A 401 names the schemes this server accepts (RFC 9110 asks every 401 for a WWW-Authenticate).
@@ -82,12 +82,12 @@ export class RequestAuthenticator {
     await this.store.db.delete(seenSignatures).where(lt(seenSignatures.expiresAt, this.now() - this.policy.toleranceS * 1000));
   }
 
-  private async bearer(apiKey: string): Promise<Credential> {
-    const key = await this.findKey(apiKey);
+  private async bearer(apiKey: string, named?: (keyId: string) => void): Promise<Credential> {
+    const key = await this.findKey(apiKey, named);
     return { scheme: "bearer", key, verifyBody: async () => {} };
   }
 
-  private async signed(method: string, headers: Headers): Promise<Credential> {
+  private async signed(method: string, headers: Headers, named?: (keyId: string) => void): Promise<Credential> {
     const apiKey = headers.get("x-api-key");
     const timestamp = headers.get("x-timestamp")?.trim();
     const signature = headers.get("x-signature")?.trim().toLowerCase();
@@ -101,7 +101,7 @@ export class RequestAuthenticator {
         `x-timestamp must be whole Unix seconds within ±${this.policy.toleranceS} s of the server time; server time is ${nowS}.`,
       );
     }
-    const key = await this.findKey(apiKey!);
+    const key = await this.findKey(apiKey!, named);
     return {
       scheme: "signed",
       key,
@@ -114,8 +114,8 @@ export class RequestAuthenticator {
     };
   }
 
-  private async findKey(apiKey: string): Promise<ActiveKey> {
-    const key = await this.keys.findActive(apiKey.trim());
+  private async findKey(apiKey: string, named?: (keyId: string) => void): Promise<ActiveKey> {
+    const key = await this.keys.findActive(apiKey.trim(), named);
     if (!key) throw this.unauthorized("INVALID_API_KEY", "The API key is unknown or has been revoked.");
     return key;
   }

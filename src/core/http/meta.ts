@@ -12,6 +12,8 @@ export interface RequestMeta {
   route?: string;
   /** The `code` of the error answer (set by answerError, for metrics). */
   errorCode?: string;
+  /** The id of the key the request named, once found (active or revoked): refusals are counted against it. */
+  keyId?: string;
   /** Whether the path may reach an /internal/ route (see reachesInternal); worked out once. */
   internal?: boolean;
   /** The client's address (see clientAddress), worked out once by the app's `clientAddressing`. */
@@ -45,6 +47,11 @@ export function noteErrorCode(request: Request, code: string): RequestMeta {
   const meta = requestMeta(request);
   meta.errorCode = code;
   return meta;
+}
+
+/** Records the key a request named (see RequestMeta.keyId). */
+export function noteKey(request: Request, keyId: string): void {
+  requestMeta(request).keyId = keyId;
 }
 
 /**

@@ -13,6 +13,13 @@ const securityHeaders: Record<string, string> = {
 /** Told of every answered request (the metrics); must not throw or block. */
 export type ResponseObserver = (request: Request, response: Response, meta: RequestMeta) => void;
 
+/** One observer telling each of `observers` in turn (the metrics, the refused-request counts). */
+export function observeAll(...observers: ResponseObserver[]): ResponseObserver {
+  return (request, response, meta) => {
+    for (const observe of observers) observe(request, response, meta);
+  };
+}
+
 /**
  * Bun's HTTP parser refuses request headers over 16 KiB itself (a bare 431, before any code of ours
  * runs; the limit is the process-wide `--max-http-header-size` flag). Deno accepts several hundred

@@ -44,6 +44,12 @@ export const sqliteMigrations: Migration[] = [
     "when": 1795867455744,
     "hash": "5f078026b944ec00b517701c2d61e7db306ea1f73e8123caff875ffcc115630a",
     "sql": "CREATE TABLE `failed_sign_ins` (\n\t`email` text NOT NULL,\n\t`hour` integer NOT NULL,\n\t`attempts` integer NOT NULL,\n\t`last_client_address` text DEFAULT '' NOT NULL,\n\tPRIMARY KEY(`email`, `hour`)\n);\n--> statement-breakpoint\nCREATE INDEX `failed_sign_ins_hour` ON `failed_sign_ins` (`hour`);"
+  },
+  {
+    "tag": "0007_closed_reaper",
+    "when": 1795880872164,
+    "hash": "d9cd668cc93bb93d119e7044974f0958c3ce8a16cf5d3abb40eaf856064d4380",
+    "sql": "CREATE TABLE `refused_daily_total` (\n\t`day` integer NOT NULL,\n\t`code` text NOT NULL,\n\t`count` integer NOT NULL,\n\tPRIMARY KEY(`day`, `code`)\n);\n--> statement-breakpoint\nCREATE TABLE `refused_hourly` (\n\t`hour` integer NOT NULL,\n\t`kind` text NOT NULL,\n\t`client` text NOT NULL,\n\t`code` text NOT NULL,\n\t`count` integer NOT NULL,\n\t`last_at` integer NOT NULL,\n\tPRIMARY KEY(`hour`, `kind`, `client`, `code`)\n);\n--> statement-breakpoint\nCREATE INDEX `refused_hourly_client_hour` ON `refused_hourly` (`kind`,`client`,`hour`);"
   }
 ];
 
@@ -60,5 +66,11 @@ export const postgresMigrations: Migration[] = [
     "when": 1795867457248,
     "hash": "1d6306daade998985cad2a4cd32e06f065807bacd31ae92b98e74f3cea5443de",
     "sql": "CREATE TABLE \"failed_sign_ins\" (\n\t\"email\" text NOT NULL,\n\t\"hour\" bigint NOT NULL,\n\t\"attempts\" integer NOT NULL,\n\t\"last_client_address\" text DEFAULT '' NOT NULL,\n\tCONSTRAINT \"failed_sign_ins_email_hour_pk\" PRIMARY KEY(\"email\",\"hour\")\n);\n--> statement-breakpoint\nCREATE INDEX \"failed_sign_ins_hour\" ON \"failed_sign_ins\" USING btree (\"hour\");"
+  },
+  {
+    "tag": "0002_melted_norman_osborn",
+    "when": 1795880872529,
+    "hash": "435dbaeaeaa6398f272cd8248afc110e8a0a1bf2fd529163ec2bf92e2a4ce07a",
+    "sql": "CREATE TABLE \"refused_daily_total\" (\n\t\"day\" bigint NOT NULL,\n\t\"code\" text NOT NULL,\n\t\"count\" integer NOT NULL,\n\tCONSTRAINT \"refused_daily_total_day_code_pk\" PRIMARY KEY(\"day\",\"code\")\n);\n--> statement-breakpoint\nCREATE TABLE \"refused_hourly\" (\n\t\"hour\" bigint NOT NULL,\n\t\"kind\" text NOT NULL,\n\t\"client\" text NOT NULL,\n\t\"code\" text NOT NULL,\n\t\"count\" integer NOT NULL,\n\t\"last_at\" bigint NOT NULL,\n\tCONSTRAINT \"refused_hourly_hour_kind_client_code_pk\" PRIMARY KEY(\"hour\",\"kind\",\"client\",\"code\")\n);\n--> statement-breakpoint\nCREATE INDEX \"refused_hourly_client_hour\" ON \"refused_hourly\" USING btree (\"kind\",\"client\",\"hour\");"
   }
 ];

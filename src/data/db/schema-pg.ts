@@ -115,6 +115,27 @@ export const usageDailyTotal = pgTable("usage_daily_total", { day: big("day").no
   primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] }),
 ]);
 
+/** See schema.ts `refusedHourly`. */
+export const refusedHourly = pgTable(
+  "refused_hourly",
+  {
+    hour: big("hour").notNull(),
+    kind: text("kind").notNull(),
+    client: text("client").notNull(),
+    code: text("code").notNull(),
+    count: integer("count").notNull(),
+    lastAt: big("last_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.hour, table.kind, table.client, table.code] }), index("refused_hourly_client_hour").on(table.kind, table.client, table.hour)],
+);
+
+/** See schema.ts `refusedDailyTotal`. */
+export const refusedDailyTotal = pgTable(
+  "refused_daily_total",
+  { day: big("day").notNull(), code: text("code").notNull(), count: integer("count").notNull() },
+  (table) => [primaryKey({ columns: [table.day, table.code] })],
+);
+
 /** See schema.ts `heartbeat`. */
 export const heartbeat = pgTable("heartbeat", {
   id: integer("id").primaryKey(),

@@ -142,6 +142,36 @@ export const usageHourlyTotal = sqliteTable("usage_hourly_total", { hour: intege
 export const usageDailyTotal = sqliteTable("usage_daily_total", { day: integer("day").notNull(), ...usageColumns() }, (table) => [
   primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] }),
 ]);
+/**
+ * Refused requests on the public routes (401, 403, 413, 415, 429) per UTC hour, client and code:
+ * `kind` 'key' (client = the key id the request named), 'address' (client = the IPv4 address or
+ * IPv6 /64) or 'other' (client '': every client past the hour's top N, folded together so a spray
+ * of addresses adds a bounded number of rows; see usage/refusals.ts).
+ */
+export const refusedHourly = sqliteTable(
+  "refused_hourly",
+  {
+    hour: integer("hour").notNull(),
+    kind: text("kind").notNull(),
+    client: text("client").notNull(),
+    code: text("code").notNull(),
+    count: integer("count").notNull(),
+    // When the latest refusal of the row was answered (Unix ms): "last seen".
+    lastAt: integer("last_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.hour, table.kind, table.client, table.code] }), index("refused_hourly_client_hour").on(table.kind, table.client, table.hour)],
+);
+
+/**
+ * The refused requests again per UTC day and code only, same transaction: a year's chart and
+ * totals read ~400 days × a few codes instead of every client's hours (bench/RESULTS.md).
+ */
+export const refusedDailyTotal = sqliteTable(
+  "refused_daily_total",
+  { day: integer("day").notNull(), code: text("code").notNull(), count: integer("count").notNull() },
+  (table) => [primaryKey({ columns: [table.day, table.code] })],
+);
+
 /** One row rewritten by the readiness probe: a real committed write proves the database file still accepts them. */
 export const heartbeat = sqliteTable("heartbeat", {
   id: integer("id").primaryKey(),

@@ -46,9 +46,10 @@ export class KeyService {
     this.db = store.db;
     const apiKeys = (this.apiKeys = store.tables.apiKeys);
     this.byHash = store.db
-      .select({ id: apiKeys.id, email: apiKeys.email, secretSealed: apiKeys.secretSealed })
+      .select({ id: apiKeys.id, email: apiKeys.email, secretSealed: apiKeys.secretSealed, revokedAt: apiKeys.revokedAt })
       .from(apiKeys)
-      .where(and(eq(apiKeys.keyHash, sql.placeholder("keyHash")), isNull(apiKeys.revokedAt)))
+      // Revoked keys too (same unique index): a revoked key still being tried is counted against it.
+      .where(eq(apiKeys.keyHash, sql.placeholder("keyHash")))
       .limit(1)
       .prepare();
   }
@@ -84,12 +85,14 @@ export class KeyService {
     return issued;
   }
 
-  /** The active key whose api_key is `apiKey`, or null when unknown or revoked. */
-  async findActive(apiKey: string): Promise<ActiveKey | null> {
+  /** The active key whose api_key is `apiKey`, or null when unknown or revoked; `named` hears the id of any key found. */
+  async findActive(apiKey: string, named?: (id: string) => void): Promise<ActiveKey | null> {
     if (!apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > 200) return null;
     // Read on every request (no cache), so a key revoked by any instance is refused on its next request.
     const [row] = await this.store.bounded(this.byHash.execute({ keyHash: await sha256Hex(apiKey) }));
     if (!row) return null;
+    named?.(row.id);
+    if (row.revokedAt !== null) return null;
     return { id: row.id, email: row.email, secret: () => this.box.open(row.secretSealed, row.id) };
   }
 

@@ -7,12 +7,14 @@ export interface Figure {
   label: string;
   value: string;
   sub?: string;
+  /** Its change against the previous period, e.g. "▲ 12 % vs previous 24 h". */
+  delta?: string;
 }
 
 /** A row of big-number cards. */
 export function cards(figures: readonly Figure[]): SafeHtml {
   return html`<dl class="cards">${figures.map(
-    (f) => html`<div class="card"><dt>${f.label}</dt><dd data-figure="${f.id}">${f.value}${f.sub ? html`<span class="sub">${f.sub}</span>` : null}</dd></div>`,
+    (f) => html`<div class="card"><dt>${f.label}</dt><dd data-figure="${f.id}">${f.value}${f.sub ? html`<span class="sub">${f.sub}</span>` : null}${f.delta ? html`<span class="sub delta" data-delta="${f.id}">${f.delta}</span>` : null}</dd></div>`,
   )}</dl>`;
 }
 

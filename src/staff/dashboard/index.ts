@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { clientContext } from "../../core/http/client.ts";
 import { notFound as unknownRoute } from "../../core/errors.ts";
-import { html } from "../../core/html.ts";
+import { html, type SafeHtml } from "../../core/html.ts";
 import { parseFormBody } from "../form.ts";
 import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import type { KeyRevocation } from "../../data/keys/revoke.ts";
@@ -51,6 +51,10 @@ export function dashboardRoutes(deps: DashboardRouteDeps) {
     .use(clientContext)
     .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
     .get("/", async ({ staff, query }) => htmlPage(overviewPage(await deps.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })
+    .get("/live/sparklines", ({ set }) => {
+      set.headers["cache-control"] = "no-store";
+      return htmlFragment(deps.dashboard.sparklines());
+    }, page())
     .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query))), { ...page(), query: PageQuery })
     .get("/keys/:id", async ({ staff, params, query }) => {
       const view = await deps.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
@@ -87,6 +91,11 @@ function settingsAction(deps: DashboardRouteDeps, staff: StaffSession, request: 
     async () => seeOther(`/internal/settings?done=${await run()}`),
     async (err) => htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message }), typed), err.status),
   );
+}
+
+/** A piece of a page the page's script puts in place (the live panel's sparklines). */
+function htmlFragment(body: SafeHtml): Response {
+  return new Response(body.text, { headers: { "content-type": "text/html;charset=utf-8", "cache-control": "no-store" } });
 }
 
 function notFound(title: string, detail: string): Response {

@@ -6,6 +6,14 @@ import type { StaffDirectory } from "../directory.ts";
 import type { SessionService } from "../sessions.ts";
 import { KEY_SORTS, MAX_PAGE, MAX_SEARCH_CHARS, type KeysQuery } from "../../data/usage/model.ts";
 import type { UsageQueries } from "../../data/usage/service.ts";
+import type { RefusalQueries } from "../../data/usage/refused-queries.ts";
+import type { RefusedView } from "./refused.ts";
+import type { LiveHistory } from "../live-history.ts";
+import type { ReadinessReport } from "../../ops/health/service.ts";
+import { healthVerdict, type HealthVerdict } from "./health.ts";
+import { sparklines } from "./sparkline.ts";
+import type { SafeHtml } from "../../core/html.ts";
+import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import { runtime, version } from "../../core/version.ts";
 import { count, duration } from "./format.ts";
 import type { Notice, Viewer } from "../layout.ts";
@@ -19,17 +27,25 @@ import { localPath, shown } from "../../data/db/location.ts";
 import { describeSettings } from "../settings-view.ts";
 import type { TlsView } from "../../server/tls/status.ts";
 import { emailForLookup } from "../../core/email.ts";
-import { DAY_MS } from "../../core/durations.ts";
+import { DAY_MS, stepMs } from "../../core/durations.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
   usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
+  /** Refused requests of the public routes (usage/refusals.ts). */
+  refusals: Pick<RefusalQueries, "codes" | "series" | "top">;
   audit: Pick<AuditLog, "page" | "retentionDays">;
   auditTypes: readonly string[];
   staff: Pick<StaffDirectory, "list">;
   sessions: Pick<SessionService, "list">;
   /** The same snapshot /internal/api/live answers (the live panel then polls it). */
   live: () => ReturnType<typeof liveState>;
+  /** The live panel's last 15 minutes (sparklines, the health line). */
+  history: Pick<LiveHistory, "recent" | "sparkline">;
+  /** The readiness checks /health/ready runs (their results are cached a second). */
+  readiness: () => Promise<ReadinessReport>;
+  /** Free bytes where the database file lives; null for a database server. */
+  diskFree: () => Promise<number | null>;
   /** The certificate this process serves; null where it does not listen. */
   tls: () => TlsView | null;
   config: Config;
@@ -39,6 +55,10 @@ export interface DashboardSources {
 /** Rows per page of the keys table and of the activity list. */
 const PAGE_SIZE = 50;
 const LIVE_EVERY_S = 5;
+/** Rows of the overview's "Top refused clients". */
+const TOP_REFUSED = 10;
+/** The longest span "Top refused clients" ranks. */
+const TOP_REFUSED_DAYS = 30;
 
 /** Builds each page's view data from the sources; pages never fail on odd query values, they fall back. */
 export class DashboardService {
@@ -48,8 +68,37 @@ export class DashboardService {
   async overview(viewer: Viewer, range: string | undefined): Promise<OverviewView> {
     const name = rangeName(range);
     const { from, to, step } = rangeBounds(name, this.sources.now());
-    const [overview, series] = await Promise.all([this.sources.usage.overview({ from, to }), this.sources.usage.series({ from, to, step })]);
-    return { viewer, range: name, overview, series, live: this.live() };
+    const [overview, previous, series, refused, health] = await Promise.all([
+      this.sources.usage.overview({ from, to }),
+      // The period of the same length just before, for each card's change.
+      this.sources.usage.overview({ from: from - (to - from), to: from }),
+      this.sources.usage.series({ from, to, step }),
+      this.refused({ from, to, step }, TOP_REFUSED),
+      this.health(),
+    ]);
+    return { viewer, range: name, overview, previous, series, refused, health, live: this.live() };
+  }
+
+  /** The health line's verdict from the last 15 minutes and the state now. */
+  async health(): Promise<HealthVerdict> {
+    const l = this.sources.live();
+    const [ready, diskFreeBytes] = await Promise.all([this.sources.readiness(), this.sources.diskFree().catch(() => null)]);
+    const validUntil = this.sources.tls()?.validUntil;
+    return healthVerdict({
+      recent: this.sources.history.recent(15 * 60),
+      slotsBusy: l.conversions.slotsBusy,
+      concurrency: this.sources.config.concurrency,
+      waiting: l.conversions.waiting,
+      abandoned: l.conversions.abandoned,
+      readiness: ready.checks,
+      diskFreeBytes,
+      tlsDaysLeft: validUntil ? Math.floor((Date.parse(validUntil) - this.sources.now()) / DAY_MS) : null,
+    });
+  }
+
+  /** The live panel's sparklines as an HTML fragment (the panel's poll fetches it). */
+  sparklines(): SafeHtml {
+    return sparklines(this.sources.history.sparkline(), this.sources.config.concurrency);
   }
 
   /** The keys table for the query string's search, status, sort, order and page. */
@@ -77,8 +126,20 @@ export class DashboardService {
     const { from, to, step } = rangeBounds(name, this.sources.now());
     const detail = await this.sources.usage.key(id, { from, to });
     if (!detail) return null;
-    const series = await this.sources.usage.series({ from, to, step, keyId: id });
-    return { viewer, detail, range: name, series, notice };
+    const [series, refused] = await Promise.all([this.sources.usage.series({ from, to, step, keyId: id }), this.refused({ from, to, step, keyId: id })]);
+    return { viewer, detail, range: name, series, refused, notice };
+  }
+
+  /** Refused requests of a range: by code, over time, and (given `top`) the most refused clients. */
+  private async refused(range: { from: number; to: number; step: "hour" | "day"; keyId?: string }, top?: number): Promise<RefusedView> {
+    const [codes, points, clients] = await Promise.all([
+      this.sources.refusals.codes(range),
+      this.sources.refusals.series(range),
+      // A year of clients at the hourly bound takes ~0.3 s to rank (bench/RESULTS.md): longer ranges rank the last 30 days.
+      top === undefined ? undefined : this.sources.refusals.top({ from: Math.max(range.from, range.to - TOP_REFUSED_DAYS * DAY_MS), to: range.to }, top),
+    ]);
+    const topDays = range.to - range.from > TOP_REFUSED_DAYS * DAY_MS ? TOP_REFUSED_DAYS : null;
+    return { codes, points, stepMs: stepMs(range.step), ...(clients ? { top: clients, topDays } : {}) };
   }
 
   /** The audit trail filtered by type, actor and UTC days, newest first, one page. */
@@ -149,6 +210,8 @@ export class DashboardService {
     const l = this.sources.live();
     return {
       src: "/internal/api/live",
+      sparkSrc: `${INTERNAL_PREFIX}/live/sparklines`,
+      spark: this.sparklines(),
       everyS: LIVE_EVERY_S,
       // Five minutes before the session's idle timeout: an unattended tab must let it end.
       pauseS: Math.max(60, this.sources.config.staffSessionIdleS - 300),

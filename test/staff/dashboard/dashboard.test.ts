@@ -11,6 +11,8 @@ import { embeddedAssetsSource } from "../../../src/staff/assets/embed.ts";
 import { bytes, count, duration, ms, percent, ratio, utcText } from "../../../src/staff/dashboard/format.ts";
 import { activityPage } from "../../../src/staff/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../../../src/staff/dashboard/pages/keys.ts";
+import type { RefusedView } from "../../../src/staff/dashboard/refused.ts";
+import { html } from "../../../src/core/html.ts";
 import { overviewPage } from "../../../src/staff/dashboard/pages/overview.ts";
 import { settingsPage } from "../../../src/staff/dashboard/pages/settings.ts";
 import { describeSettings } from "../../../src/staff/settings-view.ts";
@@ -44,7 +46,7 @@ function overview(conversions: number): Overview {
   };
 }
 
-const live = { src: "/internal/api/live", everyS: 5, pauseS: 1500, fields: [{ label: "Version", path: "version", format: "text" as const, initial: "<v>" }] };
+const live = { src: "/internal/api/live", sparkSrc: "/internal/live/sparklines", spark: html`<i>spark</i>`, everyS: 5, pauseS: 1500, fields: [{ label: "Version", path: "version", format: "text" as const, initial: "<v>" }] };
 const key: KeyListRow = {
   id: "key_1",
   prefix: "imp_abcd",
@@ -61,12 +63,23 @@ const key: KeyListRow = {
   guardEncodes: 7,
 };
 
+/** Refused requests with attacker-chosen text in the key's e-mail and the code. */
+const refused: RefusedView = {
+  codes: { total: 5, byCode: [{ code: "INVALID_SIGNATURE", count: 4 }, { code: "<b>X</b>", count: 1 }] },
+  points: [{ t: T, total: 5, byCode: { INVALID_SIGNATURE: 4, "<b>X</b>": 1 } }],
+  stepMs: 3_600_000,
+  top: [
+    { kind: "key", client: "key_<i>", count: 4, lastAt: T, mainCode: "INVALID_SIGNATURE", key: { prefix: "imp_abc", email: XSS_EMAIL } },
+    { kind: "address", client: "2001:db8::/64", count: 1, lastAt: T, mainCode: "<b>X</b>" },
+  ],
+};
+
 /** Every page, rendered with attacker-chosen text wherever data goes. */
 function allPages(): Record<string, string> {
   return {
-    overview: overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1, 0, 4]), live }).text,
+    overview: overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1, 0, 4]), refused, live }).text,
     keys: keysPage({ viewer, filter: { q: XSS_EMAIL, status: "all", sort: "created", order: "desc", page: 1 }, keys: { rows: [key], total: 1, page: 1, pageSize: 50 } }).text,
-    key: keyPage({ viewer, detail: { key, usage: overview(3) }, range: "24h", series: series([3]) }).text,
+    key: keyPage({ viewer, detail: { key, usage: overview(3) }, range: "24h", series: series([3]), refused }).text,
     activity: activityPage({
       viewer,
       filter: { type: "", staff: XSS_EMAIL, from: "", to: "", before: null },
@@ -217,7 +230,7 @@ describe("pages render data as text", () => {
   });
 
   test("the overview without conversions explains where to start", () => {
-    const page = overviewPage({ viewer, range: "7d", overview: { ...overview(0), errorsByCode: [], totals: { ...overview(0).totals, errors: 0 } }, series: series([0]), live }).text;
+    const page = overviewPage({ viewer, range: "7d", overview: { ...overview(0), errorsByCode: [], totals: { ...overview(0).totals, errors: 0 } }, series: series([0]), refused, live }).text;
     expect(page).toContain("No conversions yet");
     expect(page).toContain('<a href="/v1/docs">/v1/docs</a>');
   });
@@ -232,12 +245,12 @@ describe("pages render data as text", () => {
         { quality: "lossless", conversions: 2, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 },
       ],
     };
-    const page = overviewPage({ viewer, range: "24h", overview: mixed, series: series([10]), live }).text;
+    const page = overviewPage({ viewer, range: "24h", overview: mixed, series: series([10]), refused, live }).text;
     expect(page).toMatch(/data-figure="guard-encodes">29<span class="sub">re-encodes · 3\.63 per lossy conversion</);
     // Without lossy conversions there is nothing to divide by.
     const none = { ...o, totals: { ...o.totals, guardEncodes: 0 }, byQuality: [{ quality: "lossless", conversions: 10, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 }] };
-    expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), live }).text).toMatch(/data-figure="guard-encodes">0<span class="sub">re-encodes · – per lossy conversion</);
-    const keyText = keyPage({ viewer, detail: { key: { ...key, guardEncodes: 1234 }, usage: mixed }, range: "24h", series: series([10]) }).text;
+    expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), refused, live }).text).toMatch(/data-figure="guard-encodes">0<span class="sub">re-encodes · – per lossy conversion</);
+    const keyText = keyPage({ viewer, detail: { key: { ...key, guardEncodes: 1234 }, usage: mixed }, range: "24h", series: series([10]), refused }).text;
     expect(keyText).toContain("<dt>All-time quality guard re-encodes</dt><dd class=\"num-left\">1,234</dd>");
     expect(keyText).toContain('data-figure="guard-encodes">29<');
   });
@@ -329,4 +342,16 @@ describe("axis labels", () => {
     expect(labels(7, 3_600_000)[0]).toBe("day 11-25");
     expect(labels(1, 3_600_000)[0]).toBe("hour 00:00");
   });
+});
+
+test("refused requests: the top clients link a key to its page and name an address; the key page counts its own by code", () => {
+  const page = overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1]), refused, live }).text;
+  expect(page).toContain('<h2 id="refused-title">Top refused clients</h2>');
+  expect(page).toMatch(/<tr data-client="key_&lt;i&gt;"><td><a href="\/internal\/keys\/key_%3Ci%3E">/);
+  expect(page).toMatch(/<tr data-client="2001:db8::\/64">/);
+  expect(page).toContain("Rejected requests by code");
+  const keyText = keyPage({ viewer, detail: { key, usage: overview(3) }, range: "24h", series: series([3]), refused }).text;
+  expect(keyText).toMatch(/data-figure="refused">5 <span class="muted">\(INVALID_SIGNATURE 4, &lt;b&gt;X&lt;\/b&gt; 1\)/);
+  const none = { ...refused, codes: { total: 0, byCode: [] }, top: [] };
+  expect(overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1]), refused: none, live }).text).toContain("No request to the public API was refused in this range.");
 });

@@ -1,7 +1,8 @@
 // imgpress dashboard behaviour, loaded by every staff page (no inline script: the CSP forbids it).
 // 1. Times in the browser's time zone: <time datetime> and chart labels/tooltips with data-t.
 // 2. A confirmation before forms that carry data-confirm (e.g. Revoke) are submitted.
-// 3. The live panel: polls the URL in data-live-src every data-live-every seconds, and pauses after
+// 3. The live panel: polls the URL in data-live-src (and its sparklines, server-drawn HTML from
+//    data-spark-src) every data-live-every seconds, and pauses after
 //    data-live-pause seconds without a key press, click or scroll, so that an unattended tab lets the
 //    staff session reach its idle timeout instead of keeping it alive for ever.
 // 4. A refusal's "in N s" (data-countdown="N") counts down to "now", so the page says when to try again.
@@ -115,6 +116,12 @@
           const value = field(data, el.dataset.live);
           if (value === undefined || value === null) continue;
           el.textContent = (writers[el.dataset.format] || writers.text)(value);
+        }
+        // The sparklines are drawn by the server (the last 10 minutes it keeps): fetched again as they are.
+        const spark = panel.querySelector("[data-spark-src]");
+        if (spark) {
+          const drawn = await fetch(spark.dataset.sparkSrc, { credentials: "same-origin", cache: "no-store" });
+          if (drawn.ok) spark.innerHTML = await drawn.text();
         }
         panel.classList.remove("stale");
         show("updating", `updated ${clock.format(new Date())}`, "live figures are updating again");

@@ -6,6 +6,7 @@ import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
 import { API_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
+import { refusedChart, type RefusedView } from "../refused.ts";
 
 /** The keys table's state as the URL carries it. */
 export interface KeysFilter {
@@ -83,6 +84,7 @@ export interface KeyView {
   detail: KeyDetail;
   range: RangeName;
   series: Series;
+  refused: RefusedView;
   notice?: Notice | null;
 }
 
@@ -103,6 +105,7 @@ export function keyPage(v: KeyView): SafeHtml {
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
 <dt>All-time conversions</dt><dd class="num-left">${count(k.conversions)}</dd><dt>All-time bytes saved</dt><dd>${bytes(k.bytesSaved)}</dd>
+<dt>Refused in the last ${RANGES[v.range].label}</dt><dd class="num-left" data-figure="refused">${count(v.refused.codes.total)}${v.refused.codes.byCode.length ? html` <span class="muted">(${v.refused.codes.byCode.map((c) => `${c.code} ${count(c.count)}`).join(", ")})</span>` : null}</dd>
 <dt>All-time quality guard re-encodes</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd></dl></section>
 ${revoke}</div>
 <div class="page-head"><h2>Usage in the last ${RANGES[v.range].label}</h2>${rangeSwitch(v.range, href)}</div>
@@ -112,6 +115,7 @@ ${
   nothing
     ? html`<div class="panel">${empty("No conversions in this range", html`<p>This key converted nothing in the last ${RANGES[v.range].label}.</p>`)}</div>`
     : html`<div class="charts">${seriesCharts("key", v.series, u.errorsByCode.map((e) => e.code))}${splitCharts("key", u)}</div>`
-}`;
+}
+${v.refused.codes.total > 0 ? html`<h2>Refused requests</h2><div class="charts">${refusedChart("key-refused", v.refused)}</div>` : null}`;
   return layout({ title: `Key ${k.prefix}`, section: "keys", viewer: v.viewer, body, notice: v.notice });
 }

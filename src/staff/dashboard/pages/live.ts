@@ -16,6 +16,9 @@ export interface LiveField {
 /** The live panel: the polled URL, how often, and its figures. */
 export interface LiveView {
   src: string;
+  /** The sparklines fragment the poll fetches again, and its first rendering. */
+  sparkSrc: string;
+  spark: SafeHtml;
   everyS: number;
   /** Polling stops after this long without input (the staff session's idle timeout must be able to end it). */
   pauseS: number;
@@ -29,5 +32,6 @@ export function liveSection(live: LiveView): SafeHtml {
 <p class="sr-only" data-live-announce aria-live="polite"></p>
 <dl>${live.fields.map(
     (f) => html`<div><dt>${f.label}</dt><dd><span data-live="${f.path}" data-format="${f.format}">${f.initial}</span>${f.suffix ? html` <span class="muted">${f.suffix}</span>` : null}</dd></div>`,
-  )}</dl></section>`;
+  )}</dl>
+<h3 class="spark-title">Last 10 minutes</h3><div data-spark-src="${live.sparkSrc}">${live.spark}</div></section>`;
 }

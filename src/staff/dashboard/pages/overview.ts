@@ -9,13 +9,19 @@ import { liveSection, type LiveView } from "./live.ts";
 import { API_PREFIX, CONVERT_PATH } from "../../../core/http/paths.ts";
 import { stepMs } from "../../../core/durations.ts";
 import { savedPercent } from "../../../data/usage/service.ts";
+import { refusedChart, topRefused, type RefusedView } from "../refused.ts";
+import { healthLine, type HealthVerdict } from "../health.ts";
 
 /** Everything the overview page shows. */
 export interface OverviewView {
   viewer: Viewer;
   range: RangeName;
   overview: Overview;
+  /** The period of the same length just before (each card's change); absent on a key's page. */
+  previous?: Overview;
   series: Series;
+  refused: RefusedView;
+  health?: HealthVerdict;
   live: LiveView;
 }
 
@@ -26,18 +32,28 @@ export function rangeSwitch(current: RangeName, href: (range: RangeName) => stri
   )}</nav>`;
 }
 
-/** The big figures of a range: conversions, bytes in/out/saved, savings, latency, quality guard re-encodes. */
-export function figures(o: Overview): SafeHtml {
+/** "▲ 12 % vs previous 24 h": the change of a figure against the period before; lower is better for `inverse` figures (errors, latency). */
+export function change(now: number | null, before: number | null, period: string): string {
+  if (now === null || before === null) return `– vs previous ${period}`;
+  if (before === 0) return now === 0 ? `no change vs previous ${period}` : `▲ new vs previous ${period}`;
+  const pct = Math.round(((now - before) / Math.abs(before)) * 100);
+  return pct === 0 ? `no change vs previous ${period}` : `${pct > 0 ? "▲" : "▼"} ${Math.abs(pct)} % vs previous ${period}`;
+}
+
+/** The big figures of a range: conversions, bytes in/out/saved, savings, latency, quality guard re-encodes; with `previous`, each one's change. */
+export function figures(o: Overview, previous?: { overview: Overview; period: string }): SafeHtml {
   const t = o.totals;
+  const p = previous?.overview.totals;
+  const delta = (pick: (x: Overview["totals"]) => number | null) => (p && previous ? { delta: change(pick(t), pick(p), previous.period) } : {});
   // Per lossy conversion: lossless output never passes through the guard.
   const lossy = o.byQuality.find((q) => q.quality === "lossy")?.conversions ?? 0;
   return cards([
-    { id: "conversions", label: "Conversions", value: count(t.conversions), sub: `${count(t.errors)} ${t.errors === 1 ? "error" : "errors"}` },
-    { id: "bytes-in", label: "Bytes in", value: bytes(t.bytesIn) },
-    { id: "bytes-out", label: "Bytes out", value: bytes(t.bytesOut) },
-    { id: "bytes-saved", label: "Bytes saved", value: bytes(t.bytesSaved) },
-    { id: "savings", label: "Savings", value: percent(t.savingsPercent) },
-    { id: "latency", label: "Latency p50 / p95", value: `${ms(t.p50Ms)}`, sub: `p95 ${ms(t.p95Ms)}` },
+    { id: "conversions", label: "Conversions", value: count(t.conversions), sub: `${count(t.errors)} ${t.errors === 1 ? "error" : "errors"}`, ...delta((x) => x.conversions) },
+    { id: "bytes-in", label: "Bytes in", value: bytes(t.bytesIn), ...delta((x) => x.bytesIn) },
+    { id: "bytes-out", label: "Bytes out", value: bytes(t.bytesOut), ...delta((x) => x.bytesOut) },
+    { id: "bytes-saved", label: "Bytes saved", value: bytes(t.bytesSaved), ...delta((x) => x.bytesSaved) },
+    { id: "savings", label: "Savings", value: percent(t.savingsPercent), ...delta((x) => x.savingsPercent) },
+    { id: "latency", label: "Latency p50 / p95", value: `${ms(t.p50Ms)}`, sub: `p95 ${ms(t.p95Ms)}`, ...delta((x) => x.p50Ms) },
     { id: "guard-encodes", label: "Quality guard", value: count(t.guardEncodes), sub: `re-encodes · ${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion` },
   ]);
 }
@@ -114,10 +130,13 @@ export function splitCharts(prefix: string, o: Overview): SafeHtml {
 /** /internal/: the figures of a range, their charts and the live panel. */
 export function overviewPage(v: OverviewView): SafeHtml {
   const nothing = v.overview.totals.conversions === 0 && v.overview.totals.errors === 0;
+  const refused = v.refused.codes.total > 0 ? refusedChart("overview-refused", v.refused) : null;
   const body = html`<div class="page-head"><div><h1>Overview</h1><p class="lead">Conversions through this service in the last ${RANGES[v.range].label}.</p></div>
 ${rangeSwitch(v.range, (r) => `/internal/?range=${r}`)}</div>
-${figures(v.overview)}
+${v.health ? healthLine(v.health) : null}
+${figures(v.overview, v.previous ? { overview: v.previous, period: RANGES[v.range].label } : undefined)}
 ${liveSection(v.live)}
+${topRefused(v.refused.top ?? [], v.refused.topDays ?? null)}
 <h2>Over time</h2>
 ${
   nothing
@@ -125,7 +144,8 @@ ${
         "No conversions yet",
         html`<p>Nothing was converted in the last ${RANGES[v.range].label}. Clients get a key with the e-mailed code and send images to <code>${API_PREFIX}${CONVERT_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`,
       )}</div>`
-    : html`<div class="charts">${seriesCharts("overview", v.series, v.overview.errorsByCode.map((e) => e.code))}${splitCharts("overview", v.overview)}</div>`
-}`;
+    : html`<div class="charts">${seriesCharts("overview", v.series, v.overview.errorsByCode.map((e) => e.code))}${splitCharts("overview", v.overview)}${refused}</div>`
+}
+${nothing && refused ? html`<div class="charts">${refused}</div>` : null}`;
   return layout({ title: "Overview", section: "overview", viewer: v.viewer, body });
 }

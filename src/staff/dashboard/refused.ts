@@ -1,0 +1,71 @@
+import { html, type SafeHtml } from "../../core/html.ts";
+import type { RefusedClient, RefusedCodes, RefusedPoint } from "../../data/usage/refused-queries.ts";
+import { timeChart } from "./chart.ts";
+import { breakable, empty, table, time } from "./components.ts";
+import { count } from "./format.ts";
+
+/** The refused requests of a range as a page shows them. */
+export interface RefusedView {
+  codes: RefusedCodes;
+  points: RefusedPoint[];
+  stepMs: number;
+  /** The most refused clients (overview only). */
+  top?: RefusedClient[];
+  /** Days the top clients cover when shorter than the range (null: the whole range). */
+  topDays?: number | null;
+}
+
+/** Codes drawn with their own colour; the rest are summed as "other". */
+const SHOWN_CODES = 5;
+
+/** "Rejected requests" by code over time: the public routes' 401/403/413/415/429 answers. */
+export function refusedChart(id: string, v: RefusedView): SafeHtml {
+  const shown = v.codes.byCode.slice(0, SHOWN_CODES).map((c) => c.code);
+  const series = shown.map((code) => ({ name: code, values: v.points.map((p) => p.byCode[code] ?? 0) }));
+  if (v.codes.byCode.length > shown.length)
+    series.push({
+      name: "other",
+      values: v.points.map((p) => p.total - shown.reduce((s, c) => s + (p.byCode[c] ?? 0), 0)),
+    });
+  return timeChart({
+    id,
+    title: "Rejected requests by code",
+    kind: "bars",
+    times: v.points.map((p) => p.t),
+    stepMs: v.stepMs,
+    series: series.length ? series : [{ name: "Rejected", values: v.points.map((p) => p.total) }],
+  });
+}
+
+/** Who a refused client is: the key (linked to its page), the address, or everyone past each hour's top clients. */
+function clientCell(c: RefusedClient): SafeHtml {
+  if (c.kind === "other") return html`<span class="muted">Other clients</span>`;
+  if (c.kind === "address") return html`<span class="mono">${breakable(c.client, /(?<=[.:])/)}</span>`;
+  const label = c.key
+    ? html`<span class="mono">${c.key.prefix}…</span> <span class="muted">${breakable(c.key.email, /(?<=[@.])/)}</span>`
+    : html`<span class="mono">${c.client}</span>`;
+  return html`<a href="/internal/keys/${encodeURIComponent(c.client)}">${label}</a>`;
+}
+
+/** "Top refused clients": address or key, how often, last seen, the code it got most. */
+export function topRefused(top: RefusedClient[], days: number | null = null): SafeHtml {
+  const body = top.length
+    ? table({
+        caption: "Top refused clients",
+        compact: true,
+        className: "refused",
+        columns: [
+          { label: "Client" },
+          { label: "Refused", numeric: true },
+          { label: "Last seen" },
+          { label: "Main code" },
+        ],
+        rows: top.map(
+          (c) =>
+            html`<tr data-client="${c.kind === "other" ? "other" : c.client}"><td>${clientCell(c)}</td><td class="num">${count(c.count)}</td><td>${time(c.lastAt)}</td><td class="mono">${breakable(c.mainCode)}</td></tr>`,
+        ),
+      })
+    : empty("Nothing refused", html`<p>No request to the public API was refused in this range.</p>`);
+  return html`<section class="panel" aria-labelledby="refused-title"><h2 id="refused-title">Top refused clients${days ? ` in the last ${days} days` : ""}</h2>
+<p class="muted">Requests answered 401, 403, 413, 415 or 429, counted against the key they named (even a revoked one), else the address (IPv6 by its /64). Each hour names its 20 busiest clients; the rest are “Other clients”.</p>${body}</section>`;
+}
