@@ -116,8 +116,11 @@ describe("a master key file that cannot be read", () => {
   });
 });
 
-describe("a database from an older version (before the pin and the last two migrations)", () => {
-  const LAST_TWO = sqliteMigrations.slice(-2);
+describe("a database from an older version (before the pin, 0004, and every migration after it)", () => {
+  /** The migrations a database of version 0003 lacks: the pin (0004) and all that came after. */
+  const SINCE_PIN = sqliteMigrations.slice(sqliteMigrations.findIndex((m) => m.tag.startsWith("0004_")));
+  /** The tables those migrations create, dropped to bring a database back to 0003. */
+  const TABLES_SINCE_PIN = SINCE_PIN.flatMap((m) => [...m.sql.matchAll(/CREATE TABLE `(\w+)`/g)].map((match) => match[1]!));
 
   /** A database with one key pair, brought back to the schema of a version before 0004 (no pin, no guard_encodes). */
   async function olderDatabase(key: string | undefined): Promise<void> {
@@ -125,8 +128,8 @@ describe("a database from an older version (before the pin and the last two migr
     const client = createClient({ url: `file:${join(dir, "imgpress.db")}` });
     try {
       for (const table of ["api_keys", "usage_daily_total", "usage_hourly", "usage_hourly_total"]) await client.execute(`ALTER TABLE ${table} DROP COLUMN guard_encodes`);
-      await client.execute("DROP TABLE database_facts");
-      await client.execute({ sql: "DELETE FROM __drizzle_migrations WHERE created_at >= ?", args: [LAST_TWO[0]!.when] });
+      for (const table of TABLES_SINCE_PIN) await client.execute(`DROP TABLE ${table}`);
+      await client.execute({ sql: "DELETE FROM __drizzle_migrations WHERE created_at >= ?", args: [SINCE_PIN[0]!.when] });
     } finally {
       client.close();
     }
@@ -148,15 +151,15 @@ describe("a database from an older version (before the pin and the last two migr
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(`the master key file ${join(dir, "master.key")} is missing, and this database was created with a master key`);
     expect(existsSync(join(dir, "master.key"))).toBe(false);
-    expect(await recordedMigrations()).toBe(sqliteMigrations.length - 2);
+    expect(await recordedMigrations()).toBe(sqliteMigrations.length - SINCE_PIN.length);
   });
 
   test("another key: refused before anything is migrated; its own key then migrates and pins", async () => {
     await olderDatabase(KEY_A);
     expect((await bootError(KEY_B))?.message).toContain("not the one this database was created with");
-    expect(await recordedMigrations()).toBe(sqliteMigrations.length - 2);
+    expect(await recordedMigrations()).toBe(sqliteMigrations.length - SINCE_PIN.length);
     await withBooted(KEY_A, async ({ store }) => {
-      expect(store.migrationsApplied).toEqual(LAST_TWO.map((m) => m.tag));
+      expect(store.migrationsApplied).toEqual(SINCE_PIN.map((m) => m.tag));
       expect(await store.db.select().from(databaseFacts)).toHaveLength(1);
     });
   });
@@ -184,7 +187,7 @@ describe("a database from an older version (before the pin and the last two migr
     await writeFile(join(same, "master.key"), `${KEY_A}\n`);
     const restored = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: same });
     expect(restored.code).toBe(0);
-    expect(restored.stdout).toContain(`applied 2 migrations (${LAST_TWO.map((m) => m.tag).join(", ")}); database is up to date`);
+    expect(restored.stdout).toContain(`applied ${SINCE_PIN.length} migrations (${SINCE_PIN.map((m) => m.tag).join(", ")}); database is up to date`);
   });
 
   test("a command beside a running server does not migrate the file under it; serve is refused as before", async () => {
@@ -195,9 +198,9 @@ describe("a database from an older version (before the pin and the last two migr
     for (const argv of [["keys", "list"], ["migrate"]]) {
       const refused = await runCli(argv, env);
       expect({ argv, code: refused.code }).toEqual({ argv, code: 1 });
-      expect(refused.stderr).toContain(`this imgpress would migrate the database (${LAST_TWO.map((m) => m.tag).join(", ")}) under a running server: a server (pid ${process.pid})`);
+      expect(refused.stderr).toContain(`this imgpress would migrate the database (${SINCE_PIN.map((m) => m.tag).join(", ")}) under a running server: a server (pid ${process.pid})`);
     }
-    expect(await recordedMigrations()).toBe(sqliteMigrations.length - 2);
+    expect(await recordedMigrations()).toBe(sqliteMigrations.length - SINCE_PIN.length);
     // Once migrated (the server stopped and this version started), the commands run beside a server again.
     await rm(join(dir, "imgpress.db.pid"));
     expect((await runCli(["migrate"], env)).code).toBe(0);
