@@ -10,6 +10,7 @@ import { fileUrl, isPostgresUrl, localPath, openStore } from "../data/db/index.t
 import { existingMasterKey, keyFitsDatabase, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../server/masterkey.ts";
 import { claimPidFile, serverInUse } from "../server/pidfile.ts";
 import { realFile, statOf } from "../core/files.ts";
+import { formatBytes } from "../core/bytes.ts";
 import { migrateReport } from "./index.ts";
 import { UsageError } from "./args.ts";
 import { interruptible } from "./interrupt.ts";
@@ -60,15 +61,18 @@ export async function runBackup(config: Config, file: string | undefined, flags:
     dest,
     masterKey,
     (expected) => {
-      if (expected >= LARGE_BYTES) io.err(`backup: copying about ${(expected / MiB).toFixed(1)} MiB into ${dest}…`);
+      if (expected >= LARGE_BYTES) io.err(`backup: copying about ${formatBytes(expected)} into ${dest}…`);
     },
     signals.leaveNothing,
   )
     .catch((err) => notWritten(dest, err))
     .finally(() => signals.release());
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${describeKeyPairs(result.keys)}, ${seconds} s)`);
-  io.out(
+  const json = flags.json === "true";
+  if (json) io.out(JSON.stringify({ file: dest, bytes: result.bytes, keyPairs: result.keys.all, revokedKeyPairs: result.keys.revoked, withMasterKey: withKey, seconds: Number(seconds) }));
+  else io.out(`backup written: ${dest} (${formatBytes(result.bytes)}, ${describeKeyPairs(result.keys)}, ${seconds} s)`);
+  // With --json stdout holds the object alone: the advice goes to stderr.
+  (json ? io.err : io.out)(
     withKey
       ? "It holds the database AND the master key: anyone with this file can unseal every stored secret. Keep it like a password."
       : "It holds no master key: restored alone it cannot unseal stored secrets (signed requests fail) unless the same master key is in place.",
@@ -105,7 +109,7 @@ async function unclaimed(base: string, paths: (name: string) => string[]): Promi
  * `imgpress restore FILE`: refuses while a server uses the database, checks the snapshot before
  * touching anything, keeps the old database (and a replaced master key file) aside, then migrates.
  */
-export async function runRestore(config: Config, file: string | undefined, io: Output): Promise<number> {
+export async function runRestore(config: Config, file: string | undefined, flags: Record<string, string>, io: Output): Promise<number> {
   if (!file) throw new UsageError("restore needs the backup to restore: imgpress restore FILE");
   // Through a symbolic link to the database, the file it names is replaced (not the link, which the server would still follow to the old file).
   const configured = localPath(config.databaseUrl);
@@ -134,7 +138,9 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   try {
     const finished = await finishInterruptedRestore(target);
     if (finished) io.err(`note: an earlier restore into ${target} had been interrupted and was finished first${finished.aside ? ` (the database before it kept as ${finished.aside})` : ""}`);
-    return await restoreStaged(config, file, target, stage, suffix, signals, io);
+    const report = await restoreStaged(config, file, target, stage, suffix, signals, io);
+    printRestore(report, flags.json === "true", io);
+    return 0;
   } finally {
     signals.release();
     process.off("exit", release);
@@ -142,7 +148,19 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   }
 }
 
-async function restoreStaged(config: Config, file: string, target: string, stage: string, suffix: string, signals: ReturnType<typeof interruptible>, io: Output): Promise<number> {
+/** What a restore did, as `imgpress restore --json` prints it. */
+interface RestoreReport {
+  restored: string;
+  into: string;
+  takenAt: string | null;
+  keyPairs: number;
+  revokedKeyPairs: number;
+  migrationsApplied: readonly string[];
+  previousDatabase: string | null;
+  previousMasterKey: string | null;
+}
+
+async function restoreStaged(config: Config, file: string, target: string, stage: string, suffix: string, signals: ReturnType<typeof interruptible>, io: Output): Promise<RestoreReport> {
   const info = await stageSnapshot(resolve(file), stage).catch((err: Error) => {
     throw new Error(`restore refused, nothing changed: ${err.message}`);
   });
@@ -196,13 +214,27 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   const store = await openStore(fileUrl(target));
   await store.shutdown();
   if (owner) for (const path of [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${ext}`), ...(keySwap ? [keyFile] : [])]) await chown(path, owner.uid, owner.gid).catch(() => {});
+  return {
+    restored: resolve(file),
+    into: target,
+    takenAt: info.createdAt ? new Date(info.createdAt).toISOString() : null,
+    keyPairs: info.keys.all,
+    revokedKeyPairs: info.keys.revoked,
+    migrationsApplied: store.migrationsApplied,
+    previousDatabase: aside ?? null,
+    previousMasterKey: keySwap?.asideKey ?? null,
+  };
+}
+
+function printRestore(report: RestoreReport, json: boolean, io: Output): void {
+  if (json) return io.out(JSON.stringify(report));
   // An older backup is brought up to this version: said as `imgpress migrate` says it.
-  if (store.migrationsApplied.length > 0) io.out(migrateReport(store.migrationsApplied));
-  if (keySwap?.asideKey) io.out(`previous master key kept as ${keySwap.asideKey}`);
-  if (aside) io.out(`previous database kept as ${aside}`);
-  const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";
-  io.out(`restored ${resolve(file)}${taken} into ${target} (${describeKeyPairs(info.keys)}; integrity check ok)`);
-  return 0;
+  if (report.migrationsApplied.length > 0) io.out(migrateReport(report.migrationsApplied));
+  if (report.previousMasterKey) io.out(`previous master key kept as ${report.previousMasterKey}`);
+  if (report.previousDatabase) io.out(`previous database kept as ${report.previousDatabase}`);
+  const taken = report.takenAt ? ` taken ${report.takenAt}` : "";
+  const keys = describeKeyPairs({ all: report.keyPairs, revoked: report.revokedKeyPairs });
+  io.out(`restored ${report.restored}${taken} into ${report.into} (${keys}; integrity check ok)`);
 }
 
 // Run by root (`sudo imgpress restore`), the new files would be root's, and a service running as its

@@ -3,7 +3,7 @@ import type { Store } from "../../data/db/index.ts";
 import type { otpCodes } from "../../data/db/schema.ts";
 import { AppError } from "../../core/errors.ts";
 import { isLoopbackHost, rateLimitSubject } from "../../core/ipallow.ts";
-import type { KeyService } from "../../data/keys/service.ts";
+import type { IssuedKey, KeyService } from "../../data/keys/service.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Mailer } from "../../core/mail/mailer.ts";
 import { keyIssuedMail, otpMail } from "../../core/mail/templates.ts";
@@ -104,6 +104,22 @@ export class KeyIssuance {
         .send(keyIssuedMail(email, issued.keyPrefix, siteUrl, new Date(now)))
         .catch((err: Error) => this.deps.logger.warn("key notice mail failed", { keyId: issued.id, error: err.message })),
     );
+    return issued;
+  }
+
+  /**
+   * Issues a pair at the operator's request (`imgpress keys create`): no code, no mail and no
+   * allowlist (the operator may give anyone a key), but the same address and site_url rules, the
+   * same revocation of the address's active pair for that site, and the same audit event in the
+   * same transaction, with the operator as its actor and the owner in its detail.
+   */
+  async issueForOperator(input: { email: string; siteUrl?: string; by: string }): Promise<IssuedKey> {
+    const email = normalizeEmail(input.email);
+    const siteUrl = input.siteUrl ? normalizeSiteUrl(input.siteUrl) : "";
+    const issued = await this.deps.keys.issue(email, siteUrl, (db, key) =>
+      this.deps.audit.insert(db, [{ type: "key.issued", actor: input.by, subject: key.id, clientAddress: "", detail: { keyPrefix: key.keyPrefix, siteUrl, owner: email } }]),
+    );
+    this.deps.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix, by: input.by });
     return issued;
   }
 

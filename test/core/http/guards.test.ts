@@ -29,7 +29,7 @@ describe("httpsGuard", () => {
     { name: "untrusted peer claiming https", peer: "203.0.113.9", headers: { "x-forwarded-proto": "https" }, status: 403, message: "Use HTTPS: this service does not answer plain HTTP.", logged: 0 },
   ])("$name", async ({ peer, headers, status, message, logged }) => {
     const { send, warnings } = guarded();
-    const res = await send(peer, headers);
+    const res = await send(peer, headers as Record<string, string>);
     expect(res.status).toBe(status);
     if (status === 403) expect(res.body).toMatchObject({ code: "HTTPS_REQUIRED", message });
     expect(warnings.length).toBe(logged);
