@@ -164,36 +164,11 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   const info = await stageSnapshot(resolve(file), stage).catch((err: Error) => {
     throw new Error(`restore refused, nothing changed: ${err.message}`);
   });
-  // The backup's key, when it replaces the folder's: written in the same uninterrupted step as the database.
-  let keySwap: { asideKey: string | null; text: string } | null = null;
   const keyFile = masterKeyPath(config);
-  try {
-    const current = await existingMasterKey(config);
-    if (info.masterKey && (await keyFitsDatabase(info.facts, info.masterKey)) === false) {
-      throw new Error("restore refused, nothing changed: the master key in this backup is not the one its database was created with (it was made with a wrong IMGPRESS_MASTER_KEY); restore a backup made with the right key");
-    }
-    if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
-      throw new Error("restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key");
-    }
-    if (info.masterKey && !config.masterKey && (!current || !sameKey(current, info.masterKey))) {
-      keySwap = { asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
-    }
-    if (!info.masterKey) {
-      const matches = current ? await keyFitsDatabase(info.facts, current) : null;
-      if (matches === false) {
-        throw new Error(
-          `restore refused, nothing changed: the backup holds no master key and its database was created under another key than the current one (${masterKeyOrigin(config)}); put that key in place, then restore again`,
-        );
-      }
-      if (matches === null && current) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
-      if (matches === null && !current) {
-        io.err(`warning: this backup holds no master key and this folder has none: before starting the server, put the key its database was created with in place (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY)`);
-      }
-    }
-  } catch (err) {
+  const keySwap = await keyToSwap(config, info, keyFile, suffix, io).catch(async (err) => {
     await removeDatabaseFiles(stage);
     throw err;
-  }
+  });
   const owner = await ownerToKeep(target);
   // Moving the old key and database aside and the new ones in: a signal now waits, and what a
   // kill or a power cut interrupts the plan written first lets the next server start (or restore)
@@ -224,6 +199,34 @@ async function restoreStaged(config: Config, file: string, target: string, stage
     previousDatabase: aside ?? null,
     previousMasterKey: keySwap?.asideKey ?? null,
   };
+}
+
+// The backup's key, when it replaces the folder's (written in the same uninterrupted step as the
+// database), or null; throws when the backup's key and the folder's cannot both be right.
+async function keyToSwap(config: Config, info: Awaited<ReturnType<typeof stageSnapshot>>, keyFile: string, suffix: string, io: Output): Promise<{ asideKey: string | null; text: string } | null> {
+  const current = await existingMasterKey(config);
+  if (info.masterKey && (await keyFitsDatabase(info.facts, info.masterKey)) === false) {
+    throw new Error("restore refused, nothing changed: the master key in this backup is not the one its database was created with (it was made with a wrong IMGPRESS_MASTER_KEY); restore a backup made with the right key");
+  }
+  if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
+    throw new Error("restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key");
+  }
+  if (info.masterKey && !config.masterKey && (!current || !sameKey(current, info.masterKey))) {
+    return { asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
+  }
+  if (!info.masterKey) {
+    const matches = current ? await keyFitsDatabase(info.facts, current) : null;
+    if (matches === false) {
+      throw new Error(
+        `restore refused, nothing changed: the backup holds no master key and its database was created under another key than the current one (${masterKeyOrigin(config)}); put that key in place, then restore again`,
+      );
+    }
+    if (matches === null && current) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
+    if (matches === null && !current) {
+      io.err(`warning: this backup holds no master key and this folder has none: before starting the server, put the key its database was created with in place (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY)`);
+    }
+  }
+  return null;
 }
 
 function printRestore(report: RestoreReport, json: boolean, io: Output): void {
