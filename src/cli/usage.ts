@@ -112,7 +112,7 @@ export const COMMANDS: readonly Command[] = [
 ];
 
 // The first column of the overview: the usage line, and the summary beside it when it fits.
-const COLUMN = 33;
+const COLUMN = 35;
 
 /** The text of `imgpress --help`, generated from the commands and the settings table so it cannot drift. */
 export function helpText(): string {
@@ -158,7 +158,19 @@ export function commandHelp(words: readonly string[]): string | null {
   const command = findCommand(words);
   const group = command ? [command] : COMMANDS.filter((c) => c.name.startsWith(`${words[0]} `));
   if (group.length === 0) return null;
-  const parts = group.map((c) => `Usage: imgpress ${c.name} ${c.synopsis}\n\n${c.details}\n`);
+  const parts = group.map((c) => `Usage: imgpress ${c.name} ${c.synopsis}\n\n${c.details.split("\n").map(wrap).join("\n")}\n`);
   if (command?.name === "serve") return `${parts[0]}\n${optionsText()}`;
   return `${parts.join("\n")}\nEvery command also takes the settings' flags (--data-dir, --database-url…): see imgpress --help.\n`;
+}
+
+// A paragraph of prose broken into lines of at most 100 characters; option lines (indented) stay as written.
+function wrap(line: string): string {
+  if (line.startsWith(" ") || line.length <= 100) return line;
+  const out: string[] = [];
+  let current = "";
+  for (const word of line.split(" ")) {
+    if (current && current.length + 1 + word.length > 100) out.push(current), (current = word);
+    else current = current ? `${current} ${word}` : word;
+  }
+  return [...out, current].join("\n");
 }
