@@ -1,8 +1,8 @@
 #!/bin/sh
 # Installs, with apt-get, what CI needs on a fresh Debian/Ubuntu machine to smoke-test the
 # linux-arm64 binary under qemu-user (scripts/smoke.ts), the browser of the dashboard tests,
-# PostgreSQL and nginx for the shared-database and multi-instance tests (installed without
-# starting their services), plus a package of real JPEG photos for the conversion checks. Idempotent: packages already installed are skipped without
+# PostgreSQL, nginx and Caddy for the shared-database, multi-instance and reverse-proxy tests
+# (installed without starting their services), plus a package of real JPEG photos for the conversion checks. Idempotent: packages already installed are skipped without
 # touching the network. Prints one line per step.
 #
 #   sh scripts/ci-setup.sh            # as root, or as a user with passwordless sudo
@@ -24,12 +24,13 @@ REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-ar
 BROWSER="chromium"
 # PostgreSQL runs the shared-database tests (test/support/postgres.ts starts a private cluster
 # in a temp folder from its server binaries); nginx is the TLS load balancer in front of the
-# instances of the multi-instance test. Neither runs as a system service (see policy-rc.d below).
-SERVERS="postgresql nginx"
+# instances of the multi-instance test; nginx and Caddy run the reverse-proxy recipes of
+# deploy/proxy/ (test/e2e/proxy.e2e.test.ts). None runs as a system service (see policy-rc.d below).
+SERVERS="postgresql nginx caddy"
 # Real photos in /usr/share/backgrounds; optional, scripts/smoke.ts generates one without it.
 OPTIONAL="mate-backgrounds"
 # While installing, a policy-rc.d that exits 101 keeps the packages' services (postgresql, nginx,
-# prometheus) from starting: the tests start their own, and a system nginx would hold port 80.
+# caddy, prometheus) from starting: the tests start their own, and a system nginx would hold port 80.
 POLICY=/usr/sbin/policy-rc.d
 
 say() { echo "ci-setup: $*"; }
@@ -136,6 +137,11 @@ if ! /usr/sbin/nginx -v >/dev/null 2>&1; then
   exit 1
 fi
 say "ok: $(/usr/sbin/nginx -v 2>&1)"
+if ! /usr/bin/caddy version >/dev/null 2>&1; then
+  say "FAILED: /usr/bin/caddy does not run"
+  exit 1
+fi
+say "ok: caddy $(/usr/bin/caddy version 2>&1 | head -n 1)"
 if [ -d /usr/share/backgrounds ]; then
   say "ok: photos in /usr/share/backgrounds"
 fi

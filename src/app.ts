@@ -42,7 +42,7 @@ export function createApp(deps: AppDeps, services: Services) {
   const app = new Elysia()
     .use(clientAddressing(config.behindProxy))
     .use(errorHandler(logger, methods))
-    .use(httpsGuard(proxies))
+    .use(httpsGuard(proxies, logger))
     .use(internalGuard(new IpAllowlist(config.internalAllow)))
     .use(internalResponseHeaders())
     .use(routeRecorder())

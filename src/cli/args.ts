@@ -1,5 +1,6 @@
 import { parseArgs as parseNodeArgs, type ParseArgsConfig } from "node:util";
 import { ConfigSchema, flagName, settings } from "../core/config.ts";
+import { findCommand } from "./usage.ts";
 
 /** A parsed command line: the words before flags and `--name value` / `--name=value` / `--switch` flags. */
 export interface ParsedArgs {
@@ -21,6 +22,7 @@ const OWN: Options = {
   "without-key": { type: "boolean" },
   secrets: { type: "boolean" },
   email: { type: "string" },
+  site: { type: "string" },
   since: { type: "string" },
   type: { type: "string" },
   from: { type: "string" },
@@ -67,40 +69,15 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   return { words, flags };
 }
 
-/** A command's words after its name (at least, at most) and the CLI options it reads (every command also takes the settings' flags). */
-interface Usage {
-  words: [number, number];
-  options: string[];
-}
-
-const USAGE: Record<string, Usage> = {
-  serve: { words: [0, 0], options: [] },
-  migrate: { words: [0, 0], options: [] },
-  health: { words: [0, 0], options: ["url"] },
-  "keys list": { words: [0, 0], options: ["all", "email", "json"] },
-  "keys revoke": { words: [1, 1], options: [] },
-  "keys revoke-email": { words: [1, 1], options: [] },
-  backup: { words: [0, 1], options: ["without-key"] },
-  restore: { words: [1, 1], options: [] },
-  // Its own usage line names --from and --to when words are left over.
-  "migrate-data": { words: [0, Infinity], options: ["from", "to"] },
-  "staff list": { words: [0, 0], options: [] },
-  "staff add": { words: [1, 1], options: [] },
-  "staff remove": { words: [1, 1], options: [] },
-  audit: { words: [0, 0], options: ["since", "type", "json"] },
-  settings: { words: [0, 0], options: ["secrets"] },
-};
-
 /**
  * Throws UsageError when a known command gets a word too many (`keys revoke A B` would revoke A
  * alone) or a CLI option it does not read (`backup --all`). Unknown commands and sub-commands
  * are left to their own usage lines.
  */
 export function checkUsage({ words, flags }: ParsedArgs): void {
-  const [command = "serve", sub] = words;
-  const name = sub !== undefined && `${command} ${sub}` in USAGE ? `${command} ${sub}` : command;
-  const usage = USAGE[name];
+  const usage = findCommand(words.length === 0 ? ["serve"] : words);
   if (!usage) return;
+  const name = usage.name;
   const rest = words.slice(name.split(" ").length);
   if (rest.length > usage.words[1]) throw new UsageError(`unexpected ${rest.length - usage.words[1] === 1 ? "argument" : "arguments"} after "imgpress ${name}": ${rest.slice(usage.words[1]).join(" ")}`);
   const own = Object.keys(flags).filter((f) => f in OWN && f !== "help" && f !== "version" && !usage.options.includes(f));

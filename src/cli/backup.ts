@@ -11,6 +11,7 @@ import { existingMasterKey, keyFitsDatabase, masterKeyMismatch, masterKeyOrigin,
 import { claimPidFile, serverInUse } from "../server/pidfile.ts";
 import { serverHoldsLock, servingLockHeld } from "../server/servinglock.ts";
 import { realFile, statOf } from "../core/files.ts";
+import { formatBytes } from "../core/bytes.ts";
 import { migrateReport } from "./index.ts";
 import { UsageError } from "./args.ts";
 import { interruptible } from "./interrupt.ts";
@@ -61,15 +62,18 @@ export async function runBackup(config: Config, file: string | undefined, flags:
     dest,
     masterKey,
     (expected) => {
-      if (expected >= LARGE_BYTES) io.err(`backup: copying about ${(expected / MiB).toFixed(1)} MiB into ${dest}…`);
+      if (expected >= LARGE_BYTES) io.err(`backup: copying about ${formatBytes(expected)} into ${dest}…`);
     },
     signals.leaveNothing,
   )
     .catch((err) => notWritten(dest, err))
     .finally(() => signals.release());
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  io.out(`backup written: ${dest} (${(result.bytes / MiB).toFixed(1)} MiB, ${describeKeyPairs(result.keys)}, ${seconds} s)`);
-  io.out(
+  const json = flags.json === "true";
+  if (json) io.out(JSON.stringify({ file: dest, bytes: result.bytes, keyPairs: result.keys.all, revokedKeyPairs: result.keys.revoked, withMasterKey: withKey, seconds: Number(seconds) }));
+  else io.out(`backup written: ${dest} (${formatBytes(result.bytes)}, ${describeKeyPairs(result.keys)}, ${seconds} s)`);
+  // With --json stdout holds the object alone: the advice goes to stderr.
+  (json ? io.err : io.out)(
     withKey
       ? "It holds the database AND the master key: anyone with this file can unseal every stored secret. Keep it like a password."
       : "It holds no master key: restored alone it cannot unseal stored secrets (signed requests fail) unless the same master key is in place.",
@@ -106,7 +110,7 @@ async function unclaimed(base: string, paths: (name: string) => string[]): Promi
  * `imgpress restore FILE`: refuses while a server uses the database, checks the snapshot before
  * touching anything, keeps the old database (and a replaced master key file) aside, then migrates.
  */
-export async function runRestore(config: Config, file: string | undefined, io: Output): Promise<number> {
+export async function runRestore(config: Config, file: string | undefined, flags: Record<string, string>, io: Output): Promise<number> {
   if (!file) throw new UsageError("restore needs the backup to restore: imgpress restore FILE");
   // Through a symbolic link to the database, the file it names is replaced (not the link, which the server would still follow to the old file).
   const configured = localPath(config.databaseUrl);
@@ -137,7 +141,9 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   try {
     const finished = await finishInterruptedRestore(target);
     if (finished) io.err(`note: an earlier restore into ${target} had been interrupted and was finished first${finished.aside ? ` (the database before it kept as ${finished.aside})` : ""}`);
-    return await restoreStaged(config, file, target, stage, suffix, signals, io);
+    const report = await restoreStaged(config, file, target, stage, suffix, signals, io);
+    printRestore(report, flags.json === "true", io);
+    return 0;
   } finally {
     signals.release();
     process.off("exit", release);
@@ -145,40 +151,27 @@ export async function runRestore(config: Config, file: string | undefined, io: O
   }
 }
 
-async function restoreStaged(config: Config, file: string, target: string, stage: string, suffix: string, signals: ReturnType<typeof interruptible>, io: Output): Promise<number> {
+/** What a restore did, as `imgpress restore --json` prints it. */
+interface RestoreReport {
+  restored: string;
+  into: string;
+  takenAt: string | null;
+  keyPairs: number;
+  revokedKeyPairs: number;
+  migrationsApplied: readonly string[];
+  previousDatabase: string | null;
+  previousMasterKey: string | null;
+}
+
+async function restoreStaged(config: Config, file: string, target: string, stage: string, suffix: string, signals: ReturnType<typeof interruptible>, io: Output): Promise<RestoreReport> {
   const info = await stageSnapshot(resolve(file), stage).catch((err: Error) => {
     throw new Error(`restore refused, nothing changed: ${err.message}`);
   });
-  // The backup's key, when it replaces the folder's: written in the same uninterrupted step as the database.
-  let keySwap: { asideKey: string | null; text: string } | null = null;
   const keyFile = masterKeyPath(config);
-  try {
-    const current = await existingMasterKey(config);
-    if (info.masterKey && (await keyFitsDatabase(info.facts, info.masterKey)) === false) {
-      throw new Error("restore refused, nothing changed: the master key in this backup is not the one its database was created with (it was made with a wrong IMGPRESS_MASTER_KEY); restore a backup made with the right key");
-    }
-    if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
-      throw new Error("restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key");
-    }
-    if (info.masterKey && !config.masterKey && (!current || !sameKey(current, info.masterKey))) {
-      keySwap = { asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
-    }
-    if (!info.masterKey) {
-      const matches = current ? await keyFitsDatabase(info.facts, current) : null;
-      if (matches === false) {
-        throw new Error(
-          `restore refused, nothing changed: the backup holds no master key and its database was created under another key than the current one (${masterKeyOrigin(config)}); put that key in place, then restore again`,
-        );
-      }
-      if (matches === null && current) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
-      if (matches === null && !current) {
-        io.err(`warning: this backup holds no master key and this folder has none: before starting the server, put the key its database was created with in place (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY)`);
-      }
-    }
-  } catch (err) {
+  const keySwap = await keyToSwap(config, info, keyFile, suffix, io).catch(async (err) => {
     await removeDatabaseFiles(stage);
     throw err;
-  }
+  });
   const owner = await ownerToKeep(target);
   // Moving the old key and database aside and the new ones in: a signal now waits, and what a
   // kill or a power cut interrupts the plan written first lets the next server start (or restore)
@@ -199,13 +192,55 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   const store = await openStore(fileUrl(target));
   await store.shutdown();
   if (owner) for (const path of [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${ext}`), ...(keySwap ? [keyFile] : [])]) await chown(path, owner.uid, owner.gid).catch(() => {});
+  return {
+    restored: resolve(file),
+    into: target,
+    takenAt: info.createdAt ? new Date(info.createdAt).toISOString() : null,
+    keyPairs: info.keys.all,
+    revokedKeyPairs: info.keys.revoked,
+    migrationsApplied: store.migrationsApplied,
+    previousDatabase: aside ?? null,
+    previousMasterKey: keySwap?.asideKey ?? null,
+  };
+}
+
+// The backup's key, when it replaces the folder's (written in the same uninterrupted step as the
+// database), or null; throws when the backup's key and the folder's cannot both be right.
+async function keyToSwap(config: Config, info: Awaited<ReturnType<typeof stageSnapshot>>, keyFile: string, suffix: string, io: Output): Promise<{ asideKey: string | null; text: string } | null> {
+  const current = await existingMasterKey(config);
+  if (info.masterKey && (await keyFitsDatabase(info.facts, info.masterKey)) === false) {
+    throw new Error("restore refused, nothing changed: the master key in this backup is not the one its database was created with (it was made with a wrong IMGPRESS_MASTER_KEY); restore a backup made with the right key");
+  }
+  if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
+    throw new Error("restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key");
+  }
+  if (info.masterKey && !config.masterKey && (!current || !sameKey(current, info.masterKey))) {
+    return { asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
+  }
+  if (!info.masterKey) {
+    const matches = current ? await keyFitsDatabase(info.facts, current) : null;
+    if (matches === false) {
+      throw new Error(
+        `restore refused, nothing changed: the backup holds no master key and its database was created under another key than the current one (${masterKeyOrigin(config)}); put that key in place, then restore again`,
+      );
+    }
+    if (matches === null && current) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
+    if (matches === null && !current) {
+      io.err(`warning: this backup holds no master key and this folder has none: before starting the server, put the key its database was created with in place (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY)`);
+    }
+  }
+  return null;
+}
+
+function printRestore(report: RestoreReport, json: boolean, io: Output): void {
+  if (json) return io.out(JSON.stringify(report));
   // An older backup is brought up to this version: said as `imgpress migrate` says it.
-  if (store.migrationsApplied.length > 0) io.out(migrateReport(store.migrationsApplied));
-  if (keySwap?.asideKey) io.out(`previous master key kept as ${keySwap.asideKey}`);
-  if (aside) io.out(`previous database kept as ${aside}`);
-  const taken = info.createdAt ? ` taken ${new Date(info.createdAt).toISOString()}` : "";
-  io.out(`restored ${resolve(file)}${taken} into ${target} (${describeKeyPairs(info.keys)}; integrity check ok)`);
-  return 0;
+  if (report.migrationsApplied.length > 0) io.out(migrateReport(report.migrationsApplied));
+  if (report.previousMasterKey) io.out(`previous master key kept as ${report.previousMasterKey}`);
+  if (report.previousDatabase) io.out(`previous database kept as ${report.previousDatabase}`);
+  const taken = report.takenAt ? ` taken ${report.takenAt}` : "";
+  const keys = describeKeyPairs({ all: report.keyPairs, revoked: report.revokedKeyPairs });
+  io.out(`restored ${report.restored}${taken} into ${report.into} (${keys}; integrity check ok)`);
 }
 
 // Run by root (`sudo imgpress restore`), the new files would be root's, and a service running as its

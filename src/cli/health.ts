@@ -8,6 +8,7 @@ import { redactUrl } from "../core/redact.ts";
 import { servedCertificatePath, urlHost } from "../server/tls/index.ts";
 import { isWildcard } from "../server/tls/names.ts";
 import { UsageError } from "./args.ts";
+import type { Output } from "./backup.ts";
 
 /**
  * How long the probe waits for an answer before reporting failure: past the 5 s a PostgreSQL
@@ -17,25 +18,41 @@ import { UsageError } from "./args.ts";
 const PROBE_TIMEOUT_MS = 8000;
 
 /**
- * `imgpress health [--url URL]`: asks a running instance's /health/ready and exits 0 when it
- * answers 200, 1 otherwise, for container health checks. Without --url it probes this host on the
+ * `imgpress health [--url URL] [--json]`: asks a running instance's /health/ready and exits 0 when it
+ * answers 200 (the answer on stdout), 1 otherwise (the reason on stderr; with --json one object on
+ * stdout either way), for container health checks. Without --url it probes this host on the
  * configured port. Certificate verification is skipped for loopback addresses only: the probe sends
  * nothing secret and reads only a status, and a self-signed or public certificate never names
  * 127.0.0.1 reliably; any other address is verified against the system's CAs and the certificate
  * this configuration serves. A plain-HTTP URL (an instance behind
  * a TLS proxy) is sent `X-Forwarded-Proto: https`, as the proxy would, or the HTTPS guard answers 403.
  */
-export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, out: (line: string) => void): Promise<number> {
+export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, io: Output): Promise<number> {
   const raw = flags.url ?? defaultUrl(env, flags);
   const url = URL.parse(raw);
   if (!url) throw new UsageError(`${flags.url ? "--url" : "the address from IMGPRESS_HOST and IMGPRESS_PORT"} is not a URL: ${redactUrl(raw)}`);
+  const shownUrl = redactUrl(url.href);
+  const json = flags.json === "true";
   try {
     const { status, body } = await probe(url, await servedCertificate(env, flags));
-    out(`${status} ${body.trim()}`);
-    return status === 200 ? 0 : 1;
+    const ready = status === 200;
+    if (json) io.out(JSON.stringify({ url: shownUrl, ready, status, body: parsedBody(body) }));
+    else (ready ? io.out : io.err)(`${status} ${body.trim()}`);
+    return ready ? 0 : 1;
   } catch (err) {
-    out(`unreachable: ${redactUrl(url.href)}: ${(err as Error).message}`);
+    const error = (err as Error).message;
+    if (json) io.out(JSON.stringify({ url: shownUrl, ready: false, error }));
+    else io.err(`unreachable: ${shownUrl}: ${error}`);
     return 1;
+  }
+}
+
+// The readiness answer is JSON; anything else (a proxy's HTML page) is kept as text.
+function parsedBody(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return body;
   }
 }
 

@@ -1,60 +1,33 @@
-import { flagName, settings, type Config } from "../core/config.ts";
+import type { Config } from "../core/config.ts";
 import type { Services } from "../services.ts";
 import { AUDIT_TYPES, parseDuration } from "../data/audit/service.ts";
 import { AppError } from "../core/errors.ts";
 import { describeSettings } from "../staff/settings-view.ts";
 import { emailForLookup, normalizeEmail } from "../core/email.ts";
 import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyRow } from "../data/keys/service.ts";
-import { version } from "../core/version.ts";
+import { formatBytes } from "../core/bytes.ts";
+import { normalizeSiteUrl } from "../api/issuance/site.ts";
+import type { Output } from "./backup.ts";
 import { UsageError } from "./args.ts";
 
-/** The text of `imgpress --help`, generated from the settings table so it cannot drift. */
-export function helpText(): string {
-  const options = settings.map((s) => `  --${flagName(s.env).padEnd(22)} ${s.env.padEnd(32)} ${s.help}`).join("\n");
-  return `imgpress ${version}: JPEG/PNG to WebP/AVIF conversion service
-
-Usage:
-  imgpress [serve] [options]       start the HTTPS service (default)
-  imgpress migrate [options]       apply database migrations and exit
-  imgpress health [--url URL]      exit 0 if a running instance is ready (GET /health/ready), else 1
-  imgpress keys list [--all] [--email ADDRESS] [--json]
-                                   list active keys (--all: revoked too)
-  imgpress keys revoke ID          revoke one key pair
-  imgpress keys revoke-email ADDRESS
-                                   revoke every active key of an address
-  imgpress backup [FILE|FOLDER/] [--without-key]
-                                   online snapshot of the embedded database file, with the
-                                   master key unless --without-key (keep it like a password)
-  imgpress restore FILE            replace the database file with a verified snapshot (server
-                                   stopped); the old one is kept aside. PostgreSQL: pg_dump
-                                   and pg_restore (docs/scaling.md)
-  imgpress migrate-data --from URL --to URL
-                                   copy the whole database into an empty one (e.g. file:… into
-                                   postgres://…); the new one needs the same master key
-  imgpress staff list | staff add EMAIL | staff remove EMAIL
-                                   staff who may sign in at /internal/login
-  imgpress audit [--since 24h] [--type TYPE] [--json]
-                                   the audit trail, newest first (default: last 24 h)
-  imgpress settings [--secrets]    the effective settings (--secrets: unmasked, audited)
-  imgpress --version | --help
-
-Options (each flag mirrors an environment variable; flags win):
-${options}
-
-Environment only (compiled executable):
-  IMGPRESS_CACHE_DIR   folder where the native libraries are unpacked at start (default
-                       $XDG_CACHE_HOME/imgpress or ~/.cache/imgpress, else <data dir>/cache);
-                       it must allow executables (not a noexec mount)
-`;
-}
-
 /** `imgpress keys …` as read from its words and flags. */
-export type KeysCommand = { action: "list"; all: boolean; email?: string; json: boolean } | { action: "revoke"; id: string } | { action: "revoke-email"; email: string };
+export type KeysCommand =
+  | { action: "list"; all: boolean; email?: string; json: boolean }
+  | { action: "create"; email: string; siteUrl: string; json: boolean }
+  | { action: "revoke"; id: string }
+  | { action: "revoke-email"; email: string };
 
 /** Reads `imgpress keys …`, or throws the UsageError that says why it cannot (before any database is opened). */
 export function readKeysCommand(words: string[], flags: Record<string, string>): KeysCommand {
   const [action, target] = words;
   if (action === "list") return { action, all: flags.all === "true", email: flags.email === undefined ? undefined : emailForLookup(flags.email), json: flags.json === "true" };
+  if (action === "create") {
+    if (flags.email === undefined) throw new UsageError("keys create needs the owner's address: imgpress keys create --email ADDRESS [--site URL] [--json]");
+    // Checked as the API checks them, before any database is opened.
+    const email = asArgument(() => normalizeEmail(flags.email!));
+    const siteUrl = flags.site === undefined ? "" : asArgument(() => normalizeSiteUrl(flags.site!));
+    return { action, email, siteUrl, json: flags.json === "true" };
+  }
   if (action === "revoke" && target) {
     // A pasted key, not its id: never echo it (terminals and logs keep what is printed).
     if (target.startsWith(API_KEY_PREFIX) || target.startsWith(SECRET_KEY_PREFIX)) {
@@ -64,24 +37,43 @@ export function readKeysCommand(words: string[], flags: Record<string, string>):
   }
   // Written as the keys were issued: a mistyped address must not report "revoked 0" as if it were done.
   if (action === "revoke-email" && target) return { action, email: asArgument(() => normalizeEmail(target)) };
-  throw new UsageError("usage: imgpress keys list [--all] [--email ADDRESS] [--json] | keys revoke ID | keys revoke-email ADDRESS");
+  throw new UsageError("usage: imgpress keys list [--all] [--email ADDRESS] [--json] | keys create --email ADDRESS [--site URL] [--json] | keys revoke ID | keys revoke-email ADDRESS");
 }
 
-/** Runs `imgpress keys …`; returns the process exit status. */
-export async function runKeysCommand(words: string[], flags: Record<string, string>, services: Services, out: (line: string) => void): Promise<number> {
+/** Runs `imgpress keys …`; results on `io.out`, a refusal on `io.err`; returns the process exit status. */
+export async function runKeysCommand(words: string[], flags: Record<string, string>, services: Services, io: Output): Promise<number> {
   const command = readKeysCommand(words, flags);
   if (command.action === "list") {
     const rows = await services.keys.list({ activeOnly: !command.all, email: command.email });
-    out(command.json ? JSON.stringify(rows, null, 2) : formatTable(rows));
+    io.out(command.json ? JSON.stringify(rows, null, 2) : formatTable(rows));
     return 0;
   }
+  if (command.action === "create") return createKey(command, services, io);
   if (command.action === "revoke") {
     const done = await services.revocation.revoke(command.id, "cli");
-    out(done ? `revoked ${command.id}` : `no active key with id ${command.id}`);
-    return done ? 0 : 1;
+    if (!done) return io.err(`imgpress: no active key with id ${command.id} (imgpress keys list --all shows every id)`), 1;
+    io.out(`revoked ${command.id}`);
+    return 0;
   }
   const ids = await services.revocation.revokeAllOf(command.email, "cli");
-  out(`revoked ${ids.length} key(s) of ${command.email}`);
+  io.out(`revoked ${ids.length} key(s) of ${command.email}`);
+  return 0;
+}
+
+// The keys are printed here once and kept nowhere else: only their hash and the sealed secret are stored.
+async function createKey(command: Extract<KeysCommand, { action: "create" }>, services: Services, io: Output): Promise<number> {
+  const before = await services.keys.list({ activeOnly: true, email: command.email });
+  const issued = await services.issuance.issueForOperator({ email: command.email, siteUrl: command.siteUrl, by: "cli" });
+  const replaced = before.filter((k) => k.siteUrl === command.siteUrl).map((k) => k.id);
+  if (command.json) {
+    io.out(JSON.stringify({ id: issued.id, email: command.email, siteUrl: command.siteUrl, keyPrefix: issued.keyPrefix, apiKey: issued.apiKey, secretKey: issued.secretKey, replaced }, null, 2));
+    return 0;
+  }
+  io.out(`key pair ${issued.id} for ${command.email}${command.siteUrl ? ` (${command.siteUrl})` : ""}`);
+  io.out(`api_key:    ${issued.apiKey}`);
+  io.out(`secret_key: ${issued.secretKey}`);
+  io.out("Store both now: they are not shown again. Revoke with: imgpress keys revoke " + issued.id);
+  if (replaced.length > 0) io.err(`note: the earlier active pair of this address and site (${replaced.join(", ")}) is revoked, as a new code would revoke it`);
   return 0;
 }
 
@@ -95,21 +87,23 @@ function asArgument<T>(read: () => T): T {
 }
 
 /** `imgpress staff …` as read from its words. */
-export type StaffCommand = { action: "list" } | { action: "add" | "remove"; email: string };
+export type StaffCommand = { action: "list"; json: boolean } | { action: "add" | "remove"; email: string };
 
 /** Reads `imgpress staff …`, or throws the UsageError that says why it cannot. */
-export function readStaffCommand(words: string[]): StaffCommand {
+export function readStaffCommand(words: string[], flags: Record<string, string> = {}): StaffCommand {
   const [action, target] = words;
-  if (action === "list") return { action };
+  if (action === "list") return { action, json: flags.json === "true" };
   if ((action === "add" || action === "remove") && target) return { action, email: asArgument(() => normalizeEmail(target)) };
-  throw new UsageError("usage: imgpress staff list | staff add EMAIL | staff remove EMAIL");
+  throw new UsageError("usage: imgpress staff list [--json] | staff add EMAIL | staff remove EMAIL");
 }
 
-/** Runs `imgpress staff …`; returns the process exit status. */
-export async function runStaffCommand(words: string[], services: Services, out: (line: string) => void): Promise<number> {
-  const command = readStaffCommand(words);
+/** Runs `imgpress staff …`; results on `io.out`, a refusal on `io.err`; returns the process exit status. */
+export async function runStaffCommand(words: string[], flags: Record<string, string>, services: Services, io: Output): Promise<number> {
+  const out = io.out;
+  const command = readStaffCommand(words, flags);
   if (command.action === "list") {
     const rows = await services.staff.list();
+    if (command.json) return out(JSON.stringify(rows, null, 2)), 0;
     out(rows.length === 0 ? "no staff (add one: imgpress staff add you@example.com)" : table(["EMAIL", "SOURCE", "ADDED", "BY"], rows.map((r) => [r.email, r.source, date(r.addedAt), r.addedBy ?? "-"])));
     return 0;
   }
@@ -119,8 +113,9 @@ export async function runStaffCommand(words: string[], services: Services, out: 
     return 0;
   }
   const { email, removed } = await services.staff.remove(command.email, "cli");
-  out(removed ? `removed ${email} and ended their sessions` : `${email} is not staff`);
-  return removed ? 0 : 1;
+  if (!removed) return io.err(`imgpress: ${email} is not staff (imgpress staff list shows who is)`), 1;
+  out(`removed ${email} and ended their sessions`);
+  return 0;
 }
 
 /** `imgpress audit …` as read from its flags: how far back, which type, how printed. */
@@ -153,6 +148,7 @@ export async function runAuditCommand(flags: Record<string, string>, services: S
 export async function runSettingsCommand(flags: Record<string, string>, config: Config, services: Services, out: (line: string) => void): Promise<number> {
   const reveal = flags.secrets === "true";
   if (reveal) await services.audit.record({ type: "settings.secrets_read", actor: "cli" });
+  if (flags.json === "true") return out(JSON.stringify(describeSettings(config, { reveal }).map((s) => ({ env: s.env, value: s.value ?? null })), null, 2)), 0;
   for (const s of describeSettings(config, { reveal })) out(`${s.env}=${s.value === undefined ? "" : Array.isArray(s.value) ? s.value.join(",") : String(s.value)}`);
   return 0;
 }
@@ -180,13 +176,6 @@ function formatTable(rows: KeyRow[]): string {
     formatBytes(r.bytesIn - r.bytesOut),
   ]);
   return table(header, lines);
-}
-
-function formatBytes(n: number): string {
-  const abs = Math.abs(n);
-  if (abs < 1024) return `${n} B`;
-  if (abs < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 ** 2).toFixed(1)} MiB`;
 }
 
 /** What `imgpress migrate` says: the migrations it applied, or that there were none to apply. */

@@ -18,7 +18,7 @@ const PROGRESS_EVERY = 10_000;
  */
 export async function runMigrateData(words: string[], flags: Record<string, string>, options: DatabaseOptions, io: Output): Promise<number> {
   const { from, to } = flags;
-  if (!from || !to || words.length > 0) return io.err("usage: imgpress migrate-data --from URL --to URL   (e.g. --from file:./imgpress-data/imgpress.db --to postgres://user@host/imgpress, the password in PGPASSWORD)"), 2;
+  if (!from || !to || words.length > 0) return io.err("usage: imgpress migrate-data --from URL --to URL [--json]   (e.g. --from file:./imgpress-data/imgpress.db --to postgres://user@host/imgpress, the password in PGPASSWORD)"), 2;
   // A malformed URL is a usage error, refused before anything is opened (an in-memory target would "succeed" into nothing).
   for (const [flag, url] of [["--from", from], ["--to", to]] as const) {
     try {
@@ -46,10 +46,15 @@ export async function runMigrateData(words: string[], flags: Record<string, stri
   } finally {
     signals.release();
   }
-  io.out(table(["TABLE", "SOURCE", "TARGET"], counts.map((c) => [c.table, String(c.source), String(c.target)])));
   const rows = counts.reduce((sum, c) => sum + c.target, 0);
-  io.out(clean(`copied ${rows} rows of ${counts.length} tables into ${shown(to)}; every table has as many rows as in the source.`));
-  io.out(
+  const json = flags.json === "true";
+  if (json) io.out(clean(JSON.stringify({ target: shown(to), rows, tables: counts.map((c) => ({ table: c.table, source: c.source, target: c.target })) })));
+  else {
+    io.out(table(["TABLE", "SOURCE", "TARGET"], counts.map((c) => [c.table, String(c.source), String(c.target)])));
+    io.out(clean(`copied ${rows} rows of ${counts.length} tables into ${shown(to)}; every table has as many rows as in the source.`));
+  }
+  // With --json stdout holds the object alone: the reminder goes to stderr.
+  (json ? io.err : io.out)(
     "The new database holds the source's master-key check: start every instance on it with the SAME master key as before " +
       "(the master.key of the old data folder, or IMGPRESS_MASTER_KEY set to it), or it refuses to start. The source was left as it was.",
   );

@@ -5,7 +5,9 @@ import { serve, type Runtime } from "../server/server.ts";
 import { version } from "../core/version.ts";
 import { secretFlags } from "../staff/settings-view.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
-import { helpText, migrateReport, readAuditCommand, readKeysCommand, readStaffCommand, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
+import { findCommand } from "./usage.ts";
+import { migrateReport, readAuditCommand, readKeysCommand, readStaffCommand, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
+import { commandHelp, helpText } from "./usage.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
 export async function runMain(argv: readonly string[], runtime: Runtime): Promise<number> {
@@ -14,7 +16,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
   try {
     const parsed = parseArgs(argv);
     const { words, flags } = parsed;
-    if (flags.help) return out(helpText()), 0;
+    if (flags.help || words[0] === "help") return out(help(words[0] === "help" ? words.slice(1) : words)), 0;
     if (flags.version) return out(`imgpress ${version} (${runtime.name})`), 0;
     checkUsage(parsed);
     const exposed = secretFlags(flags);
@@ -26,33 +28,33 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     if (command === "serve") return await serve(flags, runtime);
     // The one-off commands' modules load only when asked for: a server's start-up need not read them.
     if (command === "backup") return await (await import("./backup.ts")).runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
-    if (command === "restore") return await (await import("./backup.ts")).runRestore(loadConfig(runtime.env, flags), rest[0], { out, err });
+    if (command === "restore") return await (await import("./backup.ts")).runRestore(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
     if (command === "migrate-data") {
       const config = loadConfig(runtime.env, flags);
       const options = { authToken: config.databaseAuthToken, poolSize: 2, timeoutS: config.databaseTimeoutS };
       return await (await import("./migrate-data.ts")).runMigrateData(rest, flags, options, { out, err });
     }
-    if (command === "health") return await (await import("./health.ts")).runHealthCommand(flags, runtime.env, out);
+    if (command === "health") return await (await import("./health.ts")).runHealthCommand(flags, runtime.env, { out, err });
     if (!["keys", "migrate", "staff", "audit", "settings"].includes(command)) throw new UsageError(`unknown command "${command}"`);
     // Words a command cannot take are refused before any database is opened (or created).
     if (command === "keys") readKeysCommand(rest, flags);
     if (command === "audit") readAuditCommand(flags);
-    const staff = command === "staff" ? readStaffCommand(rest) : null;
-    // Only `migrate` and `staff add` (which may come before the first start) may create the database.
-    const existingOnly = command !== "migrate" && staff?.action !== "add";
+    const staff = command === "staff" ? readStaffCommand(rest, flags) : null;
+    // Only `migrate`, `staff add` and `keys create` (which may come before the first start) may create the database.
+    const existingOnly = command !== "migrate" && staff?.action !== "add" && !(command === "keys" && rest[0] === "create");
     const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err, besideServer: true, existingOnly });
     try {
       if (command === "migrate") return out(migrateReport(booted.store.migrationsApplied)), 0;
-      if (command === "staff") return await runStaffCommand(rest, booted.services, out);
+      if (command === "staff") return await runStaffCommand(rest, flags, booted.services, { out, err });
       if (command === "settings") return await runSettingsCommand(flags, booted.config, booted.services, out);
       if (command === "audit") return await runAuditCommand(flags, booted.services, Date.now(), out);
-      return await runKeysCommand(rest, flags, booted.services, out);
+      return await runKeysCommand(rest, flags, booted.services, { out, err });
     } finally {
       booted.store.close();
     }
   } catch (e) {
     if (e instanceof ConfigError) return err(`imgpress: ${e.message}`), 2;
-    if (e instanceof UsageError) return err(`imgpress: ${e.message.replace(/\.$/, "")}; see imgpress --help`), 2;
+    if (e instanceof UsageError) return err(`imgpress: ${e.message.replace(/\.$/, "")}; see imgpress ${helpTopic(argv)}--help`), 2;
     // A statement the database refused: Drizzle's message would print it and its parameters (addresses), not why.
     const message = (e as Error).message;
     const fault = /^Failed query:/.test(message) ? storageFaultCode(e) : null;
@@ -60,4 +62,27 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     err(`imgpress: ${/^Failed query:/.test(message) ? driverMessage(e) : message}`);
     return 1;
   }
+}
+
+// `imgpress help` alone, or with a command that does not exist, prints the overview; an unknown
+// command asked about is a usage error, so a typo is not answered with a page that ignores it.
+function help(words: readonly string[]): string {
+  if (words.length === 0) return helpText();
+  const text = commandHelp(words);
+  if (text === null) throw new UsageError(`unknown command "${words.join(" ")}"`);
+  return text;
+}
+
+// Where a usage error points: the command's own help when the words name one (`imgpress keys create --help`).
+function helpTopic(argv: readonly string[]): string {
+  let words: readonly string[];
+  try {
+    words = parseArgs(argv).words;
+  } catch {
+    // An option it cannot read (the error being reported): the words before the first option.
+    const firstOption = argv.findIndex((a) => a.startsWith("-"));
+    words = firstOption === -1 ? argv : argv.slice(0, firstOption);
+  }
+  const command = findCommand(words);
+  return command ? `${command.name} ` : "";
 }

@@ -10,6 +10,7 @@ import { prepareDatabaseFolder } from "../data/db/sqlite.ts";
 import { readableByOthers } from "../core/files.ts";
 import { masterKeyPath } from "./masterkey.ts";
 import { clearTextMailWarning, DEVELOPMENT_MAIL_WARNING } from "../core/mail/mailer.ts";
+import { openIssuanceWarning } from "../api/issuance/service.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
 import { holdServingLock } from "./servinglock.ts";
 import { isoSeconds, loadTls, urlHost, type ServedTls } from "./tls/index.ts";
@@ -133,6 +134,8 @@ function warnAtStart({ config, logger, mailer }: Booted, runtime: Runtime): void
   if (mailer.isDevelopment) logger.startup("warn", DEVELOPMENT_MAIL_WARNING);
   const clearText = config.smtpUrl ? clearTextMailWarning(config.smtpUrl) : null;
   if (clearText) logger.startup("warn", clearText);
+  const openIssuance = openIssuanceWarning(config);
+  if (openIssuance) logger.startup("warn", openIssuance);
   // Waiting for room and converting send nothing: the runtime would close the connection unanswered.
   const silentS = config.queueTimeoutS + config.convertTimeoutS;
   if (runtime.maxSilentS !== undefined && silentS > runtime.maxSilentS) {

@@ -150,7 +150,8 @@ function readLines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
 }
 
-function nobody(): { uid: number; gid: number } {
+/** The `nobody` user and group, which a server started by a root test runs as. */
+export function nobody(): { uid: number; gid: number } {
   const id = (flag: string) => {
     const r = Bun.spawnSync(["id", flag, "nobody"], { stdout: "pipe", stderr: "ignore" });
     return r.exitCode === 0 ? Number(r.stdout.toString().trim()) : NaN;

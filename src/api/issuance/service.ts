@@ -2,8 +2,8 @@ import type { AuditLog } from "../../data/audit/service.ts";
 import type { Store } from "../../data/db/index.ts";
 import type { otpCodes } from "../../data/db/schema.ts";
 import { AppError } from "../../core/errors.ts";
-import { rateLimitSubject } from "../../core/ipallow.ts";
-import type { KeyService } from "../../data/keys/service.ts";
+import { isLoopbackHost, rateLimitSubject } from "../../core/ipallow.ts";
+import type { IssuedKey, KeyService } from "../../data/keys/service.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Mailer } from "../../core/mail/mailer.ts";
 import { keyIssuedMail, otpMail } from "../../core/mail/templates.ts";
@@ -107,8 +107,38 @@ export class KeyIssuance {
     return issued;
   }
 
+  /**
+   * Issues a pair at the operator's request (`imgpress keys create`): no code, no mail and no
+   * allowlist (the operator may give anyone a key), but the same address and site_url rules, the
+   * same revocation of the address's active pair for that site, and the same audit event in the
+   * same transaction, with the operator as its actor and the owner in its detail.
+   */
+  async issueForOperator(input: { email: string; siteUrl?: string; by: string }): Promise<IssuedKey> {
+    const email = normalizeEmail(input.email);
+    const siteUrl = input.siteUrl ? normalizeSiteUrl(input.siteUrl) : "";
+    const issued = await this.deps.keys.issue(email, siteUrl, (db, key) =>
+      this.deps.audit.insert(db, [{ type: "key.issued", actor: input.by, subject: key.id, clientAddress: "", detail: { keyPrefix: key.keyPrefix, siteUrl, owner: email } }]),
+    );
+    this.deps.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix, by: input.by });
+    return issued;
+  }
+
   /** Deletes expired and burnt codes. */
   prune(): Promise<void> {
     return this.codes.prune();
   }
+}
+
+/**
+ * The start-up warning for open registration on a reachable port, or null: with real mail
+ * (`smtpUrl`), `*` in IMGPRESS_ALLOWED_EMAILS and a bind address other than loopback, anyone who
+ * can reach the port may obtain a key pair and spend this machine's CPU. Behind a proxy on
+ * 127.0.0.1 the proxy's own exposure is the operator's to judge, so it is not warned about.
+ */
+export function openIssuanceWarning(config: { smtpUrl?: string; allowedEmails: readonly string[]; host: string }): string | null {
+  if (!config.smtpUrl || !config.allowedEmails.includes("*") || isLoopbackHost(config.host)) return null;
+  return (
+    `IMGPRESS_ALLOWED_EMAILS is * and the service listens on ${config.host} (not loopback): ANYONE who can reach this port may request a code and obtain API keys. ` +
+    "Limit it to your addresses or domains (IMGPRESS_ALLOWED_EMAILS=you@example.com,@example.org), or issue keys with `imgpress keys create` and set the list to addresses only you own"
+  );
 }

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { AppError, notFound } from "../errors.ts";
 import type { IpAllowlist } from "../ipallow.ts";
+import type { Logger } from "../log.ts";
 import { answerError, fromTrustedProxy, requestMeta } from "./meta.ts";
 import { clientOf } from "./client.ts";
 import { INTERNAL_PREFIX } from "./paths.ts";
@@ -10,13 +11,44 @@ import { INTERNAL_PREFIX } from "./paths.ts";
  * speaks HTTP, so it insists that one of the operator's proxies sent the request and vouches for
  * HTTPS; anything else is refused with 403 HTTPS_REQUIRED. A client that reaches the port directly
  * could write any X-Forwarded-For (an allowlisted address for /internal/) and X-Forwarded-Proto.
+ * A trusted proxy that sends no X-Forwarded-Proto at all is a proxy set-up fault, not a client on
+ * HTTP: the answer and a log line (at most one a minute, with the count since) name the header.
  */
-export function httpsGuard(proxies: IpAllowlist | undefined) {
+export function httpsGuard(proxies: IpAllowlist | undefined, logger?: Pick<Logger, "warn">) {
+  const missing = throttled(MISSING_PROTO_LOG_EVERY_MS, (count) => logger?.warn(MISSING_PROTO_LOG, { refused: count }));
   return new Elysia({ name: "https-guard" }).onRequest(({ request }) => {
     if (!proxies) return;
-    if (fromTrustedProxy(request, proxies) && request.headers.get("x-forwarded-proto")?.trim().toLowerCase() === "https") return;
+    const trusted = fromTrustedProxy(request, proxies);
+    const proto = request.headers.get("x-forwarded-proto");
+    if (trusted && proto?.trim().toLowerCase() === "https") return;
+    if (trusted && proto === null) {
+      missing();
+      return answerError(request, new AppError(403, "HTTPS_REQUIRED", MISSING_PROTO_MESSAGE));
+    }
     return answerError(request, new AppError(403, "HTTPS_REQUIRED", "Use HTTPS: this service does not answer plain HTTP."));
   });
+}
+
+/** What a client behind a proxy that sends no X-Forwarded-Proto is told. */
+export const MISSING_PROTO_MESSAGE =
+  "The reverse proxy in front of this service sent no X-Forwarded-Proto header, so the service cannot tell whether this request arrived over HTTPS. " +
+  "The proxy must set X-Forwarded-Proto: https (see docs/operations.md, 'Behind a reverse proxy').";
+const MISSING_PROTO_LOG = "refused with 403 HTTPS_REQUIRED: the proxy sent no X-Forwarded-Proto header; set X-Forwarded-Proto in the proxy's configuration (docs/operations.md, 'Behind a reverse proxy')";
+const MISSING_PROTO_LOG_EVERY_MS = 60_000;
+
+// Calls `say` at the first event and then at most once per `everyMs`, with the number of events since
+// the last call: a misconfigured proxy refuses every request, and one line a minute says so as well.
+function throttled(everyMs: number, say: (count: number) => void): () => void {
+  let count = 0;
+  let lastAt = -Infinity;
+  return () => {
+    count++;
+    const now = performance.now();
+    if (now - lastAt < everyMs) return;
+    lastAt = now;
+    say(count);
+    count = 0;
+  };
 }
 
 /**

@@ -259,7 +259,7 @@ function axisText(t: number, unit: AxisUnit): string {
   return unit === "month" ? s.slice(0, 7) : unit === "day" ? s.slice(5, 10) : s.slice(11, 16);
 }
 
-// Round tick values need no ".0": "80 %", "25 MB".
+// Round tick values need no ".0": "80 %", "25 MiB".
 function tick(text: string): string {
   return text.replace(/\.0(?=\D|$)/, "");
 }

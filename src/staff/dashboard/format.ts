@@ -1,6 +1,6 @@
 /**
- * How the dashboard writes numbers: tabular figures with units. Byte sizes use decimal units
- * (1 KB = 1000 bytes), as file managers and the `X-*-Size` headers' readers usually do.
+ * How the dashboard writes numbers: tabular figures with units. Byte sizes come from the one
+ * formatter the CLI uses too (binary units, KiB/MiB), so both say the same of the same number.
  */
 
 // Made on a page's first use, not at import: the first Intl object loads ICU's locale data, ~3 ms
@@ -18,17 +18,8 @@ export function count(n: number): string {
   return fixed(n, 0);
 }
 
-/** A byte size with a decimal unit: 950 B, 12.3 KB, 4.1 MB, 2.0 GB; a minus sign when negative. */
-export function bytes(n: number): string {
-  const sign = n < 0 ? "−" : "";
-  let value = Math.abs(n);
-  if (value < 1000) return `${sign}${fixed(value, 0)} B`;
-  for (const unit of ["KB", "MB", "GB", "TB"]) {
-    value /= 1000;
-    if (value < 999.95 || unit === "TB") return `${sign}${fixed(value, 1)} ${unit}`;
-  }
-  return `${sign}${fixed(n, 0)} B`;
-}
+/** A byte size, written as everywhere else in imgpress (src/core/bytes.ts): 950 B, 12.3 KiB, 4.1 MiB. */
+export { formatBytes as bytes } from "../../core/bytes.ts";
 
 /** A percentage with one decimal; an en dash when there is nothing to divide. */
 export function percent(n: number | null): string {

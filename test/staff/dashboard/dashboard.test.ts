@@ -107,11 +107,10 @@ function allPages(): Record<string, string> {
 describe("formats", () => {
   test.each([
     [bytes(0), "0 B"],
-    [bytes(999), "999 B"],
-    [bytes(1000), "1.0 KB"],
-    [bytes(1_234_567), "1.2 MB"],
-    [bytes(999_960), "1.0 MB"],
-    [bytes(-2_500_000_000), "−2.5 GB"],
+    [bytes(1023), "1023 B"],
+    [bytes(1024), "1.0 KiB"],
+    [bytes(1_234_567), "1.2 MiB"],
+    [bytes(-2_500_000_000), "−2.3 GiB"],
     [count(1234567), "1,234,567"],
     [percent(null), "–"],
     [percent(66.666), "66.7 %"],
