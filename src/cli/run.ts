@@ -1,7 +1,6 @@
-import { boot } from "../server/boot.ts";
 import { ConfigError, loadConfig } from "../core/config.ts";
 import { driverMessage, storageFaultAdvice, storageFaultCode } from "../data/db/faults.ts";
-import { serve, type Runtime } from "../server/server.ts";
+import type { Runtime } from "../server/server.ts";
 import { version } from "../core/version.ts";
 import { secretFlags } from "../staff/settings-view.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
@@ -23,7 +22,9 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
       err(`imgpress: warning: ${flagList} on the command line ${exposed.length === 1 ? "is" : "are"} visible to every user of this machine (ps) and kept in shell history; use ${exposed.map((e) => e.instead).join("; ")} instead`);
     }
     const [command = "serve", ...rest] = words;
-    if (command === "serve") return await serve(flags, runtime);
+    // The server and the database load only now: they load the native libraries (unpacked to
+    // IMGPRESS_CACHE_DIR), which --help and --version must not need (a read-only cache folder).
+    if (command === "serve") return await (await import("../server/server.ts")).serve(flags, runtime);
     // The one-off commands' modules load only when asked for: a server's start-up need not read them.
     if (command === "backup") return await (await import("./backup.ts")).runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
     if (command === "restore") return await (await import("./backup.ts")).runRestore(loadConfig(runtime.env, flags), rest[0], { out, err });
@@ -40,7 +41,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     const staff = command === "staff" ? readStaffCommand(rest) : null;
     // Only `migrate` and `staff add` (which may come before the first start) may create the database.
     const existingOnly = command !== "migrate" && staff?.action !== "add";
-    const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err, besideServer: true, existingOnly });
+    const booted = await (await import("../server/boot.ts")).boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err, besideServer: true, existingOnly });
     try {
       if (command === "migrate") return out(migrateReport(booted.store.migrationsApplied)), 0;
       if (command === "staff") return await runStaffCommand(rest, booted.services, out);
