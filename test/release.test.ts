@@ -38,11 +38,18 @@ describe("packaging text", () => {
   test("compose.yaml: the version's image, a stop grace period covering the drain, the health check", () => {
     const r = { ...release("/nonexistent"), version: "9.8.7" };
     const text = compose(r);
-    expect(text).toContain("image: imgpress:9.8.7");
     const fallback = (env: string) => Number(settings.find((s) => s.env === env)!.fallback!({}));
     expect(stopGraceS()).toBeGreaterThan(fallback("IMGPRESS_DRAIN_DELAY_S") + fallback("IMGPRESS_SHUTDOWN_TIMEOUT_S"));
     expect(text).toContain(`stop_grace_period: ${stopGraceS()}s`);
-    expect(text).toContain('test: ["CMD", "/usr/bin/imgpress", "health"]');
+    const svc = (Bun.YAML.parse(text) as { services: Record<string, Record<string, unknown>>; volumes: Record<string, unknown> }).services.imgpress!;
+    expect(svc).toMatchObject({
+      image: "imgpress:9.8.7",
+      ports: ["8443:8443"],
+      env_file: "imgpress.env",
+      volumes: ["imgpress-data:/data", "imgpress-cache:/cache"],
+      healthcheck: { test: ["CMD", "/usr/bin/imgpress", "health"] },
+      stop_grace_period: `${stopGraceS()}s`,
+    });
   });
 
   test("the systemd unit gives a stop the same room as compose", () => {

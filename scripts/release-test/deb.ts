@@ -8,6 +8,7 @@ import { multipart, startService, type Service } from "../../test/support/imgpre
 import { checkImage } from "../smoke/photo.ts";
 import { assert } from "../smoke/report.ts";
 import { type Ctx, ok, sh } from "./context.ts";
+import { readmeRecipe } from "./readme.ts";
 
 const UNIT = "/lib/systemd/system/imgpress.service";
 const ENV_FILE = "/etc/imgpress/imgpress.env";
@@ -118,11 +119,17 @@ async function installAndRun(ctx: Ctx, tag: string, deb: string): Promise<void> 
     const keys = await svc.client.obtainKeys(ctx.sink, "deb@example.com");
     const res = await svc.client.convert(keys, "signed", multipart({ format: "avif", max_width: "640" }, ctx.photo.bytes, "photo.jpg"));
     const said = await checkImage(res, "avif", 640, Math.round((ctx.photo.height * 640) / ctx.photo.width), ctx.photo.bytes.length);
+    // The README's admin command as printed, with sudo -u as runuser (no sudo on a CI machine).
+    const admin = readmeRecipe("On Debian").find((l) => l.startsWith("sudo -u imgpress "));
+    assert(admin, "the README's .deb recipe has no `sudo -u imgpress …` admin command");
+    const sudo = 'sudo() { if [ "$1" = -u ]; then u=$2; shift 2; runuser -u "$u" -- "$@"; else "$@"; fi; }';
+    const listed = await ok(["bash", "-euo", "pipefail", "-c", `${sudo}\n${admin}`], { cwd: "/", env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LANG: "C.UTF-8" } });
+    assert(listed.includes("deb@example.com"), `${admin}\nprinted: ${listed.trim()}`);
     const owner = (await ok(["stat", "-c", "%U %a", join(DATA, "imgpress.db")])).trim();
     assert(owner.startsWith("imgpress "), `imgpress.db: ${owner}`);
     const code = await svc.stop();
     assert(code === 0, `exit ${code} after SIGTERM`);
-    return `${said}; ${DATA}/imgpress.db ${owner}`;
+    return `${said}; ${DATA}/imgpress.db ${owner}; the README's keys list as imgpress shows the key`;
   });
   svc?.proc.kill("SIGKILL");
   await ctx.report.check(tag, "dpkg -r keeps /var/lib/imgpress and the user; dpkg -P removes the data and the settings", async () => {

@@ -1,9 +1,10 @@
 // The OCI image with podman and runc, in a private storage folder (nothing of the machine's own
-// podman is touched): loaded from the archive, started as its non-root user on a fresh volume, a
+// podman is touched): loaded from the archive, run as the release's compose.yaml sets it up (its
+// volumes, env file, health check and stop grace period), as its non-root user on a fresh volume, a
 // key by e-mail and a conversion, `podman healthcheck run`, a stop during a conversion that lets it
 // finish, a second container on the same volume that still knows the key; the arm64 image
 // inspected with skopeo and its root filesystem run under qemu-user.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { Client, type Keys, multipart } from "../../test/support/imgpress.ts";
@@ -11,11 +12,35 @@ import { checkImage } from "../smoke/photo.ts";
 import { assert } from "../smoke/report.ts";
 import { type Ctx, emptyFolder, freePort, ok, sh, until } from "./context.ts";
 
-// What worked in these sandboxes (crun cannot run here; no bridge networking).
+// What worked in these sandboxes (crun cannot run here; no bridge networking, so no port mapping).
 const RUN_FLAGS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--network", "host"];
-// podman reads HEALTHCHECK only from Docker-format images; an OCI image's is given at run time (README).
-const HEALTH = ["--health-cmd", '["/usr/bin/imgpress","health"]'];
 const UID = "65532";
+
+/** The service of the release's compose.yaml; the test runs the image as it sets it up. */
+interface ComposeService {
+  image: string;
+  env_file: string;
+  volumes: string[];
+  healthcheck: { test: string[] };
+  stop_grace_period: string;
+}
+
+/** `podman run` flags for what compose.yaml says: volumes, env file, health check, stop grace. */
+function composeFlags(dir: string, svc: ComposeService): string[] {
+  assert(svc.healthcheck.test[0] === "CMD", `healthcheck ${JSON.stringify(svc.healthcheck.test)}`);
+  const grace = /^(\d+)s$/.exec(svc.stop_grace_period);
+  assert(grace, `stop_grace_period ${svc.stop_grace_period}`);
+  return [
+    ...svc.volumes.flatMap((v) => ["-v", v]),
+    "--env-file",
+    join(dir, svc.env_file),
+    // podman reads HEALTHCHECK only from Docker-format images: compose's own, as podman compose passes it.
+    "--health-cmd",
+    JSON.stringify(svc.healthcheck.test.slice(1)),
+    "--stop-timeout",
+    grace[1]!,
+  ];
+}
 
 export async function imageStage(ctx: Ctx): Promise<void> {
   const tag = "image";
@@ -38,11 +63,16 @@ export async function imageStage(ctx: Ctx): Promise<void> {
       return `${out.trim().split("\n").pop()}; user ${cfg.Config.User}, ${(cfg.Size / 1048576).toFixed(0)} MiB`;
     });
     if (!loaded) return;
-    await podman(["volume", "create", "imgpress-data"]);
+    const svc = (Bun.YAML.parse(readFileSync(join(ctx.dir, "compose.yaml"), "utf8")) as { services: { imgpress: ComposeService } }).services.imgpress;
+    assert(svc.image === name, `compose.yaml's image is ${svc.image}, not ${name}`);
+    // The README's steps: the example copied to imgpress.env, then the reader's settings in it.
     const port = await freePort();
-    const env = ["-e", `IMGPRESS_SMTP_URL=${ctx.sink.url}`, "-e", "IMGPRESS_HOST=127.0.0.1", "-e", `IMGPRESS_PORT=${port}`];
+    const project = emptyFolder(ctx, "compose");
+    const example = readFileSync(join(ctx.dir, "imgpress.env.example"), "utf8");
+    writeFileSync(join(project, svc.env_file), `${example}IMGPRESS_SMTP_URL=${ctx.sink.url}\nIMGPRESS_HOST=127.0.0.1\nIMGPRESS_PORT=${port}\n`);
+    const flags = composeFlags(project, svc);
     const start = async (container: string) => {
-      await podman(["run", "-d", "--name", container, ...RUN_FLAGS, ...HEALTH, "--stop-timeout", "45", ...env, "-v", "imgpress-data:/data", name]);
+      await podman(["run", "-d", "--name", container, ...RUN_FLAGS, ...flags, name]);
       const mount = JSON.parse(await podman(["volume", "inspect", "imgpress-data"]))[0].Mountpoint as string;
       const certFile = join(mount, "tls", "cert.pem");
       const ca = await until("the container's certificate and /health", 30_000, async () => {
@@ -73,7 +103,7 @@ export async function imageStage(ctx: Ctx): Promise<void> {
       assert(r.code === 0, `exit ${r.code}: ${r.out.slice(-500)}`);
       return "healthy";
     });
-    await ctx.report.check(tag, "podman stop during a conversion: it finishes (200), exit 0 within the 45 s grace", async () => {
+    await ctx.report.check(tag, "podman stop during a conversion: it finishes (200), exit 0 within compose's stop grace period", async () => {
       const big = await sharp({ create: { width: 2400, height: 1800, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } } }).jpeg({ quality: 90 }).toBuffer();
       const c = client!;
       const pending = c.convert(keys!, "bearer", multipart({ format: "avif" }, new Uint8Array(big), "big.jpg"));
@@ -82,20 +112,24 @@ export async function imageStage(ctx: Ctx): Promise<void> {
         return /^imgpress_conversions_in_progress [1-9]/m.test(text) ? true : undefined;
       });
       const t0 = performance.now();
-      const stopped = podman(["stop", "-t", "45", "imgpress-1"], 60_000);
+      const stopped = podman(["stop", "imgpress-1"], 60_000);
       const said = await checkImage(await pending, "avif", 2400, 1800, big.length);
       await stopped;
       const took = (performance.now() - t0) / 1000;
+      // The server's own word that the conversion was still running when SIGTERM came.
+      const logs = (await sh([...podmanBase, "logs", "imgpress-1"])).out.split("\n");
+      const received = logs.map((l) => (l.startsWith("{") ? JSON.parse(l) : {})).find((l) => String(l.msg).startsWith("SIGTERM received"));
+      assert(received && received.conversions + received.requests > 0, `no SIGTERM line with work in flight: ${JSON.stringify(received)}`);
       const state = JSON.parse(await podman(["inspect", "imgpress-1"]))[0].State;
       assert(state.ExitCode === 0, `exit code ${state.ExitCode}`);
-      assert(took < 45, `stop took ${took.toFixed(1)} s`);
-      return `${said}; stopped in ${took.toFixed(1)} s, exit 0`;
+      assert(took < Number.parseInt(svc.stop_grace_period), `stop took ${took.toFixed(1)} s, over compose's ${svc.stop_grace_period}`);
+      return `${received.msg}; ${said}; stopped in ${took.toFixed(1)} s, exit 0`;
     });
     await ctx.report.check(tag, "a new container on the same volume: the key still converts", async () => {
       await podman(["rm", "imgpress-1"]);
       const second = await start("imgpress-2");
       const said = await checkImage(await second.client.convert(keys!, "signed", multipart({ format: "webp", max_width: "320" }, ctx.photo.bytes, "photo.jpg")), "webp", 320, Math.round((ctx.photo.height * 320) / ctx.photo.width), ctx.photo.bytes.length);
-      await podman(["stop", "-t", "45", "imgpress-2"], 60_000);
+      await podman(["stop", "imgpress-2"], 60_000);
       return said;
     });
   } finally {
