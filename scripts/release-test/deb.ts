@@ -132,6 +132,15 @@ async function installAndRun(ctx: Ctx, tag: string, deb: string): Promise<void> 
     return `${said}; ${DATA}/imgpress.db ${owner}; the README's keys list as imgpress shows the key`;
   });
   svc?.proc.kill("SIGKILL");
+  await ctx.report.check(tag, "dpkg -i again (an upgrade's path): the edited settings, their 0640 and the data are kept", async () => {
+    const before = readFileSync(ENV_FILE, "utf8");
+    await dpkg(["-i", join(ctx.dir, `imgpress_${ctx.version}_amd64.deb`)]);
+    assert(readFileSync(ENV_FILE, "utf8") === before, `${ENV_FILE} changed on reinstall`);
+    const stat = (await ok(["stat", "-c", "%a %U %G", ENV_FILE])).trim();
+    assert(stat === "640 root imgpress", `${ENV_FILE}: ${stat}`);
+    assert(existsSync(join(DATA, "master.key")), `${DATA}/master.key gone`);
+    return `${ENV_FILE} as edited, ${stat}; ${DATA} kept`;
+  });
   await ctx.report.check(tag, "dpkg -r keeps /var/lib/imgpress and the user; dpkg -P removes the data and the settings", async () => {
     await dpkg(["-r", "imgpress"]);
     assert(!existsSync("/usr/bin/imgpress"), "/usr/bin/imgpress still there after dpkg -r");
