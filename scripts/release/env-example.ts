@@ -13,7 +13,7 @@ export const ENV_EXAMPLE = "deploy/imgpress.env.example";
 // Defaults that depend on the machine or the folder imgpress starts in: said in words, not computed
 // here (the rest are computed from the table, or said by the setting's own help).
 const DESCRIBED: Record<string, string> = {
-  IMGPRESS_DATA_DIR: "./imgpress-data in the folder imgpress starts in; the package's service uses /var/lib/imgpress, the image /data",
+  IMGPRESS_DATA_DIR: "./imgpress-data in the folder imgpress starts in; the package's service uses /var/lib/imgpress (the only folder its sandbox lets it write: leave it), the image /data",
   IMGPRESS_DATABASE_URL: "file:<data dir>/imgpress.db",
   IMGPRESS_MAIL_FROM: "imgpress@<this machine's host name>",
 };
