@@ -12,12 +12,12 @@ import { readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startSmtpSink } from "../test/support/smtp.ts";
-import { pickPhoto } from "./smoke/photo.ts";
-import { assert, fmtMs, Report } from "./smoke/report.ts";
 import { archiveStage } from "./release-test/archive.ts";
 import { type Ctx, ok, runFolder } from "./release-test/context.ts";
 import { debStage } from "./release-test/deb.ts";
 import { imageStage } from "./release-test/image.ts";
+import { pickPhoto } from "./smoke/photo.ts";
+import { assert, fmtMs, Report } from "./smoke/report.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const STAGES = { archive: archiveStage, deb: debStage, image: imageStage } as const;
@@ -32,8 +32,19 @@ async function main(): Promise<number> {
   const ready = await report.check("setup", "dist/release: SHA256SUMS over every artifact, all OK", async () => {
     assert(process.getuid?.() === 0, "run as root: the test installs the .deb and runs podman");
     const sums = await ok(["sha256sum", "-c", "SHA256SUMS"], { cwd: dir });
-    const names = sums.trim().split("\n").map((l) => l.replace(/: OK$/, ""));
-    const expected = [`imgpress-${version}-linux-arm64.tar.gz`, `imgpress-${version}-linux-x64.tar.gz`, `imgpress-${version}-oci.tar`, "compose.yaml", "imgpress.env.example", `imgpress_${version}_amd64.deb`, `imgpress_${version}_arm64.deb`].sort();
+    const names = sums
+      .trim()
+      .split("\n")
+      .map((l) => l.replace(/: OK$/, ""));
+    const expected = [
+      `imgpress-${version}-linux-arm64.tar.gz`,
+      `imgpress-${version}-linux-x64.tar.gz`,
+      `imgpress-${version}-oci.tar`,
+      "compose.yaml",
+      "imgpress.env.example",
+      `imgpress_${version}_amd64.deb`,
+      `imgpress_${version}_arm64.deb`,
+    ].sort();
     assert(JSON.stringify(names.sort()) === JSON.stringify(expected), `SHA256SUMS lists ${names.join(", ")}`);
     return `${names.length} files`;
   });

@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { archive, archiveName } from "./release/archive.ts";
 import { compose } from "./release/compose.ts";
-import { ARCHES, projectFile, release, ROOT, sha256 } from "./release/context.ts";
+import { ARCHES, projectFile, ROOT, release, sha256 } from "./release/context.ts";
 import { buildDeb } from "./release/deb.ts";
 import { ENV_EXAMPLE, envExample } from "./release/env-example.ts";
 import { ociArchive, ociName } from "./release/oci.ts";
@@ -22,7 +22,9 @@ async function main(): Promise<void> {
   const r = release();
   step(`imgpress ${r.version} (${r.commit}), files dated ${new Date(r.epoch * 1000).toISOString()}`);
   if (new TextDecoder().decode(projectFile(ENV_EXAMPLE)) !== envExample()) {
-    throw new Error(`${ENV_EXAMPLE} is out of date with src/config.ts: run bun scripts/release/env-example.ts --write`);
+    throw new Error(
+      `${ENV_EXAMPLE} is out of date with src/core/config.ts: run bun scripts/release/env-example.ts --write`,
+    );
   }
   for (const a of ARCHES) {
     try {
@@ -34,10 +36,14 @@ async function main(): Promise<void> {
   // The executable must say the version the files are named after.
   const said = Bun.spawnSync([ARCHES[0]!.binary, "--version"], { stderr: "pipe" }).stdout.toString().trim();
   const stamped = /^imgpress (\S+)\+(\S+) /.exec(said);
-  if (stamped?.[1] !== r.version) throw new Error(`dist/imgpress --version says "${said}", package.json ${r.version}: rebuild`);
+  if (stamped?.[1] !== r.version)
+    throw new Error(`dist/imgpress --version says "${said}", package.json ${r.version}: rebuild`);
   // The labels name the commit the executables were built from, which --version shows.
   r.commit = stamped[2]!;
-  if (!r.source) step("warning: package.json has no repository: the image has no org.opencontainers.image.source label, the package no Homepage");
+  if (!r.source)
+    step(
+      "warning: package.json has no repository: the image has no org.opencontainers.image.source label, the package no Homepage",
+    );
 
   rmSync(r.out, { recursive: true, force: true });
   mkdirSync(r.out, { recursive: true });
@@ -59,7 +65,9 @@ async function main(): Promise<void> {
 
   const sums = written.sort().map((name) => `${sha256(readFileSync(join(r.out, name)))}  ${name}`);
   await Bun.write(join(r.out, "SHA256SUMS"), `${sums.join("\n")}\n`);
-  step(`SHA256SUMS over ${written.length} files; in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${join(r.out).replace(`${ROOT}/`, "")}/`);
+  step(
+    `SHA256SUMS over ${written.length} files; in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${join(r.out).replace(`${ROOT}/`, "")}/`,
+  );
 }
 
 await main().catch((err: unknown) => {

@@ -31,11 +31,24 @@ export function runFolder(): string {
 }
 
 /** Runs a command to completion; its output and status. */
-export async function sh(cmd: string[], options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string; out: string }> {
-  const sub = Bun.spawn(cmd, { cwd: options.cwd, env: options.env ?? (process.env as Record<string, string>), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+export async function sh(
+  cmd: string[],
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<{ code: number; stdout: string; stderr: string; out: string }> {
+  const sub = Bun.spawn(cmd, {
+    cwd: options.cwd,
+    env: options.env ?? (process.env as Record<string, string>),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => sub.kill("SIGKILL"), options.timeoutMs ?? 120_000);
   try {
-    const [stdout, stderr, code] = await Promise.all([new Response(sub.stdout).text(), new Response(sub.stderr).text(), sub.exited]);
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(sub.stdout).text(),
+      new Response(sub.stderr).text(),
+      sub.exited,
+    ]);
     return { code, stdout, stderr, out: `${stdout}${stderr}`.trim() };
   } finally {
     clearTimeout(timer);
@@ -75,3 +88,6 @@ export async function until<T>(what: string, timeoutMs: number, probe: () => Pro
     await Bun.sleep(200);
   }
 }
+
+/** dpkg-query's `-f` option for one field (its format is `${Field}`, written here without a template's look). */
+export const dpkgField = (field: string) => `-f=\${${field}}`;

@@ -1,8 +1,8 @@
 // imgpress-<version>-linux-<cpu>.tar.gz: the executable, LICENSE, a short README, the systemd unit
 // and the settings example, flat, to unpack into an empty folder.
 import { readFileSync } from "node:fs";
-import { ENV_EXAMPLE } from "./env-example.ts";
 import { type Arch, gzip, projectFile, type Release, unitFile } from "./context.ts";
+import { ENV_EXAMPLE } from "./env-example.ts";
 import { tar } from "./tar.ts";
 
 /** The archive's name. */

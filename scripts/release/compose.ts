@@ -1,6 +1,6 @@
 // compose.yaml of the release: the image loaded from the OCI archive, a named volume, the port,
 // the settings file, the health check, and a stop grace period that lets a drain finish.
-import { settings } from "../../src/config.ts";
+import { settings } from "../../src/core/config.ts";
 import type { Release } from "./context.ts";
 
 // Beyond the drain (IMGPRESS_DRAIN_DELAY_S + IMGPRESS_SHUTDOWN_TIMEOUT_S): flushing and the

@@ -73,7 +73,9 @@ export function release(out = join(ROOT, "dist/release")): Release {
     repository?: string | { url?: string };
   };
   const repo = typeof pkg.repository === "string" ? pkg.repository : pkg.repository?.url;
-  const epoch = Number(process.env.SOURCE_DATE_EPOCH || git(["log", "-1", "--format=%ct"]) || Math.floor(Date.now() / 1000));
+  const epoch = Number(
+    process.env.SOURCE_DATE_EPOCH || git(["log", "-1", "--format=%ct"]) || Math.floor(Date.now() / 1000),
+  );
   return {
     version: pkg.version,
     commit: git(["describe", "--always", "--dirty", "--abbrev=10"]) || "unknown",
@@ -82,7 +84,8 @@ export function release(out = join(ROOT, "dist/release")): Release {
     license: pkg.license,
     source: repo?.replace(/^git\+/, "").replace(/\.git$/, ""),
     // Debian requires a maintainer with an address: package.json's author when it names one.
-    maintainer: pkg.author && /<[^>]+@[^>]+>/.test(pkg.author) ? pkg.author : "imgpress maintainers <imgpress@example.org>",
+    maintainer:
+      pkg.author && /<[^>]+@[^>]+>/.test(pkg.author) ? pkg.author : "imgpress maintainers <imgpress@example.org>",
     out,
   };
 }

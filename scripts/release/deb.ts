@@ -1,11 +1,21 @@
 // imgpress_<version>_<arch>.deb, built with Debian's own dpkg-deb from a staging folder: the
 // executable in /usr/bin, the unit of deploy/ in /lib/systemd/system, the settings example as the
 // conffile /etc/imgpress/imgpress.env, and the maintainer scripts of deploy/debian/.
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { ENV_EXAMPLE } from "./env-example.ts";
 import { type Arch, gzip, projectFile, type Release, unitFile } from "./context.ts";
+import { ENV_EXAMPLE } from "./env-example.ts";
 
 /** The package's name. */
 export const debName = (r: Release, a: Arch) => `imgpress_${r.version}_${a.debian}.deb`;
@@ -113,14 +123,17 @@ export function buildDeb(r: Release, a: Arch): string {
     put("usr/share/lintian/overrides/imgpress", `${OVERRIDES.join("\n")}\n`);
 
     const payload = files(stage);
-    const md5 = payload.map((f) => `${new Bun.CryptoHasher("md5").update(readFileSync(join(stage, f))).digest("hex")}  ${f}`);
+    const md5 = payload.map(
+      (f) => `${new Bun.CryptoHasher("md5").update(readFileSync(join(stage, f))).digest("hex")}  ${f}`,
+    );
     const kib = payload.reduce((n, f) => n + Math.ceil(statSync(join(stage, f)).size / 1024), 0);
     put("DEBIAN/control", control(r, a, kib));
     put("DEBIAN/conffiles", "/etc/imgpress/imgpress.env\n");
     put("DEBIAN/md5sums", `${md5.join("\n")}\n`);
     for (const s of SCRIPTS) put(`DEBIAN/${s}`, projectFile(`deploy/debian/${s}`), 0o755);
     // Folders dpkg-deb records as they are on disk: 0755 whatever the umask.
-    for (const d of readdirSync(stage, { recursive: true, encoding: "utf8" })) if (statSync(join(stage, d)).isDirectory()) chmodSync(join(stage, d), 0o755);
+    for (const d of readdirSync(stage, { recursive: true, encoding: "utf8" }))
+      if (statSync(join(stage, d)).isDirectory()) chmodSync(join(stage, d), 0o755);
     chmodSync(stage, 0o755);
 
     const out = join(r.out, debName(r, a));

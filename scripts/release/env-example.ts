@@ -1,11 +1,11 @@
-// deploy/imgpress.env.example, generated from the settings table (src/config.ts): every setting,
+// deploy/imgpress.env.example, generated from the settings table (src/core/config.ts): every setting,
 // commented out, with its help and its default. The .deb installs it as /etc/imgpress/imgpress.env,
-// the release ships it beside compose.yaml; test/release.test.ts fails when the committed copy drifts.
+// the release ships it beside compose.yaml; test/ops/release.test.ts fails when the committed copy drifts.
 //
 //   bun scripts/release/env-example.ts            # prints it
 //   bun scripts/release/env-example.ts --write    # rewrites deploy/imgpress.env.example
 import { join } from "node:path";
-import { settings } from "../../src/config.ts";
+import { settings } from "../../src/core/config.ts";
 
 /** The committed file, relative to the project root. */
 export const ENV_EXAMPLE = "deploy/imgpress.env.example";
@@ -13,7 +13,8 @@ export const ENV_EXAMPLE = "deploy/imgpress.env.example";
 // Defaults that depend on the machine or the folder imgpress starts in: said in words, not computed
 // here (the rest are computed from the table, or said by the setting's own help).
 const DESCRIBED: Record<string, string> = {
-  IMGPRESS_DATA_DIR: "./imgpress-data in the folder imgpress starts in; the package's service uses /var/lib/imgpress (the only folder its sandbox lets it write: leave it), the image /data",
+  IMGPRESS_DATA_DIR:
+    "./imgpress-data in the folder imgpress starts in; the package's service uses /var/lib/imgpress (the only folder its sandbox lets it write: leave it), the image /data",
   IMGPRESS_DATABASE_URL: "file:<data dir>/imgpress.db",
   IMGPRESS_MAIL_FROM: "imgpress@<this machine's host name>",
 };
@@ -47,7 +48,7 @@ export function envExample(): string {
     "# Every setting is listed, commented out, with its default: uncomment a line and change it.",
     "# Write values without quotes. Secrets belong here (the password in IMGPRESS_SMTP_URL,",
     "# IMGPRESS_MASTER_KEY): keep the file readable by root and imgpress only.",
-    "# Generated from src/config.ts (bun scripts/release/env-example.ts); `imgpress --help` lists the same.",
+    "# Generated from src/core/config.ts (bun scripts/release/env-example.ts); `imgpress --help` lists the same.",
   ];
   const computed: Record<string, unknown> = {};
   for (const s of settings) {

@@ -5,9 +5,9 @@
 // user, and /data and /cache owned by that user.
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
-import { type Arch, gzip, projectFile, type Release, sha256 } from "./context.ts";
 import { imageName, stopGraceS } from "./compose.ts";
-import { tar, type TarEntry } from "./tar.ts";
+import { type Arch, gzip, projectFile, type Release, sha256 } from "./context.ts";
+import { type TarEntry, tar } from "./tar.ts";
 
 /** The archive's name. */
 export const ociName = (r: Release) => `imgpress-${r.version}-oci.tar`;
@@ -16,7 +16,16 @@ export const ociName = (r: Release) => `imgpress-${r.version}-oci.tar`;
 export const IMAGE_UID = 65532;
 
 // What `ldd` shows for the executable and for the unpacked sharp/libvips and libSQL addons.
-const LIBRARIES = ["libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libresolv.so.2", "libgcc_s.so.1", "libstdc++.so.6"];
+const LIBRARIES = [
+  "libc.so.6",
+  "libm.so.6",
+  "libpthread.so.0",
+  "libdl.so.2",
+  "librt.so.1",
+  "libresolv.so.2",
+  "libgcc_s.so.1",
+  "libstdc++.so.6",
+];
 
 interface Blob {
   mediaType: string;
@@ -25,23 +34,30 @@ interface Blob {
   data: Uint8Array;
 }
 
-const blob = (mediaType: string, data: Uint8Array): Blob => ({ mediaType, digest: `sha256:${sha256(data)}`, size: data.length, data });
+const blob = (mediaType: string, data: Uint8Array): Blob => ({
+  mediaType,
+  digest: `sha256:${sha256(data)}`,
+  size: data.length,
+  data,
+});
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const text = (s: string) => new TextEncoder().encode(s);
 
 function findLibrary(a: Arch, name: string): string {
   for (const dir of a.libDirs) if (existsSync(join(dir, name))) return realpathSync(join(dir, name));
-  throw new Error(`${name} for ${a.debian} not found in ${a.libDirs.join(", ")} (scripts/ci-setup.sh installs the arm64 ones)`);
+  throw new Error(
+    `${name} for ${a.debian} not found in ${a.libDirs.join(", ")} (scripts/ci-setup.sh installs the arm64 ones)`,
+  );
 }
 
 function packageVersion(name: string): string {
-  const r = Bun.spawnSync(["dpkg-query", "-W", "-f=${Version}", name], { stderr: "ignore" });
+  const r = Bun.spawnSync(["dpkg-query", "-W", `-f=\${Version}`, name], { stderr: "ignore" });
   if (!r.success) throw new Error(`Debian package ${name} is not installed (scripts/ci-setup.sh)`);
   return r.stdout.toString();
 }
 
 /** The root filesystem of one image, as layer entries. */
-function rootfs(r: Release, a: Arch): TarEntry[] {
+function rootfs(a: Arch): TarEntry[] {
   const dir = (path: string, mode = 0o755, uid = 0): TarEntry => ({ type: "dir", path, mode, uid, gid: uid });
   const file = (path: string, data: Uint8Array, mode = 0o644): TarEntry => ({ type: "file", path, mode, data });
   const libDir = `lib/${a.multiarch}`;
@@ -53,13 +69,22 @@ function rootfs(r: Release, a: Arch): TarEntry[] {
     dir("etc"),
     file("etc/group", text(`root:x:0:\nimgpress:x:${IMAGE_UID}:\n`)),
     file("etc/nsswitch.conf", text("passwd: files\ngroup: files\nhosts: files dns\n")),
-    file("etc/passwd", text(`root:x:0:0:root:/root:/sbin/nologin\nimgpress:x:${IMAGE_UID}:${IMAGE_UID}:imgpress:/data:/sbin/nologin\n`)),
+    file(
+      "etc/passwd",
+      text(`root:x:0:0:root:/root:/sbin/nologin\nimgpress:x:${IMAGE_UID}:${IMAGE_UID}:imgpress:/data:/sbin/nologin\n`),
+    ),
     dir("lib"),
     dir(libDir),
     ...LIBRARIES.map((name) => file(`${libDir}/${name}`, readFileSync(findLibrary(a, name)), 0o755)),
     file(`${libDir}/${a.loader.split("/").pop()}`, readFileSync(findLibrary(a, a.loader.split("/").pop()!)), 0o755),
     ...(a.loader.startsWith("lib64/") ? [dir("lib64")] : []),
-    { type: "symlink", path: a.loader, target: a.loader.startsWith("lib64/") ? `../${libDir}/${a.loader.split("/").pop()}` : `${a.multiarch}/${a.loader.split("/").pop()}` },
+    {
+      type: "symlink",
+      path: a.loader,
+      target: a.loader.startsWith("lib64/")
+        ? `../${libDir}/${a.loader.split("/").pop()}`
+        : `${a.multiarch}/${a.loader.split("/").pop()}`,
+    },
     dir("tmp", 0o1777),
     dir("usr"),
     dir("usr/bin"),
@@ -69,8 +94,16 @@ function rootfs(r: Release, a: Arch): TarEntry[] {
     dir(`${doc}/imgpress`),
     file(`${doc}/imgpress/copyright`, projectFile("deploy/debian/copyright")),
     file(`${doc}/imgpress/LICENSE`, projectFile("LICENSE")),
-    file(`${doc}/imgpress/runtime-libraries`, text(`The C and C++ runtime libraries in /${libDir} are copied unchanged from these Debian 12 packages (sources: https://snapshot.debian.org, https://sources.debian.org); their copyright files are beside this one.\n${sources}\n`)),
-    ...a.libPackages.flatMap((p) => [dir(`${doc}/${p}`), file(`${doc}/${p}/copyright`, readFileSync(`/${doc}/${p}/copyright`))]),
+    file(
+      `${doc}/imgpress/runtime-libraries`,
+      text(
+        `The C and C++ runtime libraries in /${libDir} are copied unchanged from these Debian 12 packages (sources: https://snapshot.debian.org, https://sources.debian.org); their copyright files are beside this one.\n${sources}\n`,
+      ),
+    ),
+    ...a.libPackages.flatMap((p) => [
+      dir(`${doc}/${p}`),
+      file(`${doc}/${p}/copyright`, readFileSync(`/${doc}/${p}/copyright`)),
+    ]),
   ];
 }
 
@@ -88,7 +121,7 @@ function labels(r: Release): Record<string, string> {
 }
 
 function image(r: Release, a: Arch): { manifest: Blob; blobs: Blob[] } {
-  const layerTar = tar(rootfs(r, a), r.epoch);
+  const layerTar = tar(rootfs(a), r.epoch);
   const layer = blob("application/vnd.oci.image.layer.v1.tar+gzip", gzip(layerTar));
   const seconds = (s: number) => s * 1e9;
   const config = blob(
@@ -101,7 +134,13 @@ function image(r: Release, a: Arch): { manifest: Blob; blobs: Blob[] } {
       config: {
         User: `${IMAGE_UID}:${IMAGE_UID}`,
         ExposedPorts: { "8443/tcp": {} },
-        Env: ["PATH=/usr/bin", "IMGPRESS_DATA_DIR=/data", "IMGPRESS_CACHE_DIR=/cache", "IMGPRESS_HOST=0.0.0.0", "IMGPRESS_PORT=8443"],
+        Env: [
+          "PATH=/usr/bin",
+          "IMGPRESS_DATA_DIR=/data",
+          "IMGPRESS_CACHE_DIR=/cache",
+          "IMGPRESS_HOST=0.0.0.0",
+          "IMGPRESS_PORT=8443",
+        ],
         Entrypoint: ["/usr/bin/imgpress"],
         Cmd: ["serve"],
         WorkingDir: "/data",
@@ -110,10 +149,21 @@ function image(r: Release, a: Arch): { manifest: Blob; blobs: Blob[] } {
         StopSignal: "SIGTERM",
         // Not in the OCI config schema: Docker reads it from any image's config; podman only from
         // Docker-format images (run with --health-cmd there, as README says), compose from its file.
-        Healthcheck: { Test: ["CMD", "/usr/bin/imgpress", "health"], Interval: seconds(30), Timeout: seconds(10), StartPeriod: seconds(30), Retries: 3 },
+        Healthcheck: {
+          Test: ["CMD", "/usr/bin/imgpress", "health"],
+          Interval: seconds(30),
+          Timeout: seconds(10),
+          StartPeriod: seconds(30),
+          Retries: 3,
+        },
       },
       rootfs: { type: "layers", diff_ids: [`sha256:${sha256(layerTar)}`] },
-      history: [{ created: new Date(r.epoch * 1000).toISOString(), created_by: `imgpress scripts/release.ts (stop grace ${stopGraceS()} s)` }],
+      history: [
+        {
+          created: new Date(r.epoch * 1000).toISOString(),
+          created_by: `imgpress scripts/release.ts (stop grace ${stopGraceS()} s)`,
+        },
+      ],
     }),
   );
   const manifest = blob(
@@ -155,7 +205,10 @@ export function ociArchive(r: Release, arches: Arch[]): Uint8Array {
         digest: index.digest,
         size: index.size,
         // The name `podman load` and `docker load` give the image (a tag alone would leave it unnamed in podman).
-        annotations: { "org.opencontainers.image.ref.name": imageName(r), "io.containerd.image.name": `docker.io/library/${imageName(r)}` },
+        annotations: {
+          "org.opencontainers.image.ref.name": imageName(r),
+          "io.containerd.image.name": `docker.io/library/${imageName(r)}`,
+        },
       },
     ],
   };
@@ -166,7 +219,14 @@ export function ociArchive(r: Release, arches: Arch[]): Uint8Array {
       { type: "file", path: "index.json", mode: 0o644, data: json(top) },
       { type: "dir", path: "blobs", mode: 0o755 },
       { type: "dir", path: "blobs/sha256", mode: 0o755 },
-      ...blobs.map((b): TarEntry => ({ type: "file", path: `blobs/sha256/${b.digest.slice("sha256:".length)}`, mode: 0o644, data: b.data })),
+      ...blobs.map(
+        (b): TarEntry => ({
+          type: "file",
+          path: `blobs/sha256/${b.digest.slice("sha256:".length)}`,
+          mode: 0o644,
+          data: b.data,
+        }),
+      ),
     ],
     r.epoch,
   );

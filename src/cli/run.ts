@@ -22,8 +22,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
       err(`imgpress: warning: ${flagList} on the command line ${exposed.length === 1 ? "is" : "are"} visible to every user of this machine (ps) and kept in shell history; use ${exposed.map((e) => e.instead).join("; ")} instead`);
     }
     const [command = "serve", ...rest] = words;
-    // The server and the database load only now: they load the native libraries (unpacked to
-    // IMGPRESS_CACHE_DIR), which --help and --version must not need (a read-only cache folder).
+    // The server and the database (which unpack the native libraries) load only now: --help and --version work without them.
     if (command === "serve") return await (await import("../server/server.ts")).serve(flags, runtime);
     // The one-off commands' modules load only when asked for: a server's start-up need not read them.
     if (command === "backup") return await (await import("./backup.ts")).runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });

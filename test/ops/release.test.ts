@@ -3,11 +3,10 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { settings } from "../src/config.ts";
-import { compose, stopGraceS } from "../scripts/release/compose.ts";
-import { release, unitFile } from "../scripts/release/context.ts";
-import { ENV_EXAMPLE, envExample } from "../scripts/release/env-example.ts";
-import { ROOT } from "./support/imgpress.ts";
+import { compose, stopGraceS } from "../../scripts/release/compose.ts";
+import { ROOT, release, unitFile } from "../../scripts/release/context.ts";
+import { ENV_EXAMPLE, envExample } from "../../scripts/release/env-example.ts";
+import { settings } from "../../src/core/config.ts";
 
 describe("deploy/imgpress.env.example", () => {
   const committed = readFileSync(join(ROOT, ENV_EXAMPLE), "utf8");
@@ -41,7 +40,9 @@ describe("packaging text", () => {
     const fallback = (env: string) => Number(settings.find((s) => s.env === env)!.fallback!({}));
     expect(stopGraceS()).toBeGreaterThan(fallback("IMGPRESS_DRAIN_DELAY_S") + fallback("IMGPRESS_SHUTDOWN_TIMEOUT_S"));
     expect(text).toContain(`stop_grace_period: ${stopGraceS()}s`);
-    const svc = (Bun.YAML.parse(text) as { services: Record<string, Record<string, unknown>>; volumes: Record<string, unknown> }).services.imgpress!;
+    const svc = (
+      Bun.YAML.parse(text) as { services: Record<string, Record<string, unknown>>; volumes: Record<string, unknown> }
+    ).services.imgpress!;
     expect(svc).toMatchObject({
       image: "imgpress:9.8.7",
       ports: ["8443:8443"],
