@@ -2,7 +2,8 @@
 # Installs, with apt-get, what CI needs on a fresh Debian/Ubuntu machine to smoke-test the
 # linux-arm64 binary under qemu-user (scripts/smoke.ts), the browser of the dashboard tests,
 # PostgreSQL, nginx and Caddy for the shared-database, multi-instance and reverse-proxy tests
-# (installed without starting their services), plus a package of real JPEG photos for the conversion checks. Idempotent: packages already installed are skipped without
+# (installed without starting their services), the tools that build and test the release artifacts
+# (scripts/release.ts, scripts/release-test.ts), plus a package of real JPEG photos for the conversion checks. Idempotent: packages already installed are skipped without
 # touching the network. Prints one line per step.
 #
 #   sh scripts/ci-setup.sh            # as root, or as a user with passwordless sudo
@@ -22,6 +23,10 @@ REQUIRED="qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-ar
 # through playwright-core, which downloads no browser of its own. (On Ubuntu the package is a snap
 # stub: install a real chromium and set CHROMIUM_PATH.)
 BROWSER="chromium"
+# The release: dpkg-deb (in dpkg) builds the .deb, lintian checks it; systemd brings systemd-analyze, which
+# verifies the unit (nothing here needs systemd as PID 1); podman with Debian's runc (crun cannot
+# run in these sandboxes) runs the image, skopeo inspects its arm64 half and copies it out.
+RELEASE="lintian systemd podman runc skopeo"
 # PostgreSQL runs the shared-database tests (test/support/postgres.ts starts a private cluster
 # in a temp folder from its server binaries); nginx is the TLS load balancer in front of the
 # instances of the multi-instance test; nginx and Caddy run the reverse-proxy recipes of
@@ -63,7 +68,7 @@ case "$(uname -m)" in
     ;;
 esac
 
-want_required=$(missing $REQUIRED $BROWSER $SERVERS)
+want_required=$(missing $REQUIRED $BROWSER $SERVERS $RELEASE)
 want_optional=""
 if [ "${IMGPRESS_CI_PHOTOS:-1}" != "0" ]; then
   want_optional=$(missing $OPTIONAL)
@@ -142,6 +147,13 @@ if ! /usr/bin/caddy version >/dev/null 2>&1; then
   exit 1
 fi
 say "ok: caddy $(/usr/bin/caddy version 2>&1 | head -n 1)"
+for tool in dpkg-deb lintian systemd-analyze podman runc skopeo; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    say "FAILED: $tool not found (release tools)"
+    exit 1
+  fi
+done
+say "ok: release tools: $(podman --version), $(runc --version | head -n 1), $(skopeo --version), lintian $(lintian --version | cut -d' ' -f2)"
 if [ -d /usr/share/backgrounds ]; then
   say "ok: photos in /usr/share/backgrounds"
 fi

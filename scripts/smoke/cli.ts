@@ -1,11 +1,12 @@
-// Stage "cli": --version and --help, and the native libraries unpacked once into the cache.
+// Stage "cli": --version and --help (which unpack nothing), and the native libraries unpacked once
+// into the cache by the first command that needs them.
 import { existsSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { cli, type Smoke } from "./context.ts";
 import { assertOneExtraction, cacheEntries } from "./folders.ts";
 import { assert } from "./report.ts";
 
-/** Checks `--version`, `--help` and the extraction cache they filled; returns the cache's entries for later comparison. */
+/** Checks `--version`, `--help` and the extraction cache a command fills; returns the cache's entries for later comparison. */
 export async function cliStage(s: Smoke): Promise<{ summary: string; names: string[] }> {
   await s.report.check(s.tag, "--version", async () => {
     const r = await cli(s, ["--version"]);
@@ -20,6 +21,22 @@ export async function cliStage(s: Smoke): Promise<{ summary: string; names: stri
       assert(r.stdout.includes(word), `help text lacks ${JSON.stringify(word)}`);
     }
     return `${r.stdout.split("\n").length} lines`;
+  });
+  // A read-only cache folder (a package's or an image's, run by another user) must not stop them:
+  // they answer before the native libraries are loaded.
+  await s.report.check(s.tag, "--version and --help unpack nothing, even with an unwritable IMGPRESS_CACHE_DIR", async () => {
+    for (const args of [["--version"], ["--help"]]) {
+      const r = await cli(s, args, { IMGPRESS_CACHE_DIR: "/proc/imgpress-unwritable" });
+      assert(r.code === 0 && r.stdout.includes("imgpress"), `${args[0]}: exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`);
+    }
+    assert(!existsSync(s.cacheDir), `${s.cacheDir} exists: --version or --help unpacked the native libraries`);
+    return "exit 0, nothing unpacked";
+  });
+  await s.report.check(s.tag, "a command that opens the database unpacks the native libraries", async () => {
+    const r = await cli(s, ["keys", "list", "--data-dir", join(s.tmp, "no-data")]);
+    assert(r.code === 1 && r.stderr.includes("no database"), `exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`);
+    assert(existsSync(s.cacheDir), `${s.cacheDir} was not made`);
+    return `cache in ${s.cacheDir}`;
   });
   // No usable cache folder (a container uid without a home): the last resort is the data folder's
   // cache, the one --data-dir names, and a data folder made there is owner-only.

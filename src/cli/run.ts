@@ -1,13 +1,11 @@
-import { boot } from "../server/boot.ts";
 import { ConfigError, loadConfig } from "../core/config.ts";
 import { driverMessage, storageFaultAdvice, storageFaultCode } from "../data/db/faults.ts";
-import { serve, type Runtime } from "../server/server.ts";
+import type { Runtime } from "../server/server.ts";
 import { version } from "../core/version.ts";
 import { secretFlags } from "../staff/settings-view.ts";
 import { checkUsage, parseArgs, UsageError } from "./args.ts";
-import { findCommand } from "./usage.ts";
 import { migrateReport, readAuditCommand, readKeysCommand, readStaffCommand, runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "./index.ts";
-import { commandHelp, helpText } from "./usage.ts";
+import { commandHelp, findCommand, helpText } from "./usage.ts";
 
 /** Runs the `imgpress` command line; resolves to the exit status (a server resolves when it stops). */
 export async function runMain(argv: readonly string[], runtime: Runtime): Promise<number> {
@@ -25,7 +23,8 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
       err(`imgpress: warning: ${flagList} on the command line ${exposed.length === 1 ? "is" : "are"} visible to every user of this machine (ps) and kept in shell history; use ${exposed.map((e) => e.instead).join("; ")} instead`);
     }
     const [command = "serve", ...rest] = words;
-    if (command === "serve") return await serve(flags, runtime);
+    // The server and the database (which unpack the native libraries) load only now: --help and --version work without them.
+    if (command === "serve") return await (await import("../server/server.ts")).serve(flags, runtime);
     // The one-off commands' modules load only when asked for: a server's start-up need not read them.
     if (command === "backup") return await (await import("./backup.ts")).runBackup(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
     if (command === "restore") return await (await import("./backup.ts")).runRestore(loadConfig(runtime.env, flags), rest[0], flags, { out, err });
@@ -42,7 +41,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     const staff = command === "staff" ? readStaffCommand(rest, flags) : null;
     // Only `migrate`, `staff add` and `keys create` (which may come before the first start) may create the database.
     const existingOnly = command !== "migrate" && staff?.action !== "add" && !(command === "keys" && rest[0] === "create");
-    const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err, besideServer: true, existingOnly });
+    const booted = await (await import("../server/boot.ts")).boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, write: err, besideServer: true, existingOnly });
     try {
       if (command === "migrate") return out(migrateReport(booted.store.migrationsApplied)), 0;
       if (command === "staff") return await runStaffCommand(rest, flags, booted.services, { out, err });
