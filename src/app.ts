@@ -9,6 +9,7 @@ import { deriveKey } from "./crypto.ts";
 import type { Store } from "./db/index.ts";
 import { ConversionGate } from "./convert/gate.ts";
 import { convertRoutes } from "./convert/index.ts";
+import { accountRoutes } from "./account/index.ts";
 import { ConvertService } from "./convert/service.ts";
 import { docsRoutes } from "./docs/index.ts";
 import { errorHandler, RouteMethods } from "./http/errors.ts";
@@ -258,7 +259,7 @@ export function createApp(deps: AppDeps, services: Services) {
     )
     .use(metricsRoutes(services.metrics, config.metricsToken))
     .group(API_PREFIX, (v1) =>
-      v1.use(issuanceRoutes(services.issuance, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000, clientIp)),
+      v1.use(issuanceRoutes(services.issuance, clientIp)).use(convertRoutes(services.convert, services.authenticator, config.uploadTimeoutS * 1000, clientIp)).use(accountRoutes({ config, store: deps.store, keys: services.keys, usage: services.usageQueries, now: deps.now })),
     );
   methods.learn(app.routes);
   return app;
