@@ -33,6 +33,7 @@ describe("GET /v1/plugin/account", () => {
       server_version: expect.any(String),
       month: { from: monthStart(h.clock.now()), conversions: 0, bytes_in: 0, bytes_out: 0, bytes_saved: 0 },
       total: { conversions: 0, bytes_saved: 0 },
+      max_in_progress: h.config.keyMaxAdmitted,
     });
     expect(res.text).not.toContain(keys.secret_key);
   });

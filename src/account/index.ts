@@ -26,6 +26,7 @@ export const AccountResponse = t.Object({
     bytes_saved: t.Integer({ description: "bytes_in − bytes_out (negative when outputs grew)" }),
   }),
   total: t.Object({ conversions: t.Integer(), bytes_saved: t.Integer() }),
+  max_in_progress: t.Integer({ description: "Conversions this key may have admitted at once (IMGPRESS_KEY_MAX_ADMITTED); more get 429 TOO_MANY_IN_PROGRESS" }),
 });
 
 /** Everything the route needs; the services are the app's own. */
@@ -64,6 +65,7 @@ export function accountRoutes(deps: AccountDeps) {
         server_version: version,
         month: { from, conversions: totals.conversions, bytes_in: totals.bytesIn, bytes_out: totals.bytesOut, bytes_saved: totals.bytesSaved },
         total: { conversions: detail.key.conversions, bytes_saved: detail.key.bytesSaved },
+        max_in_progress: config.keyMaxAdmitted,
       };
     },
     {
