@@ -18,6 +18,9 @@ class Imgpress_Client {
 	/** Seconds for the small JSON routes. */
 	const JSON_TIMEOUT = 20;
 
+	/** @var float Seconds this request spent waiting for conversion batches (bench/wordpress.ts tells WordPress's own time apart with it). */
+	public static $convert_seconds = 0.0;
+
 	/** @var string Base URL ending in /v1. */
 	private $base;
 	/** @var string|null Pinned certificate file, or null for WordPress's CA bundle. */
@@ -179,7 +182,9 @@ class Imgpress_Client {
 			'useragent'        => 'imgpress-wordpress/' . IMGPRESS_VERSION,
 			'hooks'            => $hooks,
 		);
-		$answers = empty( $requests ) ? array() : $class::request_multiple( $requests, $options );
+		$started                = microtime( true );
+		$answers                = empty( $requests ) ? array() : $class::request_multiple( $requests, $options );
+		self::$convert_seconds += microtime( true ) - $started;
 		$out     = array();
 		foreach ( $tasks as $key => $task ) {
 			if ( ! isset( $answers[ $key ] ) ) {

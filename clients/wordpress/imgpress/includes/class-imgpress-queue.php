@@ -281,7 +281,9 @@ class Imgpress_Queue {
 		$settings = Imgpress_Settings::get();
 		$made     = 0;
 		while ( microtime( true ) < $deadline ) {
-			$ids = self::due( 12 );
+			// A few attachments per round (each is several files): enough to fill the batches, few
+			// enough that attachments finish one after another and the bulk page's bar moves.
+			$ids = self::due( max( 1, (int) ceil( max( 1, (int) get_option( self::LIMIT, self::DEFAULT_LIMIT ) ) / 2 ) ) );
 			if ( empty( $ids ) ) {
 				break;
 			}
