@@ -85,9 +85,17 @@ export async function startWordPress(options: WordPressOptions = {}): Promise<Wo
   const socket = join(base, "mysql.sock");
   const root = join(base, "wp");
   const children: ChildProcess[] = [];
+  // Each child leads its own process group: PHP's server forks its workers, which must go with it.
+  const signal = (child: ChildProcess, sig: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, sig);
+    } catch {
+      // Already gone.
+    }
+  };
   const cleanup = () => {
     running.delete(cleanup);
-    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    for (const child of children) signal(child, "SIGKILL");
     rmSync(base, { recursive: true, force: true });
   };
   running.add(cleanup);
@@ -96,7 +104,7 @@ export async function startWordPress(options: WordPressOptions = {}): Promise<Wo
     const db = spawn(
       "/usr/sbin/mariadbd",
       [`--datadir=${join(base, "db")}`, `--socket=${socket}`, "--skip-networking", "--user=root", `--pid-file=${join(base, "mariadb.pid")}`, `--log-error=${join(base, "mariadb.log")}`, "--innodb-buffer-pool-size=32M", "--skip-log-bin"],
-      { stdio: "ignore" },
+      { stdio: "ignore", detached: true },
     );
     children.push(db);
     const ping = () => spawnSync("mariadb", [`--socket=${socket}`, "-uroot", "-e", "SELECT 1"], { stdio: "ignore" }).status === 0;
@@ -175,6 +183,7 @@ require_once ABSPATH . 'wp-settings.php';
       cwd: root,
       env: { ...process.env, PHP_CLI_SERVER_WORKERS: String(options.workers ?? 4) },
       stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
     });
     children.push(server);
     let pending = "";
@@ -205,9 +214,10 @@ require_once ABSPATH . 'wp-settings.php';
         return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
       },
       async stop() {
-        server.kill("SIGTERM");
-        db.kill("SIGTERM");
-        await Promise.all([server, db].map((c) => (c.exitCode === null ? new Promise((r) => c.once("exit", r)) : undefined)));
+        const exited = [server, db].map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : undefined));
+        signal(server, "SIGTERM");
+        signal(db, "SIGTERM");
+        await Promise.all(exited);
         cleanup();
       },
     };

@@ -55,6 +55,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
 }
 
 const meta = async (id: number, key: string) => (await wp.php(`echo wp_json_encode(get_post_meta(${id}, '${key}', true));`)).trim();
+/** What the queue knows, for a failure message. */
+const diagnose = (id: number) =>
+  wp.php(`echo wp_json_encode(array('blocked' => Imgpress_Queue::blocked(), 'status' => get_option('imgpress_status'), 'backoff' => get_option('imgpress_backoff'), 'lock' => get_option('imgpress_lock'), 'next' => wp_next_scheduled('imgpress_run_queue') - time(), 'doing_cron' => get_transient('doing_cron'), 'queue' => get_post_meta(${id}, '_imgpress_queue', true) - time(), 'record' => get_post_meta(${id}, '_imgpress', true), 'error' => get_post_meta(${id}, '_imgpress_error', true)));`);
 const pluginLines = () => wp.debugLog().filter((l) => l.includes("plugins/imgpress"));
 
 beforeAll(async () => {
@@ -104,7 +107,7 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     await Promise.all([page.waitForSelector("#imgpress-code"), page.click("text=Trust this certificate and send me a code")]);
     const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.to.includes(WP_ADMIN.email), 10_000);
     await page.fill("#imgpress-code", extractOtp(mail));
-    await Promise.all([page.waitForSelector(".imgpress-status-table"), page.click("button:has-text('Connect')")]);
+    await Promise.all([page.waitForSelector(".imgpress-status-table"), page.click("button[value=imgpress_verify]")]);
     const status = await page.textContent(".imgpress-status-table");
     expect(status).toContain(server.url);
     expect(status).toMatch(/imp_\w{8}…/);
@@ -240,6 +243,26 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     expect(await page.getAttribute(".imgpress-notice-revoked a.imgpress-reconnect", "href")).toContain("page=imgpress");
     await page.screenshot({ path: join(scratch, "6-revoked.png") });
     expect(await meta(id, "_imgpress_queue")).not.toBe('""');
+
+    // Reconnecting (the same server, its certificate confirmed again) gets a new key; the waiting upload is then optimized.
+    await Promise.all([page.waitForSelector("#imgpress-server"), page.click(".imgpress-notice-revoked a.imgpress-reconnect")]);
+    expect(await page.inputValue("#imgpress-server")).toBe(server.url);
+    // Another address of the owner's: the server sends one code per address per minute.
+    await page.fill("#imgpress-email", "webmaster@example.com");
+    await Promise.all([page.waitForSelector(".imgpress-fingerprint code"), page.click("text=Send me a code")]);
+    const before = sink.messages.length;
+    await page.check("input[name=matches]");
+    await Promise.all([page.waitForSelector("#imgpress-code"), page.click("text=Trust this certificate and send me a code")]);
+    const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.to.includes("webmaster@example.com"), 10_000);
+    await page.fill("#imgpress-code", extractOtp(mail));
+    await Promise.all([page.waitForSelector(".imgpress-status-table"), page.click("button[value=imgpress_verify]")]);
+    expect(await page.$(".imgpress-notice-revoked")).toBeNull();
+    await until("the waiting upload's copies", async () => {
+      await cron();
+      return (await meta(id, "_imgpress_done")) !== '""';
+    }).catch(async (err) => {
+      throw new Error(`${err.message}; the queue's state: ${await diagnose(id)}`);
+    });
   }, 90_000);
 
   test("no PHP notice or warning from the plugin", () => {
