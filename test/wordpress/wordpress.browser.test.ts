@@ -110,7 +110,7 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     await Promise.all([page.waitForSelector(".imgpress-status-table"), page.click("button[value=imgpress_verify]")]);
     const status = await page.textContent(".imgpress-status-table");
     expect(status).toContain(server.url);
-    expect(status).toMatch(/imp_\w{8}…/);
+    expect(status).toMatch(/imp_[\w-]{8}…/);
     expect(status).toContain("0 conversions");
     await page.screenshot({ path: join(scratch, "2-connected.png"), fullPage: true });
     // The secret never reaches a page or the options table in clear.
@@ -127,7 +127,8 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     await page.setInputFiles("#plupload-upload-ui input[type=file]", photo);
     await page.waitForSelector(".media-item .edit-attachment", { timeout: 60_000 });
     uploaded = Number(wp.sql("SELECT MAX(ID) FROM wp_posts WHERE post_type = 'attachment'").trim());
-    expect(await meta(uploaded, "_imgpress_queue")).not.toBe('""');
+    // The upload only queued the work (WP-Cron, spawned by the page loads, may have done it already).
+    expect([await meta(uploaded, "_imgpress_queue"), await meta(uploaded, "_imgpress_done")]).not.toEqual(['""', '""']);
     // The queue runs from cron (here called as a system cron would).
     await until("the upload's copies", async () => {
       await cron();

@@ -18,7 +18,7 @@ class Imgpress_Client {
 	/** Seconds for the small JSON routes. */
 	const JSON_TIMEOUT = 20;
 
-	/** @var float Seconds this request spent waiting for conversion batches (bench/wordpress.ts tells WordPress's own time apart with it). */
+	/** @var float Seconds this PHP request spent waiting on the server's answers (bench/wordpress.ts tells WordPress's own time apart with it). */
 	public static $convert_seconds = 0.0;
 
 	/** @var string Base URL ending in /v1. */
@@ -138,27 +138,14 @@ class Imgpress_Client {
 	public function convert_many( array $tasks, $quality ) {
 		$requests = array();
 		foreach ( $tasks as $key => $task ) {
-			$bytes = file_get_contents( $task['path'] ); // phpcs:ignore WordPress.WP.AlternativeFunctions.file_get_contents_file_get_contents
-			if ( false === $bytes ) {
+			$request = $this->convert_request( $task, $quality );
+			if ( null === $request ) {
 				continue;
 			}
-			$mime              = 'png' === strtolower( pathinfo( $task['path'], PATHINFO_EXTENSION ) ) ? 'image/png' : 'image/jpeg';
-			list( $body, $ct ) = Imgpress_Signer::multipart(
-				array(
-					'format'  => $task['format'],
-					'quality' => $quality,
-				),
-				wp_basename( $task['path'] ),
-				$bytes,
-				$mime
-			);
-			$headers           = Imgpress_Signer::headers( $this->api_key, $this->secret, 'POST', '/plugin/convert', $body, time() );
-			$headers['Content-Type'] = $ct;
-			$headers['Expect']       = '';
-			$requests[ $key ]        = array(
+			$requests[ $key ] = array(
 				'url'     => $this->base . '/plugin/convert',
-				'headers' => $headers,
-				'data'    => $body,
+				'headers' => $request['headers'],
+				'data'    => $request['body'],
 				'type'    => 'POST',
 			);
 		}
@@ -206,6 +193,184 @@ class Imgpress_Client {
 			$out[ $key ] = array( $r, $r->ok() ? $answer->body : '' );
 		}
 		return $out;
+	}
+
+	/**
+	 * One signed conversion request: the multipart body (built here, so the signature covers its exact bytes) and its headers.
+	 *
+	 * @param array  $task    array( 'path' => file, 'format' => webp|avif ).
+	 * @param string $quality lossy|lossless.
+	 * @return array|null array( 'body' => string, 'headers' => array ), null when the file cannot be read.
+	 */
+	private function convert_request( array $task, $quality ) {
+		$bytes = file_get_contents( $task['path'] ); // phpcs:ignore WordPress.WP.AlternativeFunctions.file_get_contents_file_get_contents
+		if ( false === $bytes ) {
+			return null;
+		}
+		$mime              = 'png' === strtolower( pathinfo( $task['path'], PATHINFO_EXTENSION ) ) ? 'image/png' : 'image/jpeg';
+		list( $body, $ct ) = Imgpress_Signer::multipart(
+			array(
+				'format'  => $task['format'],
+				'quality' => $quality,
+			),
+			wp_basename( $task['path'] ),
+			$bytes,
+			$mime
+		);
+		$headers                 = Imgpress_Signer::headers( $this->api_key, $this->secret, 'POST', '/plugin/convert', $body, time() );
+		$headers['Content-Type'] = $ct;
+		$headers['Expect']       = '';
+		return array(
+			'body'    => $body,
+			'headers' => $headers,
+		);
+	}
+
+	/**
+	 * Converts a list of files keeping `$limit` requests in flight: a new one starts as soon as one
+	 * ends, so the server never idles waiting for the slowest of a batch. Each answer is handed to
+	 * `$done( $key, Imgpress_Response, $bytes )` as it arrives; `$done` returns false to start no
+	 * more (the server is down, busy or refuses the key: what is in flight still ends).
+	 *
+	 * With PHP's cURL (WordPress's own transport) the pool is a cURL multi handle verified exactly
+	 * as the HTTP API verifies (the pinned certificate or WordPress's CA bundle, peer and host name);
+	 * without it, batches of `$limit` go through convert_many().
+	 *
+	 * @param array    $tasks    key => array( 'path' => file, 'format' => webp|avif ), in the order to send.
+	 * @param string   $quality  lossy|lossless.
+	 * @param int      $limit    Requests in flight at most.
+	 * @param float    $deadline microtime() after which nothing new starts.
+	 * @param callable $done     function( $key, Imgpress_Response $r, string $bytes ): bool.
+	 */
+	public function convert_pool( array $tasks, $quality, $limit, $deadline, $done ) {
+		if ( ! function_exists( 'curl_multi_init' ) ) {
+			foreach ( array_chunk( $tasks, max( 1, $limit ), true ) as $batch ) {
+				if ( microtime( true ) >= $deadline ) {
+					return;
+				}
+				$go = true;
+				foreach ( $this->convert_many( $batch, $quality ) as $key => $answer ) {
+					$go = call_user_func( $done, $key, $answer[0], $answer[1] ) && $go;
+				}
+				if ( ! $go ) {
+					return;
+				}
+			}
+			return;
+		}
+		$ca_file = null !== $this->ca_file ? $this->ca_file : ABSPATH . WPINC . '/certificates/ca-bundle.crt';
+		$multi   = curl_multi_init();
+		$pending = $tasks;
+		$flying  = array();
+		$go      = true;
+		while ( true ) {
+			while ( $go && count( $flying ) < $limit && ! empty( $pending ) && microtime( true ) < $deadline ) {
+				$key     = array_key_first( $pending );
+				$task    = $pending[ $key ];
+				$request = $this->convert_request( $task, $quality );
+				unset( $pending[ $key ] );
+				if ( null === $request ) {
+					$r       = new Imgpress_Response();
+					$r->kind = Imgpress_Response::PERMANENT;
+					$r->code = 'UNREADABLE_FILE';
+					$go      = call_user_func( $done, $key, $r, '' ) && $go;
+					continue;
+				}
+				$slot          = new stdClass();
+				$slot->key     = $key;
+				$slot->headers = array();
+				$slot->handle  = $this->curl_handle( $request, $ca_file );
+				curl_setopt( // phpcs:ignore WordPress.WP.AlternativeFunctions.curl_curl_setopt
+					$slot->handle,
+					CURLOPT_HEADERFUNCTION,
+					static function ( $h, $line ) use ( $slot ) {
+						$parts = explode( ':', $line, 2 );
+						if ( 2 === count( $parts ) ) {
+							$slot->headers[ strtolower( trim( $parts[0] ) ) ] = trim( $parts[1] );
+						}
+						return strlen( $line );
+					}
+				);
+				curl_multi_add_handle( $multi, $slot->handle );
+				$flying[ self::handle_id( $slot->handle ) ] = $slot;
+			}
+			if ( empty( $flying ) ) {
+				break;
+			}
+			$waiting = microtime( true );
+			do {
+				$status = curl_multi_exec( $multi, $running );
+			} while ( CURLM_CALL_MULTI_PERFORM === $status );
+			self::$convert_seconds += microtime( true ) - $waiting;
+			while ( false !== ( $info = curl_multi_info_read( $multi ) ) ) { // phpcs:ignore WordPress.CodeAnalysis.AssignmentInCondition.FoundInWhileCondition
+				$slot = $flying[ self::handle_id( $info['handle'] ) ];
+				unset( $flying[ self::handle_id( $info['handle'] ) ] );
+				$bytes = '';
+				if ( CURLE_OK !== $info['result'] ) {
+					// Only sorted (certificate or not): never shown.
+					$r = Imgpress_Response::from_transport( curl_strerror( $info['result'] ) . ' ' . curl_error( $slot->handle ) );
+				} else {
+					$body = (string) curl_multi_getcontent( $slot->handle );
+					$r    = Imgpress_Response::from_http( curl_getinfo( $slot->handle, CURLINFO_RESPONSE_CODE ), $slot->headers, $body );
+					if ( $r->ok() ) {
+						$bytes   = $body;
+						$r->body = '';
+					}
+				}
+				curl_multi_remove_handle( $multi, $slot->handle );
+				curl_close( $slot->handle );
+				$go = call_user_func( $done, $slot->key, $r, $bytes ) && $go;
+			}
+			$waiting = microtime( true );
+			if ( ! empty( $flying ) && -1 === curl_multi_select( $multi, 0.5 ) ) {
+				usleep( 10000 );
+			}
+			self::$convert_seconds += microtime( true ) - $waiting;
+		}
+		curl_multi_close( $multi );
+	}
+
+	/**
+	 * A key for a cURL handle (a resource before PHP 8, an object since).
+	 *
+	 * @param resource|object $handle cURL handle.
+	 * @return int
+	 */
+	private static function handle_id( $handle ) {
+		return is_object( $handle ) ? spl_object_id( $handle ) : (int) $handle;
+	}
+
+	/**
+	 * A cURL handle for one conversion, verified as the HTTP API verifies: peer and host name against the pin or WordPress's CAs.
+	 *
+	 * @param array  $request From convert_request().
+	 * @param string $ca_file CA file.
+	 * @return resource|CurlHandle
+	 */
+	private function curl_handle( array $request, $ca_file ) {
+		$lines = array();
+		foreach ( $request['headers'] as $name => $value ) {
+			$lines[] = $name . ': ' . $value;
+		}
+		$handle = curl_init( $this->base . '/plugin/convert' ); // phpcs:ignore WordPress.WP.AlternativeFunctions.curl_curl_init
+		curl_setopt_array( // phpcs:ignore WordPress.WP.AlternativeFunctions.curl_curl_setopt_array
+			$handle,
+			array(
+				CURLOPT_POST           => true,
+				CURLOPT_POSTFIELDS     => $request['body'],
+				CURLOPT_HTTPHEADER     => $lines,
+				CURLOPT_RETURNTRANSFER => true,
+				CURLOPT_FOLLOWLOCATION => false,
+				CURLOPT_CONNECTTIMEOUT => 10,
+				CURLOPT_TIMEOUT        => self::CONVERT_TIMEOUT,
+				CURLOPT_SSL_VERIFYPEER => true,
+				CURLOPT_SSL_VERIFYHOST => 2,
+				CURLOPT_CAINFO         => $ca_file,
+				CURLOPT_USERAGENT      => 'imgpress-wordpress/' . IMGPRESS_VERSION,
+				CURLOPT_PROTOCOLS      => CURLPROTO_HTTPS,
+			)
+		);
+		return $handle;
 	}
 
 	/**

@@ -268,9 +268,10 @@ class Imgpress_Queue {
 	}
 
 	/**
-	 * The run itself: due attachments' conversions in batches of the server's limit, biggest files together.
+	 * The run itself: due attachments' conversions kept `limit` at once (the server's per-key
+	 * limit), attachment after attachment, each settled as soon as its last copy arrives.
 	 *
-	 * @param float $deadline microtime() to stop by.
+	 * @param float $deadline microtime() after which nothing new starts.
 	 * @return int Conversions made.
 	 */
 	private static function work( $deadline ) {
@@ -281,72 +282,77 @@ class Imgpress_Queue {
 		$settings = Imgpress_Settings::get();
 		$made     = 0;
 		while ( microtime( true ) < $deadline ) {
-			// A few attachments per round (each is several files): enough to fill the batches, few
-			// enough that attachments finish one after another and the bulk page's bar moves.
-			$ids = self::due( max( 1, (int) ceil( max( 1, (int) get_option( self::LIMIT, self::DEFAULT_LIMIT ) ) / 2 ) ) );
+			$limit = max( 1, (int) get_option( self::LIMIT, self::DEFAULT_LIMIT ) );
+			// Enough attachments to keep the pool full for a while; each settles as soon as it is done.
+			$ids = self::due( 2 * $limit );
 			if ( empty( $ids ) ) {
 				break;
 			}
 			$results = array();
+			$left    = array();
 			$tasks   = array();
 			foreach ( $ids as $id ) {
 				$r              = get_post_meta( $id, self::META_RESULT, true );
 				$results[ $id ] = is_array( $r ) ? $r : array( 'sizes' => array() );
-				$tasks          = array_merge( $tasks, self::tasks_for( $id, $results[ $id ] ) );
+				$own            = self::tasks_for( $id, $results[ $id ] );
+				$left[ $id ]    = count( $own );
+				// Its biggest files first: they take longest, the small ones fill the gaps.
+				usort(
+					$own,
+					static function ( $a, $b ) {
+						return filesize( $b[2] ) - filesize( $a[2] );
+					}
+				);
+				$tasks = array_merge( $tasks, $own );
 			}
-			// Like sizes in one batch: a batch waits for its slowest member.
-			$bytes = array();
-			foreach ( $tasks as $task ) {
-				$bytes[ $task[2] ] = (int) filesize( $task[2] );
-			}
-			usort(
-				$tasks,
-				static function ( $a, $b ) use ( $bytes ) {
-					return $bytes[ $b[2] ] - $bytes[ $a[2] ];
+			foreach ( $left as $id => $n ) {
+				if ( 0 === $n ) {
+					self::settle( $id, $results[ $id ], false );
 				}
-			);
+			}
+			$send = array();
+			foreach ( $tasks as $i => $task ) {
+				$send[ $i ] = array(
+					'path'   => $task[2],
+					'format' => $task[3],
+				);
+			}
 			$stop    = false;
 			$touched = array();
-			$limit   = max( 1, (int) get_option( self::LIMIT, self::DEFAULT_LIMIT ) );
-			$offset  = 0;
-			while ( $offset < count( $tasks ) && ! $stop && microtime( true ) < $deadline ) {
-				$batch   = array_slice( $tasks, $offset, $limit );
-				$offset += count( $batch );
-				$send    = array();
-				foreach ( $batch as $i => $task ) {
-					$send[ $i ] = array(
-						'path'   => $task[2],
-						'format' => $task[3],
-					);
-				}
-				$answers = $client->convert_many( $send, $settings['quality'] );
-				$global  = null;
-				$failed  = array();
-				foreach ( $batch as $i => $task ) {
-					list( $id, $size, $path, $format ) = $task;
-					list( $r, $bytes )                 = $answers[ $i ];
+			$failed  = array();
+			$client->convert_pool(
+				$send,
+				$settings['quality'],
+				$limit,
+				$deadline,
+				static function ( $i, Imgpress_Response $r, $bytes ) use ( $tasks, $settings, $limit, &$results, &$left, &$touched, &$failed, &$made, &$stop ) {
+					list( $id, $size, $path, $format ) = $tasks[ $i ];
 					$touched[ $id ]                    = true;
 					if ( $r->ok() ) {
 						$made += self::store_copy( $results[ $id ], $size, $path, $format, $bytes, $settings['quality'] );
 					} elseif ( Imgpress_Response::PERMANENT === $r->kind ) {
 						$results[ $id ]['failed'][ $size . '/' . $format ] = '' !== $r->message ? $r->message : $r->code;
 					} elseif ( Imgpress_Response::SERVER === $r->kind ) {
-						// One attempt of the attachment per batch, however many of its files failed.
+						// One attempt of the attachment per run, however many of its files failed.
 						if ( ! isset( $failed[ $id ] ) ) {
 							self::on_failure( $r, $id, $limit );
 						}
 						$failed[ $id ] = true;
-					} elseif ( null === $global ) {
-						// The server's state, not this image's: counted once for the whole batch.
-						$global = $r;
+					} elseif ( ! $stop ) {
+						// The server's state, not this image's: the pool starts nothing more, counted once.
+						$stop = self::on_failure( $r, $id, $limit );
+						return ! $stop;
 					}
+					$left[ $id ]--;
+					if ( 0 === $left[ $id ] ) {
+						self::settle( $id, $results[ $id ], true );
+						unset( $touched[ $id ] );
+					}
+					return ! $stop;
 				}
-				if ( null !== $global ) {
-					$stop = self::on_failure( $global, 0, $limit );
-				}
-			}
-			foreach ( $ids as $id ) {
-				self::settle( $id, $results[ $id ], isset( $touched[ $id ] ) );
+			);
+			foreach ( array_keys( $touched ) as $id ) {
+				self::settle( $id, $results[ $id ], true );
 			}
 			if ( $stop ) {
 				break;
