@@ -159,6 +159,12 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     await page.goto(`${wp.url}/wp-admin/upload.php?mode=list`);
     const cell = await page.textContent(`#post-${uploaded} .imgpress-summary`);
     expect(cell).toMatch(new RegExp(`saved \\(\\d+(\\.\\d)? %\\) over ${sizes.length} sizes`));
+    await page.screenshot({ path: join(scratch, "2b-media-list.png") });
+    // The attachment's details: one row per size, with both copies' sizes.
+    await page.goto(`${wp.url}/wp-admin/post.php?post=${uploaded}&action=edit`);
+    expect(await page.$$eval(".imgpress-sizes tbody tr", (rows) => rows.length)).toBe(sizes.length);
+    expect(await page.textContent(".imgpress-sizes tbody")).toMatch(/KB \(−\d+(\.\d)? %\)/);
+    await page.screenshot({ path: join(scratch, "2c-details.png"), fullPage: true });
   }, 120_000);
 
   test("a published post serves <picture> with AVIF and WebP sources, and the browser loads the AVIF", async () => {

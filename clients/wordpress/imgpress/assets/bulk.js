@@ -37,8 +37,7 @@
 		var bar = document.querySelector('.imgpress-bar');
 		bar.setAttribute('aria-valuenow', String(state.percent));
 		bar.querySelector('.imgpress-bar-fill').style.width = state.percent + '%';
-		bar.querySelector('.imgpress-bar-label').textContent = state.percent + ' %';
-		var figures = [format(s.of, state.done, state.total), format(s.saved, bytes(state.saved))];
+		var figures = [state.percent + ' %', format(s.of, state.done, state.total), format(s.saved, bytes(state.saved))];
 		if (state.errors) {
 			figures.push(format(s.errors, state.errors));
 		}
@@ -47,6 +46,9 @@
 		}
 		$('imgpress-count').textContent = figures.join(' · ');
 		var message = state.message;
+		if (message && state.blocked === 'backoff' && state.waiting_for > 0) {
+			message += ' ' + format(s.next, duration(state.waiting_for));
+		}
 		if (!message) {
 			message = !state.running ? s.idle : state.remaining === 0 ? s.done : s.running;
 		}

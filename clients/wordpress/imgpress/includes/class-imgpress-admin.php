@@ -109,6 +109,7 @@ class Imgpress_Admin {
 						'minutes'   => __( '%d min', 'imgpress' ),
 						'seconds'   => __( '%d s', 'imgpress' ),
 						'running'   => __( 'Optimizing…', 'imgpress' ),
+						'next'      => __( '(next try in %s)', 'imgpress' ),
 					),
 				)
 			);
@@ -447,7 +448,7 @@ class Imgpress_Admin {
 		}
 		echo '<p>' . esc_html__( 'Makes the copies of every JPEG and PNG image not done yet, as many at once as your server allows. You can close this page: the run goes on in the background, and starting it again skips what is done.', 'imgpress' ) . '</p>';
 		echo '<div class="imgpress-card">';
-		echo '<div class="imgpress-bar" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow="' . esc_attr( $s['percent'] ) . '"><div class="imgpress-bar-fill" style="width:' . esc_attr( $s['percent'] ) . '%"></div><span class="imgpress-bar-label">' . esc_html( $s['percent'] ) . ' %</span></div>';
+		echo '<div class="imgpress-bar" role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow="' . esc_attr( $s['percent'] ) . '"><div class="imgpress-bar-fill" style="width:' . esc_attr( $s['percent'] ) . '%"></div></div>';
 		echo '<p class="imgpress-figures" id="imgpress-count"></p>';
 		echo '<p id="imgpress-message" class="imgpress-message" aria-live="polite"></p>';
 		echo '<p><button type="button" class="button button-primary" id="imgpress-start">' . esc_html__( 'Start', 'imgpress' ) . '</button> ';
