@@ -14,7 +14,7 @@ import sharp from "sharp";
 import type { Page } from "playwright-core";
 import { hasChromium, openBrowser, type TestBrowser } from "../support/browser.ts";
 import * as img from "../support/images.ts";
-import { unusedPorts } from "../support/ports.ts";
+import { closedPort, unusedPorts } from "../support/ports.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
 import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 import { hasWordPress, startWordPress, WP_ADMIN, type WordPress } from "../support/wordpress.ts";
@@ -66,7 +66,7 @@ beforeAll(async () => {
   const zip = buildWordPressZip(join(scratch, "imgpress-wordpress.zip"));
   sink = await startSmtpSink();
   const [port] = await unusedPorts(1);
-  serverEnv = { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_PORT: String(port), IMGPRESS_SIGNATURE_BODY: "strict" };
+  serverEnv = { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_PORT: String(port), IMGPRESS_SIGNATURE_BODY: "strict", IMGPRESS_ALLOWED_EMAILS: "@example.com" };
   [server, wp] = await Promise.all([startImgpress(), startWordPress()]);
   // The library before the plugin: 30 photos at 640×480 (full, 300 and 150 wide).
   const files: string[] = [];
@@ -94,6 +94,35 @@ afterAll(async () => {
 });
 
 describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
+  /** Submits the connect form (and confirms the fingerprint when asked); resolves to the notice shown. */
+  async function tryConnect(address: string, email: string): Promise<string> {
+    await page.goto(`${wp.url}/wp-admin/options-general.php?page=imgpress`);
+    await page.fill("#imgpress-server", address);
+    await page.fill("#imgpress-email", email);
+    await Promise.all([page.waitForLoadState("load"), page.click("text=Send me a code")]);
+    if (await page.$(".imgpress-fingerprint")) {
+      await page.check("input[name=matches]");
+      await Promise.all([page.waitForLoadState("load"), page.click("text=Trust this certificate and send me a code")]);
+    }
+    const notice = (await page.textContent(".imgpress-flash")) ?? "";
+    if (await page.$("button:has-text('Start again')")) await Promise.all([page.waitForLoadState("load"), page.click("button:has-text('Start again')")]);
+    return notice;
+  }
+
+  test("errors a person can act on: an unreachable server, an address off the allowlist, a mail failure", async () => {
+    const closed = await closedPort();
+    expect(await tryConnect(`https://127.0.0.1:${closed}`, WP_ADMIN.email)).toContain(`The imgpress server at https://127.0.0.1:${closed} did not answer. Check the address and port`);
+    expect(await tryConnect(server.url, "someone@elsewhere.test")).toContain("not on its allowlist (IMGPRESS_ALLOWED_EMAILS)");
+    sink.setReject(true);
+    try {
+      expect(await tryConnect(server.url, "mailfail@example.com")).toContain("could not send the e-mail with the code");
+    } finally {
+      sink.setReject(false);
+    }
+    expect(await page.content()).not.toMatch(/cURL|Warning:|Fatal/);
+    expect(wp.sql("SELECT COUNT(*) FROM wp_options WHERE option_name = 'imgpress_connection'").trim()).toBe("0");
+  }, 60_000);
+
   test("connect: fingerprint confirmed, e-mailed code typed, key stored sealed", async () => {
     await page.goto(`${wp.url}/wp-admin/options-general.php?page=imgpress`);
     await page.fill("#imgpress-server", server.url);
@@ -274,6 +303,14 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
 
   test("no PHP notice or warning from the plugin", () => {
     expect(pluginLines()).toEqual([]);
+  });
+
+  test("deleting an attachment deletes its copies", async () => {
+    const id = Number(wp.sql("SELECT MIN(ID) FROM wp_posts WHERE post_type = 'attachment'").trim());
+    const copies = JSON.parse(await wp.php(`$out = array(); foreach (Imgpress_Queue::files(${id}) as $p) { foreach (array('avif', 'webp') as $f) { if (file_exists("$p.$f")) { $out[] = "$p.$f"; } } } echo wp_json_encode($out);`)) as string[];
+    expect(copies.length).toBeGreaterThanOrEqual(6);
+    await wp.php(`wp_delete_attachment(${id}, true);`);
+    expect(copies.filter((f) => existsSync(f))).toEqual([]);
   });
 
   test("uninstall leaves nothing of the plugin in the database", async () => {

@@ -251,6 +251,8 @@ class Imgpress_Connection {
 		delete_option( self::PENDING );
 		self::clear_status();
 		delete_transient( 'imgpress_account' );
+		// The server's limit of conversions at once, before the first run.
+		self::account( true );
 		Imgpress_Queue::kick();
 		return true;
 	}
@@ -297,7 +299,8 @@ class Imgpress_Connection {
 		}
 		$data = $r->json();
 		if ( isset( $data['max_in_progress'] ) ) {
-			update_option( 'imgpress_limit', max( 1, (int) $data['max_in_progress'] ), false );
+			update_option( Imgpress_Queue::LIMIT, max( 1, (int) $data['max_in_progress'] ), false );
+			update_option( Imgpress_Queue::LIMIT_MAX, max( 1, (int) $data['max_in_progress'] ), false );
 		}
 		set_transient( 'imgpress_account', $data, 5 * MINUTE_IN_SECONDS );
 		return $data;

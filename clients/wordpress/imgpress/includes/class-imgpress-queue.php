@@ -25,6 +25,7 @@ class Imgpress_Queue {
 	const PAUSED        = 'imgpress_paused';
 	const BACKOFF       = 'imgpress_backoff';
 	const LIMIT         = 'imgpress_limit';
+	const LIMIT_MAX     = 'imgpress_limit_max';
 	/** Attempts of one attachment against server-side failures before it is given up. */
 	const MAX_ATTEMPTS = 6;
 	/** Conversions at once until the server has said its limit (docs/api.md: 8 on a 2-core server, at least half the places). */
@@ -107,6 +108,11 @@ class Imgpress_Queue {
 	 */
 	public static function run_from_cron() {
 		self::run( 40 );
+		// Work left and nothing to wait for: the next cron call (a page view, or the system cron) goes on at once.
+		if ( '' === self::blocked() && array() !== self::due( 1 ) ) {
+			wp_clear_scheduled_hook( self::HOOK );
+			wp_schedule_event( time(), 'imgpress_minute', self::HOOK );
+		}
 	}
 
 	/**
@@ -467,6 +473,12 @@ class Imgpress_Queue {
 	private static function clear_backoff() {
 		if ( false !== get_option( self::BACKOFF, false ) ) {
 			delete_option( self::BACKOFF );
+		}
+		// After TOO_MANY_IN_PROGRESS halved it: back up by one per round that went through, to the server's limit.
+		$limit = (int) get_option( self::LIMIT, self::DEFAULT_LIMIT );
+		$max   = (int) get_option( self::LIMIT_MAX, self::DEFAULT_LIMIT );
+		if ( $limit < $max ) {
+			update_option( self::LIMIT, $limit + 1, false );
 		}
 		$status = Imgpress_Connection::status();
 		if ( isset( $status['state'] ) && 'unreachable' === $status['state'] ) {
