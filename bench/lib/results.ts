@@ -63,6 +63,9 @@ export const POSTGRES_BLOCK = /<!-- postgres bench:start[^>]*-->[\s\S]*?<!-- pos
 /** The "CPU profile of a 300 px request" section that bench/profile.ts writes (a profiled server per client kind). */
 export const PROFILE_BLOCK = /<!-- profile bench:start[^>]*-->[\s\S]*?<!-- profile bench:end -->/;
 
+/** The "WordPress plugin bulk run" section that bench/wordpress.ts writes (it starts its own WordPress). */
+export const WORDPRESS_BLOCK = /<!-- wordpress bench:start[^>]*-->[\s\S]*?<!-- wordpress bench:end -->/;
+
 /** Replaces the `block` section of bench/RESULTS.md with `markdown` (which carries its own markers), or appends it; returns the file's path. */
 export function writeSection(block: RegExp, markdown: string): string {
   const file = join(ROOT, "bench", "RESULTS.md");
@@ -73,7 +76,7 @@ export function writeSection(block: RegExp, markdown: string): string {
 }
 
 /** The sections of RESULTS.md that standalone scripts write and `npm run bench` carries over unchanged, in this order. */
-export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, PROFILE_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK];
+export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, PROFILE_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK, WORDPRESS_BLOCK];
 
 /** The whole of RESULTS.md. */
 export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine: string; corpus: string; sections: string[]; history: string }): string {
