@@ -3,7 +3,8 @@
  * Checks that PHP files use no syntax newer than PHP 7.4 (the plugin's "Requires PHP"), from the
  * tokens PHP 8 gives them: match, enum, readonly, nullsafe ?->, attributes #[…], named arguments,
  * union and mixed/never/static types in signatures, constructor promotion, first-class callables
- * (…), throw as an expression, catch without a variable, new in initialisers.
+ * (…), throw as an expression, catch without a variable, new in initialisers; and calls of the
+ * functions PHP 8 added (str_contains…).
  *
  *   php clients/wordpress/tests/php74-check.php FILE…   (one line per file; exit 1 if any fails)
  *
@@ -74,6 +75,10 @@ function imgpress_php74_problems( $file ) {
 			// A named argument: "(" or "," then a name then a single ":" (not "::", not a ternary's).
 			if ( T_STRING === $t[0] && $i > 0 && $i + 1 < $n && in_array( $text( $code[ $i - 1 ] ), array( '(', ',' ), true ) && ':' === $text( $code[ $i + 1 ] ) && ! $in_signature ) {
 				$problems[] = 'line ' . $t[2] . ': named argument ' . $t[1] . ':';
+			}
+			// Functions PHP 8 added (WordPress polyfills some, but only from 5.9 and not all of them).
+			if ( T_STRING === $t[0] && in_array( strtolower( $t[1] ), array( 'str_contains', 'str_starts_with', 'str_ends_with', 'array_is_list', 'get_debug_type', 'fdiv', 'get_resource_id', 'preg_last_error_msg' ), true ) && $i + 1 < $n && '(' === $text( $code[ $i + 1 ] ) && ( 0 === $i || ! in_array( $text( $code[ $i - 1 ] ), array( '->', '::', 'function' ), true ) ) ) {
+				$problems[] = 'line ' . $t[2] . ': ' . $t[1] . '() needs PHP 8';
 			}
 			if ( T_ELLIPSIS === $t[0] && $i > 0 && '(' === $text( $code[ $i - 1 ] ) && $i + 1 < $n && ')' === $text( $code[ $i + 1 ] ) ) {
 				$problems[] = 'line ' . $t[2] . ': first-class callable syntax';

@@ -175,6 +175,10 @@ class Imgpress_Queue {
 			return 0;
 		}
 		$made = 0;
+		// Room for the budget and the conversions still in flight at its end (hosts often stop PHP at 30 s).
+		if ( function_exists( 'set_time_limit' ) ) {
+			set_time_limit( $budget + 150 );
+		}
 		try {
 			$made = self::work( microtime( true ) + $budget );
 		} finally {
