@@ -149,7 +149,7 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
   }, 60_000);
 
   let uploaded = 0;
-  test("an upload through the media uploader: every size gets valid WebP and AVIF copies", async () => {
+  test("an upload through the media uploader: every size gets valid WebP and AVIF copies; the column, the details, Remove copies and Re-optimize", async () => {
     const photo = join(scratch, "holiday.jpg");
     writeFileSync(photo, await sharp(await img.photo(3000, 2000)).jpeg({ quality: 88 }).toBuffer());
     await page.goto(`${wp.url}/wp-admin/media-new.php`);
@@ -194,6 +194,22 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     expect(await page.$$eval(".imgpress-sizes tbody tr", (rows) => rows.length)).toBe(sizes.length);
     expect(await page.textContent(".imgpress-sizes tbody")).toMatch(/KB \(−\d+(\.\d)? %\)/);
     await page.screenshot({ path: join(scratch, "2c-details.png"), fullPage: true });
+
+    // Remove copies, then Re-optimize: the per-image actions (upload_files and a nonce each).
+    const medium = join(wp.uploads, record.sizes.medium.file);
+    await Promise.all([page.waitForLoadState("load"), page.click(".imgpress-details a:has-text('Remove copies')")]);
+    expect(existsSync(`${medium}.avif`) || existsSync(`${medium}.webp`)).toBe(false);
+    expect(await page.textContent(".imgpress-details")).toContain("Not optimized");
+    await Promise.all([page.waitForLoadState("load"), page.click(".imgpress-details a:has-text('Re-optimize')")]);
+    await until("the copies made again", async () => {
+      await cron();
+      return (await meta(uploaded, "_imgpress_done")) !== '""';
+    });
+    expect(existsSync(`${medium}.avif`) && existsSync(`${medium}.webp`)).toBe(true);
+    // A forged link (no valid nonce) changes nothing.
+    const forged = await page.goto(`${wp.url}/wp-admin/admin-post.php?action=imgpress_remove&id=${uploaded}&_wpnonce=0123456789`);
+    expect(forged?.status()).toBe(403);
+    expect(existsSync(`${medium}.avif`)).toBe(true);
   }, 120_000);
 
   test("a published post serves <picture> with AVIF and WebP sources, and the browser loads the AVIF", async () => {
