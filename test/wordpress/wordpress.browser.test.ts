@@ -329,16 +329,24 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     expect(copies.filter((f) => existsSync(f))).toEqual([]);
   });
 
-  test("uninstall leaves nothing of the plugin in the database", async () => {
+  test("uninstall, with the copies chosen to go too, leaves nothing of the plugin in the database or beside the images", async () => {
     const copies = join(wp.uploads);
+    const countCopies = () => Bun.spawnSync(["find", copies, "-name", "*.jpg.avif", "-o", "-name", "*.jpg.webp"]).stdout.toString().trim().split("\n").filter(Boolean).length;
+    expect(countCopies()).toBeGreaterThan(OLD_ATTACHMENTS);
+    // The owner's choice, saved through the settings form (Settings API).
+    await page.goto(`${wp.url}/wp-admin/options-general.php?page=imgpress`);
+    await page.check("input[name='imgpress_settings[on_uninstall]'][value=delete]");
+    await Promise.all([page.waitForURL(/settings-updated=true/), page.click("#submit")]);
+    expect(await page.isChecked("input[name='imgpress_settings[on_uninstall]'][value=delete]")).toBe(true);
+    expect(await page.isChecked("input[name='imgpress_settings[formats][]'][value=avif]")).toBe(true);
     const out = await wp.php(`require_once ABSPATH . 'wp-admin/includes/plugin.php'; require_once ABSPATH . 'wp-admin/includes/file.php';
       deactivate_plugins('imgpress/imgpress.php'); $r = delete_plugins(array('imgpress/imgpress.php')); echo is_wp_error($r) ? $r->get_error_message() : 'deleted';`);
     expect(out.trim()).toBe("deleted");
     expect(wp.sql("SELECT option_name FROM wp_options WHERE option_name LIKE '%imgpress%' OR option_value LIKE '%imgpress%'").trim()).toBe("");
     expect(wp.sql("SELECT DISTINCT meta_key FROM wp_postmeta WHERE meta_key LIKE '%imgpress%'").trim()).toBe("");
     expect(existsSync(join(wp.root, "wp-content/plugins/imgpress"))).toBe(false);
-    // Copies kept (the default choice).
-    expect(Bun.spawnSync(["find", copies, "-name", "*.jpg.avif"]).stdout.toString().trim().split("\n").length).toBeGreaterThan(OLD_ATTACHMENTS);
+    expect(countCopies()).toBe(0);
+    expect(existsSync(join(copies, "imgpress"))).toBe(false);
     if (process.env.IMGPRESS_WP_SCREENSHOTS) Bun.spawnSync(["cp", "-r", scratch, process.env.IMGPRESS_WP_SCREENSHOTS]);
   }, 60_000);
 });
