@@ -51,7 +51,28 @@ function is_wp_error( $thing ) {
 	return $thing instanceof WP_Error;
 }
 
+/**
+ * Shim.
+ *
+ * @param string $url       URL.
+ * @param int    $component Component.
+ * @return mixed
+ */
+function wp_parse_url( $url, $component = -1 ) {
+	return parse_url( $url, $component ); // phpcs:ignore WordPress.WP.AlternativeFunctions.parse_url_parse_url
+}
+
+/**
+ * Shim.
+ *
+ * @param string $text Text.
+ * @return string
+ */
+function untrailingslashit( $text ) {
+	return rtrim( $text, '/\\' );
+}
+
 $imgpress_dir = dirname( __DIR__ ) . '/imgpress/includes/';
-foreach ( array( 'signer', 'vault', 'certificate', 'response', 'queue', 'delivery' ) as $imgpress_part ) {
+foreach ( array( 'signer', 'vault', 'certificate', 'response', 'queue', 'delivery', 'connection' ) as $imgpress_part ) {
 	require_once $imgpress_dir . 'class-imgpress-' . $imgpress_part . '.php';
 }
