@@ -32,10 +32,16 @@ RELEASE="lintian systemd podman runc skopeo"
 # instances of the multi-instance test; nginx and Caddy run the reverse-proxy recipes of
 # deploy/proxy/ (test/e2e/proxy.e2e.test.ts). None runs as a system service (see policy-rc.d below).
 SERVERS="postgresql nginx caddy"
+# The WordPress plugin's tests: Debian's WordPress (6.1) with a classic theme, MariaDB started by
+# test/support/wordpress.ts in a temp folder, PHP's MySQL and GD modules, php-fpm (for a site
+# served by nginx; the tests use PHP's built-in server), PHPUnit and PHP_CodeSniffer for
+# scripts/wordpress-check.sh, zip for dist/imgpress-wordpress.zip. wordpress pulls in apache2:
+# the policy-rc.d below keeps it (and mariadb) from starting.
+WORDPRESS="wordpress wordpress-theme-twentytwentyone mariadb-server php-fpm php-mysql php-gd phpunit php-codesniffer zip unzip"
 # Real photos in /usr/share/backgrounds; optional, scripts/smoke.ts generates one without it.
 OPTIONAL="mate-backgrounds"
 # While installing, a policy-rc.d that exits 101 keeps the packages' services (postgresql, nginx,
-# caddy, prometheus) from starting: the tests start their own, and a system nginx would hold port 80.
+# caddy, prometheus, apache2, mariadb, php-fpm) from starting: the tests start their own, and a system nginx would hold port 80.
 POLICY=/usr/sbin/policy-rc.d
 
 say() { echo "ci-setup: $*"; }
@@ -68,7 +74,7 @@ case "$(uname -m)" in
     ;;
 esac
 
-want_required=$(missing $REQUIRED $BROWSER $SERVERS $RELEASE)
+want_required=$(missing $REQUIRED $BROWSER $SERVERS $WORDPRESS $RELEASE)
 want_optional=""
 if [ "${IMGPRESS_CI_PHOTOS:-1}" != "0" ]; then
   want_optional=$(missing $OPTIONAL)
@@ -154,6 +160,11 @@ for tool in dpkg-deb lintian systemd-analyze podman runc skopeo; do
   fi
 done
 say "ok: release tools: $(podman --version), $(runc --version | head -n 1), $(skopeo --version), lintian $(lintian --version | cut -d' ' -f2)"
+if [ ! -e /usr/share/wordpress/wp-load.php ] || [ ! -x /usr/sbin/mariadbd ] || ! phpunit --version >/dev/null 2>&1 || ! phpcs --version >/dev/null 2>&1; then
+  say "FAILED: WordPress, MariaDB, phpunit or phpcs missing (packages: $WORDPRESS)"
+  exit 1
+fi
+say "ok: WordPress $(sed -n "s/^\$wp_version = '\(.*\)';/\1/p" /usr/share/wordpress/wp-includes/version.php), MariaDB $(/usr/sbin/mariadbd --version | sed -n "s/.*Ver \([^ -]*\).*/\1/p"), $(phpunit --version | head -n 1)"
 if [ -d /usr/share/backgrounds ]; then
   say "ok: photos in /usr/share/backgrounds"
 fi

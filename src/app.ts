@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { Elysia } from "elysia";
+import { accountRoutes } from "./api/account/index.ts";
 import { convertRoutes } from "./api/convert/index.ts";
 import { issuanceRoutes } from "./api/issuance/index.ts";
 import { docsRoutes } from "./api/openapi/index.ts";
@@ -67,7 +68,8 @@ export function createApp(deps: AppDeps, services: Services) {
       v1
         .use(keyAuth)
         .use(issuanceRoutes(services.issuance))
-        .use(convertRoutes(services.convert, keyAuth, { timeoutMs: config.uploadTimeoutS * 1000, minBytesPerS: config.uploadMinRateKib * 1024, ipv6PrefixBits: config.clientIpv6Prefix })),
+        .use(convertRoutes(services.convert, keyAuth, { timeoutMs: config.uploadTimeoutS * 1000, minBytesPerS: config.uploadMinRateKib * 1024, ipv6PrefixBits: config.clientIpv6Prefix }))
+        .use(accountRoutes({ keyAuth, usage: services.usageQueries, keyMaxAdmitted: config.keyMaxAdmitted, now: deps.now })),
     );
   methods.learn(app.routes);
   return app;

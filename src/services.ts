@@ -8,7 +8,6 @@ import type { Config } from "./core/config.ts";
 import { deriveKey } from "./core/crypto.ts";
 import { RequestCounter } from "./core/http/counter.ts";
 import { clientAddress } from "./core/http/meta.ts";
-import { API_PREFIX, CONVERT_PATH } from "./core/http/paths.ts";
 import type { Logger } from "./core/log.ts";
 import { type Mailer, observedMailer } from "./core/mail/mailer.ts";
 import { AUDIT_TYPES, AuditLog } from "./data/audit/service.ts";
@@ -205,8 +204,6 @@ async function clientDoors(deps: AppDeps, { keys, limiter, audit, lifecycle }: F
     schemes: config.authSchemes,
     bodyHash: config.signatureBody,
     toleranceS: config.signatureToleranceS,
-    // The spec's ENDPOINT may be written with or without the version prefix.
-    endpoints: [CONVERT_PATH, API_PREFIX + CONVERT_PATH],
   };
   const authenticator = new RequestAuthenticator(keys, deps.store, signatures, now);
   return { issuance, authenticator };

@@ -63,7 +63,7 @@ export async function measureAuthCost(imagePath: string, dataDir: string, sample
     bodyBytes = req.body.length;
     const h = new Headers(req.headers);
     const t0 = performance.now();
-    const credential = await services.authenticator.fromHeaders("POST", h);
+    const credential = await services.authenticator.fromHeaders("POST", "/v1/convert", h);
     const t1 = performance.now();
     await credential.verifyBody(req.body);
     const t2 = performance.now();

@@ -62,7 +62,7 @@ async function request(t: DbTarget, scheme: "bearer" | "signed", image: Uint8Arr
   const form = multipart({ format: "webp", quality: "lossy" }, image, "thumb.jpg");
   const headers = new Headers({ "content-type": form.contentType, ...authHeaders(t.keys, scheme, form.body) });
   const t0 = performance.now();
-  const credential = await t.services.authenticator.fromHeaders("POST", headers);
+  const credential = await t.services.authenticator.fromHeaders("POST", "/v1/convert", headers);
   await credential.verifyBody(form.body);
   return performance.now() - t0;
 }

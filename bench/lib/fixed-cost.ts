@@ -38,8 +38,8 @@ export async function measureFixedCost(imagePath: string, dataDir: string, sampl
     const bearer = new Headers({ "content-type": form.contentType, ...authHeaders(keys, "bearer", form.body) });
     const signed = new Headers({ "content-type": form.contentType, ...authHeaders(keys, "signed", form.body) });
     await time("multipart parse + form checks", warm, () => readUpload(parseMultipart(form.body, form.contentType)));
-    await time("bearer: key lookup (SHA-256 + indexed SELECT)", warm, () => services.authenticator.fromHeaders("POST", bearer));
-    const credential = await time("signed: headers, timestamp, key lookup", warm, () => services.authenticator.fromHeaders("POST", signed));
+    await time("bearer: key lookup (SHA-256 + indexed SELECT)", warm, () => services.authenticator.fromHeaders("POST", "/v1/convert", bearer));
+    const credential = await time("signed: headers, timestamp, key lookup", warm, () => services.authenticator.fromHeaders("POST", "/v1/convert", signed));
     await time("signed: key secret, body hash, HMACs, replay INSERT", warm, () => credential.verifyBody(form.body));
     await time(`replay INSERT alone (synchronous = ${["OFF", "NORMAL", "FULL", "EXTRA"][synchronous]})`, warm, () => store.client.execute(insert("now")));
     const event = { keyId: "k", format: "webp" as const, quality: "lossy" as const, outcome: "ok", bytesIn: image.length, bytesOut: 1, queueWaitMs: 0, convertMs: 5, guardEncodes: 0, at: Date.now() };

@@ -65,6 +65,8 @@ export const PROFILE_BLOCK = /<!-- profile bench:start[^>]*-->[\s\S]*?<!-- profi
 
 /** The "A locked database" section that bench/lock.ts writes (a server while the sqlite3 CLI holds the file's lock). */
 export const LOCK_BLOCK = /<!-- lock bench:start[^>]*-->[\s\S]*?<!-- lock bench:end -->/;
+/** The "WordPress plugin bulk run" section that bench/wordpress.ts writes (it starts its own WordPress). */
+export const WORDPRESS_BLOCK = /<!-- wordpress bench:start[^>]*-->[\s\S]*?<!-- wordpress bench:end -->/;
 
 /** Replaces the `block` section of bench/RESULTS.md with `markdown` (which carries its own markers), or appends it; returns the file's path. */
 export function writeSection(block: RegExp, markdown: string): string {
@@ -76,7 +78,7 @@ export function writeSection(block: RegExp, markdown: string): string {
 }
 
 /** The sections of RESULTS.md that standalone scripts write and `npm run bench` carries over unchanged, in this order. */
-export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, PROFILE_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK, LOCK_BLOCK];
+export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, PROFILE_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK, LOCK_BLOCK, WORDPRESS_BLOCK];
 
 /** The whole of RESULTS.md. */
 export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine: string; corpus: string; sections: string[]; history: string }): string {

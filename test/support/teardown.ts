@@ -5,5 +5,9 @@
  */
 import { afterAll } from "bun:test";
 import { stopPostgres } from "./postgres.ts";
+import { stopAllWordPress } from "./wordpress.ts";
 
-afterAll(() => stopPostgres());
+afterAll(async () => {
+  stopAllWordPress();
+  await stopPostgres();
+});

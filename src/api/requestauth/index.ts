@@ -11,7 +11,7 @@ export function apiAuth(authenticator: RequestAuthenticator) {
     apiKey: {
       async resolve({ request }) {
         // The key named is noted on the request, so a refusal after this point is counted against it.
-        return { credential: await authenticator.fromHeaders(request.method, request.headers, (id) => noteKey(request, id)) };
+        return { credential: await authenticator.fromHeaders(request.method, new URL(request.url).pathname, request.headers, (id) => noteKey(request, id)) };
       },
     },
   });

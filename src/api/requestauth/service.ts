@@ -1,5 +1,6 @@
 import { sha256Hex, hmacSha256Hex, timingSafeEqual } from "../../core/crypto.ts";
 import type { Store } from "../../data/db/index.ts";
+import { API_PREFIX } from "../../core/http/paths.ts";
 import { AppError } from "../../core/errors.ts";
 import type { ActiveKey, KeyService } from "../../data/keys/service.ts";
 import { lt, sql } from "drizzle-orm";
@@ -13,8 +14,6 @@ export interface SignaturePolicy {
   /** `lenient` also accepts the empty-body hash on multipart requests. */
   bodyHash: "lenient" | "strict";
   toleranceS: number;
-  /** Paths a client may sign: the canonical one relative to the base URL, and the full one. */
-  endpoints: readonly string[];
 }
 
 /** Credentials whose headers checked out; `verifyBody` finishes the check once the body is read. */
@@ -51,7 +50,7 @@ export class RequestAuthenticator {
   }
 
   /** Checks everything the headers alone can prove; `named` hears the id of the key named, once found (active or revoked). */
-  async fromHeaders(method: string, headers: Headers, named?: (keyId: string) => void): Promise<Credential> {
+  async fromHeaders(method: string, path: string, headers: Headers, named?: (keyId: string) => void): Promise<Credential> {
     const signed = headers.has("x-signature") || headers.has("x-timestamp");
     const bearer = /^bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
     if (!signed && !bearer && !headers.has("x-api-key")) {
@@ -63,7 +62,7 @@ export class RequestAuthenticator {
     if (!this.policy.schemes.includes(scheme)) {
       throw this.unauthorized("SCHEME_DISABLED", `This server does not accept ${scheme} requests; use ${this.policy.schemes.join(" or ")}.`);
     }
-    return scheme === "bearer" ? this.bearer(bearer!, named) : this.signed(method, headers, named);
+    return scheme === "bearer" ? this.bearer(bearer!, named) : this.signed(method, path, headers, named);
   }
 
   // A 401 names the schemes this server accepts (RFC 9110 asks every 401 for a WWW-Authenticate).
@@ -87,7 +86,7 @@ export class RequestAuthenticator {
     return { scheme: "bearer", key, verifyBody: async () => {} };
   }
 
-  private async signed(method: string, headers: Headers, named?: (keyId: string) => void): Promise<Credential> {
+  private async signed(method: string, path: string, headers: Headers, named?: (keyId: string) => void): Promise<Credential> {
     const apiKey = headers.get("x-api-key");
     const timestamp = headers.get("x-timestamp")?.trim();
     const signature = headers.get("x-signature")?.trim().toLowerCase();
@@ -106,7 +105,7 @@ export class RequestAuthenticator {
       scheme: "signed",
       key,
       verifyBody: async (body) => {
-        const { bodyHash, coversBody } = await this.checkSignature(key, method, timestamp!, signature!, body, headers.get("content-type"));
+        const { bodyHash, coversBody } = await this.checkSignature(key, { method, path }, timestamp!, signature!, body, headers.get("content-type"));
         // An empty-hash signature is the same for every upload signed in the same second, so
         // its replay record names the body too: two different uploads pass, a resend does not.
         await this.rememberSignature(key.id, coversBody ? signature! : `${signature}:${bodyHash}`, Number(timestamp));
@@ -121,14 +120,14 @@ export class RequestAuthenticator {
   }
 
   /** Verifies the HMAC; tells whether the matching candidate covered the body's real hash. */
-  private async checkSignature(key: ActiveKey, method: string, timestamp: string, signature: string, body: Uint8Array, contentType: string | null) {
+  private async checkSignature(key: ActiveKey, { method, path }: { method: string; path: string }, timestamp: string, signature: string, body: Uint8Array, contentType: string | null) {
     const secret = await key.secret();
     const bodyHash = await sha256Hex(body);
     // WordPress-style clients follow the spec's "hash of the JSON payload" and hash nothing for multipart:
     // accepted when lenient; a strict server still tries it, to say why it refuses.
     const hashes = /^multipart\//i.test(contentType ?? "") && body.length > 0 ? [bodyHash, EMPTY_SHA256] : [bodyHash];
     let matched: string | undefined;
-    for (const endpoint of this.policy.endpoints) {
+    for (const endpoint of signableEndpoints(path)) {
       for (const hash of hashes) {
         const expected = await hmacSha256Hex(secret, `${method.toUpperCase()}\n${endpoint}\n${timestamp}\n${hash}`);
         if (timingSafeEqual(expected, signature)) matched ??= hash; // no early exit: every candidate costs the same
@@ -152,4 +151,13 @@ export class RequestAuthenticator {
     const inserted = await this.store.bounded(this.insertSeen.execute({ keyId, signature, expiresAt }));
     if (inserted.length === 0) throw this.unauthorized("REPLAYED_REQUEST", "This signature was already used; sign each request with a fresh timestamp.");
   }
+}
+
+/**
+ * The ENDPOINTs a signature for a request to `path` may name: the path relative to the base URL
+ * (`/convert`, as the spec writes it) and the full one (`/v1/convert`). A signature is bound to
+ * the route it was made for: one made for /convert opens no other route.
+ */
+export function signableEndpoints(path: string): string[] {
+  return path.startsWith(`${API_PREFIX}/`) ? [path.slice(API_PREFIX.length), path] : [path];
 }
