@@ -153,10 +153,30 @@ function defaults(): Map<string, string> {
 /** A table cell: pipes escaped so a value cannot split the row. */
 const cell = (text: string) => text.replaceAll("|", "\\|");
 
+// Values no setting accepts: a home-relative path, a blank value and a malformed one. A setting's parser answers them with
+// the words loadConfig shows an operator who wrote a bad value ("a URL starting with smtp: or smtps:").
+const REFUSED_PROBES = ["~/x", " ", "%%bad entry%%"];
+
+/** What a setting accepts, in the words of its refusal: the schema's range for numbers, as loadConfig says it. */
+function allowed(s: (typeof settings)[number]): string {
+  const schema = ConfigSchema.properties[s.key];
+  if (schema.type === "integer" || schema.type === "number" || schema.anyOf) return allowedBy(schema);
+  for (const probe of REFUSED_PROBES) {
+    try {
+      s.parse(probe);
+    } catch (why) {
+      if (typeof why !== "string") continue;
+      const words = why.replace(/\s*\(bad entry: [^)]*\)/, "");
+      if (schema.type !== "array") return words;
+      return `a comma list${schema.minItems ? ` of at least ${schema.minItems} entry` : ""}: ${words}`;
+    }
+  }
+  return allowedBy(schema);
+}
+
 /** One setting's row: variable (linking to its details), flag, default, allowed values, the help line of --help. */
 function row(s: (typeof settings)[number], fallback: string): string {
-  const allowed = allowedBy(ConfigSchema.properties[s.key]);
-  return `| [\`${s.env}\`](#${s.env.toLowerCase()}) | \`--${flagName(s.env)}\` | ${cell(fallback)} | ${cell(allowed)} | ${cell(s.help)} |`;
+  return `| [\`${s.env}\`](#${s.env.toLowerCase()}) | \`--${flagName(s.env)}\` | ${cell(fallback)} | ${cell(allowed(s))} | ${cell(s.help)} |`;
 }
 
 /** One setting's details: what the help line has no room for. */
