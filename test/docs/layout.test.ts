@@ -1,8 +1,8 @@
 /**
  * The docs describe the tree as it is: the map of src/ in docs/development.md names every root
  * file and every folder (two levels deep) of src/ and nothing else, and every relative link of the
- * README, the changelog and docs/*.md reaches an existing file, and an existing heading when it
- * names one.
+ * README, the changelog, docs/*.md and the bench's notes reaches an existing file, and an existing
+ * heading when it names one.
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -13,6 +13,8 @@ const MAP_MARKER = "<!-- src-map -->";
 const LINKED_DOCS = [
   "README.md",
   "CHANGELOG.md",
+  "bench/README.md",
+  "bench/HISTORY.md",
   ...readdirSync(join(ROOT, "docs"))
     .filter((f) => f.endsWith(".md"))
     .map((f) => `docs/${f}`),
