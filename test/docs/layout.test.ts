@@ -113,6 +113,13 @@ describe("the map of src/ in docs/development.md", () => {
   });
 });
 
+test("docs/README.md, the index, links every doc of docs/", () => {
+  const index = readFileSync(join(ROOT, "docs/README.md"), "utf8");
+  const listed = new Set(links(index).map(({ target }) => target.split("#")[0]));
+  const docs = LINKED_DOCS.filter((d) => d.startsWith("docs/") && d !== "docs/README.md").map((d) => d.slice(5));
+  expect(docs.filter((d) => !listed.has(d))).toEqual([]);
+});
+
 describe("relative links of the docs", () => {
   test.each(LINKED_DOCS)("%s: every link reaches a file, and its heading when it names one", (doc) => {
     const broken: string[] = [];
