@@ -9,8 +9,9 @@ import { allowedBy, ConfigSchema, flagName, settings } from "../src/core/config.
 /** Where the page is written, from the checkout's root. */
 export const CONFIGURATION_PAGE = new URL("../docs/configuration.md", import.meta.url);
 
-// Defaults that depend on the machine (CPUs, memory, host name, working folder) or are made at
-// first start: written in words, so the page is the same wherever it is generated.
+// Defaults that depend on the machine (CPUs, memory, host name, working folder), are made at first
+// start, or mean something when unset (no SMTP: the log transport): written in words, so the page
+// says what happens and is the same wherever it is generated.
 const DEFAULT_IN_WORDS: Record<string, string> = {
   IMGPRESS_DATA_DIR: "`./imgpress-data`",
   IMGPRESS_DATABASE_URL: "`file:<data dir>/imgpress.db`",
@@ -43,7 +44,7 @@ const NOTES: Record<string, string> = {
     "PostgreSQL: longest connection attempt and longest statement; past it the request gets `503 STORAGE_UNAVAILABLE`",
   IMGPRESS_TLS_CERT:
     "PEM files (both or neither); the certificate file holds the whole chain (certbot's `fullchain.pem`; a file without the intermediate is warned about); read at start only: restart after a renewal ([operations.md](operations.md#tls-certificates))",
-  IMGPRESS_TLS_KEY: "see `IMGPRESS_TLS_CERT`",
+  IMGPRESS_TLS_KEY: "see [`IMGPRESS_TLS_CERT`](#imgpress_tls_cert)",
   IMGPRESS_TLS_NAMES:
     "more DNS names and IP addresses for the generated certificate, the ones clients on other machines connect to (`nas.local,192.168.1.10`); a name the certificate lacks makes a new one at start, keeping the old names",
   IMGPRESS_BEHIND_PROXY:
