@@ -515,8 +515,8 @@ export function loadConfig(env: Record<string, string | undefined>, flags: Recor
   return Object.freeze(out as Static<typeof ConfigSchema>);
 }
 
-/** What a field of ConfigSchema accepts, in words, for the error message. */
-function allowedBy(schema: TSchema): string {
+/** What a field of ConfigSchema accepts, in words, for the error message and docs/configuration.md. */
+export function allowedBy(schema: TSchema): string {
   if (schema.anyOf) return `one of ${(schema.anyOf as TSchema[]).map((s) => s.const).join(", ")}`;
   if (schema.type === "array") return `a comma list${schema.minItems ? ` of at least ${schema.minItems} entry` : ""}, each ${allowedBy(schema.items)}`;
   if (schema.type === "integer") return schema.maximum === undefined ? `a whole number of at least ${schema.minimum}` : `a whole number from ${schema.minimum} to ${schema.maximum}`;
