@@ -101,7 +101,7 @@ describe("health", () => {
     expect((await runCli(["health"], { ...server.env, IMGPRESS_PORT: String(server.port) })).code).toBe(0);
     const closed = await runCli(["health", "--url", "https://127.0.0.1:1/health/ready"]);
     expect(closed.code).toBe(1);
-    expect(closed.stdout).toContain("unreachable");
+    expect(closed.stderr).toContain("unreachable");
   }, 60_000);
 
   test("imgpress health works behind a TLS proxy (plain HTTP) and exits 1 once the instance is gone", async () => {

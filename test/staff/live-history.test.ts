@@ -58,7 +58,7 @@ test("the health verdict says why: ok, degraded (refusals, saturation, hung, dis
     [{ recent: { ...calm.recent, refused: REFUSED_DEGRADED } }, "degraded", /20 requests refused in the last 15 min/],
     [{ waiting: 2, slotsBusy: 2 }, "degraded", /saturated: 2\.0 of 2 slots busy, 2 waiting/],
     [{ abandoned: 1 }, "degraded", /1 hung conversion given up/],
-    [{ diskFreeBytes: 200 * 2 ** 20 }, "degraded", /only 209\.7 MB free for the database/],
+    [{ diskFreeBytes: 200 * 2 ** 20 }, "degraded", /only 200\.0 MiB free for the database/],
     [{ tlsDaysLeft: 3 }, "degraded", /certificate ends in 3 days/],
     [{ recent: { ...calm.recent, mailFailed: 2 } }, "degraded", /2 mails not delivered/],
     [
