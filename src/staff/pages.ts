@@ -2,6 +2,7 @@ import { countdownText, doorLayout, type Notice } from "./layout.ts";
 import { AppError } from "../core/errors.ts";
 import { noteErrorCode } from "../core/http/meta.ts";
 import { html, type SafeHtml } from "../core/html.ts";
+import { INTERNAL_PREFIX } from "../core/http/paths.ts";
 
 /** An HTML document as a response (the /internal/ security headers are added by `internalResponseHeaders`). */
 export function htmlPage(doc: SafeHtml, status = 200, headers: Record<string, string> = {}): Response {
@@ -50,7 +51,7 @@ export interface Refusal {
 export function loginForm(next: string, { error, retryAfterS, email = "", returning = false }: Refusal & { email?: string; returning?: boolean } = {}): SafeHtml {
   // A session that ended moves the visitor here unasked: say why.
   const why = returning && !error ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>` : "";
-  return html`${errorNote(error, retryAfterS)}${why}<form method="post" action="/internal/login">
+  return html`${errorNote(error, retryAfterS)}${why}<form method="post" action="${INTERNAL_PREFIX}/login">
 <input type="hidden" name="next" value="${next}">
 <label for="email">E-mail address</label>
 <input id="email" name="email" type="email" autocomplete="email" value="${email}" required autofocus${invalid(error)}>
@@ -66,18 +67,18 @@ export function loginForm(next: string, { error, retryAfterS, email = "", return
 export function codeForm(email: string, next: string, validMinutes: number, { error, retryAfterS, notice }: Refusal & { notice?: Notice } = {}): SafeHtml {
   const status = notice ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${countdownText(notice.text, notice.retryAfterS)}</p>` : null;
   return html`${errorNote(error, retryAfterS)}${status}<p>If ${email} belongs to a staff member, a 6-digit code is on its way. It is valid for ${validMinutes} minutes.</p>
-<form method="post" action="/internal/login/code">
+<form method="post" action="${INTERNAL_PREFIX}/login/code">
 <input type="hidden" name="email" value="${email}">
 <input type="hidden" name="next" value="${next}">
 <label for="code">Sign-in code</label>
 <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus${invalid(error)}>
 <button type="submit" class="primary">Sign in</button>
 </form>
-<form method="post" action="/internal/login" class="door-links">
+<form method="post" action="${INTERNAL_PREFIX}/login" class="door-links">
 <input type="hidden" name="email" value="${email}">
 <input type="hidden" name="next" value="${next}">
 <input type="hidden" name="resend" value="1">
-<button type="submit" class="link">Send a new code</button><a href="/internal/login">Use another address</a>
+<button type="submit" class="link">Send a new code</button><a href="${INTERNAL_PREFIX}/login">Use another address</a>
 </form>
 <p class="muted">No mail after a minute? Check the spam folder, then send a new code; each new one replaces the last.</p>`;
 }

@@ -1,4 +1,5 @@
 import { embeddedAssets } from "./assets.gen.ts";
+import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 
 /** One embedded asset: its source name, its content-hashed path under /internal/assets/, type and text. */
 export interface Asset {
@@ -15,7 +16,7 @@ const byPath = new Map(embeddedAssets.map((a) => [a.path, a]));
 export function assetUrl(name: string): string {
   const asset = byName.get(name);
   if (!asset) throw new Error(`unknown dashboard asset ${name}`);
-  return `/internal/assets/${asset.path}`;
+  return `${INTERNAL_PREFIX}/assets/${asset.path}`;
 }
 
 /** The asset served at `/internal/assets/<path>`, or undefined. */

@@ -64,7 +64,7 @@ export function dashboardRoutes(deps: DashboardRouteDeps) {
       const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
       // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
       const range = rangeName(query.range);
-      return seeOther(`/internal/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`);
+      return seeOther(`${INTERNAL_PREFIX}/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`);
     }, { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery })
     .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await deps.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
     .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
@@ -88,7 +88,7 @@ function settingsAction(deps: DashboardRouteDeps, staff: StaffSession, request: 
   return orRefusal(
     request,
     // No #staff fragment: it scrolled the notice at the top of the page out of sight.
-    async () => seeOther(`/internal/settings?done=${await run()}`),
+    async () => seeOther(`${INTERNAL_PREFIX}/settings?done=${await run()}`),
     async (err) => htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message }), typed), err.status),
   );
 }
@@ -99,7 +99,7 @@ function htmlFragment(body: SafeHtml): Response {
 }
 
 function notFound(title: string, detail: string): Response {
-  return pageResponse(title, html`<p>${detail}</p><p><a href="/internal/keys">All keys</a></p>`, 404);
+  return pageResponse(title, html`<p>${detail}</p><p><a href="${INTERNAL_PREFIX}/keys">All keys</a></p>`, 404);
 }
 
 function seeOther(location: string): Response {

@@ -3,6 +3,7 @@ import type { RefusedClient, RefusedCodes, RefusedPoint } from "../../data/usage
 import { timeChart } from "./chart.ts";
 import { breakable, empty, table, time } from "./components.ts";
 import { count } from "./format.ts";
+import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 
 /** The refused requests of a range as a page shows them. */
 export interface RefusedView {
@@ -44,7 +45,7 @@ function clientCell(c: RefusedClient): SafeHtml {
   const label = c.key
     ? html`<span class="mono">${c.key.prefix}…</span> <span class="muted">${breakable(c.key.email, /(?<=[@.])/)}</span>`
     : html`<span class="mono">${c.client}</span>`;
-  return html`<a href="/internal/keys/${encodeURIComponent(c.client)}">${label}</a>`;
+  return html`<a href="${INTERNAL_PREFIX}/keys/${encodeURIComponent(c.client)}">${label}</a>`;
 }
 
 /** "Top refused clients": address or key, how often, last seen, the code it got most. */

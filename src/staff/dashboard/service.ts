@@ -209,7 +209,7 @@ export class DashboardService {
   live(): LiveView {
     const l = this.sources.live();
     return {
-      src: "/internal/api/live",
+      src: `${INTERNAL_PREFIX}/api/live`,
       sparkSrc: `${INTERNAL_PREFIX}/live/sparklines`,
       spark: this.sparklines(),
       everyS: LIVE_EVERY_S,

@@ -107,7 +107,9 @@
       try {
         const response = await fetch(src, { headers: { accept: "application/json" }, credentials: "same-origin", cache: "no-store" });
         if (response.status === 401) {
-          window.location.assign("/internal/login?next=" + encodeURIComponent(window.location.pathname + window.location.search));
+          // The session ended: this page, loaded again, is answered with the sign-in page's address,
+          // which brings staff back here once signed in (the server knows its own paths; this file does not).
+          window.location.reload();
           return;
         }
         if (!response.ok) throw new Error(String(response.status));

@@ -2,6 +2,7 @@ import type { AuditEvent } from "../../../data/audit/service.ts";
 import { html, type SafeHtml } from "../../../core/html.ts";
 import { empty, query, table, time } from "../components.ts";
 import { layout, type Viewer } from "../../layout.ts";
+import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 
 /** One audit event as the activity table shows it. */
 export type ActivityRow = Omit<AuditEvent, "id">;
@@ -34,7 +35,7 @@ export interface ActivityView {
 
 /** The href of the activity page for a filter. */
 function activityHref(f: ActivityFilter): string {
-  return `/internal/activity${query({ type: f.type, staff: f.staff, from: f.from, to: f.to, before: f.before })}`;
+  return `${INTERNAL_PREFIX}/activity${query({ type: f.type, staff: f.staff, from: f.from, to: f.to, before: f.before })}`;
 }
 
 function detailText(detail: Record<string, unknown>): string {
@@ -58,7 +59,7 @@ export function activityPage(v: ActivityView): SafeHtml {
     v.rows.length === 0
       ? html`<div class="panel">${
           filtered || !first
-            ? empty("No event matches these filters", html`<p><a href="/internal/activity">Show all activity</a></p>`)
+            ? empty("No event matches these filters", html`<p><a href="${INTERNAL_PREFIX}/activity">Show all activity</a></p>`)
             : empty("No activity yet", html`<p>Sign-ins, staff changes, issued and revoked keys appear here as they happen.</p>`)
         }</div>`
       : html`${table({ caption: "Audit events, newest first", columns: [{ label: "When" }, { label: "Event" }, { label: "By" }, { label: "About" }, { label: "Address" }], rows })}
@@ -67,7 +68,7 @@ export function activityPage(v: ActivityView): SafeHtml {
         }${v.older === null ? html`<span class="disabled" aria-disabled="true">Older →</span>` : html`<a href="${activityHref({ ...f, before: v.older })}" rel="next">Older →</a>`}</nav></div>`;
   const body = html`<div class="page-head"><div><h1>Activity</h1><p class="lead">The audit trail: sign-ins, staff changes, issued and revoked keys. ${v.retentionDays ? `Events older than ${v.retentionDays} ${v.retentionDays === 1 ? "day are" : "days are"} deleted (IMGPRESS_AUDIT_RETENTION_DAYS).` : "Every event is kept (IMGPRESS_AUDIT_RETENTION_DAYS is 0)."}</p></div></div>
 ${v.problem ? html`<p class="notice error" role="alert">${v.problem}</p>` : null}
-<form class="filters" method="get" action="/internal/activity">
+<form class="filters" method="get" action="${INTERNAL_PREFIX}/activity">
 <label>Event<select name="type">${option("", f.type, "All events")}${v.types.map((t) => option(t, f.type))}</select></label>
 <label>By<select name="staff">${option("", f.staff, "Anyone")}${actors(v.staff, f.staff).map((s) => option(s, f.staff))}</select></label>
 <label>From (UTC day)<input type="date" name="from" value="${f.from}"></label>

@@ -7,6 +7,7 @@ import { RANGES, type RangeName } from "../ranges.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
 import { API_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
 import { refusedChart, type RefusedView } from "../refused.ts";
+import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 
 /** The keys table's state as the URL carries it. */
 export interface KeysFilter {
@@ -37,11 +38,11 @@ const COLUMNS = [
 
 /** The href of the keys page for a filter (defaults left out). */
 function keysHref(f: KeysFilter): string {
-  return `/internal/keys${query({ q: f.q, status: f.status === "all" ? "" : f.status, sort: f.sort === "created" ? "" : f.sort, order: f.order === "desc" ? "" : f.order, page: f.page === 1 ? "" : f.page })}`;
+  return `${INTERNAL_PREFIX}/keys${query({ q: f.q, status: f.status === "all" ? "" : f.status, sort: f.sort === "created" ? "" : f.sort, order: f.order === "desc" ? "" : f.order, page: f.page === 1 ? "" : f.page })}`;
 }
 
 function keyHref(row: KeyListRow): string {
-  return `/internal/keys/${encodeURIComponent(row.id)}`;
+  return `${INTERNAL_PREFIX}/keys/${encodeURIComponent(row.id)}`;
 }
 
 function row(k: KeyListRow): SafeHtml {
@@ -59,7 +60,7 @@ export function keysPage(v: KeysView): SafeHtml {
     v.keys.total === 0
       ? html`<div class="panel">${
           filtered
-            ? empty("No key matches", html`<p>Nothing matches ${f.q ? html`“${f.q}”` : "this filter"}. <a href="/internal/keys">Show all keys</a></p>`)
+            ? empty("No key matches", html`<p>Nothing matches ${f.q ? html`“${f.q}”` : "this filter"}. <a href="${INTERNAL_PREFIX}/keys">Show all keys</a></p>`)
             : empty("No keys yet", html`<p>Keys are issued when a client exchanges an e-mailed code at <code>${API_PREFIX}${VERIFY_OTP_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`)
         }</div>`
       : html`${table({
@@ -69,7 +70,7 @@ export function keysPage(v: KeysView): SafeHtml {
           sort: { key: f.sort, order: f.order, href: (sort, order) => keysHref({ ...f, sort, order, page: 1 }) },
         })}${pager({ page: v.keys.page, pageSize: v.keys.pageSize, total: v.keys.total, noun: ["key", "keys"], href: (page) => keysHref({ ...f, page }) })}`;
   const body = html`<div class="page-head"><div><h1>Keys</h1><p class="lead">Every issued API key with its use so far.</p></div></div>
-<form class="filters" method="get" action="/internal/keys" role="search">
+<form class="filters" method="get" action="${INTERNAL_PREFIX}/keys" role="search">
 <label>Search e-mail, site or key prefix<input type="search" name="q" value="${f.q}" maxlength="200" autocomplete="off"></label>
 <label>Status<select name="status">${statusOption("all", "All")}${statusOption("active", "Active")}${statusOption("revoked", "Revoked")}</select></label>
 ${f.sort !== "created" ? html`<input type="hidden" name="sort" value="${f.sort}">` : null}${f.order !== "desc" ? html`<input type="hidden" name="order" value="${f.order}">` : null}
@@ -92,15 +93,15 @@ export interface KeyView {
 export function keyPage(v: KeyView): SafeHtml {
   const k = v.detail.key;
   const u = v.detail.usage;
-  const href = (r: RangeName) => `/internal/keys/${encodeURIComponent(k.id)}?range=${r}`;
+  const href = (r: RangeName) => `${INTERNAL_PREFIX}/keys/${encodeURIComponent(k.id)}?range=${r}`;
   const nothing = u.totals.conversions === 0 && u.totals.errors === 0;
   const revoke =
     k.status === "active"
       ? html`<section class="panel danger-zone" aria-labelledby="revoke-title"><h2 id="revoke-title">Revoke this key</h2>
 <p class="muted">Its next request is refused with 401. The client must obtain a new key with the e-mailed code. This cannot be undone.</p>
-<form method="post" action="/internal/keys/${encodeURIComponent(k.id)}/revoke${v.range === "24h" ? "" : `?range=${v.range}`}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
+<form method="post" action="${INTERNAL_PREFIX}/keys/${encodeURIComponent(k.id)}/revoke${v.range === "24h" ? "" : `?range=${v.range}`}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
       : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
-  const body = html`<p><a href="/internal/keys">← All keys</a></p>
+  const body = html`<p><a href="${INTERNAL_PREFIX}/keys">← All keys</a></p>
 <div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead wrap-anywhere">${k.email}${k.siteUrl ? html` · ${k.siteUrl}` : null}</p></div>${badge(k.status, k.status)}</div>
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>

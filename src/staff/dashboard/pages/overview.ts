@@ -11,6 +11,7 @@ import { stepMs } from "../../../core/durations.ts";
 import { savedPercent } from "../../../data/usage/service.ts";
 import { refusedChart, topRefused, type RefusedView } from "../refused.ts";
 import { healthLine, type HealthVerdict } from "../health.ts";
+import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 
 /** Everything the overview page shows. */
 export interface OverviewView {
@@ -132,7 +133,7 @@ export function overviewPage(v: OverviewView): SafeHtml {
   const nothing = v.overview.totals.conversions === 0 && v.overview.totals.errors === 0;
   const refused = v.refused.codes.total > 0 ? refusedChart("overview-refused", v.refused) : null;
   const body = html`<div class="page-head"><div><h1>Overview</h1><p class="lead">Conversions through this service in the last ${RANGES[v.range].label}.</p></div>
-${rangeSwitch(v.range, (r) => `/internal/?range=${r}`)}</div>
+${rangeSwitch(v.range, (r) => `${INTERNAL_PREFIX}/?range=${r}`)}</div>
 ${v.health ? healthLine(v.health) : null}
 ${figures(v.overview, v.previous ? { overview: v.previous, period: RANGES[v.range].label } : undefined)}
 ${liveSection(v.live)}

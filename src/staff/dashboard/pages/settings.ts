@@ -4,6 +4,7 @@ import type { SessionRow } from "../../sessions.ts";
 import { badge, breakable, EMAIL_BREAKS, empty, table, time } from "../components.ts";
 import type { TlsView } from "../../../server/tls/status.ts";
 import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../../layout.ts";
+import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
 export type StaffRow = StaffMember;
@@ -41,7 +42,7 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
 <td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${breakable(s.addedBy, EMAIL_BREAKS)}` : null}`}</td>
 <td>${
       s.source === "database"
-        ? html`<form method="post" action="/internal/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove<span class="sr-only"> ${s.email}</span></button></form>`
+        ? html`<form method="post" action="${INTERNAL_PREFIX}/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove<span class="sr-only"> ${s.email}</span></button></form>`
         : html`<span class="sr-only">Set in IMGPRESS_STAFF_EMAILS: removed only there</span>`
     }</td></tr>`,
   );
@@ -52,7 +53,7 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
 <h2 id="staff">Staff</h2>
 ${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }, { label: "Since" }, { label: "Actions", hiddenLabel: true }], rows: staffRows })}
-<form class="inline-form panel" method="post" action="/internal/settings/staff/add">${csrfField(v.viewer)}
+<form class="inline-form panel" method="post" action="${INTERNAL_PREFIX}/settings/staff/add">${csrfField(v.viewer)}
 <label>Add a staff member<input type="email" name="email" value="${typed}" required autocomplete="off" maxlength="254" placeholder="colleague@example.com"${typed ? html` aria-invalid="true" aria-describedby="${NOTICE_ID}"` : null}></label>
 <button type="submit" class="primary">Add</button></form>
 <h2 id="sessions">Your active sessions</h2>
@@ -61,7 +62,7 @@ ${
     ? html`<div class="panel">${empty("No active session", "")}</div>`
     : table({ caption: "Your active sessions", columns: [{ label: "Session" }, { label: "Address" }, { label: "Browser" }, { label: "Signed in", numeric: true }, { label: "Last seen", numeric: true }], rows: sessionRows })
 }
-<form class="inline-form" method="post" action="/internal/logout/everywhere" data-confirm="Sign out ${v.viewer.email} in every browser, this one included?">${csrfField(v.viewer)}
+<form class="inline-form" method="post" action="${INTERNAL_PREFIX}/logout/everywhere" data-confirm="Sign out ${v.viewer.email} in every browser, this one included?">${csrfField(v.viewer)}
 <button type="submit" class="danger">Sign out everywhere</button><span class="muted">Ends every session of ${v.viewer.email}, this one included.</span></form>
 <h2 id="configuration">Configuration</h2>
 <p class="muted">The effective settings of this process. Secrets are never shown: only whether they are set.</p>
