@@ -366,12 +366,24 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     }
   });
 
-  test("sign out ends the session", async () => {
-    // From a page without the overview's live panel: a poll it sent as the session ended would be
-    // answered 401 (the page then goes to the sign-in form) and Chromium logs every 401 as an error.
-    await page.goto(`${server.url}/internal/keys`);
-    await page.getByRole("button", { name: "Sign out", exact: true }).click();
-    await page.waitForURL(/\/internal\/login/);
+  test("sign out ends the session; an overview left open goes to sign-in at its next poll, and back to itself after", async () => {
+    await page.goto(`${server.url}/internal/?range=7d`);
+    await page.locator("[data-live-status]").filter({ hasText: /^updated/ }).waitFor();
+    const before = browser.problems().length;
+    // Signed out in another tab of the same browser: the overview's next poll is answered 401.
+    const other = await browser.newPage();
+    try {
+      await other.goto(`${server.url}/internal/keys`);
+      await other.getByRole("button", { name: "Sign out", exact: true }).click();
+      await other.waitForURL(/\/internal\/login/);
+    } finally {
+      await other.close();
+    }
+    // The panel reloads its page, which the server answers with the sign-in form, keeping where to return.
+    await page.waitForURL((url) => url.pathname === "/internal/login" && url.searchParams.get("next") === "/internal/?range=7d", { timeout: 20_000 });
+    const provoked = browser.problems().slice(before);
+    for (const problem of provoked) expect(problem).toContain("status of 401");
+    expected.push(...provoked);
     await page.goto(`${server.url}/internal/keys`);
     expect(new URL(page.url()).pathname).toBe("/internal/login");
   });
