@@ -233,7 +233,10 @@ async function keyToSwap(config: Config, info: Awaited<ReturnType<typeof stageSn
 }
 
 function printRestore(report: RestoreReport, json: boolean, io: Output): void {
-  if (json) return io.out(JSON.stringify(report));
+  if (json) {
+    io.out(JSON.stringify(report));
+    return;
+  }
   // An older backup is brought up to this version: said as `imgpress migrate` says it.
   if (report.migrationsApplied.length > 0) io.out(migrateReport(report.migrationsApplied));
   if (report.previousMasterKey) io.out(`previous master key kept as ${report.previousMasterKey}`);

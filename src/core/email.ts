@@ -63,6 +63,7 @@ export function emailForLookup(raw: string): string {
  * ASCII when written in Unicode, so `bücher.example` finds `…@xn--bcher-kva.example`; else `text`.
  */
 export function storedSpelling(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range, control characters included, on purpose
   if (!/[^\x00-\x7f]/.test(text)) return text;
   const at = text.lastIndexOf("@");
   const domain = domainToASCII(text.slice(at + 1).toLowerCase());

@@ -30,7 +30,9 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 /** Bytes of the request line and headers as sent (name, ": ", value, CRLF each). */
 function headerBytes(request: Request): number {
   let total = request.method.length + request.url.length + 12;
-  request.headers.forEach((value, name) => (total += name.length + value.length + 4));
+  request.headers.forEach((value, name) => {
+    total += name.length + value.length + 4;
+  });
   return total;
 }
 

@@ -74,7 +74,7 @@ export function requiresStartTls(url: string): boolean {
 // What `url` says of STARTTLS: nothing to say (smtps://, a loopback address), required, or opted out.
 function startTlsPolicy(url: string): "not-needed" | "required" | "opted-out" {
   const parsed = URL.parse(url);
-  if (!parsed || parsed.protocol !== "smtp:" || isLoopbackAddress(parsed.hostname)) return "not-needed";
+  if (parsed?.protocol !== "smtp:" || isLoopbackAddress(parsed.hostname)) return "not-needed";
   return parsed.searchParams.get("requireTLS")?.toLowerCase() === "false" ? "opted-out" : "required";
 }
 

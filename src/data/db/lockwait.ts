@@ -141,9 +141,9 @@ export class LockWaitingClient implements Client {
     if (!freed) return;
     const left = deadline - performance.now();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = left <= 0 || (await Promise.race([freed.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, left, true)))]));
+    const outcome = left <= 0 ? "expired" : await Promise.race([freed.then(() => "freed" as const), new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), left)))]);
     clearTimeout(timer);
-    if (expired) throw lockedError(performance.now() - started);
+    if (outcome === "expired") throw lockedError(performance.now() - started);
   }
 
   private lockSeen(): void {

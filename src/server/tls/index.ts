@@ -235,6 +235,7 @@ function unquoted(value: string): string {
   try {
     const text = String(JSON.parse(value));
     // Bytes written one by one as \u00XX are UTF-8 read as Latin-1: put them back together.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the Latin-1 range, control characters included, on purpose
     return /^[\x00-\xff]*$/.test(text) ? Buffer.from(text, "latin1").toString("utf8") : text;
   } catch {
     return value;
