@@ -124,6 +124,7 @@ export function nativePlugin(t: ResolvedTarget, report: NativeReport): BunPlugin
         const text = await Bun.file(path).text();
         report.libsqlAddon.push(path);
         const call = `return require("${LIBSQL}").load();`;
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the text of the library's source, matched as written
         return { loader: "js", contents: replaceOnce(text, "return require(`@libsql/${target}`);", call, path) };
       });
 
@@ -144,6 +145,7 @@ export function nativePlugin(t: ResolvedTarget, report: NativeReport): BunPlugin
       // when run from node_modules. Embed the target's copy.
       build.onLoad({ filter: /[\\/]node_modules[\\/]sharp[\\/]dist[\\/]utility\.[cm]js$/ }, async ({ path }) => {
         let text = await Bun.file(path).text();
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the text of the library's source, matched as written
         text = replaceOnce(text, "require(`@img/sharp-libvips-${runtimePlatform}/versions`)", "__imgpressVersions", path);
         const json = JSON.stringify(join(t.libvipsDir, "versions.json"));
         const header = path.endsWith(".mjs")

@@ -324,7 +324,7 @@ function siteConfig(cert: string, key: string): string {
     if (count !== 1) throw new Error(`docs/scaling/nginx.conf: expected "${from}" exactly once, found it ${count} times`);
     text = text.replace(from, to);
   };
-  DOC_INSTANCES.forEach((address, i) => replace(`${address} `, `127.0.0.1:${ports[i]} `));
+  for (const [i, address] of DOC_INSTANCES.entries()) replace(`${address} `, `127.0.0.1:${ports[i]} `);
   replace(DOC_LISTEN, `listen 127.0.0.1:${ports[3]} ssl;`);
   replace(DOC_CERT, cert);
   replace(DOC_KEY, key);

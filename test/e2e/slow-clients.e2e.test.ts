@@ -67,7 +67,9 @@ describe("slow clients", () => {
       line++;
       for (const c of conns) if (!c.socket.destroyed) c.socket.write(`X-Slow-${line}: ${"y".repeat(10)}\r\n`);
     }, 500);
-    const cutoff = setTimeout(() => conns.forEach((c) => c.socket.destroy()), HEADER_CUT_WITHIN_MS + 5_000);
+    const cutoff = setTimeout(() => {
+      for (const c of conns) c.socket.destroy();
+    }, HEADER_CUT_WITHIN_MS + 5_000);
     try {
       const image = await convertForm(await img.photo(640, 480));
       let converted = 0;

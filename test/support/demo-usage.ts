@@ -110,7 +110,7 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
           buckets++;
           const totalId = `${hour},'${row.format}','${row.quality}','${row.outcome}'`;
           const total = totals.get(totalId) ?? new Array<number>(5 + LATENCY_BINS).fill(0);
-          [row.count, bytesIn, bytesOut, Math.round(convertMs), ...lat, guardEncodes].forEach((n, i) => (total[i]! += n));
+          for (const [i, n] of [row.count, bytesIn, bytesOut, Math.round(convertMs), ...lat, guardEncodes].entries()) total[i]! += n;
           totals.set(totalId, total);
           if (ok) {
             counter.conversions += row.count;
@@ -132,7 +132,7 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
       const [hour, rest] = [Number(id.slice(0, id.indexOf(","))), id.slice(id.indexOf(","))];
       const dayId = `${Math.floor(hour / DAY_MS) * DAY_MS}${rest}`;
       const day = days.get(dayId) ?? new Array<number>(sums.length).fill(0);
-      sums.forEach((n, i) => (day[i]! += n));
+      for (const [i, n] of sums.entries()) day[i]! += n;
       days.set(dayId, day);
     }
     for (const [table, sums] of [["usage_hourly_total", totals], ["usage_daily_total", days]] as const) {

@@ -170,7 +170,7 @@ export function sixteenBitPng(width = 64, height = 64): Promise<Buffer> {
     for (let y = 0, i = 0; y < height; y++) {
       for (let x = 0; x < width; x++, i += 3) {
         const corner = `${y < height / 2 ? "top" : "bottom"}-${x < width / 2 ? "left" : "right"}` as Corner;
-        SIXTEEN_BIT_EXPECTED[corner].forEach((v, k) => (px[i + k] = v * 256 + 0x80));
+        for (const [k, v] of SIXTEEN_BIT_EXPECTED[corner].entries()) px[i + k] = v * 256 + 0x80;
       }
     }
     return raw(px, width, height, 3).toColourspace("rgb16").png().toBuffer();

@@ -65,7 +65,9 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
   /** A fresh body each time: the same body and timestamp would be a replay. */
   const body = () => convertForm(image, { max_width: String(200 + n++) });
   const both = () => [a, b] as const;
-  const advance = (ms: number) => both().forEach((h) => h.clock.advance(ms));
+  const advance = (ms: number) => {
+    for (const h of both()) h.clock.advance(ms);
+  };
 
   beforeAll(async () => {
     url = await freshUrl();
