@@ -5,24 +5,17 @@
  * events as the server starts, records the pruning as an event, and the Activity page says the
  * retention in force (by default: every event kept).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { openStore, type Store } from "../../src/data/db/index.ts";
 import { until } from "../support/ops.ts";
 import { createDatabase } from "../support/postgres.ts";
-import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { runCli, startServer, type RunningServer, useSmtpSink } from "../support/server.ts";
 import { staffSignInOverHttps } from "../support/staff.ts";
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const STAFF = "ops@example.com";
 const DAY_MS = 86_400_000;
 
-let sink: SmtpSink;
-beforeAll(async () => {
-  sink = await startSmtpSink();
-});
-afterAll(async () => {
-  await sink?.close();
-});
+const sink = useSmtpSink();
 
 const backends: [string, () => Promise<Record<string, string>>][] = [
   ["libSQL file", async () => ({})],

@@ -6,14 +6,14 @@
  * conversion place, a signed upload not yet verified counts against its sender's address only,
  * and an error answered before its body was read closes the connection.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { connect as plainConnect, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { convertForm, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { convertBearer, obtainKeys, until } from "../support/ops.ts";
-import { e2eRuntime, startServer, type RunningServer } from "../support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { e2eRuntime, startServer, type RunningServer, useSmtpSink } from "../support/server.ts";
+import { extractOtp } from "../support/smtp.ts";
 
 /** What the slow uploads declare: 1 MB, sent one byte every TRICKLE_MS. */
 const DECLARED = 1_000_000;
@@ -105,15 +105,7 @@ async function slowestConversion(server: RunningServer, apiKey: string, body: Aw
   return slowest;
 }
 
-let sink: SmtpSink;
-
-beforeAll(async () => {
-  sink = await startSmtpSink();
-});
-
-afterAll(async () => {
-  await sink?.close();
-});
+const sink = useSmtpSink();
 
 describe("slow uploads", () => {
   test("four IPv4 addresses with four keys keep slow uploads open: they hold no place, a legitimate client converts within its normal time + 10 s", async () => {
