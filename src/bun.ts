@@ -1,6 +1,7 @@
 // The Bun runtime for the shared command line: with src/main.ts and src/deno.ts the only files
 // that touch a runtime's own APIs.
 import scalarPath from "../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
+import { refusableBody } from "./core/http/refusable.ts";
 import type { Runtime } from "./server/server.ts";
 
 /** Bun.serve, Bun's signals and the Scalar script embedded by `with { type: "file" }`. */
@@ -22,7 +23,18 @@ export const bunRuntime: Runtime = {
       // Refuse a port another process listens on (EADDRINUSE): with a TLS config given as strings,
       // Bun 1.4 would otherwise share it (SO_REUSEPORT) and the kernel split requests between two servers.
       reusePort: false,
-      fetch: (request, srv) => options.fetch(request, srv.requestIP(request)?.address),
+      fetch: async (request, srv) => {
+        const ip = srv.requestIP(request)?.address;
+        if (!request.body) return options.fetch(request, ip);
+        // A body refused part-way (413 on a streamed upload) is read to its end, within bounds,
+        // before the answer goes out: Bun closes a connection whose body is unread, and a client
+        // still sending gets "broken pipe" instead of the JSON. A body refused before it is read
+        // is not waited for: curl and PHP wait for the answer to "Expect: 100-continue".
+        const body = refusableBody(request.body, options.idleTimeoutS * 1000);
+        const response = await options.fetch(new Request(request, { body: body.stream, duplex: "half" } as RequestInit), ip);
+        await body.cutShort();
+        return response;
+      },
     });
     return { port: server.port ?? options.port, stop: () => server.stop(false), closeAnswered: () => void server.stop(true) };
   },

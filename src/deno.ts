@@ -1,16 +1,11 @@
 // Deno entry point: with src/main.ts and src/bun.ts (Bun) the only files that touch a runtime's own APIs.
 // Run it with `deno task start`; deno.json holds its permission flags (README "Run with Deno" says why).
 import { runMain } from "./cli/run.ts";
-import { SLOW_BODY } from "./core/http/body.ts";
+import { refusableBody } from "./core/http/refusable.ts";
 import type { Listening, Runtime } from "./server/server.ts";
 
 /** The Scalar UI script, read from the installed package (deno.json grants read access to this one file). */
 const scalarUrl = new URL("../node_modules/@scalar/api-reference/dist/browser/standalone.js", import.meta.url);
-
-/** Most bytes of a refused body read and discarded (see `refusableBody`): three times the largest body the app accepts. */
-const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
-/** Longest the answer to a refused body waits for the rest of it. */
-const DRAIN_WAIT_MS = 30_000;
 
 const denoRuntime: Runtime = {
   name: `deno ${Deno.version.deno}`,
@@ -61,61 +56,3 @@ const denoRuntime: Runtime = {
     Deno.addSignalListener("SIGHUP", () => handler("SIGHUP"));
   },
 };
-
-/**
- * A request body as the app reads it, and `settled`, which reads and discards what the app left
- * unread (401 for a bad key, 413 for a body over the limit) within bounds, resolving once done.
- * Over TLS Deno.serve also speaks HTTP/2, where a body not read to its end when the answer is
- * complete ends the stream with RST_STREAM right after it, and curl 7.x (Debian 12's curl and PHP
- * cURL) then reports "error 92" instead of the JSON error; Bun speaks HTTP/1.1 only and has no such
- * case. A body cut for arriving too slowly (408) is not waited for, nor one declared over
- * DRAIN_LIMIT_BYTES: its stream is reset as before, as is one still arriving after DRAIN_WAIT_MS.
- */
-function refusableBody(source: ReadableStream<Uint8Array>, timeoutMs: number): { stream: ReadableStream<Uint8Array>; settled: (read: boolean, declaredBytes: number) => Promise<void> } {
-  const reader = source.getReader();
-  let discarded: Promise<void> | undefined;
-  const discard = () => (discarded ??= discardRest(reader, Math.min(timeoutMs, DRAIN_WAIT_MS)));
-  const stream = new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      },
-      cancel(reason) {
-        if (reason === SLOW_BODY) reader.cancel().catch(() => {});
-        else discard();
-      },
-    },
-    { highWaterMark: 0 },
-  );
-  return {
-    stream,
-    settled(read, declaredBytes) {
-      if (!read && declaredBytes > DRAIN_LIMIT_BYTES) return reader.cancel().catch(() => {});
-      // Read to its end by the app: the discard finds nothing left.
-      return read && !discarded ? Promise.resolve() : discard();
-    },
-  };
-}
-
-/** Reads `reader` to its end, discarding, for at most DRAIN_LIMIT_BYTES and `timeoutMs`; then cancels it. */
-function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, timeoutMs: number): Promise<void> {
-  const timer = setTimeout(() => reader.cancel().catch(() => {}), timeoutMs);
-  return (async () => {
-    let received = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      received += value.byteLength;
-      if (received > DRAIN_LIMIT_BYTES) {
-        await reader.cancel();
-        break;
-      }
-    }
-  })()
-    .catch(() => {})
-    .finally(() => clearTimeout(timer));
-}
-
-Deno.exit(await runMain(Deno.args, denoRuntime));

@@ -149,24 +149,24 @@ Deno.test("a signature accepted by one instance is a replay on the other", async
   const keys = await issueKey(a, "signer@example.com");
   const body = new TextEncoder().encode("the bytes of one upload");
   const headers = new Headers(signedHeaders({ apiKey: keys.apiKey, secretKey: keys.secretKey, timestamp: Math.floor(now / 1000), body }));
-  await (await a.services.authenticator.fromHeaders("POST", "/v1/convert", headers)).verifyBody(body);
-  const replay = await b.services.authenticator.fromHeaders("POST", "/v1/convert", headers);
+  await (await a.services.authenticator.fromHeaders("POST", "/v1/plugin/convert", headers)).verifyBody(body);
+  const replay = await b.services.authenticator.fromHeaders("POST", "/v1/plugin/convert", headers);
   assert.equal(await outcome(replay.verifyBody(body)), "REPLAYED_REQUEST");
   // A fresh signature still passes on B.
   now += 1000;
   const fresh = new Headers(signedHeaders({ apiKey: keys.apiKey, secretKey: keys.secretKey, timestamp: Math.floor(now / 1000), body }));
-  await (await b.services.authenticator.fromHeaders("POST", "/v1/convert", fresh)).verifyBody(body);
+  await (await b.services.authenticator.fromHeaders("POST", "/v1/plugin/convert", fresh)).verifyBody(body);
 });
 
 Deno.test("a key revoked through one instance is refused on the other's very next request", async () => {
   const keys = await issueKey(b, "revoked@example.com");
   const bearer = new Headers({ authorization: `Bearer ${keys.apiKey}` });
-  assert.equal((await a.services.authenticator.fromHeaders("POST", "/v1/convert", bearer)).key.id, keys.id);
+  assert.equal((await a.services.authenticator.fromHeaders("POST", "/v1/plugin/convert", bearer)).key.id, keys.id);
   assert.equal(await b.services.keys.revoke(keys.id), true);
   assert.equal(await a.services.keys.revoke(keys.id), false);
   for (const via of [a, b]) {
     assert.equal(await via.services.keys.findActive(keys.apiKey), null);
-    assert.equal(await outcome(via.services.authenticator.fromHeaders("POST", "/v1/convert", bearer)), "INVALID_API_KEY");
+    assert.equal(await outcome(via.services.authenticator.fromHeaders("POST", "/v1/plugin/convert", bearer)), "INVALID_API_KEY");
   }
 });
 
