@@ -56,3 +56,5 @@ const denoRuntime: Runtime = {
     Deno.addSignalListener("SIGHUP", () => handler("SIGHUP"));
   },
 };
+
+Deno.exit(await runMain(Deno.args, denoRuntime));

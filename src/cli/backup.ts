@@ -120,7 +120,8 @@ export async function runRestore(config: Config, file: string | undefined, flags
   if (inUse !== null) return io.err(`imgpress restore: ${inUse}`), 1;
   // The pid record may have been deleted by hand under a live server; its lock cannot be.
   if (await servingLockHeld(target)) return io.err(`imgpress restore: ${serverHoldsLock(target)}`), 1;
-  if (!(await isFile(resolve(file)))) return io.err(`imgpress restore: ${resolve(file)} is not a file`), 1;
+  const unreadable = await whyNotAFile(resolve(file));
+  if (unreadable) return io.err(`imgpress restore: ${unreadable}`), 1;
   // Names no earlier restore used: a second one within the same second must not replace the first's kept copies.
   const suffix = await unclaimed(`.before-restore-${stamp()}`, (s) => [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${s}${ext}`), `${masterKeyPath(config)}${s}`]);
   const stage = `${target}.restore-${crypto.randomUUID()}`;
@@ -249,9 +250,19 @@ function printRestore(report: RestoreReport, json: boolean, io: Output): void {
 // Run by root (`sudo imgpress restore`), the new files would be root's, and a service running as its
 // own user could not open them: they take the owner of what they replace (the old database, or its folder).
 async function ownerToKeep(target: string): Promise<{ uid: number; gid: number } | null> {
-  if (process.getuid?.() !== 0) return null;
+  if (runningAs() !== 0) return null;
   const before = (await statOf(target)) ?? (await statOf(dirname(target)));
   return before && before.uid !== 0 ? { uid: before.uid, gid: before.gid } : null;
+}
+
+// Under Deno, reading the uid needs --allow-sys=uid, which deno.json does not grant: a process
+// that may not ask is not treated as root (it could not hand files to another owner either).
+function runningAs(): number | undefined {
+  try {
+    return process.getuid?.();
+  } catch {
+    return undefined;
+  }
 }
 
 // Why `path` cannot take the backup: missing, not a folder, or out of this process's reach (a
@@ -263,6 +274,17 @@ async function notAFolder(path: string): Promise<string> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return `the folder ${path} does not exist; create it first or choose another path`;
     return `cannot use the folder ${path}: ${(err as Error).message}`;
+  }
+}
+
+// Why `path` cannot be restored from, or null when it is a file: said as missing, not a file, or out
+// of reach (a permission, or under Deno a path outside --allow-read).
+async function whyNotAFile(path: string): Promise<string | null> {
+  try {
+    return (await stat(path)).isFile() ? null : `${path} is not a file`;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return `${path} does not exist`;
+    return `cannot read ${path}: ${(err as Error).message}`;
   }
 }
 

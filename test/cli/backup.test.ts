@@ -329,9 +329,9 @@ describe("backup and restore: paths that are not what they should be, and interr
   });
 
   test("restore of a folder or of a missing file: one line naming it, exit 1", async () => {
-    for (const what of [tmp, join(tmp, "no-such.db")]) {
-      const r = await runCli(["restore", what], { IMGPRESS_DATA_DIR: join(tmp, "restore-paths") });
-      expect({ code: r.code, err: r.stderr.trim() }).toEqual({ code: 1, err: `imgpress restore: ${what} is not a file` });
+    for (const [what, why] of [[tmp, "is not a file"], [join(tmp, "no-such.db"), "does not exist"]]) {
+      const r = await runCli(["restore", what!], { IMGPRESS_DATA_DIR: join(tmp, "restore-paths") });
+      expect({ code: r.code, err: r.stderr.trim() }).toEqual({ code: 1, err: `imgpress restore: ${what} ${why}` });
     }
   });
 

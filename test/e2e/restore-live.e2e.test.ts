@@ -6,7 +6,7 @@
  * after a restart it serves the new file, where the keys it had refused to issue are not missing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, renameSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,8 +31,9 @@ describe("restore under a live server", () => {
     const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url } });
     try {
       const keys = await obtainKeys(server, sink, "before@example.com");
-      const backup = join(dir, "before.db");
-      expect((await runCli(["backup", backup], server.env)).code).toBe(0);
+      // In the data folder: under Deno the command line may read and write nowhere else.
+      const backup = join(server.dataDir, "before.backup.db");
+      expect(await runCli(["backup", backup], server.env)).toMatchObject({ code: 0, stderr: "" });
       const record = join(server.dataDir, "imgpress.db.pid");
       expect(existsSync(record)).toBe(true);
       rmSync(record);
@@ -42,7 +43,7 @@ describe("restore under a live server", () => {
         stderr: expect.stringContaining(`a running server holds ${join(server.dataDir, "imgpress.db.serving")}`),
       });
       // migrate-data would copy a database still being written (or write under a server): refused the same way.
-      const copy = await runCli(["migrate-data", "--from", `file:${join(server.dataDir, "imgpress.db")}`, "--to", `file:${join(dir, "copy.db")}`], server.env);
+      const copy = await runCli(["migrate-data", "--from", `file:${join(server.dataDir, "imgpress.db")}`, "--to", `file:${join(server.dataDir, "copy.db")}`], server.env);
       expect({ code: copy.code, stderr: copy.stderr }).toEqual({ code: 1, stderr: expect.stringContaining("a running server holds") });
       // Nothing was moved: the live server still answers for its key, and issues new ones into its file.
       expect((await convertBearer(server, keys.api_key, await burstForm(await img.photo(64, 48)))).status).toBe(200);
@@ -66,11 +67,14 @@ describe("restore under a live server", () => {
     const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url } });
     try {
       const keys = await obtainKeys(server, sink, "kept@example.com");
-      const backup = join(dir, "kept.db");
-      expect((await runCli(["backup", backup], server.env)).code).toBe(0);
+      const backup = join(server.dataDir, "kept.backup.db");
+      expect(await runCli(["backup", backup], server.env)).toMatchObject({ code: 0, stderr: "" });
       // The backup restored elsewhere (same master key), then put in place as a restore with its checks bypassed would: the old file aside.
+      // (A copy of the backup goes there first: under Deno the command line reads only its own data folder.)
       const elsewhere = join(dir, "elsewhere");
-      const staged = await runCli(["restore", backup], { IMGPRESS_DATA_DIR: elsewhere });
+      mkdirSync(elsewhere);
+      copyFileSync(backup, join(elsewhere, "kept.backup.db"));
+      const staged = await runCli(["restore", join(elsewhere, "kept.backup.db")], { IMGPRESS_DATA_DIR: elsewhere });
       expect({ code: staged.code, stderr: staged.stderr }).toMatchObject({ code: 0 });
       const db = join(server.dataDir, "imgpress.db");
       for (const ext of ["", "-wal", "-shm"]) if (existsSync(`${db}${ext}`)) renameSync(`${db}${ext}`, `${db}.aside${ext}`);
