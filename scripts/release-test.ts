@@ -42,6 +42,7 @@ async function main(): Promise<number> {
       `imgpress-${version}-oci.tar`,
       "compose.yaml",
       "imgpress.env.example",
+      "imgpress-wordpress.zip",
       `imgpress_${version}_amd64.deb`,
       `imgpress_${version}_arm64.deb`,
     ].sort();

@@ -4,6 +4,7 @@
 //   imgpress_<v>_amd64.deb, imgpress_<v>_arm64.deb                   dpkg-deb, lintian-clean
 //   imgpress-<v>-oci.tar                                             OCI image index, amd64 + arm64
 //   compose.yaml, imgpress.env.example                                for the image
+//   imgpress-wordpress.zip                                            the WordPress plugin
 // Needs dpkg-deb, and the arm64 C/C++ runtime libraries of scripts/ci-setup.sh for the image.
 // scripts/release-test.sh tests each artifact for real.
 import { mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -14,6 +15,7 @@ import { ARCHES, projectFile, ROOT, release, sha256 } from "./release/context.ts
 import { buildDeb } from "./release/deb.ts";
 import { ENV_EXAMPLE, envExample } from "./release/env-example.ts";
 import { ociArchive, ociName } from "./release/oci.ts";
+import { buildWordPressZip } from "./build-wordpress.ts";
 
 const step = (msg: string) => console.log(`release: ${msg}`);
 
@@ -62,6 +64,10 @@ async function main(): Promise<void> {
   await write(ociName(r), ociArchive(r, ARCHES));
   await write("compose.yaml", compose(r));
   await write("imgpress.env.example", projectFile(ENV_EXAMPLE));
+  // Made afresh from clients/wordpress, so the release never carries a stale dist/ copy.
+  const plugin = buildWordPressZip(join(r.out, "imgpress-wordpress.zip"));
+  written.push(basename(plugin));
+  step(`${basename(plugin)} ${(statSync(plugin).size / 1024).toFixed(0)} KiB`);
 
   const sums = written.sort().map((name) => `${sha256(readFileSync(join(r.out, name)))}  ${name}`);
   await Bun.write(join(r.out, "SHA256SUMS"), `${sums.join("\n")}\n`);
