@@ -5,11 +5,11 @@
 //   bun bench/avif-preset.ts [--quick]     (standalone: prints the tables; `npm run bench` runs it too)
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadCorpus, type Image } from "./lib/corpus.ts";
+import { within } from "../src/core/timeout.ts";
+import { type Image, loadCorpus } from "./lib/corpus.ts";
 import { convert, encodeWith, presets } from "./lib/pipeline.ts";
 import { decodeOnWhite, meanSsim } from "./lib/ssim.ts";
 import { fmt, progress, sum, table } from "./lib/util.ts";
-import { within } from "../src/core/timeout.ts";
 
 /** One AVIF setting of the sweep. */
 export interface Point {
@@ -51,7 +51,14 @@ async function measureImage(image: Image, points: Point[]): Promise<ImageResult>
     const work = options ? encodeWith(input, format, options) : convert(input, format);
     // A sharp call once never settled here (2026-11-24, Painting-Colors.jpg: no thread busy, the
     // run asleep for 30 min); a stalled encode now stops the run with a message instead.
-    const out = await within(work, ENCODE_LIMIT_MS, () => new Error(`avif sweep: ${format} ${JSON.stringify(options ?? "preset")} of ${image.name} did not settle within ${ENCODE_LIMIT_MS / 1000} s`));
+    const out = await within(
+      work,
+      ENCODE_LIMIT_MS,
+      () =>
+        new Error(
+          `avif sweep: ${format} ${JSON.stringify(options ?? "preset")} of ${image.name} did not settle within ${ENCODE_LIMIT_MS / 1000} s`,
+        ),
+    );
     const ms = performance.now() - t0;
     return { ms, bytes: out.length, ssim: meanSsim(reference, await decodeOnWhite(out)) };
   };
@@ -105,12 +112,23 @@ export function summarize(results: ImageResult[], point: Point): PointSummary {
 export function choose(summaries: PointSummary[]): (PointSummary & { rule: string }) | undefined {
   const fast = summaries.filter((s) => s.timeRatio <= 1.2);
   const bySsim = (a: PointSummary, b: PointSummary) => a.ssimBelow - b.ssimBelow || b.meanSsimDelta - a.meanSsimDelta;
-  const strict = fast.filter((s) => s.ssimBelow === 0 && s.bytesRatio <= 0.75).sort((a, b) => a.bytesRatio - b.bytesRatio)[0];
+  const strict = fast
+    .filter((s) => s.ssimBelow === 0 && s.bytesRatio <= 0.75)
+    .sort((a, b) => a.bytesRatio - b.bytesRatio)[0];
   if (strict) return { ...strict, rule: "all three targets met, fewest bytes" };
   const small = fast.filter((s) => s.bytesRatio <= 0.75).sort(bySsim)[0];
-  if (small) return { ...small, rule: "no point meets all three targets; time and bytes targets met, then fewest images below WebP's SSIM, then highest mean SSIM" };
+  if (small)
+    return {
+      ...small,
+      rule: "no point meets all three targets; time and bytes targets met, then fewest images below WebP's SSIM, then highest mean SSIM",
+    };
   const best = fast.sort(bySsim)[0];
-  return best && { ...best, rule: "no point meets the time and bytes targets together; time target met, then fewest images below WebP's SSIM" };
+  return (
+    best && {
+      ...best,
+      rule: "no point meets the time and bytes targets together; time target met, then fewest images below WebP's SSIM",
+    }
+  );
 }
 
 /** The whole AVIF study: the preset against WebP and the sweep. */
@@ -141,15 +159,27 @@ export async function runAvifStudy(images: Image[], quick: boolean): Promise<Avi
         [1, [55, 60], "4:2:0"],
         [2, [60], "4:2:0"],
       ];
-  const preset = presets.avif.lossy as { quality: number; effort: number; chromaSubsampling?: Point["chromaSubsampling"] };
-  const avifPreset: Point = { quality: preset.quality, effort: preset.effort, chromaSubsampling: preset.chromaSubsampling ?? "4:4:4" };
-  const points = grid.flatMap(([effort, qualities, chromaSubsampling]) => qualities.map((quality) => ({ quality, effort, chromaSubsampling })));
+  const preset = presets.avif.lossy as {
+    quality: number;
+    effort: number;
+    chromaSubsampling?: Point["chromaSubsampling"];
+  };
+  const avifPreset: Point = {
+    quality: preset.quality,
+    effort: preset.effort,
+    chromaSubsampling: preset.chromaSubsampling ?? "4:4:4",
+  };
+  const points = grid.flatMap(([effort, qualities, chromaSubsampling]) =>
+    qualities.map((quality) => ({ quality, effort, chromaSubsampling })),
+  );
   const all = points.some((p) => pointKey(p) === pointKey(avifPreset)) ? points : [...points, avifPreset];
 
   // The sweep runs on the whole corpus, so the pick and the figure are judged on the same images.
   const corpus: ImageResult[] = [];
   for (const [n, image] of images.entries()) {
-    progress(`avif ${n + 1}/${images.length}: ${image.name} (${fmt(image.mp, 1)} MP), WebP + ${all.length} AVIF points`);
+    progress(
+      `avif ${n + 1}/${images.length}: ${image.name} (${fmt(image.mp, 1)} MP), WebP + ${all.length} AVIF points`,
+    );
     corpus.push(await measureImage(image, all));
   }
   const sweepSummaries = all.map((p) => summarize(corpus, p));
@@ -175,7 +205,18 @@ export function avifMarkdown(s: AvifStudy): string {
       `both through the service's pipeline in-process, one conversion at a time. SSIM: ssim.js "weber" on full-resolution decoded pixels, alpha composited on white.`,
     "",
     table(
-      ["image", "MP", "WebP ms/MP", "AVIF ms/MP", "time ×", "WebP bytes", "AVIF bytes", "bytes ×", "WebP SSIM", "AVIF SSIM"],
+      [
+        "image",
+        "MP",
+        "WebP ms/MP",
+        "AVIF ms/MP",
+        "time ×",
+        "WebP bytes",
+        "AVIF bytes",
+        "bytes ×",
+        "WebP SSIM",
+        "AVIF SSIM",
+      ],
       s.corpus.map((r) => [
         r.image.name,
         fmt(r.image.mp, 1),
@@ -199,7 +240,18 @@ export function avifMarkdown(s: AvifStudy): string {
     )} ms/MP. Pick (${s.pick?.rule ?? "none"}): ${s.pick ? pointLabel(s.pick.point) : "—"}.`,
     "",
     table(
-      ["quality", "effort", "chroma", "ms/MP", "time ×", "bytes ×", "images below WebP SSIM", "worst Δ SSIM", "mean Δ SSIM", ""],
+      [
+        "quality",
+        "effort",
+        "chroma",
+        "ms/MP",
+        "time ×",
+        "bytes ×",
+        "images below WebP SSIM",
+        "worst Δ SSIM",
+        "mean Δ SSIM",
+        "",
+      ],
       s.sweepSummaries.map((p) => [
         p.point.quality,
         p.point.effort,
@@ -210,7 +262,12 @@ export function avifMarkdown(s: AvifStudy): string {
         p.ssimBelow,
         fmt(p.worstSsimDelta, 4),
         fmt(p.meanSsimDelta, 4),
-        [s.pick && pointKey(p.point) === pointKey(s.pick.point) ? "**pick**" : "", pointKey(p.point) === key ? "preset" : ""].filter(Boolean).join(", "),
+        [
+          s.pick && pointKey(p.point) === pointKey(s.pick.point) ? "**pick**" : "",
+          pointKey(p.point) === key ? "preset" : "",
+        ]
+          .filter(Boolean)
+          .join(", "),
       ]),
     ),
   );

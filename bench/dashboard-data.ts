@@ -9,14 +9,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSqliteStore as openStore } from "../src/data/db/sqlite.ts";
-import { seedDemoData } from "../test/support/demo-usage.ts";
-import { RefusalQueries } from "../src/data/usage/refused-queries.ts";
 import { sql } from "drizzle-orm";
+import { openSqliteStore as openStore } from "../src/data/db/sqlite.ts";
+import { RefusalQueries } from "../src/data/usage/refused-queries.ts";
 import { UsageQueries } from "../src/data/usage/service.ts";
+import { seedDemoData } from "../test/support/demo-usage.ts";
 import { dbSizeMiB, median, p95, table } from "./lib/util.ts";
 
-const arg = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
+const arg = (name: string, fallback: number) =>
+  Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
 const KEYS = arg("keys", 10_000);
 const DAYS = arg("days", 400);
 const BUSY = arg("busy", 200);
@@ -31,12 +32,16 @@ try {
   const seeded = await seedDemoData(store.db, { keys: KEYS, days: DAYS, busyKeys: BUSY, now });
   const seedS = (performance.now() - t) / 1000;
   const sizeMiB = dbSizeMiB(dir);
-  console.log(`seeded ${seeded.keys} keys, ${seeded.buckets} bucket rows, ${seeded.refused} refused-request rows in ${seedS.toFixed(1)} s; database ${sizeMiB.toFixed(0)} MiB`);
+  console.log(
+    `seeded ${seeded.keys} keys, ${seeded.buckets} bucket rows, ${seeded.refused} refused-request rows in ${seedS.toFixed(1)} s; database ${sizeMiB.toFixed(0)} MiB`,
+  );
 
   const q = new UsageQueries(store, () => now);
   const busiest = (await q.keys({ sort: "conversions", order: "desc", page: 1, pageSize: 1 })).rows[0]!.id;
   const r = new RefusalQueries(store);
-  const [refusedRow] = await store.all<{ client: string }>(sql`SELECT client FROM refused_hourly WHERE kind = 'key' LIMIT 1`);
+  const [refusedRow] = await store.all<{ client: string }>(
+    sql`SELECT client FROM refused_hourly WHERE kind = 'key' LIMIT 1`,
+  );
   const refusedKey = refusedRow?.client ?? busiest;
   const last = (days: number) => ({ from: now - days * DAY, to: now });
   // What each page asks for, as the dashboard (issue #12) is expected to ask it.
@@ -47,21 +52,46 @@ try {
     ["series hour × 7 d", () => q.series({ ...last(7), step: "hour" })],
     ["series hour × 30 d", () => q.series({ ...last(30), step: "hour" })],
     ["series day × 365 d", () => q.series({ ...last(365), step: "day" })],
-    ["series day × 365 d, days of UTC+2 (from hourly rows)", () => q.series({ ...last(365), step: "day", utcOffsetMinutes: 120 })],
-    ["overview page 30 d (overview + daily series)", () => Promise.all([q.overview(last(30)), q.series({ ...last(30), step: "day" })])],
-    ["overview page 365 d (overview + daily series)", () => Promise.all([q.overview(last(365)), q.series({ ...last(365), step: "day" })])],
+    [
+      "series day × 365 d, days of UTC+2 (from hourly rows)",
+      () => q.series({ ...last(365), step: "day", utcOffsetMinutes: 120 }),
+    ],
+    [
+      "overview page 30 d (overview + daily series)",
+      () => Promise.all([q.overview(last(30)), q.series({ ...last(30), step: "day" })]),
+    ],
+    [
+      "overview page 365 d (overview + daily series)",
+      () => Promise.all([q.overview(last(365)), q.series({ ...last(365), step: "day" })]),
+    ],
     ["keys page 1, newest", () => q.keys({ page: 1, pageSize: 50 })],
     ["keys sorted by bytes saved", () => q.keys({ sort: "bytesSaved", order: "desc", page: 1, pageSize: 50 })],
-    ["keys last page by last use", () => q.keys({ sort: "lastUsed", order: "asc", page: Math.ceil(KEYS / 50), pageSize: 50 })],
+    [
+      "keys last page by last use",
+      () => q.keys({ sort: "lastUsed", order: "asc", page: Math.ceil(KEYS / 50), pageSize: 50 }),
+    ],
     ["keys search 'anna'", () => q.keys({ search: "anna", page: 1, pageSize: 50 })],
-    ["key page 365 d (key + daily series)", () => Promise.all([q.key(busiest, last(365)), q.series({ ...last(365), step: "day", keyId: busiest })])],
+    [
+      "key page 365 d (key + daily series)",
+      () => Promise.all([q.key(busiest, last(365)), q.series({ ...last(365), step: "day", keyId: busiest })]),
+    ],
     ["key series hour × 30 d", () => q.series({ ...last(30), step: "hour", keyId: busiest })],
     // Refused requests with every hour at the recorder's bound (20 named clients + other).
     ["refused: top 10 clients 24 h", () => r.top(last(1), 10)],
     // The 30 d and 365 d pages rank the last 30 days (a year at the bound took ~0.3 s).
     ["refused: top 10 clients 30 d", () => r.top(last(30), 10)],
-    ["refused: codes + daily series 365 d", () => Promise.all([r.codes(last(365)), r.series({ ...last(365), step: "day" })])],
-    ["refused: one key, codes + daily series 365 d", () => Promise.all([r.codes({ ...last(365), keyId: refusedKey }), r.series({ ...last(365), step: "day", keyId: refusedKey })])],
+    [
+      "refused: codes + daily series 365 d",
+      () => Promise.all([r.codes(last(365)), r.series({ ...last(365), step: "day" })]),
+    ],
+    [
+      "refused: one key, codes + daily series 365 d",
+      () =>
+        Promise.all([
+          r.codes({ ...last(365), keyId: refusedKey }),
+          r.series({ ...last(365), step: "day", keyId: refusedKey }),
+        ]),
+    ],
   ];
   const rows: (string | number)[][] = [];
   for (const [name, run] of cases) {

@@ -13,11 +13,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { boot } from "../src/server/boot.ts";
-import { seedDemoData } from "../test/support/demo-usage.ts";
 import { openBrowser } from "../test/support/browser.ts";
-import { startServer, type RunningServer } from "../test/support/server.ts";
-import { staffSignInOverHttps } from "../test/support/staff.ts";
+import { seedDemoData } from "../test/support/demo-usage.ts";
+import { type RunningServer, startServer } from "../test/support/server.ts";
 import { startSmtpSink } from "../test/support/smtp.ts";
+import { staffSignInOverHttps } from "../test/support/staff.ts";
 import { DASHBOARD_BLOCK, writeSection } from "./lib/results.ts";
 import { dbSizeMiB, median, p95, table } from "./lib/util.ts";
 
@@ -60,7 +60,10 @@ async function renderTimes(server: RunningServer, cookie: string): Promise<(stri
     ["keys, newest first", "/internal/keys"],
     ["keys by bytes saved", "/internal/keys?sort=bytesSaved"],
     ["keys search 'anna'", "/internal/keys?q=anna"],
-    [`keys page ${Math.ceil(KEYS / 50)} by last use`, `/internal/keys?sort=lastUsed&order=asc&page=${Math.ceil(KEYS / 50)}`],
+    [
+      `keys page ${Math.ceil(KEYS / 50)} by last use`,
+      `/internal/keys?sort=lastUsed&order=asc&page=${Math.ceil(KEYS / 50)}`,
+    ],
     ...(busiest ? ([["busiest key, 365 d", `${busiest}?range=365d`]] as [string, string][]) : []),
   ];
   const rows: (string | number)[][] = [];
@@ -80,11 +83,16 @@ async function rss(server: RunningServer, cookie: string): Promise<number> {
   return ((await res.json()) as { memory: { rss: number } }).memory.rss / 2 ** 20;
 }
 
-async function liveSession(server: RunningServer, cookie: string): Promise<{ start: number; end: number; max: number; samples: number; polls: number }> {
+async function liveSession(
+  server: RunningServer,
+  cookie: string,
+): Promise<{ start: number; end: number; max: number; samples: number; polls: number }> {
   const browser = await openBrowser({ origin: server.url, certPem: server.ca });
   try {
     const [name, value] = cookie.split("=") as [string, string];
-    await browser.context.addCookies([{ name, value, url: server.url, secure: true, httpOnly: true, sameSite: "Strict" }]);
+    await browser.context.addCookies([
+      { name, value, url: server.url, secure: true, httpOnly: true, sameSite: "Strict" },
+    ]);
     const page = await browser.newPage();
     let polls = 0;
     page.on("response", (r) => void (r.url().endsWith("/internal/api/live") && polls++));
@@ -122,7 +130,11 @@ try {
   const t0 = performance.now();
   // Booted on the folder (not just opened) so the database is pinned to the folder's master key
   // before demo keys, whose secrets no key opens, are written; the server started below uses it.
-  const { store } = await boot({ env: { IMGPRESS_DATA_DIR: dataDir }, loadDocsAsset: async () => new Blob([""]), write: () => {} });
+  const { store } = await boot({
+    env: { IMGPRESS_DATA_DIR: dataDir },
+    loadDocsAsset: async () => new Blob([""]),
+    write: () => {},
+  });
   const seeded = await seedDemoData(store.db, { keys: KEYS, days: DAYS, busyKeys: BUSY, now: Date.now() });
   store.close();
   const dbMiB = dbSizeMiB(dataDir);
@@ -150,7 +162,10 @@ try {
   ].join("\n");
   console.log(markdown);
   if (opt.write) {
-    const file = writeSection(DASHBOARD_BLOCK, `<!-- dashboard bench: start (written by bench/dashboard.ts --write) -->\n${markdown}<!-- dashboard bench: end -->`);
+    const file = writeSection(
+      DASHBOARD_BLOCK,
+      `<!-- dashboard bench: start (written by bench/dashboard.ts --write) -->\n${markdown}<!-- dashboard bench: end -->`,
+    );
     log(`wrote the Dashboard section of ${file}`);
   }
 } finally {

@@ -6,14 +6,16 @@
  *
  *   bun bench/file-guard.ts [--rounds=N] [--statements=N]
  */
-import { createClient, type Client } from "@libsql/client";
+
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Client, createClient } from "@libsql/client";
 import { fileUrl } from "../src/data/db/location.ts";
 import { openSqliteStore } from "../src/data/db/sqlite.ts";
 
-const arg = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
+const arg = (name: string, fallback: number) =>
+  Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
 const rounds = arg("rounds", 6);
 const statements = arg("statements", 3000);
 
@@ -21,7 +23,10 @@ const statements = arg("statements", 3000);
 async function perStatement(client: Client): Promise<number> {
   const started = performance.now();
   for (let i = 0; i < statements; i++) {
-    await client.execute({ sql: "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at", args: [i] });
+    await client.execute({
+      sql: "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+      args: [i],
+    });
   }
   return ((performance.now() - started) * 1000) / statements;
 }

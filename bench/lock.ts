@@ -16,10 +16,12 @@ import { multipart } from "../test/support/imgpress.ts";
 import { startSmtpSink } from "../test/support/smtp.ts";
 import { holdSqliteLock } from "../test/support/sqlite-lock.ts";
 import { LOCK_BLOCK, writeSection } from "./lib/results.ts";
-import { obtainKeys, startService, tempDir, type Service } from "./lib/service.ts";
+import { obtainKeys, type Service, startService, tempDir } from "./lib/service.ts";
 import { fmtMs, median, progress, table } from "./lib/util.ts";
 
-const { values: opt } = parseArgs({ options: { "lock-s": { type: "string", default: "15" }, write: { type: "boolean", default: false } } });
+const { values: opt } = parseArgs({
+  options: { "lock-s": { type: "string", default: "15" }, write: { type: "boolean", default: false } },
+});
 const LOCK_S = Number(opt["lock-s"]);
 
 /** Times and statuses of one kind of request during a phase. */
@@ -73,9 +75,22 @@ async function phase(svc: Service, apiKey: string, image: Uint8Array, seconds: n
     loop(until, () => timed(svc, "/no/such/route", p.unknown), 10),
     loop(until, async () => {
       const f = form();
-      await timed(svc, "/v1/plugin/convert", p.convert, { method: "POST", body: f.body as Uint8Array<ArrayBuffer>, headers: { "content-type": f.contentType, authorization: `Bearer ${apiKey}` } });
+      await timed(svc, "/v1/plugin/convert", p.convert, {
+        method: "POST",
+        body: f.body as Uint8Array<ArrayBuffer>,
+        headers: { "content-type": f.contentType, authorization: `Bearer ${apiKey}` },
+      });
     }),
-    loop(until, () => timed(svc, "/v1/plugin/auth/request-otp", p.otp, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: `${tag}-${n++}@example.com` }) }), 10),
+    loop(
+      until,
+      () =>
+        timed(svc, "/v1/plugin/auth/request-otp", p.otp, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email: `${tag}-${n++}@example.com` }),
+        }),
+      10,
+    ),
     loop(until, () => timed(svc, "/health/ready", p.ready), 1000),
   ]);
   return p;
@@ -84,7 +99,16 @@ async function phase(svc: Service, apiKey: string, image: Uint8Array, seconds: n
 const statusText = (s: Series) => [...s.statuses].map(([code, count]) => `${count}× ${code}`).join(", ");
 
 function report(free: Phase, locked: Phase): string {
-  const row = (name: string, a: Series, b: Series) => [name, fmtMs(median(a.ms)), fmtMs(p99(a.ms)), statusText(a), fmtMs(median(b.ms)), fmtMs(p99(b.ms)), fmtMs(Math.max(...b.ms)), statusText(b)];
+  const row = (name: string, a: Series, b: Series) => [
+    name,
+    fmtMs(median(a.ms)),
+    fmtMs(p99(a.ms)),
+    statusText(a),
+    fmtMs(median(b.ms)),
+    fmtMs(p99(b.ms)),
+    fmtMs(Math.max(...b.ms)),
+    statusText(b),
+  ];
   const rows = [
     row("`/health`", free.health, locked.health),
     row("unknown route (404)", free.unknown, locked.unknown),
@@ -101,7 +125,10 @@ function report(free: Phase, locked: Phase): string {
     "then for as long with nothing locking the file: /health and an unknown route polled back to back",
     "(10 ms apart), bearer conversions one after another, one `request-otp` always in flight, `/health/ready` once a second.",
     "",
-    table(["request", "free p50", "free p99", "free answers", "locked p50", "locked p99", "locked max", "locked answers"], rows),
+    table(
+      ["request", "free p50", "free p99", "free answers", "locked p50", "locked p99", "locked max", "locked answers"],
+      rows,
+    ),
     "",
     `Bearer conversion time while locked ÷ free (p50): **${ratio.toFixed(2)}**.`,
     "<!-- lock bench:end -->",

@@ -8,7 +8,7 @@
 //   bun bench/postgres.ts              ~1–2 min on 2 cores; prints the section
 //   bun bench/postgres.ts --write      also replaces its section of bench/RESULTS.md
 //   --rounds=N (3)  --reps=N (60)  --clients=N (4)
-import { readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -18,12 +18,18 @@ import { startSmtpSink } from "../test/support/smtp.ts";
 import { openServices, servicesOn } from "./lib/auth-cost.ts";
 import { smallImages } from "./lib/corpus.ts";
 import { measureDbPaths, sqliteCounter } from "./lib/db-path.ts";
-import { cpuBetween, startBenchPostgres, totalCalls, type BenchPostgres, type StatementCount } from "./lib/pg-cluster.ts";
-import { postgresMarkdown, type PostgresRun } from "./lib/pg-report.ts";
+import {
+  type BenchPostgres,
+  cpuBetween,
+  type StatementCount,
+  startBenchPostgres,
+  totalCalls,
+} from "./lib/pg-cluster.ts";
+import { type PostgresRun, postgresMarkdown } from "./lib/pg-report.ts";
+import { type Reference, startReference } from "./lib/reference.ts";
 import { POSTGRES_BLOCK, writeSection } from "./lib/results.ts";
-import { startReference, type Reference } from "./lib/reference.ts";
-import { obtainKeys, startService, tempDir, type Service } from "./lib/service.ts";
-import { kindLabel, post, prepare, saturate, type ClientKind, type Target } from "./lib/thumb-client.ts";
+import { obtainKeys, type Service, startService, tempDir } from "./lib/service.ts";
+import { type ClientKind, kindLabel, post, prepare, saturate, type Target } from "./lib/thumb-client.ts";
 import { loadThumbs, type Thumb } from "./lib/thumbs.ts";
 import { cpuMs, median, progress } from "./lib/util.ts";
 
@@ -57,7 +63,13 @@ interface Backend {
  * back (their ratio is taken within that pair), first one then the other, alternating: on a
  * shared machine other load changes within seconds, so the paired runs must be close in time.
  */
-async function throughput(backends: Backend[], pg: BenchPostgres, pgUrl: string, thumbs: Thumb[], bytes: Map<string, Buffer>): Promise<PostgresRun["throughput"]> {
+async function throughput(
+  backends: Backend[],
+  pg: BenchPostgres,
+  pgUrl: string,
+  thumbs: Thumb[],
+  bytes: Map<string, Buffer>,
+): Promise<PostgresRun["throughput"]> {
   const jobs = [...thumbs, ...thumbs].sort((x, y) => y.width * y.height - x.width * x.height);
   const out: PostgresRun["throughput"] = { jobs: jobs.length, clients: CLIENTS, runs: [] };
   for (let r = 0; r < ROUNDS; r++) {
@@ -69,7 +81,15 @@ async function throughput(backends: Backend[], pg: BenchPostgres, pgUrl: string,
         const ips = await saturate(b.target, kind.keepAlive, uploads, CLIENTS);
         const [c1, pg1] = [cpuMs(b.svc.pid), pg.cpu()];
         const statements = b.label === "PostgreSQL" ? totalCalls(await pg.statements(pgUrl)) / jobs.length : Number.NaN;
-        out.runs.push({ round: r + 1, backend: b.label, kind: kindLabel(kind), ips, cpuMs: (c1 - c0) / jobs.length, pgCpuMs: cpuBetween(pg0, pg1) / jobs.length, statements });
+        out.runs.push({
+          round: r + 1,
+          backend: b.label,
+          kind: kindLabel(kind),
+          ips,
+          cpuMs: (c1 - c0) / jobs.length,
+          pgCpuMs: cpuBetween(pg0, pg1) / jobs.length,
+          statements,
+        });
         progress(`round ${r + 1}: ${b.label}, ${kindLabel(kind)}: ${ips.toFixed(2)} img/s`);
       }
     }
@@ -78,7 +98,12 @@ async function throughput(backends: Backend[], pg: BenchPostgres, pgUrl: string,
 }
 
 /** One 300 px JPEG → WebP lossy, one request at a time: in-process, then each backend's /health and conversions, interleaved. */
-async function sequential(backends: Backend[], ref: Reference, thumb: Thumb, image: Buffer): Promise<PostgresRun["sequential"]> {
+async function sequential(
+  backends: Backend[],
+  ref: Reference,
+  thumb: Thumb,
+  image: Buffer,
+): Promise<PostgresRun["sequential"]> {
   const ms: Record<string, number[]> = {};
   const add = (key: string, v: number, warm: boolean) => warm && (ms[key] ??= []).push(v);
   for (let i = 0; i < REPS + 3; i++) {
@@ -86,14 +111,34 @@ async function sequential(backends: Backend[], ref: Reference, thumb: Thumb, ima
     add("in-process", (await ref.call<{ ms: number }>({ op: "convert", path: thumb.path, format: "webp" })).ms, warm);
     for (const b of i % 2 ? backends : [...backends].reverse()) {
       add(`${b.label}: /health`, await post(b.target, true, "/health"), warm);
-      for (const kind of KINDS) add(`${b.label}: ${kindLabel(kind)}`, await post(b.target, true, "/v1/plugin/convert", { method: "POST", ...prepare(b.target, kind, { ...thumb, format: "webp" }, image) }), warm);
+      for (const kind of KINDS)
+        add(
+          `${b.label}: ${kindLabel(kind)}`,
+          await post(b.target, true, "/v1/plugin/convert", {
+            method: "POST",
+            ...prepare(b.target, kind, { ...thumb, format: "webp" }, image),
+          }),
+          warm,
+        );
     }
   }
-  return { thumb: thumb.name, width: thumb.width, height: thumb.height, reps: REPS, p50: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, median(v)])) };
+  return {
+    thumb: thumb.name,
+    width: thumb.width,
+    height: thumb.height,
+    reps: REPS,
+    p50: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, median(v)])),
+  };
 }
 
 /** Statements the PostgreSQL instance runs for `REPS` sequential conversions of one kind, all of them listed. */
-async function roundTrips(b: Backend, pg: BenchPostgres, pgUrl: string, thumb: Thumb, image: Buffer): Promise<PostgresRun["roundTrips"]> {
+async function roundTrips(
+  b: Backend,
+  pg: BenchPostgres,
+  pgUrl: string,
+  thumb: Thumb,
+  image: Buffer,
+): Promise<PostgresRun["roundTrips"]> {
   const out: PostgresRun["roundTrips"] = {};
   for (const kind of KINDS) {
     const upload = () => prepare(b.target, kind, { ...thumb, format: "webp" }, image);
@@ -139,11 +184,23 @@ async function main(): Promise<void> {
     const file = await openServices(dirs[2]!);
     const inprocUrl = await pg.database("bench_inproc");
     const pgStore = await openStore(inprocUrl);
-    const onPg = await servicesOn(pgStore, loadConfig({ IMGPRESS_DATA_DIR: dirs[2]!, IMGPRESS_DATABASE_URL: inprocUrl, IMGPRESS_MASTER_KEY: file.config.masterKey! }));
+    const onPg = await servicesOn(
+      pgStore,
+      loadConfig({
+        IMGPRESS_DATA_DIR: dirs[2]!,
+        IMGPRESS_DATABASE_URL: inprocUrl,
+        IMGPRESS_MASTER_KEY: file.config.masterKey!,
+      }),
+    );
     const paths = await measureDbPaths(
       [
         { label: "file", services: file.services, keys: file.keys, counter: sqliteCounter(file.store) },
-        { label: "PostgreSQL", services: onPg.services, keys: onPg.keys, counter: { reset: pg.reset, read: () => pg.statements(inprocUrl) } },
+        {
+          label: "PostgreSQL",
+          services: onPg.services,
+          keys: onPg.keys,
+          counter: { reset: pg.reset, read: () => pg.statements(inprocUrl) },
+        },
       ],
       bytes.get(thumb.path)!,
       20,
@@ -151,7 +208,15 @@ async function main(): Promise<void> {
     );
     await Promise.all([file.store.close(), pgStore.close()]);
 
-    const run: PostgresRun = { date: new Date().toISOString(), load: [loadStart, loadavg()], postgres: `${pg.version} (${pg.settings})`, throughput: sat, sequential: seq, roundTrips: trips, paths };
+    const run: PostgresRun = {
+      date: new Date().toISOString(),
+      load: [loadStart, loadavg()],
+      postgres: `${pg.version} (${pg.settings})`,
+      throughput: sat,
+      sequential: seq,
+      roundTrips: trips,
+      paths,
+    };
     const markdown = postgresMarkdown(run, opt.write ? "--write" : "");
     console.log(`\n${markdown}`);
     writeFileSync(join(WORK, "postgres.json"), JSON.stringify(run, null, 1));

@@ -10,11 +10,11 @@ import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startSmtpSink } from "../test/support/smtp.ts";
-import { cpuByPart, PARTS } from "./lib/cpu-profile.ts";
 import { smallImages } from "./lib/corpus.ts";
+import { cpuByPart, PARTS } from "./lib/cpu-profile.ts";
 import { PROFILE_BLOCK, writeSection } from "./lib/results.ts";
 import { obtainKeys, startService, tempDir } from "./lib/service.ts";
-import { CLIENT_KINDS, kindLabel, post, prepare, type ClientKind } from "./lib/thumb-client.ts";
+import { CLIENT_KINDS, type ClientKind, kindLabel, post, prepare } from "./lib/thumb-client.ts";
 import { loadThumbs } from "./lib/thumbs.ts";
 import { fmt, median, progress, table } from "./lib/util.ts";
 
@@ -45,11 +45,20 @@ interface Measured {
 /** A fresh server of `entry` under the profiler, `REQUESTS` sequential uploads of `kind`, its profile split into parts. */
 async function profiled(entry: string | undefined, kind: ClientKind): Promise<Measured> {
   const dir = tempDir("profile");
-  const svc = await startService({ kind: "source", entry, dataDir: join(dir, "data"), sink, env: { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=${INTERVAL_US}` } });
+  const svc = await startService({
+    kind: "source",
+    entry,
+    dataDir: join(dir, "data"),
+    sink,
+    env: { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=${INTERVAL_US}` },
+  });
   const target = { base: svc.base, ca: svc.ca, keys: await obtainKeys(svc) };
   const ms: number[] = [];
   for (let i = 0; i < WARM_UP + REQUESTS; i++) {
-    const took = await post(target, kind.keepAlive, "/v1/plugin/convert", { method: "POST", ...prepare(target, kind, thumb, bytes) });
+    const took = await post(target, kind.keepAlive, "/v1/plugin/convert", {
+      method: "POST",
+      ...prepare(target, kind, thumb, bytes),
+    });
     if (i >= WARM_UP) ms.push(took);
   }
   // The profile is written when the process exits.
@@ -61,19 +70,27 @@ async function profiled(entry: string | undefined, kind: ClientKind): Promise<Me
   return { ...split, p50: median(ms) };
 }
 
-const trees: [string, string | undefined][] = opt.before ? [["before", opt.before], ["after", undefined]] : [["this tree", undefined]];
+const trees: [string, string | undefined][] = opt.before
+  ? [
+      ["before", opt.before],
+      ["after", undefined],
+    ]
+  : [["this tree", undefined]];
 const results = new Map<string, Measured>();
 for (const kind of CLIENT_KINDS) {
   for (const [label, entry] of trees) {
     progress(`profile: ${label}, ${kindLabel(kind)}, ${REQUESTS} requests…`);
     const m = await profiled(entry, kind);
     results.set(`${label}|${kindLabel(kind)}`, m);
-    progress(`profile: ${label}, ${kindLabel(kind)}: JS thread ${fmt(m.total, 3)} ms per request, p50 ${fmt(m.p50, 2)} ms`);
+    progress(
+      `profile: ${label}, ${kindLabel(kind)}: JS thread ${fmt(m.total, 3)} ms per request, p50 ${fmt(m.p50, 2)} ms`,
+    );
   }
 }
 await sink.close();
 
-const cell = (kind: ClientKind, pick: (m: Measured) => number, digits = 3) => trees.map(([label]) => fmt(pick(results.get(`${label}|${kindLabel(kind)}`)!), digits)).join(" → ");
+const cell = (kind: ClientKind, pick: (m: Measured) => number, digits = 3) =>
+  trees.map(([label]) => fmt(pick(results.get(`${label}|${kindLabel(kind)}`)!), digits)).join(" → ");
 const markdown =
   "<!-- profile bench:start (written by bench/profile.ts --write) -->\n" +
   "## CPU profile of a 300 px request\n\n" +

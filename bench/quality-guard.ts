@@ -13,12 +13,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
+import type { GuardMode } from "../src/conversion/pipeline/guard.ts";
 import { convertImage } from "../src/conversion/pipeline/index.ts";
 import { presets } from "../src/conversion/pipeline/presets.ts";
-import type { GuardMode } from "../src/conversion/pipeline/guard.ts";
+import { rng } from "../test/support/images.ts";
 import { loadCorpus } from "./lib/corpus.ts";
 import { QUALITY_GUARD_BLOCK, writeSection } from "./lib/results.ts";
-import { rng } from "../test/support/images.ts";
 import { decodeOnWhite, meanSsim, type Pixels } from "./lib/ssim.ts";
 import { fmt, median, progress, sum, table } from "./lib/util.ts";
 
@@ -62,7 +62,8 @@ interface Outcome {
 async function generatedSet(): Promise<Sample[]> {
   const dir = join(WORK, "guard-set");
   mkdirSync(dir, { recursive: true });
-  const svg = (w: number, h: number, body: string) => Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}">${body}</svg>`);
+  const svg = (w: number, h: number, body: string) =>
+    Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}">${body}</svg>`);
   const made: [string, () => Promise<Buffer>][] = [
     [
       "logo-translucent.png",
@@ -85,10 +86,27 @@ async function generatedSet(): Promise<Sample[]> {
       "chart.png",
       () => {
         const r = rng(3);
-        const bars = Array.from({ length: 30 }, (_, i) => `<rect x="${100 + i * 48}" y="${900 - 700 * r()}" width="36" height="800" fill="${i % 3 ? "#3b7dd8" : "#e8743b"}"/>`).join("");
-        const grid = Array.from({ length: 15 }, (_, i) => `<line x1="80" x2="1560" y1="${60 * i + 60}" y2="${60 * i + 60}" stroke="#ccc" stroke-width="1"/>`).join("");
-        const labels = Array.from({ length: 30 }, (_, i) => `<text x="${118 + i * 48}" y="960" font-family="sans-serif" font-size="16" text-anchor="middle">${2000 + i}</text>`).join("");
-        return sharp(svg(1600, 1000, `<rect width="1600" height="1000" fill="#fff"/>${grid}${bars}<rect x="0" y="900" width="1600" height="100" fill="#fff"/>${labels}`))
+        const bars = Array.from(
+          { length: 30 },
+          (_, i) =>
+            `<rect x="${100 + i * 48}" y="${900 - 700 * r()}" width="36" height="800" fill="${i % 3 ? "#3b7dd8" : "#e8743b"}"/>`,
+        ).join("");
+        const grid = Array.from(
+          { length: 15 },
+          (_, i) => `<line x1="80" x2="1560" y1="${60 * i + 60}" y2="${60 * i + 60}" stroke="#ccc" stroke-width="1"/>`,
+        ).join("");
+        const labels = Array.from(
+          { length: 30 },
+          (_, i) =>
+            `<text x="${118 + i * 48}" y="960" font-family="sans-serif" font-size="16" text-anchor="middle">${2000 + i}</text>`,
+        ).join("");
+        return sharp(
+          svg(
+            1600,
+            1000,
+            `<rect width="1600" height="1000" fill="#fff"/>${grid}${bars}<rect x="0" y="900" width="1600" height="100" fill="#fff"/>${labels}`,
+          ),
+        )
           .flatten({ background: "#ffffff" })
           .png()
           .toBuffer();
@@ -97,9 +115,23 @@ async function generatedSet(): Promise<Sample[]> {
     [
       "screenshot.png",
       () => {
-        const lines = Array.from({ length: 40 }, (_, i) => `<text x="300" y="${140 + i * 22}" font-family="monospace" font-size="15" fill="#222">${"const value_" + i + " = compute(" + "x".repeat(i % 17) + ", " + i * 37 + "); // note"}</text>`).join("");
-        const side = Array.from({ length: 20 }, (_, i) => `<text x="20" y="${140 + i * 30}" font-family="sans-serif" font-size="16" fill="#ddd">Item ${i + 1}</text>`).join("");
-        return sharp(svg(1920, 1080, `<rect width="1920" height="1080" fill="#f7f7f7"/><rect width="260" height="1080" fill="#2d3142"/><rect x="0" y="0" width="1920" height="80" fill="#4f5d75"/>${side}${lines}<rect x="1400" y="140" width="440" height="300" rx="8" fill="#fff" stroke="#bbb"/>`))
+        const lines = Array.from(
+          { length: 40 },
+          (_, i) =>
+            `<text x="300" y="${140 + i * 22}" font-family="monospace" font-size="15" fill="#222">${`const value_${i} = compute(${"x".repeat(i % 17)}, ${i * 37}); // note`}</text>`,
+        ).join("");
+        const side = Array.from(
+          { length: 20 },
+          (_, i) =>
+            `<text x="20" y="${140 + i * 30}" font-family="sans-serif" font-size="16" fill="#ddd">Item ${i + 1}</text>`,
+        ).join("");
+        return sharp(
+          svg(
+            1920,
+            1080,
+            `<rect width="1920" height="1080" fill="#f7f7f7"/><rect width="260" height="1080" fill="#2d3142"/><rect x="0" y="0" width="1920" height="80" fill="#4f5d75"/>${side}${lines}<rect x="1400" y="140" width="440" height="300" rx="8" fill="#fff" stroke="#bbb"/>`,
+          ),
+        )
           .flatten({ background: "#ffffff" })
           .png()
           .toBuffer();
@@ -112,14 +144,17 @@ async function generatedSet(): Promise<Sample[]> {
         const h = 1250;
         const r = rng(9);
         const px = Buffer.alloc(w * h * 3);
-        for (let y = 0, p = 0; y < h; y++) for (let x = 0; x < w; x++, p += 3) px.set([8, 10 + (20 * y) / h, 30 + (30 * x) / w], p);
+        for (let y = 0, p = 0; y < h; y++)
+          for (let x = 0; x < w; x++, p += 3) px.set([8, 10 + (20 * y) / h, 30 + (30 * x) / w], p);
         for (let i = 0; i < 6000; i++) {
           const x = Math.floor(r() * w);
           const y = Math.floor(r() * h);
           const v = 120 + Math.floor(135 * r());
           px.set([v, v, Math.min(255, v + 20)], (y * w + x) * 3);
         }
-        return sharp(px, { raw: { width: w, height: h, channels: 3 } }).png().toBuffer();
+        return sharp(px, { raw: { width: w, height: h, channels: 3 } })
+          .png()
+          .toBuffer();
       },
     ],
     [
@@ -140,14 +175,20 @@ async function generatedSet(): Promise<Sample[]> {
       "photo-vignette.png",
       async () => {
         const photo = "/usr/share/backgrounds/mate/nature/Dune.jpg";
-        const { data, info } = await sharp(photo).autoOrient().ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+        const { data, info } = await sharp(photo)
+          .autoOrient()
+          .ensureAlpha()
+          .raw()
+          .toBuffer({ resolveWithObject: true });
         for (let y = 0, p = 3; y < info.height; y++) {
           for (let x = 0; x < info.width; x++, p += 4) {
             const d = Math.hypot((x - info.width / 2) / (info.width / 2), (y - info.height / 2) / (info.height / 2));
             data[p] = Math.max(0, Math.min(255, Math.round(255 * (1.3 - d))));
           }
         }
-        return sharp(data, { raw: { width: info.width, height: info.height, channels: 4 } }).png().toBuffer();
+        return sharp(data, { raw: { width: info.width, height: info.height, channels: 4 } })
+          .png()
+          .toBuffer();
       },
     ],
   ];
@@ -177,15 +218,22 @@ const KNOWN_MISSES: Record<string, string> = {
     "The sample (20 tiles of 64 px) misses the axis labels: on it the preset scores above WebP (+0.0003), on the whole image below (−0.0010), so the guard keeps the preset. On the whole image AVIF effort 0 needs q≈90 (74 KB, 3.8× WebP's bytes). Tried: tiles spread from edge to edge instead of centred in equal cells (so the labels along the bottom are sampled): chart rose to q68 (0.9988, still below 0.9991), and in the same run Kleiber.jpg fell below (−0.0004), so the centred layout stays.",
   "starfield.png":
     "AVIF effort 0 smooths isolated stars: q90 scores 0.9943, q≈92 passes at ~395 KB (7× WebP's bytes); q100 (224 KB, 0.9997) costs ~2× the preset's time and effort 2 (26 KB, 0.9995) 3×, beyond the bound, so the best candidate that fits is returned.",
-  "Elephants_3840x2160.jpg": "High-bitrate, noisy JPEG: needs q≈72–73, as many bytes as WebP's; the final encode fits the bound only when the estimate from the sample allows it.",
-  "logo-translucent.png": "Translucent: needs q≈89 (alpha coded lossy at the colour quality); a 1 MP image's trials cost a third of its encode, so under load the bound may stop the search.",
+  "Elephants_3840x2160.jpg":
+    "High-bitrate, noisy JPEG: needs q≈72–73, as many bytes as WebP's; the final encode fits the bound only when the estimate from the sample allows it.",
+  "logo-translucent.png":
+    "Translucent: needs q≈89 (alpha coded lossy at the colour quality); a 1 MP image's trials cost a third of its encode, so under load the bound may stop the search.",
   "icon-alpha.png": "Translucent, 0.26 MP: needs q≈91; under load the trials alone may use the bound.",
-  "screenshot.png": "Text on flat colour: needs q≈88 at effort 0 (effort 2 would pass at the preset's quality with fewer bytes, at 4× the time).",
+  "screenshot.png":
+    "Text on flat colour: needs q≈88 at effort 0 (effort 2 would pass at the preset's quality with fewer bytes, at 4× the time).",
 };
 
 async function run(input: Buffer, v: Variant) {
   const t0 = performance.now();
-  const r = await convertImage(input, { format: v.format, quality: "lossy" }, { maxPixels: 100_000_000, timeoutS: 120, qualityGuard: v.guard });
+  const r = await convertImage(
+    input,
+    { format: v.format, quality: "lossy" },
+    { maxPixels: 100_000_000, timeoutS: 120, qualityGuard: v.guard },
+  );
   return { ms: performance.now() - t0, result: r };
 }
 
@@ -202,7 +250,13 @@ async function measure(sample: Sample, reps: number): Promise<Record<string, Out
       const o = (out[v.key] ??= { ms: [], bytes: 0, score: 0, quality: 0, reasons: "", candidates: 0, extra: 0 });
       o.ms.push(ms);
       if (rep === reps - 1) {
-        Object.assign(o, { bytes: result.bytes.length, quality: result.quality, reasons: result.qualityReasons.join(", "), candidates: result.candidates, extra: result.guardEncodes });
+        Object.assign(o, {
+          bytes: result.bytes.length,
+          quality: result.quality,
+          reasons: result.qualityReasons.join(", "),
+          candidates: result.candidates,
+          extra: result.guardEncodes,
+        });
         o.score = meanSsim(reference, await decodeOnWhite(Buffer.from(result.bytes)));
       }
     }
@@ -225,7 +279,9 @@ function summary(rows: Row[], label: string) {
   const slowest = (k: string) => {
     const base = unguarded[k];
     if (!base) return "–";
-    const worstRow = rows.reduce((a, r) => (median(r.o[k]!.ms) / median(r.o[base]!.ms) > median(a.o[k]!.ms) / median(a.o[base]!.ms) ? r : a));
+    const worstRow = rows.reduce((a, r) =>
+      median(r.o[k]!.ms) / median(r.o[base]!.ms) > median(a.o[k]!.ms) / median(a.o[base]!.ms) ? r : a,
+    );
     return `${fmt(median(worstRow.o[k]!.ms) / median(worstRow.o[base]!.ms), 2)} (${worstRow.sample.name})`;
   };
   return ["avifBefore", "avifAfter", "webpGuard"].map((k) => {
@@ -256,11 +312,18 @@ function misses(rows: Row[]): string {
 
 /** Where the bytes target is missed: the raises that cost the most bytes over the preset. */
 function bytesNote(sets: [string, Row[]][]): string {
-  const over = sets.filter(([, rows]) => sum(rows.map((r) => r.o.avifAfter!.bytes)) > 0.75 * sum(rows.map((r) => r.o.webp!.bytes)));
+  const over = sets.filter(
+    ([, rows]) => sum(rows.map((r) => r.o.avifAfter!.bytes)) > 0.75 * sum(rows.map((r) => r.o.webp!.bytes)),
+  );
   if (over.length === 0) return "";
   const notes = over.map(([name, rows]) => {
-    const extra = rows.map((r) => ({ name: r.sample.name, kb: (r.o.avifAfter!.bytes - r.o.avifBefore!.bytes) / 1000 })).sort((a, b) => b.kb - a.kb);
-    return `${name}: ${extra.slice(0, 4).map((e) => `${e.name} +${fmt(e.kb, 0)} KB`).join(", ")}`;
+    const extra = rows
+      .map((r) => ({ name: r.sample.name, kb: (r.o.avifAfter!.bytes - r.o.avifBefore!.bytes) / 1000 }))
+      .sort((a, b) => b.kb - a.kb);
+    return `${name}: ${extra
+      .slice(0, 4)
+      .map((e) => `${e.name} +${fmt(e.kb, 0)} KB`)
+      .join(", ")}`;
   });
   return [
     "",
@@ -274,13 +337,32 @@ function perImage(rows: Row[]): string {
     return withChoice ? `${base} · q ${o.quality} (${o.reasons}) · ${o.candidates} tried, +${o.extra} encodes` : base;
   };
   return table(
-    ["image", "set", "MP", "WebP q80: SSIM · bytes · time", "AVIF before (preset)", "AVIF after (guard): … · quality (reason) · candidates", "WebP with the guard"],
-    rows.map((r) => [r.sample.name, r.sample.set, fmt(r.sample.mp, 1), cell(r.o.webp!, false), cell(r.o.avifBefore!, false), cell(r.o.avifAfter!, true), cell(r.o.webpGuard!, true)]),
+    [
+      "image",
+      "set",
+      "MP",
+      "WebP q80: SSIM · bytes · time",
+      "AVIF before (preset)",
+      "AVIF after (guard): … · quality (reason) · candidates",
+      "WebP with the guard",
+    ],
+    rows.map((r) => [
+      r.sample.name,
+      r.sample.set,
+      fmt(r.sample.mp, 1),
+      cell(r.o.webp!, false),
+      cell(r.o.avifBefore!, false),
+      cell(r.o.avifAfter!, true),
+      cell(r.o.webpGuard!, true),
+    ]),
   );
 }
 
 async function main() {
-  const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7).split(",");
+  const only = process.argv
+    .find((a) => a.startsWith("--only="))
+    ?.slice(7)
+    .split(",");
   const quick = process.argv.includes("--quick") || only !== undefined;
   const reps = Number(process.argv.find((a) => a.startsWith("--reps="))?.slice(7) ?? (quick ? 1 : 3));
   const loadStart = loadavg();
@@ -290,7 +372,11 @@ async function main() {
     ...(await generatedSet()),
   ].filter((s) => !only || only.some((o) => s.name.includes(o)));
   // Warm up the encoders and the guard's SSIM before anything is timed.
-  const warm = await sharp({ create: { width: 640, height: 480, channels: 4, background: { r: 90, g: 120, b: 200, alpha: 0.6 } } }).png().toBuffer();
+  const warm = await sharp({
+    create: { width: 640, height: 480, channels: 4, background: { r: 90, g: 120, b: 200, alpha: 0.6 } },
+  })
+    .png()
+    .toBuffer();
   for (const v of VARIANTS) for (let i = 0; i < 3; i++) await run(warm, v);
   const rows: Row[] = [];
   for (const sample of samples) {
@@ -309,8 +395,20 @@ async function main() {
     "Targets: every AVIF at or above WebP q80's SSIM; Σ AVIF bytes ≤ 0.75 × WebP's; Σ AVIF time ≤ 1.2 × WebP's. The guard's bound is 1.5× (decode + preset encode) with the encode estimated from the sample, or the preset's time + 100 ms for tiny images; the last column shows how far the real conversions went past the preset's.",
     "",
     table(
-      ["set", "variant", "images below WebP q80's SSIM", "Σ bytes ÷ WebP q80", "Σ median time ÷ WebP q80", "Σ time", "worst image's time ÷ same format without the guard"],
-      [...summary(corpusRows, `corpus (${corpusRows.length})`), ...summary(generatedRows, `generated (${generatedRows.length})`), ...summary(rows, `both (${rows.length})`)],
+      [
+        "set",
+        "variant",
+        "images below WebP q80's SSIM",
+        "Σ bytes ÷ WebP q80",
+        "Σ median time ÷ WebP q80",
+        "Σ time",
+        "worst image's time ÷ same format without the guard",
+      ],
+      [
+        ...summary(corpusRows, `corpus (${corpusRows.length})`),
+        ...summary(generatedRows, `generated (${generatedRows.length})`),
+        ...summary(rows, `both (${rows.length})`),
+      ],
     ),
     "",
     misses(rows),

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Bench } from "./lib/context.ts";
 import { loadCorpus } from "./lib/corpus.ts";
-import { triedNotes, withTried, type Figure, type Section } from "./lib/figures.ts";
+import { type Figure, type Section, triedNotes, withTried } from "./lib/figures.ts";
 import { corpusMarkdown, KEPT_BLOCKS, machineInfo, resultsMarkdown, summaryTable } from "./lib/results.ts";
 import { progress } from "./lib/util.ts";
 import { allocator } from "./sections/allocator.ts";
@@ -36,7 +36,8 @@ function options(): { quick: boolean; only: Set<string> } {
   const { values } = parseArgs({ options: { quick: { type: "boolean" }, only: { type: "string" } } });
   const only = new Set((values.only ?? "").split(",").filter(Boolean));
   const unknown = [...only].filter((n) => !SECTIONS.some((s) => s.name === n));
-  if (unknown.length) throw new Error(`unknown section(s) ${unknown.join(", ")}; sections: ${SECTIONS.map((s) => s.name).join(", ")}`);
+  if (unknown.length)
+    throw new Error(`unknown section(s) ${unknown.join(", ")}; sections: ${SECTIONS.map((s) => s.name).join(", ")}`);
   return { quick: values.quick ?? false, only };
 }
 
@@ -44,7 +45,10 @@ function options(): { quick: boolean; only: Set<string> } {
 async function main(): Promise<void> {
   const { quick, only } = options();
   const chosen = SECTIONS.filter((s) => only.size === 0 || only.has(s.name));
-  const out = quick || only.size ? join(WORK, quick ? "RESULTS.quick.md" : "RESULTS.partial.md") : join(import.meta.dir, "RESULTS.md");
+  const out =
+    quick || only.size
+      ? join(WORK, quick ? "RESULTS.quick.md" : "RESULTS.partial.md")
+      : join(import.meta.dir, "RESULTS.md");
   mkdirSync(WORK, { recursive: true });
   progress(`imgpress bench (${quick ? "quick" : "full"}${only.size ? `, only ${[...only].join(",")}` : ""}) → ${out}`);
   progress("corpus…");
@@ -73,11 +77,18 @@ async function main(): Promise<void> {
   const history = existsSync(historyFile) ? readFileSync(historyFile, "utf8").trim() : "";
   const previous = existsSync(out) ? readFileSync(out, "utf8") : "";
   const kept = KEPT_BLOCKS.map((block) => block.exec(previous)?.[0]).filter((text) => text !== undefined);
-  const results = resultsMarkdown({ quick, figures, machine, corpus: corpusMarkdown(corpus.images, corpus.worst), sections, history });
-  writeFileSync(out, [results.trimEnd(), ...kept].join("\n\n") + "\n");
+  const results = resultsMarkdown({
+    quick,
+    figures,
+    machine,
+    corpus: corpusMarkdown(corpus.images, corpus.worst),
+    sections,
+    history,
+  });
+  writeFileSync(out, `${[results.trimEnd(), ...kept].join("\n\n")}\n`);
   writeFileSync(join(WORK, quick ? "results.quick.json" : "results.json"), JSON.stringify({ figures, raw }, null, 1));
   progress(`wrote ${out}`);
-  console.log("\n" + summaryTable(figures));
+  console.log(`\n${summaryTable(figures)}`);
 }
 
 await main();

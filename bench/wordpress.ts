@@ -17,14 +17,14 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { loadCorpus, smallImages } from "./lib/corpus.ts";
-import { fmt, progress } from "./lib/util.ts";
-import { WORDPRESS_BLOCK, writeSection } from "./lib/results.ts";
+import { buildWordPressZip } from "../scripts/build-wordpress.ts";
 import { authHeaders, multipart } from "../test/support/imgpress.ts";
 import { startServer } from "../test/support/server.ts";
 import { extractOtp, startSmtpSink } from "../test/support/smtp.ts";
 import { startWordPress } from "../test/support/wordpress.ts";
-import { buildWordPressZip } from "../scripts/build-wordpress.ts";
+import { loadCorpus, smallImages } from "./lib/corpus.ts";
+import { WORDPRESS_BLOCK, writeSection } from "./lib/results.ts";
+import { fmt, progress } from "./lib/util.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean" }, write: { type: "boolean" } } });
 const quick = values.quick ?? false;
@@ -41,15 +41,31 @@ try {
   const t0 = performance.now();
   await wp.php(`require_once ABSPATH . 'wp-admin/includes/media.php'; require_once ABSPATH . 'wp-admin/includes/file.php'; require_once ABSPATH . 'wp-admin/includes/image.php';
     foreach (${JSON.stringify(files)} as $i => $f) { $tmp = wp_tempnam(); copy($f, $tmp); $id = media_handle_sideload(array('name' => "bench-$i." . pathinfo($f, PATHINFO_EXTENSION), 'tmp_name' => $tmp), 0); if (is_wp_error($id)) { echo $id->get_error_message(); exit(1); } }`);
-  progress(`  WordPress made the sizes of ${ATTACHMENTS} attachments in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  progress(
+    `  WordPress made the sizes of ${ATTACHMENTS} attachments in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
   await wp.installPlugin(buildWordPressZip(join(WORK, "imgpress-wordpress.zip")));
-  await wp.php(`var_dump(Imgpress_Connection::start('${server.url}', 'bench@example.com')); var_dump(Imgpress_Connection::confirm_certificate());`);
+  await wp.php(
+    `var_dump(Imgpress_Connection::start('${server.url}', 'bench@example.com')); var_dump(Imgpress_Connection::confirm_certificate());`,
+  );
   const code = extractOtp(await sink.waitFor((m) => m.subject.includes("code"), 10_000));
-  const account = JSON.parse(await wp.php(`Imgpress_Connection::verify_code('${code}'); echo wp_json_encode(Imgpress_Connection::account(true));`));
+  const account = JSON.parse(
+    await wp.php(
+      `Imgpress_Connection::verify_code('${code}'); echo wp_json_encode(Imgpress_Connection::account(true));`,
+    ),
+  );
   const limit = Number(account.max_in_progress);
   // The key pair, for the direct run: opened the way the plugin opens it.
-  const keys = JSON.parse(await wp.php(`$c = Imgpress_Connection::get(); $k = Imgpress_Vault::key(); echo wp_json_encode(array('apiKey' => Imgpress_Vault::open($c['api_key'], $k), 'secretKey' => Imgpress_Vault::open($c['secret'], $k)));`));
-  const paths: string[] = JSON.parse(await wp.php(`$out = array(); foreach (get_posts(array('post_type' => 'attachment', 'numberposts' => -1, 'fields' => 'ids')) as $id) { foreach (Imgpress_Queue::files($id) as $p) { $out[] = $p; } } echo wp_json_encode($out);`));
+  const keys = JSON.parse(
+    await wp.php(
+      `$c = Imgpress_Connection::get(); $k = Imgpress_Vault::key(); echo wp_json_encode(array('apiKey' => Imgpress_Vault::open($c['api_key'], $k), 'secretKey' => Imgpress_Vault::open($c['secret'], $k)));`,
+    ),
+  );
+  const paths: string[] = JSON.parse(
+    await wp.php(
+      `$out = array(); foreach (get_posts(array('post_type' => 'attachment', 'numberposts' => -1, 'fields' => 'ids')) as $id) { foreach (Imgpress_Queue::files($id) as $p) { $out[] = $p; } } echo wp_json_encode($out);`,
+    ),
+  );
   const jobs = paths.flatMap((p) => ["avif", "webp"].map((format) => ({ path: p, format })));
   progress(`  ${jobs.length} conversions (${paths.length} files × 2 formats), ${limit} at once`);
 
@@ -61,7 +77,11 @@ try {
         const job = jobs[next++]!;
         const bytes = readFileSync(job.path);
         const form = multipart({ format: job.format, quality: "lossy" }, bytes, job.path.split("/").pop()!);
-        const res = await server.fetch("/v1/plugin/convert", { method: "POST", body: form.body as Uint8Array<ArrayBuffer>, headers: { "content-type": form.contentType, ...authHeaders(keys, "signed", form.body) } });
+        const res = await server.fetch("/v1/plugin/convert", {
+          method: "POST",
+          body: form.body as Uint8Array<ArrayBuffer>,
+          headers: { "content-type": form.contentType, ...authHeaders(keys, "signed", form.body) },
+        });
         await res.arrayBuffer();
         if (res.status !== 200) throw new Error(`direct: ${res.status} for ${job.path}`);
       }
@@ -79,7 +99,8 @@ try {
   progress(`  plugin: ${plugin.seconds.toFixed(1)} s (${plugin.made} conversions, ${plugin.errors} errors)`);
   const last = await direct();
   progress(`  direct again: ${last.toFixed(1)} s`);
-  if (plugin.made !== jobs.length) throw new Error(`the plugin made ${plugin.made} conversions, the direct run ${jobs.length}`);
+  if (plugin.made !== jobs.length)
+    throw new Error(`the plugin made ${plugin.made} conversions, the direct run ${jobs.length}`);
 
   const reference = (first + last) / 2;
   const ratio = reference / plugin.seconds;

@@ -13,7 +13,8 @@ export const WORDPRESS_ZIP = "dist/imgpress-wordpress.zip";
 
 /** Builds the archive at `out` (absolute or relative to the root); returns its absolute path. */
 export function buildWordPressZip(out = WORDPRESS_ZIP): string {
-  if (!potIsCurrent()) throw new Error("clients/wordpress/imgpress/languages/imgpress.pot is stale: run `bun scripts/wordpress-pot.ts`");
+  if (!potIsCurrent())
+    throw new Error("clients/wordpress/imgpress/languages/imgpress.pot is stale: run `bun scripts/wordpress-pot.ts`");
   const target = join(out.startsWith("/") ? "" : ROOT, out);
   mkdirSync(join(target, ".."), { recursive: true });
   rmSync(target, { force: true });

@@ -28,7 +28,10 @@ const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 
 /** The commit being built, as `--version` shows it after the release ("0.1.0+1a2b3c4d5e"; "-dirty" when the tree has changes; "unknown" outside a git clone). */
 export function sourceCommit(): string {
-  const described = Bun.spawnSync(["git", "describe", "--always", "--dirty", "--abbrev=10"], { cwd: ROOT, stderr: "ignore" });
+  const described = Bun.spawnSync(["git", "describe", "--always", "--dirty", "--abbrev=10"], {
+    cwd: ROOT,
+    stderr: "ignore",
+  });
   return described.success ? described.stdout.toString().trim() : "unknown";
 }
 
@@ -36,7 +39,9 @@ export function sourceCommit(): string {
 export async function buildTarget(spec: TargetSpec): Promise<void> {
   const t0 = performance.now();
   const t = await resolveTarget(ROOT, spec, CACHE);
-  step(`${spec.arch}: base ${relative(ROOT, t.executablePath)}, addons from ${relative(ROOT, t.sharpDir)}, ${relative(ROOT, t.libsqlDir)}`);
+  step(
+    `${spec.arch}: base ${relative(ROOT, t.executablePath)}, addons from ${relative(ROOT, t.sharpDir)}, ${relative(ROOT, t.libsqlDir)}`,
+  );
 
   const report = newReport();
   const outfile = resolve(ROOT, spec.outfile);
@@ -76,13 +81,17 @@ export async function buildTarget(spec: TargetSpec): Promise<void> {
 
   const header = await Bun.file(outfile).slice(0, 20).bytes();
   const machine = header[18]! | (header[19]! << 8);
-  if (machine !== ELF_MACHINE[spec.arch]) throw new Error(`${spec.outfile} is ELF machine ${machine}, not ${spec.arch}`);
-  step(`${spec.arch}: ${spec.outfile} ${mib(statSync(outfile).size)} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (machine !== ELF_MACHINE[spec.arch])
+    throw new Error(`${spec.outfile} is ELF machine ${machine}, not ${spec.arch}`);
+  step(
+    `${spec.arch}: ${spec.outfile} ${mib(statSync(outfile).size)} in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
 }
 
 /** Removes this script's outputs, so a failed build leaves no binary behind. */
 function clean(): void {
-  for (const f of [...TARGETS.flatMap((t) => [t.outfile, `${t.outfile}.map`]), SUMS]) rmSync(join(ROOT, f), { force: true });
+  for (const f of [...TARGETS.flatMap((t) => [t.outfile, `${t.outfile}.map`]), SUMS])
+    rmSync(join(ROOT, f), { force: true });
 }
 
 async function main(): Promise<void> {
@@ -94,12 +103,15 @@ async function main(): Promise<void> {
 
   const lines: string[] = [];
   for (const { outfile } of TARGETS) {
-    const digest = createHash("sha256").update(await Bun.file(join(ROOT, outfile)).bytes()).digest("hex");
+    const digest = createHash("sha256")
+      .update(await Bun.file(join(ROOT, outfile)).bytes())
+      .digest("hex");
     lines.push(`${digest}  ${basename(outfile)}`);
   }
   await Bun.write(join(ROOT, SUMS), `${lines.join("\n")}\n`);
   step(`${SUMS} written (check with: cd dist && sha256sum -c SHA256SUMS)`);
-  for (const { outfile } of TARGETS) console.log(`  ${mib(statSync(join(ROOT, outfile)).size).padStart(10)}  ${outfile}`);
+  for (const { outfile } of TARGETS)
+    console.log(`  ${mib(statSync(join(ROOT, outfile)).size).padStart(10)}  ${outfile}`);
 }
 
 if (import.meta.main) {

@@ -9,13 +9,13 @@
 // scripts/release-test.sh tests each artifact for real.
 import { mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
+import { buildWordPressZip } from "./build-wordpress.ts";
 import { archive, archiveName } from "./release/archive.ts";
 import { compose } from "./release/compose.ts";
 import { ARCHES, projectFile, ROOT, release, sha256 } from "./release/context.ts";
 import { buildDeb } from "./release/deb.ts";
 import { ENV_EXAMPLE, envExample } from "./release/env-example.ts";
 import { ociArchive, ociName } from "./release/oci.ts";
-import { buildWordPressZip } from "./build-wordpress.ts";
 
 const step = (msg: string) => console.log(`release: ${msg}`);
 

@@ -9,8 +9,8 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { AuditLog } from "../src/data/audit/service.ts";
 import { boot } from "../src/server/boot.ts";
-import { seedDemoData } from "../test/support/demo-usage.ts";
 import { openBrowser } from "../test/support/browser.ts";
+import { seedDemoData } from "../test/support/demo-usage.ts";
 import { startServer } from "../test/support/server.ts";
 import { extractOtp, startSmtpSink } from "../test/support/smtp.ts";
 
@@ -30,16 +30,42 @@ try {
   const now = Date.now();
   // Booted on the folder (not just opened) so the database is pinned to the folder's master key
   // before demo keys, whose secrets no key opens, are written; the server started below uses it.
-  const { store } = await boot({ env: { IMGPRESS_DATA_DIR: dataDir }, loadDocsAsset: async () => new Blob([""]), write: () => {} });
+  const { store } = await boot({
+    env: { IMGPRESS_DATA_DIR: dataDir },
+    loadDocsAsset: async () => new Blob([""]),
+    write: () => {},
+  });
   const seeded = await seedDemoData(store.db, { keys: 240, days: 400, busyKeys: 24, now, seed: 7 });
   // A plausible audit trail for the activity page: colleagues added, keys issued and revoked.
   let at = now - 6 * 86_400_000;
   const audit = new AuditLog(store, () => (at += 3_917_000));
   await audit.record({ type: "staff.added", actor: "cli", subject: "ops@example.com" });
-  for (let i = 0; i < 14; i++) await audit.record({ type: "key.issued", actor: "", subject: `key_demo${i}`, clientAddress: `203.0.113.${10 + i}` });
-  await audit.record({ type: "staff.sign_in_failed", actor: "", subject: "intruder@example.net", clientAddress: "198.51.100.7", detail: { reason: "not staff" } });
-  await audit.record({ type: "key.revoked", actor: "ops@example.com", subject: "key_demo3", clientAddress: "192.168.1.20" });
-  await audit.record({ type: "staff.added", actor: "ops@example.com", subject: "colleague@example.com", clientAddress: "192.168.1.20" });
+  for (let i = 0; i < 14; i++)
+    await audit.record({
+      type: "key.issued",
+      actor: "",
+      subject: `key_demo${i}`,
+      clientAddress: `203.0.113.${10 + i}`,
+    });
+  await audit.record({
+    type: "staff.sign_in_failed",
+    actor: "",
+    subject: "intruder@example.net",
+    clientAddress: "198.51.100.7",
+    detail: { reason: "not staff" },
+  });
+  await audit.record({
+    type: "key.revoked",
+    actor: "ops@example.com",
+    subject: "key_demo3",
+    clientAddress: "192.168.1.20",
+  });
+  await audit.record({
+    type: "staff.added",
+    actor: "ops@example.com",
+    subject: "colleague@example.com",
+    clientAddress: "192.168.1.20",
+  });
   store.close();
   say(`seeded ${seeded.keys} keys and ${seeded.buckets} hourly buckets`);
 
@@ -74,7 +100,10 @@ try {
     await page.getByRole("button", { name: /sign in/i }).click();
     await page.waitForURL(`${server.url}/internal/`);
 
-    const liveUpdated = (p: Page) => p.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    const liveUpdated = (p: Page) =>
+      p.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, {
+        timeout: 15_000,
+      });
     await shoot("overview", "/internal/?range=30d", liveUpdated);
     await shoot("keys", "/internal/keys?sort=conversions");
     await page.goto(`${server.url}/internal/keys?sort=conversions`);

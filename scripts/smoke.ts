@@ -23,33 +23,42 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSy
 import { basename, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Service } from "../test/support/imgpress.ts";
-import { startSmtpSink, type SmtpSink } from "../test/support/smtp.ts";
+import { type SmtpSink, startSmtpSink } from "../test/support/smtp.ts";
 import { sourceCommit } from "./build.ts";
 import { cliStage } from "./smoke/cli.ts";
 import { concurrencyStage } from "./smoke/concurrency.ts";
-import { baseEnv, stopServe, type Smoke } from "./smoke/context.ts";
+import { baseEnv, type Smoke, stopServe } from "./smoke/context.ts";
 import { convertStage } from "./smoke/convert.ts";
 import { dashboardStage } from "./smoke/dashboard.ts";
 import { docsStage } from "./smoke/docs.ts";
 import { firstStartStage } from "./smoke/first-start.ts";
 import { nodeModulesAbove, tempRoot } from "./smoke/folders.ts";
 import { keysListStage, keysStage } from "./smoke/keys.ts";
-import { operationsStage } from "./smoke/operations.ts";
 import { noexecStage } from "./smoke/noexec.ts";
-import { pickPhoto, type Photo } from "./smoke/photo.ts";
-import { Fatal, fmtMs, Report, assert } from "./smoke/report.ts";
+import { operationsStage } from "./smoke/operations.ts";
+import { type Photo, pickPhoto } from "./smoke/photo.ts";
+import { assert, Fatal, fmtMs, Report } from "./smoke/report.ts";
 import { footprintStage, restartStage } from "./smoke/restart.ts";
-import { limits, target, type Arch, type Target } from "./smoke/target.ts";
+import { type Arch, limits, type Target, target } from "./smoke/target.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const DEFAULT_BINARIES = ["dist/imgpress", "dist/imgpress-linux-arm64"];
 
 /** The stages of one binary, in order, on a fresh folder; false when any check failed. */
-async function smokeBinary(t: Target, root: string, photo: Photo, sink: SmtpSink, report: Report, services: Service[], keep: boolean): Promise<boolean> {
+async function smokeBinary(
+  t: Target,
+  root: string,
+  photo: Photo,
+  sink: SmtpSink,
+  report: Report,
+  services: Service[],
+  keep: boolean,
+): Promise<boolean> {
   const tag = t.arch + (t.emulated ? " qemu" : "");
   const tmp = mkdtempSync(join(root, `imgpress-smoke-${t.arch}-`));
   const run = join(tmp, "run");
-  for (const d of [run, join(tmp, "home"), join(tmp, "xdg-cache"), join(tmp, "tmpdir")]) mkdirSync(d, { recursive: true });
+  for (const d of [run, join(tmp, "home"), join(tmp, "xdg-cache"), join(tmp, "tmpdir")])
+    mkdirSync(d, { recursive: true });
   const exe = join(run, basename(t.file));
   copyFileSync(t.file, exe);
   chmodSync(exe, 0o755);
@@ -77,7 +86,9 @@ async function smokeBinary(t: Target, root: string, photo: Photo, sink: SmtpSink
   const failedBefore = report.failed;
   const started = performance.now();
   const shown = relative(ROOT, t.file).startsWith("..") ? t.file : relative(ROOT, t.file);
-  console.log(`---- ${shown}: ${t.arch}${t.emulated ? ` under ${t.runner.join(" ")}` : " native"}, ${(statSync(t.file).size / 1048576).toFixed(1)} MiB, in ${tmp}`);
+  console.log(
+    `---- ${shown}: ${t.arch}${t.emulated ? ` under ${t.runner.join(" ")}` : " native"}, ${(statSync(t.file).size / 1048576).toFixed(1)} MiB, in ${tmp}`,
+  );
   try {
     const cache = await cliStage(s);
     const first = await firstStartStage(s);
@@ -95,14 +106,19 @@ async function smokeBinary(t: Target, root: string, photo: Photo, sink: SmtpSink
     await noexecStage(s);
   } catch (err) {
     if (!(err instanceof Fatal)) report.fail(tag, `unexpected error: ${(err as Error).stack ?? err}`);
-    else console.log(`     [${tag}] remaining checks skipped; server output:\n${services.at(-1)?.log.tail() ?? "  | (none started)"}`);
+    else
+      console.log(
+        `     [${tag}] remaining checks skipped; server output:\n${services.at(-1)?.log.tail() ?? "  | (none started)"}`,
+      );
   } finally {
     for (const svc of services) svc.proc.kill("SIGKILL");
     await Promise.all(services.map((svc) => svc.proc.exited));
     services.length = 0;
   }
   const ok = report.failed === failedBefore;
-  console.log(`---- ${t.arch}: ${ok ? "passed" : "FAILED"} in ${fmtMs(performance.now() - started)}${ok && !keep ? "" : `; files kept in ${tmp}`}`);
+  console.log(
+    `---- ${t.arch}: ${ok ? "passed" : "FAILED"} in ${fmtMs(performance.now() - started)}${ok && !keep ? "" : `; files kept in ${tmp}`}`,
+  );
   if (ok && !keep) rmSync(tmp, { recursive: true, force: true });
   return ok;
 }
@@ -119,7 +135,10 @@ function options(): { keep: boolean; cpus: Partial<Record<Arch, string>>; files:
     process.exit(2);
   };
   try {
-    const { values, positionals } = parseArgs({ options: { keep: { type: "boolean" }, cpu: { type: "string", multiple: true } }, allowPositionals: true });
+    const { values, positionals } = parseArgs({
+      options: { keep: { type: "boolean" }, cpu: { type: "string", multiple: true } },
+      allowPositionals: true,
+    });
     const cpus: Partial<Record<Arch, string>> = {};
     for (const spec of values.cpu ?? []) {
       const m = /^(x64|arm64)=([\w.+-]+)$/.exec(spec);
@@ -144,30 +163,55 @@ async function main(): Promise<number> {
   const targets: Target[] = [];
   for (const f of files.length ? files : DEFAULT_BINARIES) {
     const file = resolve(ROOT, f);
-    const t = await report.check("setup", `binary ${f}`, () => {
-      assert(existsSync(file), `${file} not found: run npm run build first`);
-      return target(file, cpus);
-    }, (v) => `${v.arch}${v.emulated ? `, via ${[basename(v.runner[0]!), ...v.runner.slice(1)].join(" ")}` : ", native"}`);
+    const t = await report.check(
+      "setup",
+      `binary ${f}`,
+      () => {
+        assert(existsSync(file), `${file} not found: run npm run build first`);
+        return target(file, cpus);
+      },
+      (v) =>
+        `${v.arch}${v.emulated ? `, via ${[basename(v.runner[0]!), ...v.runner.slice(1)].join(" ")}` : ", native"}`,
+    );
     if (t) targets.push(t);
   }
   // The checksum file written by the build, when the binaries come from it.
   for (const t of targets) {
     const sums = join(resolve(t.file, ".."), "SHA256SUMS");
-    const line = existsSync(sums) ? readFileSync(sums, "utf8").split("\n").find((l) => l.endsWith(`  ${basename(t.file)}`)) : undefined;
+    const line = existsSync(sums)
+      ? readFileSync(sums, "utf8")
+          .split("\n")
+          .find((l) => l.endsWith(`  ${basename(t.file)}`))
+      : undefined;
     if (!line) continue;
     await report.check("setup", `SHA256SUMS entry of ${basename(t.file)}`, async () => {
-      const digest = createHash("sha256").update(await Bun.file(t.file).bytes()).digest("hex");
+      const digest = createHash("sha256")
+        .update(await Bun.file(t.file).bytes())
+        .digest("hex");
       assert(line.startsWith(`${digest}  `), `${sums} says ${line.split(" ")[0]}, the file hashes to ${digest}`);
       return `${digest.slice(0, 16)}… matches`;
     });
   }
-  const root = await report.check("setup", "temporary folder", () => {
-    const dir = tempRoot();
-    const above = nodeModulesAbove(dir);
-    assert(!above, `${above} is visible from ${dir}: a binary that still needs node_modules could pass; set SMOKE_TMPDIR elsewhere`);
-    return dir;
-  }, (d) => `${d} (exec allowed, no node_modules above)`);
-  const photo = await report.check("setup", "photo", pickPhoto, (p) => `${p.source}, ${p.width}×${p.height}, ${p.bytes.length} bytes`);
+  const root = await report.check(
+    "setup",
+    "temporary folder",
+    () => {
+      const dir = tempRoot();
+      const above = nodeModulesAbove(dir);
+      assert(
+        !above,
+        `${above} is visible from ${dir}: a binary that still needs node_modules could pass; set SMOKE_TMPDIR elsewhere`,
+      );
+      return dir;
+    },
+    (d) => `${d} (exec allowed, no node_modules above)`,
+  );
+  const photo = await report.check(
+    "setup",
+    "photo",
+    pickPhoto,
+    (p) => `${p.source}, ${p.width}×${p.height}, ${p.bytes.length} bytes`,
+  );
   const sink = await report.check("setup", "SMTP sink", startSmtpSink, (v) => v.url);
   if (root && photo && sink) {
     try {

@@ -54,8 +54,10 @@ function literal(src: string, i: number): { value: string; end: number } | null 
   while (j < src.length && src[j] !== quote) {
     if (src[j] === "\\") {
       const next = src[j + 1]!;
-      if (quote === "'") value += next === "'" || next === "\\" ? next : "\\" + next;
-      else value += ({ n: "\n", t: "\t", r: "\r", "\\": "\\", '"': '"', $: "$" } as Record<string, string>)[next] ?? "\\" + next;
+      if (quote === "'") value += next === "'" || next === "\\" ? next : `\\${next}`;
+      else
+        value +=
+          ({ n: "\n", t: "\t", r: "\r", "\\": "\\", '"': '"', $: "$" } as Record<string, string>)[next] ?? `\\${next}`;
       j += 2;
       continue;
     }
@@ -114,7 +116,9 @@ function callArguments(src: string, open: number): (string | null)[] {
 /** Every translatable string of the plugin, in the order first met. */
 export function extract(): Entry[] {
   const entries = new Map<string, Entry>();
-  const names = Object.keys(FUNCTIONS).sort((a, b) => b.length - a.length).join("|");
+  const names = Object.keys(FUNCTIONS)
+    .sort((a, b) => b.length - a.length)
+    .join("|");
   const call = new RegExp(`(?<![\\w>$:])(${names})\\s*\\(`, "g");
   for (const file of phpFiles(PLUGIN)) {
     const src = readFileSync(file, "utf8");
@@ -143,7 +147,9 @@ function quote(text: string): string {
   const escaped = text.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\t/g, "\\t").replace(/\r/g, "\\r");
   const lines = escaped.split("\n");
   if (lines.length === 1) return `"${escaped}"`;
-  return ['""', ...lines.map((l, i) => `"${l}${i < lines.length - 1 ? "\\n" : ""}"`).filter((l) => l !== '""')].join("\n");
+  return ['""', ...lines.map((l, i) => `"${l}${i < lines.length - 1 ? "\\n" : ""}"`).filter((l) => l !== '""')].join(
+    "\n",
+  );
 }
 
 /** The .pot text (no creation date, so it only changes when the strings do). */
@@ -169,9 +175,9 @@ export function render(): string {
     out.push(`msgid ${quote(e.msgid)}`);
     if (e.plural !== undefined) out.push(`msgid_plural ${quote(e.plural)}`, 'msgstr[0] ""', 'msgstr[1] ""');
     else out.push('msgstr ""');
-    return out.join("\n") + "\n";
+    return `${out.join("\n")}\n`;
   });
-  return header.join("\n") + "\n" + body.join("\n");
+  return `${header.join("\n")}\n${body.join("\n")}`;
 }
 
 /** Whether the committed .pot is what the sources generate. */

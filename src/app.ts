@@ -62,14 +62,29 @@ export function createApp(deps: AppDeps, services: Services) {
         now: deps.now ?? Date.now,
       }),
     )
-    .use(dashboardRoutes({ auth, staff: services.staff, revocation: services.revocation, dashboard: services.dashboard }))
+    .use(
+      dashboardRoutes({ auth, staff: services.staff, revocation: services.revocation, dashboard: services.dashboard }),
+    )
     .use(metricsRoutes(services.metrics, config.metricsToken))
     .group(API_PREFIX, (v1) =>
       v1
         .use(keyAuth)
         .use(issuanceRoutes(services.issuance))
-        .use(convertRoutes(services.convert, keyAuth, { timeoutMs: config.uploadTimeoutS * 1000, minBytesPerS: config.uploadMinRateKib * 1024, ipv6PrefixBits: config.clientIpv6Prefix }))
-        .use(accountRoutes({ keyAuth, usage: services.usageQueries, keyMaxAdmitted: config.keyMaxAdmitted, now: deps.now })),
+        .use(
+          convertRoutes(services.convert, keyAuth, {
+            timeoutMs: config.uploadTimeoutS * 1000,
+            minBytesPerS: config.uploadMinRateKib * 1024,
+            ipv6PrefixBits: config.clientIpv6Prefix,
+          }),
+        )
+        .use(
+          accountRoutes({
+            keyAuth,
+            usage: services.usageQueries,
+            keyMaxAdmitted: config.keyMaxAdmitted,
+            now: deps.now,
+          }),
+        ),
     );
   methods.learn(app.routes);
   return app;

@@ -31,12 +31,19 @@ export const bunRuntime: Runtime = {
         // still sending gets "broken pipe" instead of the JSON. A body refused before it is read
         // is not waited for: curl and PHP wait for the answer to "Expect: 100-continue".
         const body = refusableBody(request.body, options.idleTimeoutS * 1000);
-        const response = await options.fetch(new Request(request, { body: body.stream, duplex: "half" } as RequestInit), ip);
+        const response = await options.fetch(
+          new Request(request, { body: body.stream, duplex: "half" } as RequestInit),
+          ip,
+        );
         await body.cutShort();
         return response;
       },
     });
-    return { port: server.port ?? options.port, stop: () => server.stop(false), closeAnswered: () => void server.stop(true) };
+    return {
+      port: server.port ?? options.port,
+      stop: () => server.stop(false),
+      closeAnswered: () => void server.stop(true),
+    };
   },
   onShutdownSignal(handler) {
     process.on("SIGTERM", () => handler("SIGTERM"));

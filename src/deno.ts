@@ -28,14 +28,20 @@ const denoRuntime: Runtime = {
             onListen: ({ port }) => {
               let answered = () => {};
               const allAnswered = new Promise<void>((done) => (answered = done));
-              resolve({ port, stop: () => Promise.race([server.shutdown(), allAnswered]), closeAnswered: () => answered() });
+              resolve({
+                port,
+                stop: () => Promise.race([server.shutdown(), allAnswered]),
+                closeAnswered: () => answered(),
+              });
             },
           },
           async (request, info) => {
             // The app reads the body through a stream of its own, so that what it leaves unread
             // (a refused body) is read to its end before the answer goes out (see `refusableBody`).
             const body = request.body ? refusableBody(request.body, options.idleTimeoutS * 1000) : undefined;
-            const forwarded = body ? new Request(request, { body: body.stream, duplex: "half" } as RequestInit) : request;
+            const forwarded = body
+              ? new Request(request, { body: body.stream, duplex: "half" } as RequestInit)
+              : request;
             const response = await options.fetch(forwarded, (info.remoteAddr as Deno.NetAddr).hostname);
             const rest = body?.settled(forwarded.bodyUsed, Number(request.headers.get("content-length")));
             // Only HTTP/2 needs the rest read before the answer (Deno gives its requests no Host

@@ -1,7 +1,7 @@
 import { statfs } from "node:fs/promises";
 import { memoryUsage } from "node:process";
-import { RequestAuthenticator } from "./api/requestauth/service.ts";
 import { KeyIssuance } from "./api/issuance/service.ts";
+import { RequestAuthenticator } from "./api/requestauth/service.ts";
 import { ConversionGate } from "./conversion/gate.ts";
 import { ConvertService } from "./conversion/service.ts";
 import type { Config } from "./core/config.ts";
@@ -15,9 +15,9 @@ import { databaseFolder, localPath, type Store } from "./data/db/index.ts";
 import { KeyRevocation } from "./data/keys/revoke.ts";
 import { KeyService } from "./data/keys/service.ts";
 import { RateLimiter } from "./data/ratelimit/service.ts";
-import { RefusalQueries } from "./data/usage/refused-queries.ts";
-import { RefusalRecorder } from "./data/usage/refusals.ts";
 import { UsageRecorder } from "./data/usage/recorder.ts";
+import { RefusalRecorder } from "./data/usage/refusals.ts";
+import { RefusalQueries } from "./data/usage/refused-queries.ts";
 import { UsageQueries } from "./data/usage/service.ts";
 import { Readiness } from "./ops/health/service.ts";
 import { Metrics } from "./ops/metrics/service.ts";
@@ -27,8 +27,8 @@ import { TlsStatus } from "./server/tls/status.ts";
 import { liveState } from "./staff/api/service.ts";
 import { DashboardService } from "./staff/dashboard/service.ts";
 import { StaffDirectory } from "./staff/directory.ts";
-import { SessionService } from "./staff/sessions.ts";
 import { LiveHistory } from "./staff/live-history.ts";
+import { SessionService } from "./staff/sessions.ts";
 import { StaffSignIn } from "./staff/signin.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
@@ -133,7 +133,12 @@ async function diskFree(config: Config): Promise<number | null> {
 async function foundationServices(deps: AppDeps, now: Clock): Promise<Foundation> {
   const keys = new KeyService(deps.store, await secretBoxOf(deps.masterKey), now);
   await pinMasterKey(deps.store, deps.masterKey, masterKeyOrigin(deps.config), () => keys.opensStoredSecrets());
-  return { keys, limiter: new RateLimiter(deps.store, now), audit: new AuditLog(deps.store, now, deps.config.auditRetentionDays), lifecycle: new Lifecycle() };
+  return {
+    keys,
+    limiter: new RateLimiter(deps.store, now),
+    audit: new AuditLog(deps.store, now, deps.config.auditRetentionDays),
+    lifecycle: new Lifecycle(),
+  };
 }
 
 /** The gate, the conversion service and what observes it (usage, metrics), and readiness. */
@@ -151,7 +156,11 @@ function conversionServices(deps: AppDeps, { lifecycle }: Foundation, now: Clock
     queueTimeoutMs: config.queueTimeoutS * 1000,
     abandonAfterMs: config.convertTimeoutS * 1000 * ABANDON_AFTER_LIMITS,
   });
-  const metrics = new Metrics(gate, { slots: config.concurrency, queueSize: config.queueSize }, localPath(config.databaseUrl));
+  const metrics = new Metrics(
+    gate,
+    { slots: config.concurrency, queueSize: config.queueSize },
+    localPath(config.databaseUrl),
+  );
   gate.onAbandoned((weight) => {
     metrics.observeAbandoned();
     logger.error(
@@ -159,7 +168,16 @@ function conversionServices(deps: AppDeps, { lifecycle }: Foundation, now: Clock
       { weight, abandoned: gate.stats().abandoned },
     );
   });
-  const convert = new ConvertService(gate, { maxPixels: config.maxPixels, timeoutS: config.convertTimeoutS, qualityGuard: config.qualityGuard, memoryBudgetBytes }, now);
+  const convert = new ConvertService(
+    gate,
+    {
+      maxPixels: config.maxPixels,
+      timeoutS: config.convertTimeoutS,
+      qualityGuard: config.qualityGuard,
+      memoryBudgetBytes,
+    },
+    now,
+  );
   const usage = new UsageRecorder(deps.store, logger, {}, now);
   convert.observe(usage.observer);
   convert.observe((event) => metrics.observeConversion(event));
@@ -168,7 +186,12 @@ function conversionServices(deps: AppDeps, { lifecycle }: Foundation, now: Clock
     return { slotsBusy: g.slotsBusy, waiting: g.waiting, rssBytes: memoryUsage.rss() };
   }, now);
   convert.observe(history.conversions);
-  const refusals = new RefusalRecorder(deps.store, logger, (request) => clientAddress(request, config.behindProxy), now);
+  const refusals = new RefusalRecorder(
+    deps.store,
+    logger,
+    (request) => clientAddress(request, config.behindProxy),
+    now,
+  );
   const readiness = new Readiness(deps.store, databaseFolder(config.databaseUrl), () => lifecycle.draining, logger);
   // In-flight conversions have reported by the time hooks run: write their counts before the store closes.
   lifecycle.onShutdown("usage flush", () => usage.finalFlush());
@@ -180,7 +203,13 @@ function conversionServices(deps: AppDeps, { lifecycle }: Foundation, now: Clock
 }
 
 /** The clients' two doors: key issuance (e-mailed code → key pair) and request authentication (bearer or signature). */
-async function clientDoors(deps: AppDeps, { keys, limiter, audit, lifecycle }: Foundation, metrics: Metrics, history: LiveHistory, now: Clock) {
+async function clientDoors(
+  deps: AppDeps,
+  { keys, limiter, audit, lifecycle }: Foundation,
+  metrics: Metrics,
+  history: LiveHistory,
+  now: Clock,
+) {
   const { config } = deps;
   // Key-code mail is counted in imgpress_mail_total. Staff sign-in mail is not: it goes to staff
   // addresses only, so the counter (readable without a session) would tell who is staff.
@@ -214,7 +243,13 @@ async function staffServices(deps: AppDeps, { keys, limiter, audit, lifecycle }:
   const { config } = deps;
   const staff = new StaffDirectory(deps.store, config.staffEmails, audit, now);
   const sessionLimits = { idleS: config.staffSessionIdleS, maxS: config.staffSessionMaxS };
-  const sessions = new SessionService(deps.store, staff, await deriveKey(deps.masterKey, "staff-csrf"), sessionLimits, now);
+  const sessions = new SessionService(
+    deps.store,
+    staff,
+    await deriveKey(deps.masterKey, "staff-csrf"),
+    sessionLimits,
+    now,
+  );
   const staffSignIn = new StaffSignIn({
     store: deps.store,
     staff,

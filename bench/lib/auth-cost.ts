@@ -5,13 +5,13 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createServices } from "../../src/services.ts";
-import { loadConfig, type Config } from "../../src/core/config.ts";
+import { type Config, loadConfig } from "../../src/core/config.ts";
 import { sha256Hex } from "../../src/core/crypto.ts";
-import type { Store } from "../../src/data/db/index.ts";
-import { openSqliteStore as openStore } from "../../src/data/db/sqlite.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { logMailer } from "../../src/core/mail/mailer.ts";
+import type { Store } from "../../src/data/db/index.ts";
+import { openSqliteStore as openStore } from "../../src/data/db/sqlite.ts";
+import { createServices } from "../../src/services.ts";
 import { signedConvert } from "./service.ts";
 import { median } from "./util.ts";
 
@@ -29,7 +29,11 @@ export interface AuthCost {
 
 /** The service's own classes on a migrated libSQL file in `dataDir`, with one issued key pair. */
 export async function openServices(dataDir: string) {
-  const config = loadConfig({ IMGPRESS_DATA_DIR: dataDir, IMGPRESS_MASTER_KEY: randomBytes(32).toString("hex"), IMGPRESS_LOG_LEVEL: "error" });
+  const config = loadConfig({
+    IMGPRESS_DATA_DIR: dataDir,
+    IMGPRESS_MASTER_KEY: randomBytes(32).toString("hex"),
+    IMGPRESS_LOG_LEVEL: "error",
+  });
   const store = await openStore(config.databaseUrl);
   return { config, store, ...(await servicesOn(store, config)) };
 }
@@ -76,5 +80,12 @@ export async function measureAuthCost(imagePath: string, dataDir: string, sample
     sha.push(t3 - t2);
   }
   store.close();
-  return { bodyBytes, samples, totalMs: median(total), headersMs: median(headers), verifyBodyMs: median(verify), sha256Ms: median(sha) };
+  return {
+    bodyBytes,
+    samples,
+    totalMs: median(total),
+    headersMs: median(headers),
+    verifyBodyMs: median(verify),
+    sha256Ms: median(sha),
+  };
 }

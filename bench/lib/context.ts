@@ -2,18 +2,38 @@
 // keys they start lazily. One object per run, passed to every section (no module-level state).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startSmtpSink, type SmtpSink } from "../../test/support/smtp.ts";
+import { type SmtpSink, startSmtpSink } from "../../test/support/smtp.ts";
 import type { Image } from "./corpus.ts";
-import { ipxGet, startIpx, type Peer } from "./peer.ts";
-import { startReference, type Reference } from "./reference.ts";
-import { obtainKeys, send, signedConvert, startService, tempDir, type Keys, type Service } from "./service.ts";
-import { PeakRss, fmt, mib, procStatus, progress, sleep } from "./util.ts";
+import { ipxGet, type Peer, startIpx } from "./peer.ts";
+import { type Reference, startReference } from "./reference.ts";
+import { type Keys, obtainKeys, type Service, send, signedConvert, startService, tempDir } from "./service.ts";
+import { fmt, mib, PeakRss, procStatus, progress, sleep } from "./util.ts";
 
 /** Run sizes: the full run is what RESULTS.md reports; --quick only proves the machinery works. */
 export function sizes(quick: boolean) {
   return quick
-    ? { overheadReps: 1, passes: 1, pools: [2], rounds: 1, bigUploads: 4, firstStarts: 1, warmStarts: 2, authSamples: 3, worstConvReps: 1 }
-    : { overheadReps: 3, passes: 1, pools: [1, 2, 3, 4], rounds: 3, bigUploads: 8, firstStarts: 3, warmStarts: 7, authSamples: 9, worstConvReps: 3 };
+    ? {
+        overheadReps: 1,
+        passes: 1,
+        pools: [2],
+        rounds: 1,
+        bigUploads: 4,
+        firstStarts: 1,
+        warmStarts: 2,
+        authSamples: 3,
+        worstConvReps: 1,
+      }
+    : {
+        overheadReps: 3,
+        passes: 1,
+        pools: [1, 2, 3, 4],
+        rounds: 3,
+        bigUploads: 8,
+        firstStarts: 3,
+        warmStarts: 7,
+        authSamples: 9,
+        worstConvReps: 3,
+      };
 }
 
 /** Concurrent client loops of the saturated runs. */
@@ -66,7 +86,11 @@ export class Bench {
 
   /** Starts the references and the SMTP sink for a run over `images` and `worst`. */
   static async start(quick: boolean, images: Image[], worst: Image[], corpusDirs: string[]): Promise<Bench> {
-    const [ref, refTuned, sink] = await Promise.all([startReference(), startReference({ BENCH_MALLOPT: SERVICE_MALLOPT }), startSmtpSink()]);
+    const [ref, refTuned, sink] = await Promise.all([
+      startReference(),
+      startReference({ BENCH_MALLOPT: SERVICE_MALLOPT }),
+      startSmtpSink(),
+    ]);
     return new Bench(quick, images, worst, corpusDirs, ref, refTuned, sink);
   }
 
@@ -100,7 +124,9 @@ export class Bench {
     if (!this.ipx) {
       const svc = await this.service();
       this.ipx = await startIpx(this.corpusDirs, join(this.dataDir, "tls", "self-signed.pem"), svc.ca);
-      progress(`ipx up (sharp ${this.ipx.info.sharp}, libvips ${this.ipx.info.vips}, ${this.ipx.info.concurrency} thread(s), Node ${this.ipx.info.node})`);
+      progress(
+        `ipx up (sharp ${this.ipx.info.sharp}, libvips ${this.ipx.info.vips}, ${this.ipx.info.concurrency} thread(s), Node ${this.ipx.info.node})`,
+      );
     }
     return this.ipx;
   }
@@ -140,20 +166,39 @@ export class Bench {
     const reqs = jobs.map((j) => signedConvert(keys, this.bytesOf(j), filename(j)));
     const peak = new PeakRss(svc.pid).start();
     const r = await saturate(reqs, CLIENTS, (req) => send(svc, req));
-    return logRun({ label, ips: (jobs.length * 1000) / r.ms, ms: r.ms, count: jobs.length, peakKiB: peak.stop(), errors: r.errors });
+    return logRun({
+      label,
+      ips: (jobs.length * 1000) / r.ms,
+      ms: r.ms,
+      count: jobs.length,
+      peakKiB: peak.stop(),
+      errors: r.errors,
+    });
   }
 
   /** CLIENTS concurrent ipx GETs of `jobs`, with its peak RSS. */
   async runIpx(peer: Peer, jobs: Image[], label = "ipx, 4 clients"): Promise<Run> {
     const peak = new PeakRss(peer.pid).start();
     const r = await saturate(jobs, CLIENTS, (job) => ipxGet(peer, job.rel));
-    return logRun({ label, ips: (jobs.length * 1000) / r.ms, ms: r.ms, count: jobs.length, peakKiB: peak.stop(), errors: r.errors });
+    return logRun({
+      label,
+      ips: (jobs.length * 1000) / r.ms,
+      ms: r.ms,
+      count: jobs.length,
+      peakKiB: peak.stop(),
+      errors: r.errors,
+    });
   }
 
   /** `jobs` through an in-process pool of `size` in reference worker `ref`, with its peak RSS. */
   async runPool(ref: Reference, jobs: Image[], size: number, label = `in-process pool of ${size}`): Promise<Run> {
     const peak = new PeakRss(ref.pid).start();
-    const r = await ref.call<{ ms: number; count: number }>({ op: "pool", paths: jobs.map((j) => j.path), size, format: "webp" });
+    const r = await ref.call<{ ms: number; count: number }>({
+      op: "pool",
+      paths: jobs.map((j) => j.path),
+      size,
+      format: "webp",
+    });
     return logRun({ label, ips: (r.count * 1000) / r.ms, ms: r.ms, count: r.count, peakKiB: peak.stop(), errors: [] });
   }
 }
@@ -168,7 +213,11 @@ export async function idleRss(pid: number, settleMs = IDLE_SETTLE_MS): Promise<R
 }
 
 /** `n` concurrent loops draining `jobs` through `run`. */
-async function saturate<T>(jobs: T[], n: number, run: (job: T) => Promise<{ status: number }>): Promise<{ ms: number; errors: string[] }> {
+async function saturate<T>(
+  jobs: T[],
+  n: number,
+  run: (job: T) => Promise<{ status: number }>,
+): Promise<{ ms: number; errors: string[] }> {
   let next = 0;
   const errors: string[] = [];
   const t0 = performance.now();
@@ -184,6 +233,8 @@ async function saturate<T>(jobs: T[], n: number, run: (job: T) => Promise<{ stat
 }
 
 function logRun(run: Run): Run {
-  progress(`throughput ${run.label}: ${fmt(run.ips)} img/s, peak RSS ${MiB(run.peakKiB)}${run.errors.length ? `, ${run.errors.length} errors: ${run.errors[0]}` : ""}`);
+  progress(
+    `throughput ${run.label}: ${fmt(run.ips)} img/s, peak RSS ${MiB(run.peakKiB)}${run.errors.length ? `, ${run.errors.length} errors: ${run.errors[0]}` : ""}`,
+  );
   return run;
 }

@@ -30,24 +30,59 @@ interface Entry {
 const ENTRIES: Entry[] = [
   { rel: "Picture_1A_by_freespace.jpg", pkg: "lomiri-wallpapers", size: "small", note: "high-bitrate JPEG" },
   { rel: "mate/nature/Dune.jpg", pkg: "mate-backgrounds", size: "small", note: "photo, EXIF orientation tag" },
-  { rel: "mate/abstract/Gulp.png", pkg: "mate-backgrounds", size: "small", note: "RGBA, alpha 0–255 (real transparency)" },
-  { rel: "mate/abstract/Waves.png", pkg: "mate-backgrounds", size: "small", note: "RGBA, alpha 0–255 (real transparency)" },
-  { rel: "mate/desktop/MATE-Stripes-Dark.png", pkg: "mate-backgrounds", size: "small", note: "RGBA, alpha 17–255 (translucent)" },
-  { rel: "mate/desktop/Ubuntu-Mate-Cold-no-logo.png", pkg: "mate-backgrounds", size: "small", note: "opaque PNG with ICC profile" },
+  {
+    rel: "mate/abstract/Gulp.png",
+    pkg: "mate-backgrounds",
+    size: "small",
+    note: "RGBA, alpha 0–255 (real transparency)",
+  },
+  {
+    rel: "mate/abstract/Waves.png",
+    pkg: "mate-backgrounds",
+    size: "small",
+    note: "RGBA, alpha 0–255 (real transparency)",
+  },
+  {
+    rel: "mate/desktop/MATE-Stripes-Dark.png",
+    pkg: "mate-backgrounds",
+    size: "small",
+    note: "RGBA, alpha 17–255 (translucent)",
+  },
+  {
+    rel: "mate/desktop/Ubuntu-Mate-Cold-no-logo.png",
+    pkg: "mate-backgrounds",
+    size: "small",
+    note: "opaque PNG with ICC profile",
+  },
   { rel: "mate/nature/Wood.jpg", pkg: "mate-backgrounds", size: "medium", note: "photo" },
   { rel: "aitzgorri_by_Aitzol_Berasategi.jpg", pkg: "lomiri-wallpapers", size: "medium", note: "photo" },
-  { rel: "mate/abstract/Elephants_3840x2160.jpg", pkg: "mate-backgrounds", size: "medium", note: "8.5 MB high-bitrate JPEG" },
+  {
+    rel: "mate/abstract/Elephants_3840x2160.jpg",
+    pkg: "mate-backgrounds",
+    size: "medium",
+    note: "8.5 MB high-bitrate JPEG",
+  },
   { rel: "warty-final-ubuntu.png", pkg: "lomiri-wallpapers", size: "medium", note: "opaque PNG graphic" },
   { rel: "Wine_by_Jakkub_Mede.jpg", pkg: "lomiri-wallpapers", size: "medium", note: "portrait photo" },
   { rel: "Bridge_by_Sander_Klootwijk.jpg", pkg: "lomiri-wallpapers", size: "large", note: "photo" },
   { rel: "sunset_by_Aitzol_Berasategi.jpg", pkg: "lomiri-wallpapers", size: "large", note: "photo" },
   { rel: "Infinite-Sea_by_Aury88.jpg", pkg: "lomiri-wallpapers", size: "large", note: "6.7 MB JPEG" },
   { rel: "Kleiber_by_Lukas_Baubkus.jpg", pkg: "lomiri-wallpapers", size: "large", note: "photo" },
-  { rel: "Painting-Colors_by__herobrine7gamer.jpg", pkg: "lomiri-wallpapers", size: "large", note: "24 MP, ICC profile" },
+  {
+    rel: "Painting-Colors_by__herobrine7gamer.jpg",
+    pkg: "lomiri-wallpapers",
+    size: "large",
+    note: "24 MP, ICC profile",
+  },
 ];
 
 /** The subset of `--quick`: one of each kind, ~13 MP in all. */
-const QUICK = new Set(["mate/nature/Dune.jpg", "mate/abstract/Gulp.png", "mate/desktop/Ubuntu-Mate-Cold-no-logo.png", "aitzgorri_by_Aitzol_Berasategi.jpg"]);
+const QUICK = new Set([
+  "mate/nature/Dune.jpg",
+  "mate/abstract/Gulp.png",
+  "mate/desktop/Ubuntu-Mate-Cold-no-logo.png",
+  "aitzgorri_by_Aitzol_Berasategi.jpg",
+]);
 
 /** One corpus file, described. */
 export interface Image {
@@ -111,7 +146,12 @@ const MAX_BYTES = 20 * 1024 * 1024; // the service's limit (20 MiB)
 const TARGET_MIN = 19_500_000;
 
 /** Grain over a photo: a 512×512 tile of seeded noise, overlay-blended, repeated. */
-function grainTile(channels: 3 | 4): { input: Buffer; raw: { width: number; height: number; channels: 3 | 4 }; tile: true; blend: "overlay" } {
+function grainTile(channels: 3 | 4): {
+  input: Buffer;
+  raw: { width: number; height: number; channels: 3 | 4 };
+  tile: true;
+  blend: "overlay";
+} {
   const n = noise(512 * 512 * channels, 0x1badb002);
   // Centre the noise on grey (±40) so overlay adds grain without shifting the tone; opaque alpha.
   for (let i = 0; i < n.length; i++) n[i] = channels === 4 && i % 4 === 3 ? 255 : 88 + (n[i]! % 81);
@@ -125,7 +165,11 @@ function grainTile(channels: 3 | 4): { input: Buffer; raw: { width: number; heig
  */
 async function worstJpeg(out: string): Promise<void> {
   const src = join(BACKGROUNDS, "Kleiber_by_Lukas_Baubkus.jpg");
-  const base = await sharp(src).resize(7535, 4239).composite([grainTile(3)]).raw().toBuffer({ resolveWithObject: true });
+  const base = await sharp(src)
+    .resize(7535, 4239)
+    .composite([grainTile(3)])
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   const encode = (q: number) =>
     sharp(base.data, { raw: { width: base.info.width, height: base.info.height, channels: base.info.channels as 3 } })
       .jpeg({ quality: q, chromaSubsampling: "4:4:4", mozjpeg: false })
@@ -155,7 +199,12 @@ async function worstPng(out: string): Promise<void> {
   const src = join(BACKGROUNDS, "Dragonfly_by_Bolly.jpg");
   const encode = async (width: number) => {
     const height = Math.round((width * 3168) / 4224);
-    const rgb = await sharp(src).resize(width, height).composite([grainTile(3)]).removeAlpha().raw().toBuffer();
+    const rgb = await sharp(src)
+      .resize(width, height)
+      .composite([grainTile(3)])
+      .removeAlpha()
+      .raw()
+      .toBuffer();
     const alpha = Buffer.alloc(width * height);
     const cx = width / 2;
     const cy = height / 2;
@@ -193,7 +242,10 @@ async function describe(path: string, rel: string, e: Omit<Entry, "rel">): Promi
     const st = await sharp(path).stats();
     alpha = st.channels.at(-1)!.min < 255 ? "real" : "opaque";
   }
-  const name = rel.split("/").at(-1)!.replace(/_by_.*(\.\w+)$/, "$1");
+  const name = rel
+    .split("/")
+    .at(-1)!
+    .replace(/_by_.*(\.\w+)$/, "$1");
   return {
     name,
     path,
@@ -232,8 +284,16 @@ export async function loadCorpus(workDir: string, quick: boolean): Promise<Corpu
     writeFileSync(stamp, GENERATION);
   }
   const worst = [
-    await describe(jpeg, "worst/worst-32mp.jpg", { pkg: "generated", size: "worst", note: "Kleiber ×1.25 + grain, JPEG 4:4:4 at the 20 MiB limit" }),
-    await describe(png, "worst/worst-rgba.png", { pkg: "generated", size: "worst", note: "Dragonfly + grain + radial alpha (0 in the corners), PNG at the 20 MiB limit" }),
+    await describe(jpeg, "worst/worst-32mp.jpg", {
+      pkg: "generated",
+      size: "worst",
+      note: "Kleiber ×1.25 + grain, JPEG 4:4:4 at the 20 MiB limit",
+    }),
+    await describe(png, "worst/worst-rgba.png", {
+      pkg: "generated",
+      size: "worst",
+      note: "Dragonfly + grain + radial alpha (0 in the corners), PNG at the 20 MiB limit",
+    }),
   ];
   worst[0]!.path = jpeg;
   worst[1]!.path = png;

@@ -24,9 +24,18 @@ const anyFrame = (re: RegExp) => (frames: string[]) => frames.some((f) => re.tes
  */
 export const PARTS: Part[] = [
   { name: "libSQL statements (key lookup; signed: replay INSERT)", test: anyFrame(/libsql/) },
-  { name: "pipeline's JS: header read, sharp calls, guard (also in the in-process reference)", test: anyFrame(/src\/convert\/pipeline|sharp\/dist/) },
-  { name: "authentication's JS (headers, hashes, HMACs, secret box)", test: anyFrame(/src\/requestauth|src\/keys|src\/crypto/) },
-  { name: "body receipt, multipart split, form checks", test: anyFrame(/src\/http\/body|src\/convert\/multipart|src\/convert\/form/) },
+  {
+    name: "pipeline's JS: header read, sharp calls, guard (also in the in-process reference)",
+    test: anyFrame(/src\/convert\/pipeline|sharp\/dist/),
+  },
+  {
+    name: "authentication's JS (headers, hashes, HMACs, secret box)",
+    test: anyFrame(/src\/requestauth|src\/keys|src\/crypto/),
+  },
+  {
+    name: "body receipt, multipart split, form checks",
+    test: anyFrame(/src\/http\/body|src\/convert\/multipart|src\/convert\/form/),
+  },
   { name: "request log line", test: anyFrame(/src\/log\.ts/) },
   { name: "metrics and usage counting", test: anyFrame(/prom-client|src\/metrics|src\/usage/) },
   { name: "Elysia: routing, hooks, response mapping", test: anyFrame(/elysia|^(map|handle) :\d+$/) },
@@ -36,7 +45,12 @@ export const PARTS: Part[] = [
 ];
 
 /** CPU milliseconds of the JS thread per request, by part, between the first and the last sample under `marker`. */
-export function cpuByPart(file: string, intervalUs: number, requests: number, marker: RegExp): { parts: Record<string, number>; total: number } {
+export function cpuByPart(
+  file: string,
+  intervalUs: number,
+  requests: number,
+  marker: RegExp,
+): { parts: Record<string, number>; total: number } {
   const profile = JSON.parse(readFileSync(file, "utf8")) as { nodes: ProfileNode[]; samples: number[] };
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -48,14 +62,19 @@ export function cpuByPart(file: string, intervalUs: number, requests: number, ma
       frames = [];
       for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
         const { functionName, url, lineNumber } = nodes.get(at)!.callFrame;
-        if (functionName !== "(root)") frames.push(`${functionName || "(anonymous)"} ${url.replace(/^.*?\/(src|node_modules)\//, "$1/")}:${lineNumber}`);
+        if (functionName !== "(root)")
+          frames.push(
+            `${functionName || "(anonymous)"} ${url.replace(/^.*?\/(src|node_modules)\//, "$1/")}:${lineNumber}`,
+          );
       }
       stacks.set(id, frames);
     }
     return frames;
   };
   // Start-up and shut-down are not requests: keep the samples between the first and last request.
-  const inRequest = profile.samples.map((s, i) => (stack(s).some((f) => marker.test(f)) ? i : -1)).filter((i) => i >= 0);
+  const inRequest = profile.samples
+    .map((s, i) => (stack(s).some((f) => marker.test(f)) ? i : -1))
+    .filter((i) => i >= 0);
   const window = profile.samples.slice(inRequest[0] ?? 0, (inRequest.at(-1) ?? -1) + 1);
   const counts: Record<string, number> = Object.fromEntries(PARTS.map((p) => [p.name, 0]));
   for (const s of window) counts[PARTS.find((p) => p.test(stack(s)))!.name]!++;

@@ -3,9 +3,9 @@
 // Bearer: the key lookup. Signed: the key lookup, the HMACs and the replay INSERT. Usage is only
 // recorded in memory on the request path (written every IMGPRESS_USAGE_FLUSH_S), as in the server.
 import type { SqliteStore } from "../../src/data/db/sqlite.ts";
-import { authHeaders, multipart, type Keys } from "../../test/support/imgpress.ts";
+import { authHeaders, type Keys, multipart } from "../../test/support/imgpress.ts";
 import type { servicesOn } from "./auth-cost.ts";
-import { totalCalls, type StatementCount } from "./pg-cluster.ts";
+import { type StatementCount, totalCalls } from "./pg-cluster.ts";
 import { median } from "./util.ts";
 
 type Services = Awaited<ReturnType<typeof servicesOn>>["services"];
@@ -45,7 +45,8 @@ export function sqliteCounter(store: SqliteStore): StatementCounter {
     const original = client[method]!.bind(client);
     client[method] = (...args: unknown[]) => {
       const first = args[0] as string | { sql?: string } | unknown[] | undefined;
-      const sql = typeof first === "string" ? first : Array.isArray(first) ? `${first.length} statements` : (first?.sql ?? "");
+      const sql =
+        typeof first === "string" ? first : Array.isArray(first) ? `${first.length} statements` : (first?.sql ?? "");
       const key = `${method}: ${sql.replace(/\s+/g, " ").slice(0, 120)}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
       return original(...args);
@@ -68,7 +69,12 @@ async function request(t: DbTarget, scheme: "bearer" | "signed", image: Uint8Arr
 }
 
 /** Statements per request (`counted` requests per scheme), then times of `timed` rounds interleaving every target. */
-export async function measureDbPaths(targets: DbTarget[], image: Uint8Array, counted: number, timed: number): Promise<Record<string, DbPath>> {
+export async function measureDbPaths(
+  targets: DbTarget[],
+  image: Uint8Array,
+  counted: number,
+  timed: number,
+): Promise<Record<string, DbPath>> {
   const out: Record<string, DbPath> = {};
   for (const t of targets) {
     const statements = {} as DbPath["statements"];
@@ -90,6 +96,7 @@ export async function measureDbPaths(targets: DbTarget[], image: Uint8Array, cou
       }
     }
   }
-  for (const t of targets) out[t.label]!.ms = { bearer: median(ms[`${t.label} bearer`]!), signed: median(ms[`${t.label} signed`]!) };
+  for (const t of targets)
+    out[t.label]!.ms = { bearer: median(ms[`${t.label} bearer`]!), signed: median(ms[`${t.label} signed`]!) };
   return out;
 }

@@ -4,8 +4,11 @@
 // With BENCH_MALLOPT set (lib/mallopt.ts, evaluated first) it runs under those settings instead:
 // how bench/alloc-sweep.ts tries other mallopt() values before src/main.ts is changed; with
 // BENCH_IDLE_RELEASE also src/main.ts's release of freed memory once conversions pause.
-import { idleRelease } from "./mallopt.ts";
+
 import { bunRuntime } from "../../src/bun.ts";
 import { runMain } from "../../src/cli/run.ts";
+import { idleRelease } from "./mallopt.ts";
 
-process.exit(await runMain(process.argv.slice(2), idleRelease ? { ...bunRuntime, releaseFreedMemory: idleRelease } : bunRuntime));
+process.exit(
+  await runMain(process.argv.slice(2), idleRelease ? { ...bunRuntime, releaseFreedMemory: idleRelease } : bunRuntime),
+);

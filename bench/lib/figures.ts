@@ -27,7 +27,9 @@ export interface SectionResult {
 
 /** A figure, with a progress line saying whether it met its target. */
 export function figure(f: Figure): Figure {
-  progress(`FIGURE ${f.figure}: ${f.measured} → ratio ${fmt(f.ratio)} (target ${f.target}) ${f.met ? "met" : "MISSED"}`);
+  progress(
+    `FIGURE ${f.figure}: ${f.measured} → ratio ${fmt(f.ratio)} (target ${f.target}) ${f.met ? "met" : "MISSED"}`,
+  );
   return f;
 }
 
@@ -35,7 +37,9 @@ export function figure(f: Figure): Figure {
  * The notes under "## Missed targets: what was tried" in bench/README.md, by figure: each
  * `### <figure>` heading and the paragraph(s) under it.
  */
-export function triedNotes(readme = readFileSync(join(import.meta.dir, "..", "README.md"), "utf8")): Record<string, string> {
+export function triedNotes(
+  readme = readFileSync(join(import.meta.dir, "..", "README.md"), "utf8"),
+): Record<string, string> {
   const start = readme.indexOf("\n## Missed targets: what was tried");
   if (start < 0) return {};
   const end = readme.indexOf("\n## ", start + 1);
@@ -43,7 +47,10 @@ export function triedNotes(readme = readFileSync(join(import.meta.dir, "..", "RE
   const notes: Record<string, string> = {};
   for (const block of part.split("\n### ").slice(1)) {
     const [heading, ...body] = block.split("\n");
-    notes[heading!.trim()] = body.join("\n").trim().replace(/\s*\n\s*/g, " ");
+    notes[heading!.trim()] = body
+      .join("\n")
+      .trim()
+      .replace(/\s*\n\s*/g, " ");
   }
   return notes;
 }

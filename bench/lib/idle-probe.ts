@@ -6,7 +6,10 @@ if (parts.has("sharp") || parts.has("sharp-init")) {
   const { default: sharp } = await import("sharp");
   sharp.cache(false);
   // libvips allocates its thread pool and format tables on first use, not on load.
-  if (parts.has("sharp-init")) await sharp({ create: { width: 8, height: 8, channels: 3, background: "#fff" } }).webp().toBuffer();
+  if (parts.has("sharp-init"))
+    await sharp({ create: { width: 8, height: 8, channels: 3, background: "#fff" } })
+      .webp()
+      .toBuffer();
 }
 if (parts.has("elysia")) await import("elysia");
 if (parts.has("db")) {
@@ -16,4 +19,5 @@ if (parts.has("db")) {
 if (parts.has("app")) await import("../../src/app.ts");
 console.log("ready");
 setInterval(() => {}, 1 << 30);
+
 export {};

@@ -5,8 +5,8 @@
 // environment. Prints {"port":N} once listening.
 import { readFileSync } from "node:fs";
 import https from "node:https";
-import sharp from "sharp";
 import { createIPX, createIPXNodeServer, ipxFSStorage } from "ipx";
+import sharp from "sharp";
 
 sharp.cache(false);
 
@@ -19,6 +19,14 @@ const key = pem.slice(0, pem.indexOf("-----BEGIN CERTIFICATE-----"));
 const ipx = createIPX({ storage: ipxFSStorage({ dir }) });
 const server = https.createServer({ key, cert }, createIPXNodeServer(ipx));
 server.listen(0, "127.0.0.1", () => {
-  console.log(JSON.stringify({ port: server.address().port, sharp: sharp.versions.sharp, vips: sharp.versions.vips, concurrency: sharp.concurrency(), node: process.version }));
+  console.log(
+    JSON.stringify({
+      port: server.address().port,
+      sharp: sharp.versions.sharp,
+      vips: sharp.versions.vips,
+      concurrency: sharp.concurrency(),
+      node: process.version,
+    }),
+  );
 });
 process.on("SIGTERM", () => server.close(() => process.exit(0)));

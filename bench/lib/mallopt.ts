@@ -4,7 +4,14 @@
 // threads are created under the new settings. A no-op unless the variable is set.
 import { dlopen, FFIType } from "bun:ffi";
 
-const PARAMS: Record<string, number> = { trim_threshold: -1, top_pad: -2, mmap_threshold: -3, mmap_max: -4, arena_test: -7, arena_max: -8 };
+const PARAMS: Record<string, number> = {
+  trim_threshold: -1,
+  top_pad: -2,
+  mmap_threshold: -3,
+  mmap_max: -4,
+  arena_test: -7,
+  arena_max: -8,
+};
 
 const spec = process.env.BENCH_MALLOPT;
 const libc =
@@ -18,7 +25,8 @@ if (spec && libc) {
   for (const pair of spec.split(",")) {
     const [name, value] = pair.split("=");
     const param = PARAMS[name!.trim()];
-    if (param === undefined || libc.symbols.mallopt(param, Number(value)) !== 1) throw new Error(`mallopt ${pair} failed`);
+    if (param === undefined || libc.symbols.mallopt(param, Number(value)) !== 1)
+      throw new Error(`mallopt ${pair} failed`);
   }
 }
 

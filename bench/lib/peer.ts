@@ -15,12 +15,15 @@ export interface Peer {
 /** Starts ipx over HTTPS serving `dirs` with the key pair in `pemPath` (the service's self-signed pair). */
 export async function startIpx(dirs: string[], pemPath: string, ca: string): Promise<Peer> {
   const env = childEnv();
-  const proc: Subprocess<"ignore", "pipe", "inherit"> = Bun.spawn(["node", join(import.meta.dir, "ipx-server.mjs"), dirs.join(","), pemPath], {
-    env,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "inherit",
-  });
+  const proc: Subprocess<"ignore", "pipe", "inherit"> = Bun.spawn(
+    ["node", join(import.meta.dir, "ipx-server.mjs"), dirs.join(","), pemPath],
+    {
+      env,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
   const reader = proc.stdout.getReader();
   let text = "";
   while (!text.includes("\n")) {
@@ -48,7 +51,9 @@ export async function startIpx(dirs: string[], pemPath: string, ca: string): Pro
 /** GET of one file converted to WebP q80 (ipx's modifiers), read to the end. */
 export async function ipxGet(peer: Peer, rel: string): Promise<{ status: number; bytes: number; ms: number }> {
   const t0 = performance.now();
-  const res = await fetch(`${peer.base}/f_webp,q_80/${rel.split("/").map(encodeURIComponent).join("/")}`, { tls: { ca: peer.ca } } as RequestInit);
+  const res = await fetch(`${peer.base}/f_webp,q_80/${rel.split("/").map(encodeURIComponent).join("/")}`, {
+    tls: { ca: peer.ca },
+  } as RequestInit);
   const buf = await res.arrayBuffer();
   return { status: res.status, bytes: buf.byteLength, ms: performance.now() - t0 };
 }

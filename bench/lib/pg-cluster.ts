@@ -35,7 +35,8 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
   await pg.restart();
   const show = (name: string) => psql(pg.adminUrl, `SHOW ${name}`);
   // BEGIN and COMMIT are statements too (track_utility, on by default): a transaction's round trips all count.
-  if ((await show("pg_stat_statements.track_utility")) !== "on") throw new Error("pg_stat_statements.track_utility is off: BEGIN and COMMIT would not be counted");
+  if ((await show("pg_stat_statements.track_utility")) !== "on")
+    throw new Error("pg_stat_statements.track_utility is off: BEGIN and COMMIT would not be counted");
   // The reset is called on the maintenance database, so it needs the extension's functions too.
   await psql(pg.adminUrl, "CREATE EXTENSION pg_stat_statements");
   const postmaster = Number(readFileSync(join(await show("data_directory"), "postmaster.pid"), "utf8").split("\n")[0]);
@@ -59,7 +60,10 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
       return out
         .split("\n")
         .filter(Boolean)
-        .map((line) => ({ calls: Number(line.slice(0, line.indexOf("\t"))), query: line.slice(line.indexOf("\t") + 1) }));
+        .map((line) => ({
+          calls: Number(line.slice(0, line.indexOf("\t"))),
+          query: line.slice(line.indexOf("\t") + 1),
+        }));
     },
     cpu: () => clusterCpu(postmaster),
     stop: stopPostgres,
@@ -81,7 +85,8 @@ function clusterCpu(postmaster: number): Map<number, number> {
     try {
       const pid = Number(entry);
       const ppid = Number(readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
-      if (pid === postmaster || ppid === postmaster) out.set(pid, Number(readFileSync(`/proc/${entry}/schedstat`, "utf8").split(" ")[0]));
+      if (pid === postmaster || ppid === postmaster)
+        out.set(pid, Number(readFileSync(`/proc/${entry}/schedstat`, "utf8").split(" ")[0]));
     } catch {
       // The process ended between the listing and the read.
     }

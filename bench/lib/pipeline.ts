@@ -1,9 +1,9 @@
 // The service's conversion called directly: the in-process reference every ratio is measured against.
 import sharp from "sharp";
-import { loadConfig } from "../../src/core/config.ts";
 import type { GuardMode } from "../../src/conversion/pipeline/guard.ts";
 import { convertImage } from "../../src/conversion/pipeline/index.ts";
 import { presets } from "../../src/conversion/pipeline/presets.ts";
+import { loadConfig } from "../../src/core/config.ts";
 
 /** An output format of the service. */
 export type Format = "webp" | "avif";
@@ -17,7 +17,11 @@ const { maxPixels, convertTimeoutS, qualityGuard } = loadConfig({});
  * through the quality guard as a default server runs it; `guard: "off"` gives the bare preset.
  */
 export async function convert(input: Uint8Array, format: Format, guard: GuardMode = qualityGuard): Promise<Buffer> {
-  const { bytes } = await convertImage(input, { format, quality: "lossy" }, { maxPixels, timeoutS: convertTimeoutS, qualityGuard: guard });
+  const { bytes } = await convertImage(
+    input,
+    { format, quality: "lossy" },
+    { maxPixels, timeoutS: convertTimeoutS, qualityGuard: guard },
+  );
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 

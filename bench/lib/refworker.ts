@@ -1,9 +1,10 @@
 // The in-process reference: the service's own convertImage, called directly,
 // in its own Bun process (so its memory is measured alone and its allocator/thread settings come
 // from the same environment as the server's). Driven by the bench over Bun's IPC channel.
-import { afterConversion } from "./mallopt.ts"; // first: glibc settings must precede sharp's threads
+
 import { readFileSync } from "node:fs";
-import { convert, encodeWith, sharp, type Format } from "./pipeline.ts";
+import { afterConversion } from "./mallopt.ts"; // first: glibc settings must precede sharp's threads
+import { convert, encodeWith, type Format, sharp } from "./pipeline.ts";
 
 const files = new Map<string, Buffer>();
 const input = (path: string) => {

@@ -9,12 +9,27 @@ import { ROOT } from "./service.ts";
 import { fmt, sum, table } from "./util.ts";
 
 /** The machine table (CPU, OS, versions, load) and its raw values. */
-export async function machineInfo(ref: Reference, quick: boolean): Promise<{ markdown: string; raw: Record<string, unknown> }> {
+export async function machineInfo(
+  ref: Reference,
+  quick: boolean,
+): Promise<{ markdown: string; raw: Record<string, unknown> }> {
   const info = await ref.call<{ concurrency: number; versions: Record<string, string>; bun: string }>({ op: "info" });
   const ipxVersion = JSON.parse(readFileSync(join(ROOT, "node_modules", "ipx", "package.json"), "utf8")).version;
   const node = Bun.spawnSync(["node", "--version"]).stdout.toString().trim();
-  const distro = /PRETTY_NAME="([^"]+)"/.exec(existsSync("/etc/os-release") ? readFileSync("/etc/os-release", "utf8") : "")?.[1] ?? "unknown";
-  const raw = { cpu: cpus()[0]?.model, cores: cpus().length, memory: totalmem(), kernel: release(), distro, bun: Bun.version, sharp: info.versions.sharp, vips: info.versions.vips, concurrency: info.concurrency };
+  const distro =
+    /PRETTY_NAME="([^"]+)"/.exec(existsSync("/etc/os-release") ? readFileSync("/etc/os-release", "utf8") : "")?.[1] ??
+    "unknown";
+  const raw = {
+    cpu: cpus()[0]?.model,
+    cores: cpus().length,
+    memory: totalmem(),
+    kernel: release(),
+    distro,
+    bun: Bun.version,
+    sharp: info.versions.sharp,
+    vips: info.versions.vips,
+    concurrency: info.concurrency,
+  };
   const markdown = table(
     ["", ""],
     [
@@ -22,10 +37,21 @@ export async function machineInfo(ref: Reference, quick: boolean): Promise<{ mar
       ["memory", `${fmt(totalmem() / 2 ** 30, 1)} GiB`],
       ["OS", `${distro}, Linux ${release()}`],
       ["Bun", `${Bun.version} (${Bun.revision.slice(0, 9)})`],
-      ["sharp / libvips", `${info.versions.sharp} / ${info.versions.vips} (aom ${info.versions.aom}, libwebp ${info.versions.webp})`],
-      ["libvips threads per conversion", `${info.concurrency} (sharp's default for this environment; MALLOC_ARENA_MAX ${process.env.MALLOC_ARENA_MAX ? "set" : "unset"})`],
+      [
+        "sharp / libvips",
+        `${info.versions.sharp} / ${info.versions.vips} (aom ${info.versions.aom}, libwebp ${info.versions.webp})`,
+      ],
+      [
+        "libvips threads per conversion",
+        `${info.concurrency} (sharp's default for this environment; MALLOC_ARENA_MAX ${process.env.MALLOC_ARENA_MAX ? "set" : "unset"})`,
+      ],
       ["peer", `ipx ${ipxVersion} under Node ${node}, same sharp package`],
-      ["load average at start", loadavg().map((x) => fmt(x)).join(" / ")],
+      [
+        "load average at start",
+        loadavg()
+          .map((x) => fmt(x))
+          .join(" / "),
+      ],
       ["date", new Date().toISOString()],
       ["mode", quick ? "--quick (smoke run: too short for conclusions)" : "full"],
     ],
@@ -46,7 +72,17 @@ export function corpusMarkdown(images: Image[], worst: Image[]): string {
     "",
     table(
       ["file", "package", "class", "format", "size", "MP", "bytes", "alpha", "note"],
-      all.map((i) => [i.rel, i.pkg, i.size, i.format, `${i.width}×${i.height}`, fmt(i.mp, 1), i.bytes, i.alpha, i.note]),
+      all.map((i) => [
+        i.rel,
+        i.pkg,
+        i.size,
+        i.format,
+        `${i.width}×${i.height}`,
+        fmt(i.mp, 1),
+        i.bytes,
+        i.alpha,
+        i.note,
+      ]),
     ),
   ].join("\n");
 }
@@ -78,10 +114,24 @@ export function writeSection(block: RegExp, markdown: string): string {
 }
 
 /** The sections of RESULTS.md that standalone scripts write and `npm run bench` carries over unchanged, in this order. */
-export const KEPT_BLOCKS = [QUALITY_GUARD_BLOCK, PROFILE_BLOCK, DASHBOARD_BLOCK, POSTGRES_BLOCK, LOCK_BLOCK, WORDPRESS_BLOCK];
+export const KEPT_BLOCKS = [
+  QUALITY_GUARD_BLOCK,
+  PROFILE_BLOCK,
+  DASHBOARD_BLOCK,
+  POSTGRES_BLOCK,
+  LOCK_BLOCK,
+  WORDPRESS_BLOCK,
+];
 
 /** The whole of RESULTS.md. */
-export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine: string; corpus: string; sections: string[]; history: string }): string {
+export function resultsMarkdown(o: {
+  quick: boolean;
+  figures: Figure[];
+  machine: string;
+  corpus: string;
+  sections: string[];
+  history: string;
+}): string {
   const summary = summaryTable(o.figures);
   const missed = o.figures.filter((f) => !f.met);
   return [
@@ -94,12 +144,16 @@ export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine:
     "",
     summary,
     "",
-    missed.length ? "### Missed targets: what was found and tried\n\n" + missedNotes(missed).join("\n") : "All targets met.",
+    missed.length
+      ? `### Missed targets: what was found and tried\n\n${missedNotes(missed).join("\n")}`
+      : "All targets met.",
     "",
     "## Machine",
     "",
     o.machine,
-    `| load average at end | ${loadavg().map((x) => fmt(x)).join(" / ")} |`,
+    `| load average at end | ${loadavg()
+      .map((x) => fmt(x))
+      .join(" / ")} |`,
     "",
     "## Corpus",
     "",
@@ -114,7 +168,14 @@ export function resultsMarkdown(o: { quick: boolean; figures: Figure[]; machine:
 export function summaryTable(figures: Figure[]): string {
   return table(
     ["figure", "measured", "ratio", "against", "target", "result"],
-    figures.map((f) => [f.figure, f.measured, fmt(f.ratio, f.figure === "auth cost" ? 4 : 3), f.against, f.target, f.met ? "met" : "**missed**"]),
+    figures.map((f) => [
+      f.figure,
+      f.measured,
+      fmt(f.ratio, f.figure === "auth cost" ? 4 : 3),
+      f.against,
+      f.target,
+      f.met ? "met" : "**missed**",
+    ]),
   );
 }
 
@@ -152,4 +213,3 @@ function sharedSentences(a: string, b: string): number {
   const next = a.indexOf(". ", start);
   return next < 0 ? 0 : a.length - (next + 2);
 }
-

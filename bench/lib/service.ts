@@ -4,11 +4,20 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { authHeaders, cleanEnv, Client, multipart, ROOT, startService as startImgpress, type Keys, type Proc } from "../../test/support/imgpress.ts";
+import {
+  authHeaders,
+  Client,
+  cleanEnv,
+  type Keys,
+  multipart,
+  type Proc,
+  ROOT,
+  startService as startImgpress,
+} from "../../test/support/imgpress.ts";
 import type { SmtpSink } from "../../test/support/smtp.ts";
 import { childEnv, procStatus } from "./util.ts";
 
-export { ROOT, type Keys };
+export { type Keys, ROOT };
 
 /** The compiled executable of `npm run build`. */
 export const BINARY = join(ROOT, "dist", "imgpress");
@@ -54,7 +63,14 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     // The bench controls the allocator and libvips settings per run: none inherited.
     baseEnv: cleanEnv(childEnv()),
     // The bench's clients share one key, and its bursts (8 × 20 MB) measure the whole gate: no per-key share.
-    env: { IMGPRESS_LOG_LEVEL: "info", IMGPRESS_ALLOWED_EMAILS: "*", IMGPRESS_KEY_MAX_ADMITTED: "10000", ...(o.cacheDir ? { IMGPRESS_CACHE_DIR: o.cacheDir } : {}), ...(o.sink ? { IMGPRESS_SMTP_URL: o.sink.url } : {}), ...o.env },
+    env: {
+      IMGPRESS_LOG_LEVEL: "info",
+      IMGPRESS_ALLOWED_EMAILS: "*",
+      IMGPRESS_KEY_MAX_ADMITTED: "10000",
+      ...(o.cacheDir ? { IMGPRESS_CACHE_DIR: o.cacheDir } : {}),
+      ...(o.sink ? { IMGPRESS_SMTP_URL: o.sink.url } : {}),
+      ...o.env,
+    },
     startTimeoutMs: 30_000,
   });
   const health = await svc.client.fetch("/health");
@@ -92,7 +108,13 @@ export interface ConvertRequest {
 }
 
 /** A signed multipart request for /v1/plugin/convert; a fresh random boundary makes every signature unique, as the replay check requires. */
-export function signedConvert(keys: Keys, image: Uint8Array, filename: string, format: "webp" | "avif" = "webp", quality: "lossy" | "lossless" = "lossy"): ConvertRequest {
+export function signedConvert(
+  keys: Keys,
+  image: Uint8Array,
+  filename: string,
+  format: "webp" | "avif" = "webp",
+  quality: "lossy" | "lossless" = "lossy",
+): ConvertRequest {
   const form = multipart({ format, quality }, image, filename);
   return { body: form.body, headers: { "content-type": form.contentType, ...authHeaders(keys, "signed", form.body) } };
 }
@@ -108,8 +130,18 @@ export interface Reply {
 /** Sends a prepared request and reads the whole reply; `ms` is request start → last byte. */
 export async function send(s: { base: string; ca: string }, req: ConvertRequest): Promise<Reply> {
   const t0 = performance.now();
-  const res = await fetch(`${s.base}/v1/plugin/convert`, { method: "POST", headers: req.headers, body: req.body, tls: { ca: s.ca } } as RequestInit);
+  const res = await fetch(`${s.base}/v1/plugin/convert`, {
+    method: "POST",
+    headers: req.headers,
+    body: req.body,
+    tls: { ca: s.ca },
+  } as RequestInit);
   const buf = await res.arrayBuffer();
   const ms = performance.now() - t0;
-  return { status: res.status, bytes: buf.byteLength, ms, ...(res.status !== 200 ? { error: new TextDecoder().decode(buf).slice(0, 300) } : {}) };
+  return {
+    status: res.status,
+    bytes: buf.byteLength,
+    ms,
+    ...(res.status !== 200 ? { error: new TextDecoder().decode(buf).slice(0, 300) } : {}),
+  };
 }

@@ -19,11 +19,17 @@ export async function decodeOnWhite(input: Buffer): Promise<Pixels> {
     .ensureAlpha()
     .raw()
     .toBuffer({ resolveWithObject: true });
-  return { data: new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
+  return {
+    data: new Uint8ClampedArray(data.buffer, data.byteOffset, data.length),
+    width: info.width,
+    height: info.height,
+  };
 }
 
 /** Mean SSIM of `test` against `reference` (same dimensions). */
 export function meanSsim(reference: Pixels, test: Pixels): number {
-  if (reference.width !== test.width || reference.height !== test.height) throw new Error("SSIM of images of different sizes");
-  return ssim(reference as unknown as ImageData, test as unknown as ImageData, { ssim: "weber", downsample: false }).mssim;
+  if (reference.width !== test.width || reference.height !== test.height)
+    throw new Error("SSIM of images of different sizes");
+  return ssim(reference as unknown as ImageData, test as unknown as ImageData, { ssim: "weber", downsample: false })
+    .mssim;
 }

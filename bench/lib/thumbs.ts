@@ -43,7 +43,14 @@ export async function loadThumbs(images: Image[], workDir: string): Promise<Thum
         writeFileSync(path, await (ext === "png" ? resized.png() : resized.jpeg({ quality: 82 })).toBuffer());
       }
       const m = await sharp(path).metadata();
-      thumbs.push({ name: `${image.name}@${width}`, path, width: m.width!, height: m.height!, bytes: statSync(path).size, format: (i + w) % 2 ? "avif" : "webp" });
+      thumbs.push({
+        name: `${image.name}@${width}`,
+        path,
+        width: m.width!,
+        height: m.height!,
+        bytes: statSync(path).size,
+        format: (i + w) % 2 ? "avif" : "webp",
+      });
     }
   }
   writeFileSync(stamp, GENERATION);

@@ -26,7 +26,13 @@ export function p95(xs: number[]): number {
 
 /** MiB on disk of the libSQL database in `dir` (main file and write-ahead log). */
 export function dbSizeMiB(dir: string): number {
-  return ["imgpress.db", "imgpress.db-wal"].reduce((n, f) => n + (existsSync(join(dir, f)) ? statSync(join(dir, f)).size : 0), 0) / 2 ** 20;
+  return (
+    ["imgpress.db", "imgpress.db-wal"].reduce(
+      (n, f) => n + (existsSync(join(dir, f)) ? statSync(join(dir, f)).size : 0),
+      0,
+    ) /
+    2 ** 20
+  );
 }
 
 /** The sum. */
@@ -44,7 +50,8 @@ export const mib = (kib: number) => kib / 1024;
 /** A number with `digits` decimals, or "n/a". */
 export const fmt = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "n/a");
 /** `12.3 ms`, `456 ms` or `12.3 s`. */
-export const fmtMs = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`);
+export const fmtMs = (ms: number) =>
+  ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
 
 /** Fields of /proc/<pid>/status in KiB (VmRSS, VmHWM, RssAnon, RssFile…), or null once the process is gone. */
 export function procStatus(pid: number): Record<string, number> | null {
@@ -78,7 +85,10 @@ export class PeakRss {
   private maxKiB = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
   private hwmReset = false;
-  constructor(private readonly pid: number, private readonly intervalMs = 20) {}
+  constructor(
+    private readonly pid: number,
+    private readonly intervalMs = 20,
+  ) {}
 
   start(): this {
     this.hwmReset = resetPeak(this.pid);

@@ -1,12 +1,13 @@
 // Section "allocator": before/after of the glibc malloc tuning in src/main.ts.
 import { join } from "node:path";
-import { CLIENTS, MiB, filename, idleRss } from "../lib/context.ts";
+import { CLIENTS, filename, idleRss, MiB } from "../lib/context.ts";
 
 /** RSS "after the run" is read this long after the load: past src/conversion/idle.ts's 2 s, when the server has trimmed, as in the throughput section. */
 const AFTER_LOAD_SETTLE_MS = 5000;
+
 import type { Section } from "../lib/figures.ts";
-import { send, signedConvert, startService, type ServiceOptions } from "../lib/service.ts";
-import { PeakRss, fmt, fmtMs, median, progress, table } from "../lib/util.ts";
+import { type ServiceOptions, send, signedConvert, startService } from "../lib/service.ts";
+import { fmt, fmtMs, median, PeakRss, progress, table } from "../lib/util.ts";
 
 interface Row {
   ips: number[];
@@ -31,7 +32,11 @@ export const allocator: Section = {
     const keys = await b.keys();
     await b.releaseService();
     const variants: [string, ServiceOptions["env"], string | undefined][] = [
-      ["glibc defaults (src/main.ts without its mallopt calls)", {}, join(import.meta.dir, "..", "lib", "entry-untuned.ts")],
+      [
+        "glibc defaults (src/main.ts without its mallopt calls)",
+        {},
+        join(import.meta.dir, "..", "lib", "entry-untuned.ts"),
+      ],
       ["src/main.ts as is: 2 arenas, 16 MiB mmap threshold, trim when idle, 1 libvips thread", {}, undefined],
       ["as is + MALLOC_ARENA_MAX=2 in the environment (libvips threads = cores)", { MALLOC_ARENA_MAX: "2" }, undefined],
     ];
@@ -47,7 +52,8 @@ export const allocator: Section = {
         const row = rows[v]!;
         progress(`allocator round ${round + 1}/${rounds}: ${label}`);
         const svc = await startService({ kind: "source", dataDir: b.dataDir, env, entry });
-        if (round === 0) row.avif = (await send(svc, signedConvert(keys, b.bytesOf(biggest), filename(biggest), "avif"))).ms;
+        if (round === 0)
+          row.avif = (await send(svc, signedConvert(keys, b.bytesOf(biggest), filename(biggest), "avif"))).ms;
         const run = await b.runService(svc, keys, jobs, label);
         row.ips.push(run.ips);
         row.ratio.push(run.ips / pool.ips);
@@ -72,10 +78,28 @@ export const allocator: Section = {
       `${rounds} round(s), variants in rotating order, the in-process pool of 2 (glibc defaults) re-measured each round for the ratio; medians (peaks: maximum). ` +
       `Single-request AVIF latency of ${biggest.name} (${fmt(biggest.mp, 1)} MP) from round 1.\n\n` +
       table(
-        ["environment", "images/s", "÷ in-process pool of 2", "peak RSS (4 clients)", "RSS after the run", `peak RSS (${b.P.bigUploads} × 20 MB)`, "failed", "AVIF latency"],
+        [
+          "environment",
+          "images/s",
+          "÷ in-process pool of 2",
+          "peak RSS (4 clients)",
+          "RSS after the run",
+          `peak RSS (${b.P.bigUploads} × 20 MB)`,
+          "failed",
+          "AVIF latency",
+        ],
         variants.map(([label], i) => {
           const r = rows[i]!;
-          return [label, fmt(median(r.ips)), fmt(median(r.ratio)), MiB(Math.max(...r.peak)), MiB(median(r.after)), MiB(Math.max(...r.big)), r.failed, fmtMs(r.avif ?? NaN)];
+          return [
+            label,
+            fmt(median(r.ips)),
+            fmt(median(r.ratio)),
+            MiB(Math.max(...r.peak)),
+            MiB(median(r.after)),
+            MiB(Math.max(...r.big)),
+            r.failed,
+            fmtMs(r.avif ?? NaN),
+          ];
         }),
       ) +
       `\n\nAs is vs glibc defaults: peak RSS under load ${MiB(Math.max(...def.peak))} → ${MiB(Math.max(...rec.peak))}, after the run ${MiB(median(def.after))} → ${MiB(median(rec.after))}, ` +

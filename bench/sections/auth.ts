@@ -15,7 +15,8 @@ export const auth: Section = {
     const cost = await measureAuthCost(worst.path, dir, b.P.authSamples);
     rmSync(dir, { recursive: true, force: true });
     const conv: number[] = [];
-    for (let i = 0; i < b.P.worstConvReps; i++) conv.push((await b.ref.call<{ ms: number }>({ op: "convert", path: worst.path, format: "webp" })).ms);
+    for (let i = 0; i < b.P.worstConvReps; i++)
+      conv.push((await b.ref.call<{ ms: number }>({ op: "convert", path: worst.path, format: "webp" })).ms);
     const ratio = cost.totalMs / median(conv);
     const f = figure({
       figure: "auth cost",

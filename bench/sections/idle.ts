@@ -1,6 +1,6 @@
 // Section "idle": RSS of a freshly started `bun src/main.ts`, where it goes, and after one conversion.
 import { join } from "node:path";
-import { IDLE_SETTLE_MS, MiB, filename, idleRss } from "../lib/context.ts";
+import { filename, IDLE_SETTLE_MS, idleRss, MiB } from "../lib/context.ts";
 import { figure, type Section } from "../lib/figures.ts";
 import { ROOT, send, signedConvert } from "../lib/service.ts";
 import { fmt, mib, table } from "../lib/util.ts";

@@ -1,9 +1,9 @@
 // Section "memory": a fresh server receiving 8 concurrent 20 MB uploads, against the in-process pool and ipx.
-import { MiB, filename } from "../lib/context.ts";
+import { filename, MiB } from "../lib/context.ts";
 import { figure, type Section } from "../lib/figures.ts";
 import { ipxGet } from "../lib/peer.ts";
 import { send, signedConvert, startService } from "../lib/service.ts";
-import { PeakRss, fmt, fmtMs, mib, progress, table } from "../lib/util.ts";
+import { fmt, fmtMs, mib, PeakRss, progress, table } from "../lib/util.ts";
 
 /** The big-uploads section (stops the shared server first: the fresh one has the machine to itself). */
 export const memory: Section = {
@@ -26,14 +26,21 @@ export const memory: Section = {
     progress(`memory: service peak ${MiB(svcPeak)} in ${fmtMs(wall)}; ${errors.length} errors`);
 
     const refPeak = new PeakRss(ref.pid).start();
-    const refRun = await ref.call<{ ms: number }>({ op: "pool", paths: files.map((f) => f.path), size: 2, format: "webp" });
+    const refRun = await ref.call<{ ms: number }>({
+      op: "pool",
+      paths: files.map((f) => f.path),
+      size: 2,
+      format: "webp",
+    });
     const refKiB = refPeak.stop();
     const ipxPeak = new PeakRss(peer.pid).start();
     const ipxT0 = performance.now();
     const ipxReplies = await Promise.all(files.map((f) => ipxGet(peer, f.rel)));
     const ipxWall = performance.now() - ipxT0;
     const ipxKiB = ipxPeak.stop();
-    progress(`memory: in-process pool of 2 peak ${MiB(refKiB)}; ipx (${files.length} concurrent GETs) peak ${MiB(ipxKiB)}`);
+    progress(
+      `memory: in-process pool of 2 peak ${MiB(refKiB)}; ipx (${files.length} concurrent GETs) peak ${MiB(ipxKiB)}`,
+    );
     await b.releasePeer();
     const f = figure({
       figure: "memory (8 × 20 MB)",
@@ -55,6 +62,10 @@ export const memory: Section = {
           ["ipx", MiB(ipxKiB), fmtMs(ipxWall), ipxReplies.map((r) => r.status).join(" ")],
         ],
       );
-    return { figures: [f], markdown, raw: { bigUploads: { svcPeak, wall, replies, refKiB, refMs: refRun.ms, ipxKiB, ipxWall } } };
+    return {
+      figures: [f],
+      markdown,
+      raw: { bigUploads: { svcPeak, wall, replies, refKiB, refMs: refRun.ms, ipxKiB, ipxWall } },
+    };
   },
 };

@@ -1,5 +1,5 @@
 // Section "overhead": per-image latency of the service, one client, against the same conversion in-process.
-import { SERVICE_MALLOPT, filename } from "../lib/context.ts";
+import { filename, SERVICE_MALLOPT } from "../lib/context.ts";
 import type { Image } from "../lib/corpus.ts";
 import { figure, type Section } from "../lib/figures.ts";
 import { send, signedConvert } from "../lib/service.ts";
@@ -31,16 +31,24 @@ export const overhead: Section = {
       for (const [i, row] of rows.entries()) {
         const doSvc = async () => {
           const reply = await send(svc, signedConvert(keys, b.bytesOf(row.image), filename(row.image)));
-          if (reply.status !== 200) throw new Error(`service answered ${reply.status} for ${row.image.name}: ${reply.error}`);
+          if (reply.status !== 200)
+            throw new Error(`service answered ${reply.status} for ${row.image.name}: ${reply.error}`);
           row.svc.push(reply.ms);
           row.svcBytes = reply.bytes;
         };
         const doRef = async () => {
-          const out = await ref.call<{ ms: number; bytes: number }>({ op: "convert", path: row.image.path, format: "webp" });
+          const out = await ref.call<{ ms: number; bytes: number }>({
+            op: "convert",
+            path: row.image.path,
+            format: "webp",
+          });
           row.ref.push(out.ms);
           row.refBytes = out.bytes;
         };
-        const doTuned = async () => void row.tuned.push((await refTuned.call<{ ms: number }>({ op: "convert", path: row.image.path, format: "webp" })).ms);
+        const doTuned = async () =>
+          void row.tuned.push(
+            (await refTuned.call<{ ms: number }>({ op: "convert", path: row.image.path, format: "webp" })).ms,
+          );
         // Rotate which goes first, so drift on the machine falls on every side alike.
         const order = [doRef, doSvc, doTuned];
         for (let k = 0; k < order.length; k++) await order[(k + r + i) % order.length]!();
@@ -71,7 +79,17 @@ export const overhead: Section = {
       `Output bytes identical between the two: ${sameBytes ? "yes" : "NO"}.\n\n` +
       `The third column is the same in-process conversion in a worker with the service's malloc settings (${SERVICE_MALLOPT}, as src/main.ts sets them): it splits the ratio into the allocator's share (freshly mmapped buffers are page-faulted for every image) and the service's own.\n\n` +
       table(
-        ["image", "MP", "input bytes", "service", "in-process", "in-process, service's malloc", "ratio", "ratio vs service's malloc", "difference"],
+        [
+          "image",
+          "MP",
+          "input bytes",
+          "service",
+          "in-process",
+          "in-process, service's malloc",
+          "ratio",
+          "ratio vs service's malloc",
+          "difference",
+        ],
         rows.map((r) => [
           r.image.name,
           fmt(r.image.mp, 1),
@@ -85,6 +103,10 @@ export const overhead: Section = {
         ]),
       ) +
       `\n\nTotal: ${fmtMs(svcTotal)} / ${fmtMs(refTotal)} = **${fmt(ratio, 3)}** (geometric mean of the per-image ratios ${fmt(gm, 3)}); against the in-process conversion with the service's malloc settings ${fmtMs(svcTotal)} / ${fmtMs(tunedTotal)} = ${fmt(svcTotal / tunedTotal, 3)}.`;
-    return { figures: [f], markdown, raw: { overhead: rows.map((r) => ({ image: r.image.name, svc: r.svc, ref: r.ref, tuned: r.tuned })) } };
+    return {
+      figures: [f],
+      markdown,
+      raw: { overhead: rows.map((r) => ({ image: r.image.name, svc: r.svc, ref: r.ref, tuned: r.tuned })) },
+    };
   },
 };

@@ -1,13 +1,18 @@
 // Section "startup": exec → first /health = 200 of the compiled binary (first and warm starts) and of `bun src/main.ts`.
 import { existsSync, rmSync } from "node:fs";
-import { MiB, idleRss, type Bench } from "../lib/context.ts";
-import { figure, type Figure, type Section } from "../lib/figures.ts";
+import { type Bench, idleRss, MiB } from "../lib/context.ts";
+import { type Figure, figure, type Section } from "../lib/figures.ts";
 import { BINARY, startService, tempDir } from "../lib/service.ts";
 import { fmtMs, median, mib, progress, table } from "../lib/util.ts";
 
 /** Start-up times in ms (`first`/`warm` of the binary, `src` of the source) and the binary's idle RSS. */
 async function measure(b: Bench) {
-  const once = async (kind: "binary" | "source", dataDir: string, cacheDir?: string, idle?: (rss: Record<string, number>) => void) => {
+  const once = async (
+    kind: "binary" | "source",
+    dataDir: string,
+    cacheDir?: string,
+    idle?: (rss: Record<string, number>) => void,
+  ) => {
     const s = await startService({ kind, dataDir, cacheDir });
     if (idle) idle(await idleRss(s.pid));
     await s.stop();
@@ -30,7 +35,8 @@ async function measure(b: Bench) {
     const data = tempDir("warm");
     const cache = tempDir("cache");
     await once("binary", data, cache); // prime: extraction, certificate, database
-    for (let i = 0; i < b.P.warmStarts; i++) warm.push(await once("binary", data, cache, i === 0 ? (rss) => (idleWarm = rss) : undefined));
+    for (let i = 0; i < b.P.warmStarts; i++)
+      warm.push(await once("binary", data, cache, i === 0 ? (rss) => (idleWarm = rss) : undefined));
     rmSync(data, { recursive: true, force: true });
     rmSync(cache, { recursive: true, force: true });
   }
@@ -53,17 +59,58 @@ export const startup: Section = {
     if (first.length) {
       rows.push(["compiled binary, first start", fmtMs(median(first)), first.map((x) => x.toFixed(0)).join(", ")]);
       rows.push(["compiled binary, warm", fmtMs(median(warm)), warm.map((x) => x.toFixed(0)).join(", ")]);
-      figures.push(figure({ figure: "start-up (warm)", measured: `${fmtMs(median(warm))} median of ${warm.length}`, ratio: median(warm) / 150, against: "target 150 ms", target: "≤ 1.00 (150 ms)", met: median(warm) <= 150 }));
-      figures.push(figure({ figure: "start-up (first)", measured: `${fmtMs(median(first))} median of ${first.length}`, ratio: median(first) / 300, against: "target 300 ms", target: "≤ 1.00 (300 ms)", met: median(first) <= 300 }));
+      figures.push(
+        figure({
+          figure: "start-up (warm)",
+          measured: `${fmtMs(median(warm))} median of ${warm.length}`,
+          ratio: median(warm) / 150,
+          against: "target 150 ms",
+          target: "≤ 1.00 (150 ms)",
+          met: median(warm) <= 150,
+        }),
+      );
+      figures.push(
+        figure({
+          figure: "start-up (first)",
+          measured: `${fmtMs(median(first))} median of ${first.length}`,
+          ratio: median(first) / 300,
+          against: "target 300 ms",
+          target: "≤ 1.00 (300 ms)",
+          met: median(first) <= 300,
+        }),
+      );
       if (idleWarm?.VmRSS) {
         b.idleBinary = idleWarm;
-        figures.push(figure({ figure: "idle (binary)", measured: `${MiB(idleWarm.VmRSS)} (anon ${MiB(idleWarm.RssAnon!)}, file ${MiB(idleWarm.RssFile!)})`, ratio: mib(idleWarm.VmRSS) / 120, against: "target 120 MiB", target: "≤ 1.00 (120 MiB)", met: mib(idleWarm.VmRSS) <= 120 }));
+        figures.push(
+          figure({
+            figure: "idle (binary)",
+            measured: `${MiB(idleWarm.VmRSS)} (anon ${MiB(idleWarm.RssAnon!)}, file ${MiB(idleWarm.RssFile!)})`,
+            ratio: mib(idleWarm.VmRSS) / 120,
+            against: "target 120 MiB",
+            target: "≤ 1.00 (120 MiB)",
+            met: mib(idleWarm.VmRSS) <= 120,
+          }),
+        );
       }
     } else {
-      lines.push(`dist/imgpress does not exist: run \`npm run build\` first to measure the compiled binary's start-up.`);
-      figures.push({ figure: "start-up", measured: "not measured (no dist/imgpress)", ratio: NaN, against: "", target: "≤ 150 / 300 ms", met: false, tried: "run `npm run build` before the bench" });
+      lines.push(
+        `dist/imgpress does not exist: run \`npm run build\` first to measure the compiled binary's start-up.`,
+      );
+      figures.push({
+        figure: "start-up",
+        measured: "not measured (no dist/imgpress)",
+        ratio: NaN,
+        against: "",
+        target: "≤ 150 / 300 ms",
+        met: false,
+        tried: "run `npm run build` before the bench",
+      });
     }
-    rows.push(["`bun src/main.ts` (first is the first start, rest warm)", fmtMs(median(src.slice(1))), src.map((x) => x.toFixed(0)).join(", ")]);
+    rows.push([
+      "`bun src/main.ts` (first is the first start, rest warm)",
+      fmtMs(median(src.slice(1))),
+      src.map((x) => x.toFixed(0)).join(", "),
+    ]);
     const markdown =
       "## Start-up\n\nExec → first `/health` = 200 over HTTPS (the bench spawns the process, waits for its listening line and requests /health). " +
       "First start = empty extraction cache (IMGPRESS_CACHE_DIR) and empty data dir (database created and migrated, certificate generated); warm = both kept. " +
@@ -73,6 +120,10 @@ export const startup: Section = {
         : "") +
       "\n\n" +
       [...lines, table(["", "median", "samples (ms)"], rows)].join("\n");
-    return { figures, markdown, raw: { startup: { first, warm, src }, idleBinaryFirst: idleFirst, idleBinary: idleWarm } };
+    return {
+      figures,
+      markdown,
+      raw: { startup: { first, warm, src }, idleBinaryFirst: idleFirst, idleBinary: idleWarm },
+    };
   },
 };

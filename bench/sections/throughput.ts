@@ -18,7 +18,8 @@ export const throughput: Section = {
     // the sizes' runs inside a round made that round's limit the luckiest of several noisy runs.
     progress(`throughput: in-process pools of ${P.pools.join(", ")} to find the limit's size`);
     const sizes: { size: number; run: Run }[] = [];
-    for (const size of P.pools) sizes.push({ size, run: await b.runPool(ref, jobs, size, `in-process pool of ${size} (choosing the size)`) });
+    for (const size of P.pools)
+      sizes.push({ size, run: await b.runPool(ref, jobs, size, `in-process pool of ${size} (choosing the size)`) });
     const best = sizes.reduce((x, y) => (y.run.ips > x.run.ips ? y : x)).size;
     const rounds: { svc: Run; ipx: Run; pools: Run[]; limit: number; ipxLimit: number; tuned: Run }[] = [];
     for (let round = 0; round < P.rounds; round++) {
@@ -46,7 +47,10 @@ export const throughput: Section = {
     const pRatio = median(pRatios);
     const svcPeak = Math.max(...rounds.map((r) => r.svc.peakKiB));
     const ipxPeak = Math.max(...rounds.map((r) => r.ipx.peakKiB));
-    const poolsOf2 = [...sizes.filter((x) => x.size === 2).map((x) => x.run), ...(best === 2 ? rounds.flatMap((r) => r.pools) : [])];
+    const poolsOf2 = [
+      ...sizes.filter((x) => x.size === 2).map((x) => x.run),
+      ...(best === 2 ? rounds.flatMap((r) => r.pools) : []),
+    ];
     const poolPeak = Math.max(...poolsOf2.map((p) => p.peakKiB));
     const tunedRatio = median(rounds.map((r) => r.svc.ips / r.tuned.ips));
     // The most any server running this encoder can reach against ipx: the in-process limit / ipx.
@@ -90,9 +94,21 @@ export const throughput: Section = {
         [
           ...sizes.map((x) => ["–", x.run] as const),
           ...rounds.flatMap((r, n) => [r.svc, r.ipx, ...r.pools, r.tuned].map((x) => [n + 1, x] as const)),
-        ].map(([n, x]) => [n, x.label, fmt(x.ips), fmt(x.ms / x.count, 0), fmt((mp * 1000) / x.ms, 1), MiB(x.peakKiB), x.errors.length ? `${x.errors.length}: ${x.errors[0]}` : "0"]),
+        ].map(([n, x]) => [
+          n,
+          x.label,
+          fmt(x.ips),
+          fmt(x.ms / x.count, 0),
+          fmt((mp * 1000) / x.ms, 1),
+          MiB(x.peakKiB),
+          x.errors.length ? `${x.errors.length}: ${x.errors[0]}` : "0",
+        ]),
       ) +
       `\n\nRSS of the service 5 s after the throughput runs (idle again): ${MiB(after?.VmRSS ?? NaN)}.`;
-    return { figures, markdown, raw: { throughput: rounds, poolSizes: sizes.map((x) => x.run), peerCeiling: ceiling, idleAfterWork: after } };
+    return {
+      figures,
+      markdown,
+      raw: { throughput: rounds, poolSizes: sizes.map((x) => x.run), peerCeiling: ceiling, idleAfterWork: after },
+    };
   },
 };

@@ -1,10 +1,19 @@
 // Section "thumbs": the WordPress thumbnail workload, where the fixed cost per request decides throughput.
 import { join } from "node:path";
+import { type Figure, figure, type Section, triedNotes } from "../lib/figures.ts";
 import { measureFixedCost } from "../lib/fixed-cost.ts";
-import { figure, triedNotes, type Figure, type Section } from "../lib/figures.ts";
-import { obtainKeys, startService, tempDir, type Service } from "../lib/service.ts";
-import { CLIENT_KINDS, kindLabel, poolRate, post, prepare, saturate, type ClientKind, type Target } from "../lib/thumb-client.ts";
-import { loadThumbs, WP_WIDTHS, type Thumb } from "../lib/thumbs.ts";
+import { obtainKeys, type Service, startService, tempDir } from "../lib/service.ts";
+import {
+  CLIENT_KINDS,
+  type ClientKind,
+  kindLabel,
+  poolRate,
+  post,
+  prepare,
+  saturate,
+  type Target,
+} from "../lib/thumb-client.ts";
+import { loadThumbs, type Thumb, WP_WIDTHS } from "../lib/thumbs.ts";
 import { cpuMs, fmt, fmtMs, median, progress, table } from "../lib/util.ts";
 
 const WORK = join(import.meta.dir, "..", ".work");
@@ -33,7 +42,13 @@ export const thumbs: Section = {
       const cpu = await cpuPerRequest(b, seq.thumb, targets);
       progress("thumbs: parts of the fixed cost on the service's own classes…");
       const parts = await measureFixedCost(seq.thumb.path, tempDir("fixed"), b.quick ? 50 : 300);
-      return report(sat, seq, cpu, parts, targets.map((t) => t.label));
+      return report(
+        sat,
+        seq,
+        cpu,
+        parts,
+        targets.map((t) => t.label),
+      );
     } finally {
       for (const t of targets) await t.svc?.stop();
     }
@@ -81,13 +96,17 @@ async function throughput(b: Parameters<Section["run"]>[0], all: Thumb[], target
       poolRuns.push(await pool());
       (rates[key] ??= []).push(rate);
       (ratios[key] ??= []).push(rate / ((poolRuns.at(-2)! + poolRuns.at(-1)!) / 2));
-      progress(`thumbs round ${r + 1}: ${key} ${fmt(rate)} img/s, pool around it ${fmt(poolRuns.at(-2)!)} / ${fmt(poolRuns.at(-1)!)}`);
+      progress(
+        `thumbs round ${r + 1}: ${key} ${fmt(rate)} img/s, pool around it ${fmt(poolRuns.at(-2)!)} / ${fmt(poolRuns.at(-1)!)}`,
+      );
     };
     await bracketed(TUNED, b.refTuned.pid, () => poolRate(b.refTuned, jobs, CONCURRENCY));
     for (const t of targets) {
       for (const kind of CLIENT_KINDS) {
         const uploads = jobs.map((j) => prepare(t, kind, j, bytes.get(j.path)!));
-        await bracketed(`${t.label}, ${kindLabel(kind)}`, t.pid, () => saturate(t, kind.keepAlive, uploads, CONCURRENCY));
+        await bracketed(`${t.label}, ${kindLabel(kind)}`, t.pid, () =>
+          saturate(t, kind.keepAlive, uploads, CONCURRENCY),
+        );
       }
     }
     rates.pool!.push(median(poolRuns));
@@ -111,11 +130,22 @@ async function sequential(b: Parameters<Section["run"]>[0], all: Thumb[], target
     for (const t of i % 2 ? targets : [...targets].reverse()) {
       add(`${t.label}: /health, keep-alive`, await post(t, true, "/health"), warm);
       add(`${t.label}: /health, new connection`, await post(t, false, "/health"), warm);
-      const wrong = { ...prepare(t, bad, thumb, bytes), headers: { ...prepare(t, bad, thumb, bytes).headers, authorization: `Bearer imp_${"x".repeat(43)}` } };
-      add(`${t.label}: unknown key (401), keep-alive`, await post(t, true, "/v1/plugin/convert", { method: "POST", ...wrong }, 401), warm);
+      const wrong = {
+        ...prepare(t, bad, thumb, bytes),
+        headers: { ...prepare(t, bad, thumb, bytes).headers, authorization: `Bearer imp_${"x".repeat(43)}` },
+      };
+      add(
+        `${t.label}: unknown key (401), keep-alive`,
+        await post(t, true, "/v1/plugin/convert", { method: "POST", ...wrong }, 401),
+        warm,
+      );
       for (const kind of CLIENT_KINDS) {
         const upload = prepare(t, kind, thumb, bytes);
-        add(`${t.label}: ${kindLabel(kind)}`, await post(t, kind.keepAlive, "/v1/plugin/convert", { method: "POST", ...upload }), warm);
+        add(
+          `${t.label}: ${kindLabel(kind)}`,
+          await post(t, kind.keepAlive, "/v1/plugin/convert", { method: "POST", ...upload }),
+          warm,
+        );
       }
     }
   }
@@ -141,16 +171,27 @@ async function cpuPerRequest(b: Parameters<Section["run"]>[0], thumb: Thumb, tar
       out[`${t.label}: ${kindLabel(kind)}`] = (cpuMs(t.pid) - c0) / n;
     }
   }
-  progress(`thumbs: CPU per request ${Object.entries(out).map(([k, v]) => `${k} ${fmt(v, 2)} ms`).join(", ")}`);
+  progress(
+    `thumbs: CPU per request ${Object.entries(out)
+      .map(([k, v]) => `${k} ${fmt(v, 2)} ms`)
+      .join(", ")}`,
+  );
   return { n, ms: out };
 }
 
-function report(sat: Awaited<ReturnType<typeof throughput>>, seq: Awaited<ReturnType<typeof sequential>>, cpu: Awaited<ReturnType<typeof cpuPerRequest>>, parts: Awaited<ReturnType<typeof measureFixedCost>>, labels: string[]) {
+function report(
+  sat: Awaited<ReturnType<typeof throughput>>,
+  seq: Awaited<ReturnType<typeof sequential>>,
+  cpu: Awaited<ReturnType<typeof cpuPerRequest>>,
+  parts: Awaited<ReturnType<typeof measureFixedCost>>,
+  labels: string[],
+) {
   const figures: Figure[] = [];
   // One note in bench/README.md ("### thumbs throughput") for the four client kinds.
   const tried = triedNotes()["thumbs throughput"];
   // Against the pool: the bracketing pool runs; against the tuned pool: its run in the same round.
-  const ratioOf = (key: string, against = "pool") => median(against === "pool" ? sat.ratios[key]! : sat.rates[key]!.map((x, r) => x / sat.rates[against]![r]!));
+  const ratioOf = (key: string, against = "pool") =>
+    median(against === "pool" ? sat.ratios[key]! : sat.rates[key]!.map((x, r) => x / sat.rates[against]![r]!));
   for (const kind of CLIENT_KINDS) {
     const ratio = ratioOf(`service, ${kindLabel(kind)}`);
     const vsTuned = ratioOf(`service, ${kindLabel(kind)}`, TUNED);
@@ -176,28 +217,70 @@ function report(sat: Awaited<ReturnType<typeof throughput>>, seq: Awaited<Return
     const limit = kind.keepAlive ? 1.5 : 4;
     if (kind.keepAlive) {
       figures.push(
-        figure({ figure: `thumb 300 px p50 (${kindLabel(kind)})`, measured: `${fmtMs(p50)} vs ${fmtMs(ref)} in-process (${seq.thumb.name}, WebP lossy, ${seq.reps} sequential requests)`, ratio: p50 / ref, against: "in-process p50", target: "≤ 1.10", met: p50 / ref <= 1.1 }),
+        figure({
+          figure: `thumb 300 px p50 (${kindLabel(kind)})`,
+          measured: `${fmtMs(p50)} vs ${fmtMs(ref)} in-process (${seq.thumb.name}, WebP lossy, ${seq.reps} sequential requests)`,
+          ratio: p50 / ref,
+          against: "in-process p50",
+          target: "≤ 1.10",
+          met: p50 / ref <= 1.1,
+        }),
       );
     }
     figures.push(
-      figure({ figure: `thumb fixed cost (${kindLabel(kind)})`, measured: `service p50 − in-process p50 = ${fmt(fixed, 2)} ms`, ratio: fixed, against: "ms per request", target: `≤ ${limit} ms`, met: fixed <= limit }),
+      figure({
+        figure: `thumb fixed cost (${kindLabel(kind)})`,
+        measured: `service p50 − in-process p50 = ${fmt(fixed, 2)} ms`,
+        ratio: fixed,
+        against: "ms per request",
+        target: `≤ ${limit} ms`,
+        met: fixed <= limit,
+      }),
     );
   }
   // Conversions only: the /health and 401 rows are parts of the fixed cost, not conversions.
-  const seqRows = Object.entries(seq.p50).map(([k, v]) => [k, fmtMs(v), /(bearer|signed)$/.test(k) ? fmt(v - ref, 2) : ""]);
-  const satRows = Object.entries(sat.rates).map(([k, v]) => [k, ...v.map((x) => fmt(x)), fmt(median(v)), k === "pool" ? "" : fmt(ratioOf(k), 3), k.startsWith("pool") ? "" : fmt(ratioOf(k, TUNED), 3), fmt(median(sat.cpu[k]!), 1)]);
+  const seqRows = Object.entries(seq.p50).map(([k, v]) => [
+    k,
+    fmtMs(v),
+    /(bearer|signed)$/.test(k) ? fmt(v - ref, 2) : "",
+  ]);
+  const satRows = Object.entries(sat.rates).map(([k, v]) => [
+    k,
+    ...v.map((x) => fmt(x)),
+    fmt(median(v)),
+    k === "pool" ? "" : fmt(ratioOf(k), 3),
+    k.startsWith("pool") ? "" : fmt(ratioOf(k, TUNED), 3),
+    fmt(median(sat.cpu[k]!), 1),
+  ]);
   const markdown =
     "## Thumbnails: the WordPress workload\n\n" +
     `Every width WordPress writes for an upload (${WP_WIDTHS.join(", ")} px, below each image's own width), derived from the corpus as WordPress does (JPEG quality 82, PNG stays PNG), ` +
     `converted to WebP and AVIF lossy alternately. Throughput: ${CONCURRENCY} client loops draining ${sat.jobs} jobs (largest first) against the in-process pool of ${CONCURRENCY} on the same jobs, ` +
     `${sat.rounds} round(s); the pool runs before every other run and after it, each run's ratio is against the mean of the two pool runs around it (the pool column shows each round's median pool run), median over rounds. "new connection" opens a TCP + TLS connection per request (PHP cURL without handle reuse); uploads are built and signed before the clock starts. ` +
     `Client and server share the machine's cores.${labels.includes("before") ? ` "before" is the source tree of BENCH_THUMBS_BEFORE, run side by side.` : ""}\n\n` +
-    table(["run", ...sat.rates.pool!.map((_, r) => `round ${r + 1} img/s`), "median", "÷ pool", "÷ pool with the service's malloc", "CPU ms per job (converting process)"], satRows) +
+    table(
+      [
+        "run",
+        ...sat.rates.pool!.map((_, r) => `round ${r + 1} img/s`),
+        "median",
+        "÷ pool",
+        "÷ pool with the service's malloc",
+        "CPU ms per job (converting process)",
+      ],
+      satRows,
+    ) +
     `\n\nOne ${seq.thumb.width}×${seq.thumb.height} JPEG (${seq.thumb.name}, ${seq.thumb.bytes} bytes) → WebP lossy, one request at a time, ${seq.reps} rounds interleaving every row; p50 request start → last byte; fixed cost = p50 − in-process p50.\n\n` +
     table(["request", "p50", "fixed cost (ms)"], seqRows) +
     `\n\nCPU time (user + system, from /proc) per request of the server process, ${cpu.n} sequential requests per row with the same image, against the reference worker's CPU per conversion: ` +
     "unlike wall time this hardly moves with other load on the machine, and it leaves out the client's own work.\n\n" +
-    table(["process", "CPU per request", "more than in-process"], Object.entries(cpu.ms).map(([k, v]) => [k, `${fmt(v, 2)} ms`, k === "in-process" ? "" : `${fmt(v - cpu.ms["in-process"]!, 2)} ms`])) +
+    table(
+      ["process", "CPU per request", "more than in-process"],
+      Object.entries(cpu.ms).map(([k, v]) => [
+        k,
+        `${fmt(v, 2)} ms`,
+        k === "in-process" ? "" : `${fmt(v - cpu.ms["in-process"]!, 2)} ms`,
+      ]),
+    ) +
     "\n\n" +
     parts.markdown;
   return { figures, markdown, raw: { thumbs: { throughput: sat, sequential: seq, cpu, parts: parts.raw } } };

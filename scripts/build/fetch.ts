@@ -42,7 +42,9 @@ export async function fetchPackage(cacheDir: string, pkg: LockedPackage): Promis
 
     // npm pack does not check the lockfile, so compare the hash ourselves.
     const [algo, expected] = pkg.integrity.split(/-(.*)/s) as [string, string];
-    const actual = createHash(algo).update(await Bun.file(tarball).bytes()).digest("base64");
+    const actual = createHash(algo)
+      .update(await Bun.file(tarball).bytes())
+      .digest("base64");
     if (actual !== expected) {
       throw new Error(`${pkg.name}@${pkg.version}: tarball ${algo} ${actual} != lockfile ${expected}`);
     }

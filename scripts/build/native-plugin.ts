@@ -3,10 +3,11 @@
 // which a moved executable does not have. The plugin rewrites those exact places in
 // their source; if the text is not found (a dependency update changed it) the build
 // stops instead of producing a binary that fails at start.
-import type { BunPlugin } from "bun";
+
 import { createHash } from "node:crypto";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import type { BunPlugin } from "bun";
 import type { ResolvedTarget } from "./targets.ts";
 
 const RUNTIME = join(import.meta.dir, "native-runtime.ts");
@@ -137,7 +138,10 @@ export function nativePlugin(t: ResolvedTarget, report: NativeReport): BunPlugin
           ? `import { load as __imgpressLoadSharp } from "${SHARP}";\n`
           : `const { load: __imgpressLoadSharp } = require("${SHARP}");\n`;
         report.sharpAddon.push(path);
-        return { loader: "js", contents: header + NOT_BUNDLED + text.replace(RUNTIME_REQUIRE, "__imgpressNotBundled($1)") };
+        return {
+          loader: "js",
+          contents: header + NOT_BUNDLED + text.replace(RUNTIME_REQUIRE, "__imgpressNotBundled($1)"),
+        };
       });
 
       // sharp/dist/utility.{mjs,cjs} reads libvips' versions.json at run time; without it
@@ -146,13 +150,21 @@ export function nativePlugin(t: ResolvedTarget, report: NativeReport): BunPlugin
       build.onLoad({ filter: /[\\/]node_modules[\\/]sharp[\\/]dist[\\/]utility\.[cm]js$/ }, async ({ path }) => {
         let text = await Bun.file(path).text();
         // biome-ignore lint/suspicious/noTemplateCurlyInString: the text of the library's source, matched as written
-        text = replaceOnce(text, "require(`@img/sharp-libvips-${runtimePlatform}/versions`)", "__imgpressVersions", path);
+        text = replaceOnce(
+          text,
+          "require(`@img/sharp-libvips-${runtimePlatform}/versions`)",
+          "__imgpressVersions",
+          path,
+        );
         const json = JSON.stringify(join(t.libvipsDir, "versions.json"));
         const header = path.endsWith(".mjs")
           ? `import __imgpressVersions from ${json} with { type: "json" };\n`
           : `const __imgpressVersions = require(${json});\n`;
         report.sharpVersions.push(path);
-        return { loader: "js", contents: header + NOT_BUNDLED + text.replace(RUNTIME_REQUIRE, "__imgpressNotBundled($1)") };
+        return {
+          loader: "js",
+          contents: header + NOT_BUNDLED + text.replace(RUNTIME_REQUIRE, "__imgpressNotBundled($1)"),
+        };
       });
 
       build.onResolve({ filter: /^imgpress:native-(sharp|libsql)$/ }, ({ path }) => ({ path, namespace: NS }));

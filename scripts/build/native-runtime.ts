@@ -7,13 +7,13 @@
 // This is the one place that reads process.env directly: it runs while modules are
 // still being imported, before the app's config exists.
 import {
-  type Stats,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   renameSync,
   rmSync,
+  type Stats,
   statSync,
   writeFileSync,
 } from "node:fs";
@@ -59,7 +59,10 @@ function candidates(): { dir: string; explicit: boolean; inData?: boolean }[] {
   }
   // The data folder as the command line or the settings name it (--data-dir wins, as in src/core/config.ts).
   const dataDir = dataDirFlag() ?? env.IMGPRESS_DATA_DIR?.trim();
-  return [...list.map((dir) => ({ dir, explicit: false })), { dir: join(resolve(dataDir || "./imgpress-data"), "cache"), explicit: false, inData: true }];
+  return [
+    ...list.map((dir) => ({ dir, explicit: false })),
+    { dir: join(resolve(dataDir || "./imgpress-data"), "cache"), explicit: false, inData: true },
+  ];
 }
 
 // `--data-dir DIR` or `--data-dir=DIR`, read before the command line is parsed (src/cli/args.ts

@@ -8,13 +8,20 @@ import type { BunPlugin } from "bun";
 
 /** Resolves `@scalar/themes` to a module exporting only `elysiajsTheme`, from the installed package's preset file. */
 export function scalarThemePlugin(root: string): BunPlugin {
-  const preset = join(dirname(Bun.resolveSync("@scalar/themes", join(root, "node_modules/@elysiajs/swagger/"))), "presets/elysiajs.css2.js");
+  const preset = join(
+    dirname(Bun.resolveSync("@scalar/themes", join(root, "node_modules/@elysiajs/swagger/"))),
+    "presets/elysiajs.css2.js",
+  );
   // A newer @scalar/themes may move the file: fail the build rather than ship a docs page without its theme.
-  if (!existsSync(preset)) throw new Error(`scalar-theme-plugin: ${preset} not found; check how @elysiajs/swagger imports @scalar/themes`);
+  if (!existsSync(preset))
+    throw new Error(`scalar-theme-plugin: ${preset} not found; check how @elysiajs/swagger imports @scalar/themes`);
   return {
     name: "imgpress-scalar-theme",
     setup(build) {
-      build.onResolve({ filter: /^@scalar\/themes$/ }, () => ({ path: "elysiajs-theme", namespace: "imgpress-scalar-theme" }));
+      build.onResolve({ filter: /^@scalar\/themes$/ }, () => ({
+        path: "elysiajs-theme",
+        namespace: "imgpress-scalar-theme",
+      }));
       build.onLoad({ filter: /.*/, namespace: "imgpress-scalar-theme" }, () => ({
         contents: `export { default as elysiajsTheme } from ${JSON.stringify(preset)};`,
         loader: "js",

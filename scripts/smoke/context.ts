@@ -1,6 +1,6 @@
 // What the stages of one binary share, and the few things they all do with it.
 import { join } from "node:path";
-import { runCommand, startService, type Launch, type Service } from "../../test/support/imgpress.ts";
+import { type Launch, runCommand, type Service, startService } from "../../test/support/imgpress.ts";
 import type { SmtpSink } from "../../test/support/smtp.ts";
 import type { Photo } from "./photo.ts";
 import { assert, type Report } from "./report.ts";
@@ -72,11 +72,18 @@ export async function startServe(s: Smoke, env: Record<string, string> = {}): Pr
 export async function stopServe(svc: Service): Promise<string> {
   const code = await svc.stop();
   assert(code === 0, `exit status ${code} after SIGTERM; output:\n${svc.log.tail()}`);
-  assert(svc.log.lines.some((l) => l.json?.msg === "stopped"), `no "stopped" log line; output:\n${svc.log.tail()}`);
+  assert(
+    svc.log.lines.some((l) => l.json?.msg === "stopped"),
+    `no "stopped" log line; output:\n${svc.log.tail()}`,
+  );
   return "exit 0 after SIGTERM";
 }
 
 /** Runs a command of the binary to completion from the working folder. */
-export function cli(s: Smoke, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export function cli(
+  s: Smoke,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return runCommand(s.launch, args, { cwd: s.run, env: { ...s.env, ...env }, timeoutMs: s.lim.cli });
 }

@@ -8,7 +8,10 @@ export async function docsStage(s: Smoke, svc: Service): Promise<void> {
   await s.report.check(s.tag, "GET /v1/docs: HTML with its script served locally", async () => {
     const res = await svc.client.fetch("/v1/docs");
     const html = await res.text();
-    assert(res.status === 200 && /text\/html/.test(res.headers.get("content-type") ?? ""), `HTTP ${res.status} ${res.headers.get("content-type")}`);
+    assert(
+      res.status === 200 && /text\/html/.test(res.headers.get("content-type") ?? ""),
+      `HTTP ${res.status} ${res.headers.get("content-type")}`,
+    );
     const refs = [...html.matchAll(/<(?:script|link)\b[^>]*\b(?:src|href)\s*=\s*["']([^"']+)["']/gi)].map((m) => m[1]!);
     const external = refs.filter((r) => /^(https?:)?\/\//i.test(r));
     assert(external.length === 0, `page loads from outside the server: ${external.join(", ")}`);
@@ -20,7 +23,10 @@ export async function docsStage(s: Smoke, svc: Service): Promise<void> {
       const js = await svc.client.fetch(url.pathname + url.search);
       const body = await js.arrayBuffer();
       assert(js.status === 200, `${src}: HTTP ${js.status}`);
-      assert(/javascript/.test(js.headers.get("content-type") ?? ""), `${src}: content-type ${js.headers.get("content-type")}`);
+      assert(
+        /javascript/.test(js.headers.get("content-type") ?? ""),
+        `${src}: content-type ${js.headers.get("content-type")}`,
+      );
       assert(body.byteLength > 100_000, `${src}: only ${body.byteLength} bytes`);
       sizes.push(`${src} ${(body.byteLength / 1048576).toFixed(1)} MiB`);
     }

@@ -8,7 +8,11 @@ import type { Arch } from "./target.ts";
 const LIBRARIES = ["sharp", "libsql"] as const;
 
 /** The extracted libraries in a cache folder, by library (the folder name starts with its package). */
-export function cacheEntries(dir: string): { names: string[]; byLibrary: Record<string, string[]>; leftovers: string[] } {
+export function cacheEntries(dir: string): {
+  names: string[];
+  byLibrary: Record<string, string[]>;
+  leftovers: string[];
+} {
   const names = existsSync(dir) ? readdirSync(dir).sort() : [];
   const byLibrary: Record<string, string[]> = {};
   for (const lib of LIBRARIES) byLibrary[lib] = names.filter((n) => n.startsWith(`${lib}-linux-`));
@@ -24,12 +28,19 @@ export function assertOneExtraction(dir: string, arch: Arch, same?: string[]): s
     assert(hits.length === 1, `${dir}: expected one ${lib} extraction, found ${hits.length} in [${names.join(", ")}]`);
     assert(hits[0]!.startsWith(`${lib}-linux-${arch}-`), `${dir}/${hits[0]} is not for ${arch}`);
   }
-  assert(leftovers.length === 0, `${dir}: unexpected entries [${leftovers.join(", ")}] (temporary folders not cleaned up?)`);
-  if (same) assert(JSON.stringify(names) === JSON.stringify(same), `${dir} holds [${names}], the first start made [${same}]`);
+  assert(
+    leftovers.length === 0,
+    `${dir}: unexpected entries [${leftovers.join(", ")}] (temporary folders not cleaned up?)`,
+  );
+  if (same)
+    assert(JSON.stringify(names) === JSON.stringify(same), `${dir} holds [${names}], the first start made [${same}]`);
   return names
     .map((name) => {
       const files = listFiles(join(dir, name));
-      assert(files.some((f) => f.endsWith(".node")), `${dir}/${name} has no .node file`);
+      assert(
+        files.some((f) => f.endsWith(".node")),
+        `${dir}/${name} has no .node file`,
+      );
       return `${name} (${files.length} files)`;
     })
     .join(", ");
@@ -49,12 +60,17 @@ function listFiles(dir: string): string[] {
 /** Mount points with their options, from /proc/self/mounts (empty when unreadable). */
 function mounts(): { mountPoint: string; options: string[] }[] {
   try {
-    return readFileSync("/proc/self/mounts", "utf8")
-      .split("\n")
-      .map((line) => line.split(" "))
-      .filter((f) => f.length >= 4)
-      // /proc/mounts escapes spaces and the like as octal (\040).
-      .map((f) => ({ mountPoint: f[1]!.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))), options: f[3]!.split(",") }));
+    return (
+      readFileSync("/proc/self/mounts", "utf8")
+        .split("\n")
+        .map((line) => line.split(" "))
+        .filter((f) => f.length >= 4)
+        // /proc/mounts escapes spaces and the like as octal (\040).
+        .map((f) => ({
+          mountPoint: f[1]!.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))),
+          options: f[3]!.split(","),
+        }))
+    );
   } catch {
     return [];
   }
@@ -64,7 +80,8 @@ function mounts(): { mountPoint: string; options: string[] }[] {
 function onNoexec(path: string): boolean {
   let best: { mountPoint: string; options: string[] } | undefined;
   for (const m of mounts()) {
-    const inside = path === m.mountPoint || path.startsWith(m.mountPoint.endsWith("/") ? m.mountPoint : `${m.mountPoint}/`);
+    const inside =
+      path === m.mountPoint || path.startsWith(m.mountPoint.endsWith("/") ? m.mountPoint : `${m.mountPoint}/`);
     if (inside && (!best || m.mountPoint.length >= best.mountPoint.length)) best = m;
   }
   return best?.options.includes("noexec") ?? false;
@@ -95,7 +112,9 @@ export function tempRoot(): string {
     const real = realpathSync(dir);
     if (!onNoexec(real)) return real;
   }
-  throw new Error(`${candidates.join(" and ")} are mounted noexec, so no binary can run there; set SMOKE_TMPDIR to another folder`);
+  throw new Error(
+    `${candidates.join(" and ")} are mounted noexec, so no binary can run there; set SMOKE_TMPDIR to another folder`,
+  );
 }
 
 /** A node_modules folder in `dir` or above it would let a broken binary load packages from it. */

@@ -11,9 +11,14 @@ export async function noexecStage(s: Smoke): Promise<void> {
   const noexec = s.t.emulated ? undefined : noexecDir();
   if (!noexec) return;
   await s.report.check(s.tag, `IMGPRESS_CACHE_DIR on a noexec mount (${noexec.dir}) → clear error`, async () => {
-    const r = await cli(s, ["keys", "list", "--data-dir", join(noexec.dir, "data")], { IMGPRESS_CACHE_DIR: join(noexec.dir, "cache") });
+    const r = await cli(s, ["keys", "list", "--data-dir", join(noexec.dir, "data")], {
+      IMGPRESS_CACHE_DIR: join(noexec.dir, "cache"),
+    });
     assert(r.code !== 0, "started although its libraries cannot be mapped executable");
-    assert(/noexec/.test(r.stderr) && /IMGPRESS_CACHE_DIR/.test(r.stderr), `stderr does not explain it: ${r.stderr.trim().slice(0, 300)}`);
+    assert(
+      /noexec/.test(r.stderr) && /IMGPRESS_CACHE_DIR/.test(r.stderr),
+      `stderr does not explain it: ${r.stderr.trim().slice(0, 300)}`,
+    );
     return `exit ${r.code}: ${r.stderr.trim().split("\n")[0]!.slice(0, 110)}…`;
   });
   rmSync(noexec.dir, { recursive: true, force: true });

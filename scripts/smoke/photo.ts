@@ -61,7 +61,12 @@ export async function pickPhoto(): Promise<Photo> {
       .resize({ width: Math.round(width * scale) })
       .jpeg({ quality: 90 })
       .toBuffer({ resolveWithObject: true });
-    return { bytes: data, source: `${best.path} scaled to ${info.width}×${info.height}`, width: info.width, height: info.height };
+    return {
+      bytes: data,
+      source: `${best.path} scaled to ${info.width}×${info.height}`,
+      width: info.width,
+      height: info.height,
+    };
   }
   const width = 1400;
   const height = 1000;
@@ -75,7 +80,9 @@ export async function pickPhoto(): Promise<Photo> {
       <path d="M0 700 Q 350 560 700 690 T 1400 650 V 1000 H 0 Z" fill="#2d4221" opacity="0.85"/>
     </svg>`,
   );
-  const grain = await sharp({ create: { width, height, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } } })
+  const grain = await sharp({
+    create: { width, height, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } },
+  })
     .blur(1.2)
     .png()
     .toBuffer();
@@ -83,21 +90,41 @@ export async function pickPhoto(): Promise<Photo> {
     .composite([{ input: grain, blend: "soft-light" }])
     .jpeg({ quality: 88 })
     .toBuffer();
-  return { bytes, source: "generated with sharp (no JPEG in /usr/share/backgrounds; run scripts/ci-setup.sh)", width, height };
+  return {
+    bytes,
+    source: "generated with sharp (no JPEG in /usr/share/backgrounds; run scripts/ci-setup.sh)",
+    width,
+    height,
+  };
 }
 
 /** Decodes a conversion result and checks its format and dimensions. */
-export async function checkImage(res: Response, format: "webp" | "avif", width: number, height: number, originalSize: number): Promise<string> {
+export async function checkImage(
+  res: Response,
+  format: "webp" | "avif",
+  width: number,
+  height: number,
+  originalSize: number,
+): Promise<string> {
   if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
   const type = res.headers.get("content-type");
   assert(type === `image/${format}`, `content-type ${type}, expected image/${format}`);
   const bytes = new Uint8Array(await res.arrayBuffer());
-  assert(res.headers.get("x-original-size") === String(originalSize), `x-original-size ${res.headers.get("x-original-size")} != ${originalSize}`);
-  assert(res.headers.get("x-optimized-size") === String(bytes.length), `x-optimized-size ${res.headers.get("x-optimized-size")} != ${bytes.length} bytes received`);
+  assert(
+    res.headers.get("x-original-size") === String(originalSize),
+    `x-original-size ${res.headers.get("x-original-size")} != ${originalSize}`,
+  );
+  assert(
+    res.headers.get("x-optimized-size") === String(bytes.length),
+    `x-optimized-size ${res.headers.get("x-optimized-size")} != ${bytes.length} bytes received`,
+  );
   const meta = await sharp(bytes).metadata();
   const decoded = format === "webp" ? meta.format === "webp" : meta.format === "heif" && meta.compression === "av1";
   assert(decoded, `decodes as ${meta.format}/${meta.compression ?? "-"}, expected ${format}`);
-  assert(meta.width === width && Math.abs(meta.height! - height) <= 1, `decoded ${meta.width}×${meta.height}, expected ${width}×${height}`);
+  assert(
+    meta.width === width && Math.abs(meta.height! - height) <= 1,
+    `decoded ${meta.width}×${meta.height}, expected ${width}×${height}`,
+  );
   // Decode the pixels too, not only the header.
   const { info } = await sharp(bytes).raw().toBuffer({ resolveWithObject: true });
   assert(info.width === meta.width && info.height === meta.height, "pixel data does not match the header");

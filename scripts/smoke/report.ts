@@ -17,7 +17,12 @@ export class Report {
   failed = 0;
 
   /** Runs one check and prints one line; returns its value, or undefined when it failed. */
-  async check<T>(tag: string, name: string, fn: () => Promise<T | string> | T | string, describe?: (v: T) => string): Promise<T | undefined> {
+  async check<T>(
+    tag: string,
+    name: string,
+    fn: () => Promise<T | string> | T | string,
+    describe?: (v: T) => string,
+  ): Promise<T | undefined> {
     const t0 = performance.now();
     try {
       const value = await fn();

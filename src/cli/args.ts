@@ -1,4 +1,4 @@
-import { parseArgs as parseNodeArgs, type ParseArgsConfig } from "node:util";
+import { type ParseArgsConfig, parseArgs as parseNodeArgs } from "node:util";
 import { ConfigSchema, flagName, settings } from "../core/config.ts";
 import { findCommand } from "./usage.ts";
 
@@ -30,12 +30,26 @@ const OWN: Options = {
   url: { type: "string" },
 };
 const OPTIONS: Options = {
-  ...Object.fromEntries(settings.map((s) => [flagName(s.env), { type: ConfigSchema.properties[s.key].type === "boolean" ? "boolean" : "string" }])),
+  ...Object.fromEntries(
+    settings.map((s) => [
+      flagName(s.env),
+      { type: ConfigSchema.properties[s.key].type === "boolean" ? "boolean" : "string" },
+    ]),
+  ),
   ...OWN,
 };
 
 // The words one of the CLI's switches may be given as (`--all=yes`), as the boolean settings accept them.
-const SWITCH_VALUES: Record<string, string> = { true: "true", "1": "true", yes: "true", on: "true", false: "false", "0": "false", no: "false", off: "false" };
+const SWITCH_VALUES: Record<string, string> = {
+  true: "true",
+  "1": "true",
+  yes: "true",
+  on: "true",
+  false: "false",
+  "0": "false",
+  no: "false",
+  off: "false",
+};
 
 /**
  * Splits argv (without the executable) into words and flags with `node:util` parseArgs. Throws
@@ -43,7 +57,13 @@ const SWITCH_VALUES: Record<string, string> = { true: "true", "1": "true", yes: 
  * pass unnoticed), an option without its value, or a switch given a value it cannot mean.
  */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const { tokens } = parseNodeArgs({ args: [...argv], options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  const { tokens } = parseNodeArgs({
+    args: [...argv],
+    options: OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
   const words: string[] = [];
   const flags: Record<string, string> = {};
   const wordAt = new Set<number>();
@@ -61,7 +81,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       flags[token.name] = token.value ?? "true";
     } else if (OPTIONS[token.name]!.type === "boolean") {
       const value = token.value === undefined ? "true" : SWITCH_VALUES[token.value.trim().toLowerCase()];
-      if (value === undefined) throw new UsageError(`--${token.name} is a switch: give it alone, or as --${token.name}=true or =false`);
+      if (value === undefined)
+        throw new UsageError(`--${token.name} is a switch: give it alone, or as --${token.name}=true or =false`);
       flags[token.name] = value;
     } else if (token.value !== undefined && token.value.trim() !== "") flags[token.name] = token.value;
     else throw new UsageError(`--${token.name} needs a value`);
@@ -79,7 +100,12 @@ export function checkUsage({ words, flags }: ParsedArgs): void {
   if (!usage) return;
   const name = usage.name;
   const rest = words.slice(name.split(" ").length);
-  if (rest.length > usage.words[1]) throw new UsageError(`unexpected ${rest.length - usage.words[1] === 1 ? "argument" : "arguments"} after "imgpress ${name}": ${rest.slice(usage.words[1]).join(" ")}`);
-  const own = Object.keys(flags).filter((f) => f in OWN && f !== "help" && f !== "version" && !usage.options.includes(f));
+  if (rest.length > usage.words[1])
+    throw new UsageError(
+      `unexpected ${rest.length - usage.words[1] === 1 ? "argument" : "arguments"} after "imgpress ${name}": ${rest.slice(usage.words[1]).join(" ")}`,
+    );
+  const own = Object.keys(flags).filter(
+    (f) => f in OWN && f !== "help" && f !== "version" && !usage.options.includes(f),
+  );
   if (own.length > 0) throw new UsageError(`"imgpress ${name}" does not take ${own.map((f) => `--${f}`).join(", ")}`);
 }

@@ -1,19 +1,40 @@
 import { Buffer } from "node:buffer";
 import { chown, mkdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
+import { formatBytes } from "../core/bytes.ts";
 import type { Config } from "../core/config.ts";
-import { DATABASE_FILE_SUFFIXES, describeKeyPairs, removeDatabaseFiles, sameKey, stageSnapshot, writeSnapshot } from "../data/db/backup.ts";
-import { carryOutRestore, finishInterruptedRestore, interruptedRestore, restoreInterrupted, undoRestore, writeRestorePlan, type RestorePlan } from "../data/db/restore-plan.ts";
+import { realFile, statOf } from "../core/files.ts";
+import {
+  DATABASE_FILE_SUFFIXES,
+  describeKeyPairs,
+  removeDatabaseFiles,
+  sameKey,
+  stageSnapshot,
+  writeSnapshot,
+} from "../data/db/backup.ts";
 import { storageFaultCode } from "../data/db/faults.ts";
-import { inspectDatabaseFile } from "../data/db/inspect.ts";
 import { fileUrl, isPostgresUrl, localPath, openStore } from "../data/db/index.ts";
-import { existingMasterKey, keyFitsDatabase, masterKeyMismatch, masterKeyOrigin, masterKeyPath } from "../server/masterkey.ts";
+import { inspectDatabaseFile } from "../data/db/inspect.ts";
+import {
+  carryOutRestore,
+  finishInterruptedRestore,
+  interruptedRestore,
+  type RestorePlan,
+  restoreInterrupted,
+  undoRestore,
+  writeRestorePlan,
+} from "../data/db/restore-plan.ts";
+import {
+  existingMasterKey,
+  keyFitsDatabase,
+  masterKeyMismatch,
+  masterKeyOrigin,
+  masterKeyPath,
+} from "../server/masterkey.ts";
 import { claimPidFile, serverInUse } from "../server/pidfile.ts";
 import { serverHoldsLock, servingLockHeld } from "../server/servinglock.ts";
-import { realFile, statOf } from "../core/files.ts";
-import { formatBytes } from "../core/bytes.ts";
-import { migrateReport } from "./index.ts";
 import { UsageError } from "./args.ts";
+import { migrateReport } from "./index.ts";
 import { interruptible } from "./interrupt.ts";
 
 /** Where CLI output goes: results on `out`, progress and warnings on `err`. */
@@ -39,22 +60,36 @@ function notAFile(url: string, postgres: string, libsql: string): string {
  * runs. By default the file also carries the master key (so it restores on its own) and the
  * output says to keep it like a password; `--without-key` leaves the key out and says what that costs.
  */
-export async function runBackup(config: Config, file: string | undefined, flags: Record<string, string>, io: Output): Promise<number> {
+export async function runBackup(
+  config: Config,
+  file: string | undefined,
+  flags: Record<string, string>,
+  io: Output,
+): Promise<number> {
   const source = localPath(config.databaseUrl);
-  if (!source) return io.err(`imgpress backup: ${notAFile(config.databaseUrl, "back it up with pg_dump", "use that server's own backups")}`), 1;
+  if (!source)
+    return (
+      io.err(
+        `imgpress backup: ${notAFile(config.databaseUrl, "back it up with pg_dump", "use that server's own backups")}`,
+      ),
+      1
+    );
   // A folder (existing, or written with a trailing slash) gets the default name inside it.
   const named = file !== undefined && !/[/\\]$/.test(file) && !(await isFolder(file));
   const dest = named ? resolve(file) : await defaultName(file ?? ".");
   // The database first: in the wrong folder, that is what is missing (its master key too).
-  if (await restoreInterrupted(source)) return io.err(`imgpress backup: ${interruptedRestore(source)}`), 1;
-  if (!(await isFile(source))) return io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1;
+  if (await restoreInterrupted(source)) return (io.err(`imgpress backup: ${interruptedRestore(source)}`), 1);
+  if (!(await isFile(source)))
+    return (io.err(`imgpress backup: no database at ${source} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`), 1);
   const withKey = flags["without-key"] !== "true";
   const masterKey = withKey ? await existingMasterKey(config) : null;
-  if (withKey && !masterKey) return io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1;
-  if (!(await isFolder(dirname(dest)))) return io.err(`imgpress backup: ${await notAFolder(dirname(dest))}`), 1;
+  if (withKey && !masterKey)
+    return (io.err(`imgpress backup: no master key (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY) to include`), 1);
+  if (!(await isFolder(dirname(dest)))) return (io.err(`imgpress backup: ${await notAFolder(dirname(dest))}`), 1);
   // A backup carrying another key than the database's would restore into a folder that cannot start.
   const facts = masterKey ? await inspectDatabaseFile(source) : null;
-  if (masterKey && facts && (await keyFitsDatabase(facts, masterKey)) === false) throw masterKeyMismatch(masterKeyOrigin(config));
+  if (masterKey && facts && (await keyFitsDatabase(facts, masterKey)) === false)
+    throw masterKeyMismatch(masterKeyOrigin(config));
   const started = Date.now();
   const signals = interruptible(io);
   const result = await writeSnapshot(
@@ -70,7 +105,17 @@ export async function runBackup(config: Config, file: string | undefined, flags:
     .finally(() => signals.release());
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   const json = flags.json === "true";
-  if (json) io.out(JSON.stringify({ file: dest, bytes: result.bytes, keyPairs: result.keys.all, revokedKeyPairs: result.keys.revoked, withMasterKey: withKey, seconds: Number(seconds) }));
+  if (json)
+    io.out(
+      JSON.stringify({
+        file: dest,
+        bytes: result.bytes,
+        keyPairs: result.keys.all,
+        revokedKeyPairs: result.keys.revoked,
+        withMasterKey: withKey,
+        seconds: Number(seconds),
+      }),
+    );
   else io.out(`backup written: ${dest} (${formatBytes(result.bytes)}, ${describeKeyPairs(result.keys)}, ${seconds} s)`);
   // With --json stdout holds the object alone: the advice goes to stderr.
   (json ? io.err : io.out)(
@@ -86,9 +131,15 @@ export async function runBackup(config: Config, file: string | undefined, flags:
 function notWritten(dest: string, err: NodeJS.ErrnoException): never {
   const code = storageFaultCode(err) ?? err.code ?? "";
   const folder = dirname(dest);
-  if (/^(SQLITE_FULL|ENOSPC|EDQUOT)/.test(code)) throw new Error(`no room for the backup in ${folder} (${code}): free some space there or choose another folder; nothing was written`);
+  if (/^(SQLITE_FULL|ENOSPC|EDQUOT)/.test(code))
+    throw new Error(
+      `no room for the backup in ${folder} (${code}): free some space there or choose another folder; nothing was written`,
+    );
   // ENOENT: a folder where no file can be made (/proc, /sys), though it exists.
-  if (/^(SQLITE_CANTOPEN|SQLITE_READONLY|EROFS|EACCES|EPERM|ENOENT)/.test(code)) throw new Error(`cannot write the backup into ${folder} (${code}): choose a folder this user may write to; nothing was written`);
+  if (/^(SQLITE_CANTOPEN|SQLITE_READONLY|EROFS|EACCES|EPERM|ENOENT)/.test(code))
+    throw new Error(
+      `cannot write the backup into ${folder} (${code}): choose a folder this user may write to; nothing was written`,
+    );
   throw err;
 }
 
@@ -110,30 +161,47 @@ async function unclaimed(base: string, paths: (name: string) => string[]): Promi
  * `imgpress restore FILE`: refuses while a server uses the database, checks the snapshot before
  * touching anything, keeps the old database (and a replaced master key file) aside, then migrates.
  */
-export async function runRestore(config: Config, file: string | undefined, flags: Record<string, string>, io: Output): Promise<number> {
+export async function runRestore(
+  config: Config,
+  file: string | undefined,
+  flags: Record<string, string>,
+  io: Output,
+): Promise<number> {
   if (!file) throw new UsageError("restore needs the backup to restore: imgpress restore FILE");
   // Through a symbolic link to the database, the file it names is replaced (not the link, which the server would still follow to the old file).
   const configured = localPath(config.databaseUrl);
   const target = configured && realFile(configured);
-  if (!target) return io.err(`imgpress restore: ${notAFile(config.databaseUrl, "restore a pg_dump with pg_restore", "restore it with that server's tools")}`), 1;
+  if (!target)
+    return (
+      io.err(
+        `imgpress restore: ${notAFile(config.databaseUrl, "restore a pg_dump with pg_restore", "restore it with that server's tools")}`,
+      ),
+      1
+    );
   const inUse = serverInUse(target);
-  if (inUse !== null) return io.err(`imgpress restore: ${inUse}`), 1;
+  if (inUse !== null) return (io.err(`imgpress restore: ${inUse}`), 1);
   // The pid record may have been deleted by hand under a live server; its lock cannot be.
-  if (await servingLockHeld(target)) return io.err(`imgpress restore: ${serverHoldsLock(target)}`), 1;
+  if (await servingLockHeld(target)) return (io.err(`imgpress restore: ${serverHoldsLock(target)}`), 1);
   const unreadable = await whyNotAFile(resolve(file));
-  if (unreadable) return io.err(`imgpress restore: ${unreadable}`), 1;
+  if (unreadable) return (io.err(`imgpress restore: ${unreadable}`), 1);
   // Names no earlier restore used: a second one within the same second must not replace the first's kept copies.
-  const suffix = await unclaimed(`.before-restore-${stamp()}`, (s) => [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${s}${ext}`), `${masterKeyPath(config)}${s}`]);
+  const suffix = await unclaimed(`.before-restore-${stamp()}`, (s) => [
+    ...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${s}${ext}`),
+    `${masterKeyPath(config)}${s}`,
+  ]);
   const stage = `${target}.restore-${crypto.randomUUID()}`;
   const newFolder = !(await isFolder(dirname(target)));
   await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-  if (newFolder) io.err(`note: ${dirname(target)} did not exist and was created; if your server uses another folder, set IMGPRESS_DATA_DIR (or --data-dir) to it`);
+  if (newFolder)
+    io.err(
+      `note: ${dirname(target)} did not exist and was created; if your server uses another folder, set IMGPRESS_DATA_DIR (or --data-dir) to it`,
+    );
   // Held until the new file is in place: a server starting meanwhile refuses instead of opening the file about to be moved aside.
   let release: () => void;
   try {
     release = claimPidFile(target, "restore");
   } catch (err) {
-    return io.err(`imgpress restore: ${(err as Error).message}`), 1;
+    return (io.err(`imgpress restore: ${(err as Error).message}`), 1);
   }
   // A signal ends the process through process.exit, past the finally below.
   process.once("exit", release);
@@ -141,7 +209,10 @@ export async function runRestore(config: Config, file: string | undefined, flags
   signals.leaveNothing(DATABASE_FILE_SUFFIXES.map((ext) => `${stage}${ext}`));
   try {
     const finished = await finishInterruptedRestore(target);
-    if (finished) io.err(`note: an earlier restore into ${target} had been interrupted and was finished first${finished.aside ? ` (the database before it kept as ${finished.aside})` : ""}`);
+    if (finished)
+      io.err(
+        `note: an earlier restore into ${target} had been interrupted and was finished first${finished.aside ? ` (the database before it kept as ${finished.aside})` : ""}`,
+      );
     const report = await restoreStaged(config, file, target, stage, suffix, signals, io);
     printRestore(report, flags.json === "true", io);
     return 0;
@@ -164,7 +235,15 @@ interface RestoreReport {
   previousMasterKey: string | null;
 }
 
-async function restoreStaged(config: Config, file: string, target: string, stage: string, suffix: string, signals: ReturnType<typeof interruptible>, io: Output): Promise<RestoreReport> {
+async function restoreStaged(
+  config: Config,
+  file: string,
+  target: string,
+  stage: string,
+  suffix: string,
+  signals: ReturnType<typeof interruptible>,
+  io: Output,
+): Promise<RestoreReport> {
   const info = await stageSnapshot(resolve(file), stage).catch((err: Error) => {
     throw new Error(`restore refused, nothing changed: ${err.message}`);
   });
@@ -177,7 +256,13 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   // Moving the old key and database aside and the new ones in: a signal now waits, and what a
   // kill or a power cut interrupts the plan written first lets the next server start (or restore)
   // finish; otherwise the folder could be left without a database, or with the backup's key beside the old one.
-  const plan: RestorePlan = { stage, suffix, keyFile, asideKey: keySwap?.asideKey ?? null, keyText: keySwap?.text ?? null };
+  const plan: RestorePlan = {
+    stage,
+    suffix,
+    keyFile,
+    asideKey: keySwap?.asideKey ?? null,
+    keyText: keySwap?.text ?? null,
+  };
   const aside = await signals.uninterrupted(async () => {
     await writeRestorePlan(target, plan);
     try {
@@ -192,7 +277,9 @@ async function restoreStaged(config: Config, file: string, target: string, stage
   });
   const store = await openStore(fileUrl(target));
   await store.shutdown();
-  if (owner) for (const path of [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${ext}`), ...(keySwap ? [keyFile] : [])]) await chown(path, owner.uid, owner.gid).catch(() => {});
+  if (owner)
+    for (const path of [...DATABASE_FILE_SUFFIXES.map((ext) => `${target}${ext}`), ...(keySwap ? [keyFile] : [])])
+      await chown(path, owner.uid, owner.gid).catch(() => {});
   return {
     restored: resolve(file),
     into: target,
@@ -207,16 +294,29 @@ async function restoreStaged(config: Config, file: string, target: string, stage
 
 // The backup's key, when it replaces the folder's (written in the same uninterrupted step as the
 // database), or null; throws when the backup's key and the folder's cannot both be right.
-async function keyToSwap(config: Config, info: Awaited<ReturnType<typeof stageSnapshot>>, keyFile: string, suffix: string, io: Output): Promise<{ asideKey: string | null; text: string } | null> {
+async function keyToSwap(
+  config: Config,
+  info: Awaited<ReturnType<typeof stageSnapshot>>,
+  keyFile: string,
+  suffix: string,
+  io: Output,
+): Promise<{ asideKey: string | null; text: string } | null> {
   const current = await existingMasterKey(config);
   if (info.masterKey && (await keyFitsDatabase(info.facts, info.masterKey)) === false) {
-    throw new Error("restore refused, nothing changed: the master key in this backup is not the one its database was created with (it was made with a wrong IMGPRESS_MASTER_KEY); restore a backup made with the right key");
+    throw new Error(
+      "restore refused, nothing changed: the master key in this backup is not the one its database was created with (it was made with a wrong IMGPRESS_MASTER_KEY); restore a backup made with the right key",
+    );
   }
   if (info.masterKey && config.masterKey && current && !sameKey(current, info.masterKey)) {
-    throw new Error("restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key");
+    throw new Error(
+      "restore refused, nothing changed: IMGPRESS_MASTER_KEY differs from the master key in the backup; unset it or set it to the backup's key",
+    );
   }
   if (info.masterKey && !config.masterKey && (!current || !sameKey(current, info.masterKey))) {
-    return { asideKey: current ? `${keyFile}${suffix}` : null, text: `${Buffer.from(info.masterKey).toString("hex")}\n` };
+    return {
+      asideKey: current ? `${keyFile}${suffix}` : null,
+      text: `${Buffer.from(info.masterKey).toString("hex")}\n`,
+    };
   }
   if (!info.masterKey) {
     const matches = current ? await keyFitsDatabase(info.facts, current) : null;
@@ -225,9 +325,14 @@ async function keyToSwap(config: Config, info: Awaited<ReturnType<typeof stageSn
         `restore refused, nothing changed: the backup holds no master key and its database was created under another key than the current one (${masterKeyOrigin(config)}); put that key in place, then restore again`,
       );
     }
-    if (matches === null && current) io.err("warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened");
+    if (matches === null && current)
+      io.err(
+        "warning: this backup holds no master key; the current one stays, and secrets sealed under another key cannot be opened",
+      );
     if (matches === null && !current) {
-      io.err(`warning: this backup holds no master key and this folder has none: before starting the server, put the key its database was created with in place (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY)`);
+      io.err(
+        `warning: this backup holds no master key and this folder has none: before starting the server, put the key its database was created with in place (${masterKeyPath(config)} or IMGPRESS_MASTER_KEY)`,
+      );
     }
   }
   return null;
@@ -272,7 +377,8 @@ async function notAFolder(path: string): Promise<string> {
     await stat(path);
     return `${path} is not a folder; choose another path`;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return `the folder ${path} does not exist; create it first or choose another path`;
+    if ((err as NodeJS.ErrnoException).code === "ENOENT")
+      return `the folder ${path} does not exist; create it first or choose another path`;
     return `cannot use the folder ${path}: ${(err as Error).message}`;
   }
 }

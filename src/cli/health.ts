@@ -1,5 +1,5 @@
-import { request as httpRequest } from "node:http";
 import { readFile } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { rootCertificates } from "node:tls";
 import { loadConfig } from "../core/config.ts";
@@ -27,10 +27,17 @@ const PROBE_TIMEOUT_MS = 8000;
  * this configuration serves. A plain-HTTP URL (an instance behind
  * a TLS proxy) is sent `X-Forwarded-Proto: https`, as the proxy would, or the HTTPS guard answers 403.
  */
-export async function runHealthCommand(flags: Record<string, string>, env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function runHealthCommand(
+  flags: Record<string, string>,
+  env: Record<string, string | undefined>,
+  io: Output,
+): Promise<number> {
   const raw = flags.url ?? defaultUrl(env, flags);
   const url = URL.parse(raw);
-  if (!url) throw new UsageError(`${flags.url ? "--url" : "the address from IMGPRESS_HOST and IMGPRESS_PORT"} is not a URL: ${redactUrl(raw)}`);
+  if (!url)
+    throw new UsageError(
+      `${flags.url ? "--url" : "the address from IMGPRESS_HOST and IMGPRESS_PORT"} is not a URL: ${redactUrl(raw)}`,
+    );
   const shownUrl = redactUrl(url.href);
   const json = flags.json === "true";
   try {
@@ -59,7 +66,8 @@ function parsedBody(body: string): unknown {
 function defaultUrl(env: Record<string, string | undefined>, flags: Record<string, string>): string {
   const config = loadConfig(env, flags);
   // Port 0 lets the server pick one; a probe of port 0 would go to 443, perhaps another service.
-  if (config.port === 0) throw new UsageError("IMGPRESS_PORT is 0 (any free port): give the server's address with --url");
+  if (config.port === 0)
+    throw new UsageError("IMGPRESS_PORT is 0 (any free port): give the server's address with --url");
   const host = isWildcard(config.host) ? "127.0.0.1" : urlHost(config.host);
   return `${config.behindProxy ? "http" : "https"}://${host}:${config.port}/health/ready`;
 }
@@ -67,7 +75,10 @@ function defaultUrl(env: Record<string, string | undefined>, flags: Record<strin
 // The certificate this configuration serves (the data folder's self-signed one, or IMGPRESS_TLS_CERT),
 // trusted besides the system's CAs: the probe of a LAN address then passes without installing it
 // system-wide. Null when this user cannot read it, or the configuration cannot be read.
-async function servedCertificate(env: Record<string, string | undefined>, flags: Record<string, string>): Promise<string | null> {
+async function servedCertificate(
+  env: Record<string, string | undefined>,
+  flags: Record<string, string>,
+): Promise<string | null> {
   try {
     const config = loadConfig(env, flags);
     return await readFile(servedCertificatePath(config), "utf8");
@@ -80,13 +91,23 @@ function probe(url: URL, ownCertificate: string | null): Promise<{ status: numbe
   const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return new Promise((resolve, reject) => {
     const headers = url.protocol === "http:" ? { "x-forwarded-proto": "https" } : {};
-    const req = send(url.href, { method: "GET", headers, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: !isLoopbackHost(url.hostname), ...(ownCertificate ? { ca: [...rootCertificates, ownCertificate] } : {}) }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk.slice(0, 4096 - body.length)));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on("error", reject);
-    });
+    const req = send(
+      url.href,
+      {
+        method: "GET",
+        headers,
+        timeout: PROBE_TIMEOUT_MS,
+        rejectUnauthorized: !isLoopbackHost(url.hostname),
+        ...(ownCertificate ? { ca: [...rootCertificates, ownCertificate] } : {}),
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (body += chunk.slice(0, 4096 - body.length)));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on("error", reject);
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)));
     req.on("error", reject);
     req.end();

@@ -19,8 +19,23 @@ export interface Command {
 
 /** Every command, in the order `imgpress --help` lists them. */
 export const COMMANDS: readonly Command[] = [
-  { name: "serve", synopsis: "[options]", summary: "start the HTTPS service (default)", words: [0, 0], options: [], details: "Starts the service; the options below (or their environment variables) configure it." },
-  { name: "migrate", synopsis: "[options]", summary: "apply database migrations and exit", words: [0, 0], options: [], details: "Creates the database if needed and applies the migrations this version brings; the server does the same at start." },
+  {
+    name: "serve",
+    synopsis: "[options]",
+    summary: "start the HTTPS service (default)",
+    words: [0, 0],
+    options: [],
+    details: "Starts the service; the options below (or their environment variables) configure it.",
+  },
+  {
+    name: "migrate",
+    synopsis: "[options]",
+    summary: "apply database migrations and exit",
+    words: [0, 0],
+    options: [],
+    details:
+      "Creates the database if needed and applies the migrations this version brings; the server does the same at start.",
+  },
   {
     name: "health",
     synopsis: "[--url URL] [--json]",
@@ -38,7 +53,8 @@ export const COMMANDS: readonly Command[] = [
     summary: "list active keys (--all: revoked too)",
     words: [0, 0],
     options: ["all", "email", "json"],
-    details: "Lists key pairs by id and prefix, never a secret.\n  --all              revoked keys too\n  --email ADDRESS    one owner's keys\n  --json             the rows as JSON (byte counts as numbers)",
+    details:
+      "Lists key pairs by id and prefix, never a secret.\n  --all              revoked keys too\n  --email ADDRESS    one owner's keys\n  --json             the rows as JSON (byte counts as numbers)",
   },
   {
     name: "keys create",
@@ -54,12 +70,28 @@ export const COMMANDS: readonly Command[] = [
       "  --site URL        the site the key is for (http:// or https://), as site_url in the API\n" +
       "  --json            {id, email, siteUrl, keyPrefix, apiKey, secretKey, replaced}",
   },
-  { name: "keys revoke", synopsis: "ID", summary: "revoke one key pair", words: [1, 1], options: [], details: "Revokes the key pair whose id (key_…, from imgpress keys list) is ID; it stops working at its next request. An id no active key has: exit 1." },
-  { name: "keys revoke-email", synopsis: "ADDRESS", summary: "revoke every active key of an address", words: [1, 1], options: [], details: "Revokes every active key pair of ADDRESS, one audit event each." },
+  {
+    name: "keys revoke",
+    synopsis: "ID",
+    summary: "revoke one key pair",
+    words: [1, 1],
+    options: [],
+    details:
+      "Revokes the key pair whose id (key_…, from imgpress keys list) is ID; it stops working at its next request. An id no active key has: exit 1.",
+  },
+  {
+    name: "keys revoke-email",
+    synopsis: "ADDRESS",
+    summary: "revoke every active key of an address",
+    words: [1, 1],
+    options: [],
+    details: "Revokes every active key pair of ADDRESS, one audit event each.",
+  },
   {
     name: "backup",
     synopsis: "[FILE|FOLDER/] [--without-key] [--json]",
-    summary: "online snapshot of the embedded database file, with the\nmaster key unless --without-key (keep it like a password)",
+    summary:
+      "online snapshot of the embedded database file, with the\nmaster key unless --without-key (keep it like a password)",
     words: [0, 1],
     options: ["without-key", "json"],
     details:
@@ -70,7 +102,8 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "restore",
     synopsis: "FILE [--json]",
-    summary: "replace the database file with a verified snapshot (server\nstopped); the old one is kept aside. PostgreSQL: pg_dump\nand pg_restore (docs/scaling.md)",
+    summary:
+      "replace the database file with a verified snapshot (server\nstopped); the old one is kept aside. PostgreSQL: pg_dump\nand pg_restore (docs/scaling.md)",
     words: [1, 1],
     options: ["json"],
     details:
@@ -80,7 +113,8 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "migrate-data",
     synopsis: "--from URL --to URL [--json]",
-    summary: "copy the whole database into an empty one (e.g. file:… into\npostgres://…); the new one needs the same master key",
+    summary:
+      "copy the whole database into an empty one (e.g. file:… into\npostgres://…); the new one needs the same master key",
     // Its own usage line names --from and --to when words are left over.
     words: [0, Infinity],
     options: ["from", "to", "json"],
@@ -90,16 +124,38 @@ export const COMMANDS: readonly Command[] = [
       "  --to URL     the empty database to fill\n" +
       "  --json       {target, rows, tables: [{table, source, target}]} on stdout",
   },
-  { name: "staff list", synopsis: "[--json]", summary: "staff who may sign in at /internal/login", words: [0, 0], options: ["json"], details: "Lists staff addresses, where each comes from and who added it.\n  --json   the rows as JSON" },
-  { name: "staff add", synopsis: "EMAIL", summary: "let EMAIL sign in at /internal/login", words: [1, 1], options: [], details: "Adds a staff address (it may come before the first start: the database is created if needed)." },
-  { name: "staff remove", synopsis: "EMAIL", summary: "remove a staff address and end its sessions", words: [1, 1], options: [], details: "Removes a staff address and ends its sessions; an address that is not staff: exit 1." },
+  {
+    name: "staff list",
+    synopsis: "[--json]",
+    summary: "staff who may sign in at /internal/login",
+    words: [0, 0],
+    options: ["json"],
+    details: "Lists staff addresses, where each comes from and who added it.\n  --json   the rows as JSON",
+  },
+  {
+    name: "staff add",
+    synopsis: "EMAIL",
+    summary: "let EMAIL sign in at /internal/login",
+    words: [1, 1],
+    options: [],
+    details: "Adds a staff address (it may come before the first start: the database is created if needed).",
+  },
+  {
+    name: "staff remove",
+    synopsis: "EMAIL",
+    summary: "remove a staff address and end its sessions",
+    words: [1, 1],
+    options: [],
+    details: "Removes a staff address and ends its sessions; an address that is not staff: exit 1.",
+  },
   {
     name: "audit",
     synopsis: "[--since 24h] [--type TYPE] [--json]",
     summary: "the audit trail, newest first (default: last 24 h)",
     words: [0, 0],
     options: ["since", "type", "json"],
-    details: "Prints the audit trail, newest first, at most 500 events.\n  --since 24h   how far back (90m, 24h, 7d…)\n  --type TYPE   one event type\n  --json        the events as JSON",
+    details:
+      "Prints the audit trail, newest first, at most 500 events.\n  --since 24h   how far back (90m, 24h, 7d…)\n  --type TYPE   one event type\n  --json        the events as JSON",
   },
   {
     name: "settings",
@@ -107,7 +163,8 @@ export const COMMANDS: readonly Command[] = [
     summary: "the effective settings (--secrets: unmasked, audited)",
     words: [0, 0],
     options: ["secrets", "json"],
-    details: "Prints the effective settings, one VARIABLE=value a line, secrets masked.\n  --secrets   unmasked (recorded in the audit trail)\n  --json      [{env, value}] on stdout",
+    details:
+      "Prints the effective settings, one VARIABLE=value a line, secrets masked.\n  --secrets   unmasked (recorded in the audit trail)\n  --json      [{env, value}] on stdout",
   },
 ];
 
@@ -158,7 +215,9 @@ export function commandHelp(words: readonly string[]): string | null {
   const command = findCommand(words);
   const group = command ? [command] : COMMANDS.filter((c) => c.name.startsWith(`${words[0]} `));
   if (group.length === 0) return null;
-  const parts = group.map((c) => `Usage: imgpress ${c.name} ${c.synopsis}\n\n${c.details.split("\n").map(wrap).join("\n")}\n`);
+  const parts = group.map(
+    (c) => `Usage: imgpress ${c.name} ${c.synopsis}\n\n${c.details.split("\n").map(wrap).join("\n")}\n`,
+  );
   if (command?.name === "serve") return `${parts[0]}\n${optionsText()}`;
   return `${parts.join("\n")}\nEvery command also takes the settings' flags (--data-dir, --database-url…): see imgpress --help.\n`;
 }

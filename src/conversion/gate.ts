@@ -176,7 +176,11 @@ export class ConversionGate {
    * throws 503 SERVER_BUSY after the queue timeout, or 499 CLIENT_CLOSED_REQUEST when `signal`
    * (the request's: aborted when the client disconnects) aborts first: nobody would read the result.
    */
-  async run<T>(weight: JobWeight, job: () => Promise<T>, { memoryBytes = 0, signal }: { memoryBytes?: number; signal?: AbortSignal } = {}): Promise<T> {
+  async run<T>(
+    weight: JobWeight,
+    job: () => Promise<T>,
+    { memoryBytes = 0, signal }: { memoryBytes?: number; signal?: AbortSignal } = {},
+  ): Promise<T> {
     await this.acquire(weight, memoryBytes, signal);
     let busyUntil: Promise<unknown> | undefined;
     try {
@@ -195,7 +199,17 @@ export class ConversionGate {
   stats(): GateStats {
     const memoryReservedMiB = Math.round(this.usedMemory / 2 ** 20);
     const receivingMiB = Math.round(this.reservedBytes / 2 ** 20);
-    return { admitted: this.admitted, running: this.running, slotsBusy: this.usedUnits / UNITS.normal, waiting: this.waiting.length, rejected: this.rejected, abandoned: this.abandoned, memoryReservedMiB, receiving: this.receiving, receivingMiB };
+    return {
+      admitted: this.admitted,
+      running: this.running,
+      slotsBusy: this.usedUnits / UNITS.normal,
+      waiting: this.waiting.length,
+      rejected: this.rejected,
+      abandoned: this.abandoned,
+      memoryReservedMiB,
+      receiving: this.receiving,
+      receivingMiB,
+    };
   }
 
   private release(weight: JobWeight, memory: number): void {
@@ -223,7 +237,10 @@ export class ConversionGate {
       for (const listener of this.abandonedListeners) listener(weight);
     };
     // A stopping process must not wait for work it would give up anyway.
-    const timer = this.options.abandonAfterMs <= MAX_TIMER_MS ? this.timers.set(abandon, this.options.abandonAfterMs, { unref: true }) : undefined;
+    const timer =
+      this.options.abandonAfterMs <= MAX_TIMER_MS
+        ? this.timers.set(abandon, this.options.abandonAfterMs, { unref: true })
+        : undefined;
     busyUntil.then(releaseOnce, releaseOnce);
   }
 
@@ -299,7 +316,11 @@ export class ConversionGate {
 }
 
 function clientGone(): AppError {
-  return new AppError(499, "CLIENT_CLOSED_REQUEST", "The client closed the connection before its conversion started; it was not converted.");
+  return new AppError(
+    499,
+    "CLIENT_CLOSED_REQUEST",
+    "The client closed the connection before its conversion started; it was not converted.",
+  );
 }
 
 /** The owner a client address is admitted as (ConvertService's other owner is its key). */

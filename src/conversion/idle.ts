@@ -26,7 +26,12 @@ const realTimers: Timers = {
  * buffers for reuse, which saves page faults while images keep coming; `release` (under Bun a full
  * garbage collection, then glibc's malloc_trim) hands them back to the system when the load is over.
  */
-export function releaseWhenIdle(gate: Pick<ConversionGate, "stats">, release: () => void, delayMs = IDLE_RELEASE_MS, timers: Timers = realTimers): ConversionObserver {
+export function releaseWhenIdle(
+  gate: Pick<ConversionGate, "stats">,
+  release: () => void,
+  delayMs = IDLE_RELEASE_MS,
+  timers: Timers = realTimers,
+): ConversionObserver {
   let timer: unknown;
   const check = () => {
     timer = undefined;

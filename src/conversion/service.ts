@@ -1,7 +1,7 @@
 import { AppError } from "../core/errors.ts";
 import { ADDRESS_OWNER, type ConversionGate } from "./gate.ts";
-import { convertInspected, inspectUpload, type ConvertLimits, type ConvertOptions } from "./pipeline/index.ts";
 import type { QualityReason } from "./pipeline/guard.ts";
+import { type ConvertLimits, type ConvertOptions, convertInspected, inspectUpload } from "./pipeline/index.ts";
 import type { OutputFormat, QualityMode } from "./pipeline/presets.ts";
 
 /** A validated conversion request. */
@@ -112,8 +112,24 @@ export class ConvertService {
    * it aborts (the client left) is dropped. A result keeps its place in the gate until the caller
    * calls its `release`; a failure gives it back at once. The reservation ends with the conversion.
    */
-  async handle({ keyId, client, owners }: Requester, uploadBytes: number, receive: () => Promise<Upload>, signal?: AbortSignal): Promise<Delivery> {
-    const event: ConversionEvent = { keyId, format: null, quality: null, outcome: "ok", bytesIn: 0, bytesOut: 0, queueWaitMs: null, convertMs: 0, guardEncodes: 0, at: 0 };
+  async handle(
+    { keyId, client, owners }: Requester,
+    uploadBytes: number,
+    receive: () => Promise<Upload>,
+    signal?: AbortSignal,
+  ): Promise<Delivery> {
+    const event: ConversionEvent = {
+      keyId,
+      format: null,
+      quality: null,
+      outcome: "ok",
+      bytesIn: 0,
+      bytesOut: 0,
+      queueWaitMs: null,
+      convertMs: 0,
+      guardEncodes: 0,
+      at: 0,
+    };
     let report = true;
     let unreserve = () => {};
     try {
@@ -122,7 +138,11 @@ export class ConvertService {
       const leave = this.gate.admit(...owners);
       let delivered = false;
       try {
-        Object.assign(event, { format: upload.options.format, quality: upload.options.quality, bytesIn: upload.image.length });
+        Object.assign(event, {
+          format: upload.options.format,
+          quality: upload.options.quality,
+          bytesIn: upload.image.length,
+        });
         const result = await this.convert(upload, event, signal);
         event.bytesOut = result.bytes.length;
         event.guardEncodes = result.guardEncodes;
@@ -148,14 +168,19 @@ export class ConvertService {
    * slot, and the job's weight comes from its size (lossless jobs are heavy so they cannot take
    * every slot; lossy ones of at most LIGHT_PIXELS are light).
    */
-  async convert(upload: Upload, timing?: Pick<ConversionEvent, "queueWaitMs" | "convertMs">, signal?: AbortSignal): Promise<Converted> {
+  async convert(
+    upload: Upload,
+    timing?: Pick<ConversionEvent, "queueWaitMs" | "convertMs">,
+    signal?: AbortSignal,
+  ): Promise<Converted> {
     const inspectedAt = performance.now();
     let queuedAt: number | undefined;
     let startedAt: number | undefined;
     try {
       const inspected = await inspectUpload(upload.image, upload.options, this.limits);
       const { width, height } = inspected.upright;
-      const weight = upload.options.quality === "lossless" ? "heavy" : width * height <= LIGHT_PIXELS ? "light" : "normal";
+      const weight =
+        upload.options.quality === "lossless" ? "heavy" : width * height <= LIGHT_PIXELS ? "light" : "normal";
       queuedAt = performance.now();
       const result = await this.gate.run(
         weight,
@@ -166,7 +191,16 @@ export class ConvertService {
         { memoryBytes: inspected.memoryBytes, signal },
       );
       const { bytes, mime, quality, qualityReasons, guardEncodes } = result;
-      return { bytes, mime, extension: upload.options.format, stem: upload.stem, originalSize: upload.image.length, quality, qualityReasons, guardEncodes };
+      return {
+        bytes,
+        mime,
+        extension: upload.options.format,
+        stem: upload.stem,
+        originalSize: upload.image.length,
+        quality,
+        qualityReasons,
+        guardEncodes,
+      };
     } finally {
       if (timing) {
         const endedAt = performance.now();

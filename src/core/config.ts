@@ -1,13 +1,13 @@
-import { Type as t, type Static, type TSchema } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
 import { availableParallelism, hostname, totalmem } from "node:os";
-import process from "node:process";
 import { join, resolve } from "node:path";
+import process from "node:process";
+import { type Static, type TSchema, Type as t } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
 import { FILE_DEFAULTS, fileUrl, isPostgresUrl, localPath, POSTGRES_DEFAULTS } from "../data/db/location.ts";
-import { parseAllowEntry } from "./ipallow.ts";
-import { normalizeEmail } from "./email.ts";
-import { credentialsPastAuthority } from "./redact.ts";
 import { certificateName } from "../server/tls/names.ts";
+import { normalizeEmail } from "./email.ts";
+import { parseAllowEntry } from "./ipallow.ts";
+import { credentialsPastAuthority } from "./redact.ts";
 
 /** Most names IMGPRESS_TLS_NAMES may list. */
 const MAX_TLS_NAMES = 100;
@@ -129,7 +129,10 @@ const urlWith = (schemes: string[], check?: (url: URL, raw: string) => void) => 
     throw `${wanted} whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40)`;
   }
   // A URL of the right scheme that does not parse (a bad port, an unclosed [): say so, not which schemes.
-  if (!url) throw schemes.some((s) => raw.trim().toLowerCase().startsWith(s)) ? `${wanted} that is well formed (check the host, port and %-encoding of the password)` : wanted;
+  if (!url)
+    throw schemes.some((s) => raw.trim().toLowerCase().startsWith(s))
+      ? `${wanted} that is well formed (check the host, port and %-encoding of the password)`
+      : wanted;
   if (!schemes.includes(url.protocol)) throw wanted;
   check?.(url, raw.trim());
   return raw.trim();
@@ -146,9 +149,11 @@ function checkPostgresUrl(parsed: URL): void {
     throw "a PostgreSQL URL whose user name and password are %-encoded (a % in them is written %25)";
   }
   const sslmode = parsed.searchParams.get("sslmode");
-  if (sslmode !== null && !SSL_MODES.includes(sslmode)) throw `a PostgreSQL URL whose sslmode is one of ${SSL_MODES.join(", ")} (got ${sslmode})`;
+  if (sslmode !== null && !SSL_MODES.includes(sslmode))
+    throw `a PostgreSQL URL whose sslmode is one of ${SSL_MODES.join(", ")} (got ${sslmode})`;
   for (const name of ["host", "hostaddr", "port"]) {
-    if (parsed.searchParams.has(name)) throw `a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?${name}= and Unix sockets are not supported`;
+    if (parsed.searchParams.has(name))
+      throw `a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?${name}= and Unix sockets are not supported`;
   }
 }
 // libSQL reads `file:` with no path, `file::memory:` and `?mode=memory` as a database in memory:
@@ -167,7 +172,8 @@ function checkFileUrl(parsed: URL, raw: string): void {
   }
   if (path.endsWith("/")) throw "a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder";
   // libSQL decodes %-escapes in the path and refuses the URL when one is not an escape.
-  if (/%(?![0-9a-f]{2})/i.test(raw)) throw "a file: URL whose % signs each start an escape (write % itself as %25: file:/srv/100%25/imgpress.db)";
+  if (/%(?![0-9a-f]{2})/i.test(raw))
+    throw "a file: URL whose % signs each start an escape (write % itself as %25: file:/srv/100%25/imgpress.db)";
 }
 
 /** The database URL schemes the service opens: the embedded file, PostgreSQL, a libSQL server. */
@@ -179,7 +185,8 @@ const DATABASE_SCHEMES = ["file:", "postgres:", "postgresql:", "libsql:", "http:
  */
 export const parseDatabaseUrl = urlWith(DATABASE_SCHEMES, (url, raw) => {
   // postgres.js and libSQL would go to localhost instead.
-  if (url.protocol !== "file:" && url.hostname === "") throw `a ${url.protocol.slice(0, -1)}: URL with a host (postgres://user:pass@host:5432/db)`;
+  if (url.protocol !== "file:" && url.hostname === "")
+    throw `a ${url.protocol.slice(0, -1)}: URL with a host (postgres://user:pass@host:5432/db)`;
   if (url.protocol === "postgres:" || url.protocol === "postgresql:") checkPostgresUrl(url);
   if (url.protocol === "file:") checkFileUrl(url, raw);
 });
@@ -225,8 +232,19 @@ export const settings: readonly Setting[] = [
     parse: parseDatabaseUrl,
     fallback: (c) => fileUrl(join(c.dataDir as string, "imgpress.db")),
   },
-  { key: "databaseAuthToken", env: "IMGPRESS_DATABASE_AUTH_TOKEN", help: "token for a remote libSQL server", parse: text },
-  { key: "databasePoolSize", env: "IMGPRESS_DATABASE_POOL_SIZE", help: "PostgreSQL: most connections this instance opens", parse: integer, fallback: () => POSTGRES_DEFAULTS.poolSize },
+  {
+    key: "databaseAuthToken",
+    env: "IMGPRESS_DATABASE_AUTH_TOKEN",
+    help: "token for a remote libSQL server",
+    parse: text,
+  },
+  {
+    key: "databasePoolSize",
+    env: "IMGPRESS_DATABASE_POOL_SIZE",
+    help: "PostgreSQL: most connections this instance opens",
+    parse: integer,
+    fallback: () => POSTGRES_DEFAULTS.poolSize,
+  },
   {
     key: "databaseTimeoutS",
     env: "IMGPRESS_DATABASE_TIMEOUT_S",
@@ -234,7 +252,12 @@ export const settings: readonly Setting[] = [
     parse: seconds,
     fallback: (c) => (isPostgresUrl(c.databaseUrl as string) ? POSTGRES_DEFAULTS.timeoutS : FILE_DEFAULTS.timeoutS),
   },
-  { key: "tlsCert", env: "IMGPRESS_TLS_CERT", help: "PEM certificate file (default: generated self-signed)", parse: path },
+  {
+    key: "tlsCert",
+    env: "IMGPRESS_TLS_CERT",
+    help: "PEM certificate file (default: generated self-signed)",
+    parse: path,
+  },
   { key: "tlsKey", env: "IMGPRESS_TLS_KEY", help: "PEM private key file (default: generated)", parse: path },
   {
     key: "tlsNames",
@@ -288,8 +311,19 @@ export const settings: readonly Setting[] = [
     parse: (raw) => list(raw).map((entry) => allowlistEntry(entry)),
     fallback: () => ["*"],
   },
-  { key: "masterKey", env: "IMGPRESS_MASTER_KEY", help: "32-byte key (64 hex or base64) that encrypts stored secrets (default: generated file in the data dir)", parse: text },
-  { key: "maxPixels", env: "IMGPRESS_MAX_PIXELS", help: "largest decoded image (width × height) accepted", parse: integer, fallback: () => 100_000_000 },
+  {
+    key: "masterKey",
+    env: "IMGPRESS_MASTER_KEY",
+    help: "32-byte key (64 hex or base64) that encrypts stored secrets (default: generated file in the data dir)",
+    parse: text,
+  },
+  {
+    key: "maxPixels",
+    env: "IMGPRESS_MAX_PIXELS",
+    help: "largest decoded image (width × height) accepted",
+    parse: integer,
+    fallback: () => 100_000_000,
+  },
   {
     key: "memoryBudgetMb",
     env: "IMGPRESS_MEMORY_BUDGET_MB",
@@ -300,9 +334,27 @@ export const settings: readonly Setting[] = [
       return bytes === undefined ? FALLBACK_MEMORY_BUDGET_MB : Math.max(256, Math.floor((bytes * 3) / 4 / 2 ** 20));
     },
   },
-  { key: "convertTimeoutS", env: "IMGPRESS_CONVERT_TIMEOUT_S", help: "time limit of one conversion", parse: seconds, fallback: () => 60 },
-  { key: "uploadTimeoutS", env: "IMGPRESS_UPLOAD_TIMEOUT_S", help: "time limit for receiving one upload (a JSON or form body has 10 s), and for the client to take a result over 1 MiB", parse: seconds, fallback: () => 60 },
-  { key: "concurrency", env: "IMGPRESS_CONCURRENCY", help: "conversion slots: conversions running at once, a small lossy one (≤ 2048×2048) taking half a slot (default: CPU count)", parse: integer, fallback: () => Math.min(availableParallelism(), 256) },
+  {
+    key: "convertTimeoutS",
+    env: "IMGPRESS_CONVERT_TIMEOUT_S",
+    help: "time limit of one conversion",
+    parse: seconds,
+    fallback: () => 60,
+  },
+  {
+    key: "uploadTimeoutS",
+    env: "IMGPRESS_UPLOAD_TIMEOUT_S",
+    help: "time limit for receiving one upload (a JSON or form body has 10 s), and for the client to take a result over 1 MiB",
+    parse: seconds,
+    fallback: () => 60,
+  },
+  {
+    key: "concurrency",
+    env: "IMGPRESS_CONCURRENCY",
+    help: "conversion slots: conversions running at once, a small lossy one (≤ 2048×2048) taking half a slot (default: CPU count)",
+    parse: integer,
+    fallback: () => Math.min(availableParallelism(), 256),
+  },
   {
     key: "queueSize",
     env: "IMGPRESS_QUEUE_SIZE",
@@ -310,7 +362,13 @@ export const settings: readonly Setting[] = [
     parse: integer,
     fallback: (c) => 4 * (c.concurrency as number),
   },
-  { key: "queueTimeoutS", env: "IMGPRESS_QUEUE_TIMEOUT_S", help: "longest wait for room to convert (a slot, and memory) before 503 SERVER_BUSY", parse: seconds, fallback: () => 30 },
+  {
+    key: "queueTimeoutS",
+    env: "IMGPRESS_QUEUE_TIMEOUT_S",
+    help: "longest wait for room to convert (a slot, and memory) before 503 SERVER_BUSY",
+    parse: seconds,
+    fallback: () => 30,
+  },
   {
     key: "keyMaxAdmitted",
     env: "IMGPRESS_KEY_MAX_ADMITTED",
@@ -358,7 +416,13 @@ export const settings: readonly Setting[] = [
     parse: word,
     fallback: () => "lenient",
   },
-  { key: "signatureToleranceS", env: "IMGPRESS_SIGNATURE_TOLERANCE_S", help: "allowed clock difference of x-timestamp", parse: integer, fallback: () => 300 },
+  {
+    key: "signatureToleranceS",
+    env: "IMGPRESS_SIGNATURE_TOLERANCE_S",
+    help: "allowed clock difference of x-timestamp",
+    parse: integer,
+    fallback: () => 300,
+  },
   {
     key: "internalAllow",
     env: "IMGPRESS_INTERNAL_ALLOW",
@@ -366,7 +430,13 @@ export const settings: readonly Setting[] = [
     parse: (raw) => list(raw).map(parseAllowEntry),
     fallback: () => ["127.0.0.1", "::1"],
   },
-  { key: "logLevel", env: "IMGPRESS_LOG_LEVEL", help: "debug | info | warn | error", parse: word, fallback: () => "info" },
+  {
+    key: "logLevel",
+    env: "IMGPRESS_LOG_LEVEL",
+    help: "debug | info | warn | error",
+    parse: word,
+    fallback: () => "info",
+  },
   // usage over time (buckets for the dashboard)
   {
     key: "usageFlushS",
@@ -397,7 +467,8 @@ export const settings: readonly Setting[] = [
     help: "bearer token GET /internal/metrics also requires (default: the /internal/ allowlist alone)",
     parse: (raw) => {
       // A header carries ASCII: a token with other characters reaches the server as other bytes and never matches.
-      if (raw.trim().length < 16 || !/^[\x20-\x7e]+$/.test(raw.trim())) throw "a token of at least 16 characters, printable ASCII only";
+      if (raw.trim().length < 16 || !/^[\x20-\x7e]+$/.test(raw.trim()))
+        throw "a token of at least 16 characters, printable ASCII only";
       return raw.trim();
     },
   },
@@ -414,8 +485,20 @@ export const settings: readonly Setting[] = [
       }),
     fallback: () => [],
   },
-  { key: "staffSessionIdleS", env: "IMGPRESS_STAFF_SESSION_IDLE_S", help: "staff session ends after this many seconds without a request", parse: integer, fallback: () => 1800 },
-  { key: "staffSessionMaxS", env: "IMGPRESS_STAFF_SESSION_MAX_S", help: "staff session ends this many seconds after sign-in, however active", parse: integer, fallback: () => 43_200 },
+  {
+    key: "staffSessionIdleS",
+    env: "IMGPRESS_STAFF_SESSION_IDLE_S",
+    help: "staff session ends after this many seconds without a request",
+    parse: integer,
+    fallback: () => 1800,
+  },
+  {
+    key: "staffSessionMaxS",
+    env: "IMGPRESS_STAFF_SESSION_MAX_S",
+    help: "staff session ends this many seconds after sign-in, however active",
+    parse: integer,
+    fallback: () => 43_200,
+  },
   {
     key: "auditRetentionDays",
     env: "IMGPRESS_AUDIT_RETENTION_DAYS",
@@ -454,24 +537,36 @@ export function unknownSettings(env: Record<string, string | undefined>): string
 export function ineffectiveSettings(config: Config): string[] {
   const said: string[] = [];
   if (config.behindProxy && config.tlsCert) {
-    said.push("IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY are not used with IMGPRESS_BEHIND_PROXY: the proxy terminates TLS and this instance speaks plain HTTP to it");
+    said.push(
+      "IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY are not used with IMGPRESS_BEHIND_PROXY: the proxy terminates TLS and this instance speaks plain HTTP to it",
+    );
   }
   if (config.tlsNames.length > 0 && (config.behindProxy || config.tlsCert)) {
-    said.push(`IMGPRESS_TLS_NAMES is used only for the generated certificate: ${config.behindProxy ? "behind IMGPRESS_BEHIND_PROXY the proxy's certificate is the one clients see" : "the certificate in IMGPRESS_TLS_CERT holds its own names"}`);
+    said.push(
+      `IMGPRESS_TLS_NAMES is used only for the generated certificate: ${config.behindProxy ? "behind IMGPRESS_BEHIND_PROXY the proxy's certificate is the one clients see" : "the certificate in IMGPRESS_TLS_CERT holds its own names"}`,
+    );
   }
   if (!config.behindProxy && config.trustedProxies.some((p) => p !== "127.0.0.1" && p !== "::1")) {
-    said.push("IMGPRESS_TRUSTED_PROXIES is used only with IMGPRESS_BEHIND_PROXY=true: X-Forwarded-* headers are ignored");
+    said.push(
+      "IMGPRESS_TRUSTED_PROXIES is used only with IMGPRESS_BEHIND_PROXY=true: X-Forwarded-* headers are ignored",
+    );
   }
   const places = config.concurrency + config.queueSize;
   if (config.keyMaxAdmitted > places) {
-    said.push(`IMGPRESS_KEY_MAX_ADMITTED (${config.keyMaxAdmitted}) is more than the ${places} places there are (IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE): one key may take them all`);
+    said.push(
+      `IMGPRESS_KEY_MAX_ADMITTED (${config.keyMaxAdmitted}) is more than the ${places} places there are (IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE): one key may take them all`,
+    );
   }
   if (config.staffSessionIdleS >= config.staffSessionMaxS) {
-    said.push(`IMGPRESS_STAFF_SESSION_IDLE_S (${config.staffSessionIdleS}) is not below IMGPRESS_STAFF_SESSION_MAX_S (${config.staffSessionMaxS}): sessions end at the maximum before they can go idle`);
+    said.push(
+      `IMGPRESS_STAFF_SESSION_IDLE_S (${config.staffSessionIdleS}) is not below IMGPRESS_STAFF_SESSION_MAX_S (${config.staffSessionMaxS}): sessions end at the maximum before they can go idle`,
+    );
   }
   // The default sender is imgpress@<hostname>; a host name without a dot makes an address many mail servers refuse.
   if (config.smtpUrl && !config.mailFrom.slice(config.mailFrom.lastIndexOf("@") + 1).includes(".")) {
-    said.push(`IMGPRESS_MAIL_FROM is not set: mail is sent from ${config.mailFrom}, an address without a domain that many mail servers refuse; set IMGPRESS_MAIL_FROM`);
+    said.push(
+      `IMGPRESS_MAIL_FROM is not set: mail is sent from ${config.mailFrom}, an address without a domain that many mail servers refuse; set IMGPRESS_MAIL_FROM`,
+    );
   }
   return said;
 }
@@ -518,11 +613,17 @@ export function loadConfig(env: Record<string, string | undefined>, flags: Recor
 /** What a field of ConfigSchema accepts, in words, for the error message and docs/configuration.md. */
 export function allowedBy(schema: TSchema): string {
   if (schema.anyOf) return `one of ${(schema.anyOf as TSchema[]).map((s) => s.const).join(", ")}`;
-  if (schema.type === "array") return `a comma list${schema.minItems ? ` of at least ${schema.minItems} entry` : ""}, each ${allowedBy(schema.items)}`;
-  if (schema.type === "integer") return schema.maximum === undefined ? `a whole number of at least ${schema.minimum}` : `a whole number from ${schema.minimum} to ${schema.maximum}`;
+  if (schema.type === "array")
+    return `a comma list${schema.minItems ? ` of at least ${schema.minItems} entry` : ""}, each ${allowedBy(schema.items)}`;
+  if (schema.type === "integer")
+    return schema.maximum === undefined
+      ? `a whole number of at least ${schema.minimum}`
+      : `a whole number from ${schema.minimum} to ${schema.maximum}`;
   if (schema.type === "number") {
     const upTo = schema.maximum === undefined ? "" : ` to ${schema.maximum}`;
-    return schema.exclusiveMinimum === 0 ? `a positive number${upTo && ` up${upTo}`}` : `a number from ${schema.minimum ?? 0}${upTo}`;
+    return schema.exclusiveMinimum === 0
+      ? `a positive number${upTo && ` up${upTo}`}`
+      : `a number from ${schema.minimum ?? 0}${upTo}`;
   }
   if (schema.type === "boolean") return "true or false";
   return "a string";
@@ -530,5 +631,8 @@ export function allowedBy(schema: TSchema): string {
 
 /** `IMGPRESS_DATA_DIR` → `data-dir`. */
 export function flagName(env: string): string {
-  return env.replace(/^IMGPRESS_/, "").toLowerCase().replaceAll("_", "-");
+  return env
+    .replace(/^IMGPRESS_/, "")
+    .toLowerCase()
+    .replaceAll("_", "-");
 }

@@ -44,7 +44,9 @@ export async function sha256Hex(data: string | Uint8Array): Promise<string> {
 
 /** Lowercase hex HMAC-SHA256 of `message` (as UTF-8) under `key`. */
 export async function hmacSha256Hex(key: string | Uint8Array, message: string): Promise<string> {
-  return createHmac("sha256", typeof key === "string" ? encoder.encode(key) : key).update(message).digest("hex");
+  return createHmac("sha256", typeof key === "string" ? encoder.encode(key) : key)
+    .update(message)
+    .digest("hex");
 }
 
 /** Compares two strings in time that depends only on their lengths. */

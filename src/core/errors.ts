@@ -79,7 +79,9 @@ export function notFound(): AppError {
 /** The answer to a public route asked with a method it does not answer; `Allow` lists those it does. */
 export function methodNotAllowed(path: string, allowed: readonly string[]): AppError {
   const list = allowed.join(", ");
-  return new AppError(405, "METHOD_NOT_ALLOWED", `${path} answers ${list} only. See /v1/docs for the API.`, { allow: list });
+  return new AppError(405, "METHOD_NOT_ALLOWED", `${path} answers ${list} only. See /v1/docs for the API.`, {
+    allow: list,
+  });
 }
 
 /** 500 naming the request id, the one detail the operator needs to find the logged cause. */

@@ -1,5 +1,5 @@
-import { link, mkdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { lstatSync, readlinkSync, realpathSync, type Stats } from "node:fs";
+import { link, mkdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 
 /**
@@ -83,7 +83,8 @@ export function realFile(path: string, depth = 0): string {
   }
   try {
     // A relative target is read from where the link really is (its folder may itself be a link).
-    if (depth < 16 && lstatSync(path).isSymbolicLink()) return realFile(resolve(realFolder(path), readlinkSync(path)), depth + 1);
+    if (depth < 16 && lstatSync(path).isSymbolicLink())
+      return realFile(resolve(realFolder(path), readlinkSync(path)), depth + 1);
   } catch {
     // No link either.
   }

@@ -18,7 +18,14 @@ export interface SafeHtml {
 /** Anything `html` accepts between `${…}`; null, undefined and false render nothing. */
 export type HtmlValue = SafeHtml | string | number | bigint | boolean | null | undefined | readonly HtmlValue[];
 
-const entities: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
+const entities: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+  "`": "&#96;",
+};
 
 /** Escapes text for an element body or a quoted attribute value. */
 export function escapeHtml(value: string): string {

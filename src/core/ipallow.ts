@@ -48,7 +48,10 @@ export function isLoopbackHost(hostname: string): boolean {
  * DNS for `localhost` before the hosts file (nodemailer does).
  */
 export function isLoopbackAddress(hostname: string): boolean {
-  const bare = hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
+  const bare = hostname
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "")
+    .toLowerCase();
   if (/^127(\.\d+){0,3}$/.test(bare)) return true;
   // An IPv4-mapped address comes back as its 4 IPv4 bytes.
   const bytes = addressBytes(bare);
@@ -96,7 +99,10 @@ function toRange(entry: string): Range | null {
 
 // 4 bytes for IPv4 (and IPv4-mapped IPv6), 16 for IPv6; null when not an address.
 function addressBytes(text: string): number[] | null {
-  const address = text.trim().replace(/^\[|\]$/g, "").split("%")[0]!;
+  const address = text
+    .trim()
+    .replace(/^\[|\]$/g, "")
+    .split("%")[0]!;
   const version = isIP(address);
   if (version === 4) return address.split(".").map(Number);
   if (version !== 6) return null;

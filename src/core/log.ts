@@ -19,13 +19,22 @@ const secretField = /otp|code_hash|secret|api_?key|authorization|signature|passw
 export function createLogger(level: LogLevel = "info", write: (line: string) => void = (l) => console.log(l)): Logger {
   const line = (lvl: LogLevel, msg: string, fields: Record<string, unknown>) => {
     const safe: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(fields)) safe[k] = secretField.test(k) ? "[redacted]" : v instanceof Error ? errorFields(v) : v;
+    for (const [k, v] of Object.entries(fields))
+      safe[k] = secretField.test(k) ? "[redacted]" : v instanceof Error ? errorFields(v) : v;
     write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...safe }));
   };
-  const emit = (lvl: LogLevel) => (msg: string, fields: Record<string, unknown> = {}) => {
-    if (order[lvl] >= order[level]) line(lvl, msg, fields);
+  const emit =
+    (lvl: LogLevel) =>
+    (msg: string, fields: Record<string, unknown> = {}) => {
+      if (order[lvl] >= order[level]) line(lvl, msg, fields);
+    };
+  return {
+    debug: emit("debug"),
+    info: emit("info"),
+    warn: emit("warn"),
+    error: emit("error"),
+    startup: (lvl, msg, fields = {}) => line(lvl, msg, fields),
   };
-  return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error"), startup: (lvl, msg, fields = {}) => line(lvl, msg, fields) };
 }
 
 function errorFields(err: Error): Record<string, unknown> {
@@ -34,7 +43,11 @@ function errorFields(err: Error): Record<string, unknown> {
   // header, which repeats the message, is left out.
   if (err.message.startsWith("Failed query:") && err.cause instanceof Error) {
     const frames = err.stack?.split("\n").filter((line) => line.trimStart().startsWith("at ")) ?? [];
-    return { name: err.name, message: `database query failed: ${err.cause.message.split("\n")[0]}`, stack: frames.slice(0, 7).join("\n") };
+    return {
+      name: err.name,
+      message: `database query failed: ${err.cause.message.split("\n")[0]}`,
+      stack: frames.slice(0, 7).join("\n"),
+    };
   }
   return { name: err.name, message: err.message, stack: err.stack?.split("\n").slice(0, 8).join("\n") };
 }

@@ -24,7 +24,9 @@ export function hasCredentials(raw: string): boolean {
   if (credentialsPastAuthority(text)) return true;
   const url = URL.parse(text);
   if (!url) return /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]+@/i.test(text);
-  return url.password !== "" || [...url.searchParams.keys()].some((name) => SECRET_PARAM.test(name) && !/^ssl/i.test(name));
+  return (
+    url.password !== "" || [...url.searchParams.keys()].some((name) => SECRET_PARAM.test(name) && !/^ssl/i.test(name))
+  );
 }
 
 /**

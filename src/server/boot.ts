@@ -1,20 +1,20 @@
 import { existsSync } from "node:fs";
-import { createApp, type App } from "../app.ts";
-import { createServices, type Services } from "../services.ts";
-import { ineffectiveSettings, loadConfig, unknownSettings, type Config } from "../core/config.ts";
+import { type App, createApp } from "../app.ts";
+import { type Config, ineffectiveSettings, loadConfig, unknownSettings } from "../core/config.ts";
+import { createLogger, type Logger } from "../core/log.ts";
+import { logMailer, type Mailer, smtpMailer } from "../core/mail/mailer.ts";
+import { scrub } from "../core/redact.ts";
 import { driverMessage } from "../data/db/faults.ts";
 import { localPath, openStore, type Store } from "../data/db/index.ts";
 import { inspectDatabaseFile } from "../data/db/inspect.ts";
 import { pendingMigrations } from "../data/db/migrate.ts";
+import { sqliteMigrations } from "../data/db/migrations.gen.ts";
+import { finishInterruptedRestore, interruptedRestore, restoreInterrupted } from "../data/db/restore-plan.ts";
 import { LONGEST_OTP_WINDOW_MS } from "../data/otp/limits.ts";
 import { WRONG_CODE_BUCKETS, WRONG_CODE_WINDOW_MS } from "../data/otp/service.ts";
-import { scrub } from "../core/redact.ts";
-import { sqliteMigrations } from "../data/db/migrations.gen.ts";
-import { createLogger, type Logger } from "../core/log.ts";
-import { logMailer, type Mailer, smtpMailer } from "../core/mail/mailer.ts";
+import { createServices, type Services } from "../services.ts";
 import { loadMasterKey, masterKeyPath, requireDatabaseKey, requireKeyOfPinnedDatabase } from "./masterkey.ts";
 import { serverInUse } from "./pidfile.ts";
-import { finishInterruptedRestore, interruptedRestore, restoreInterrupted } from "../data/db/restore-plan.ts";
 
 // The migration that creates the tables: applied only to a database that had none.
 const FIRST_MIGRATION = sqliteMigrations[0]!.tag;
@@ -62,11 +62,22 @@ export async function boot(options: BootOptions): Promise<Booted> {
   await requireDatabaseKey(config, facts);
   const keyFileBefore = !config.masterKey && existsSync(masterKeyPath(config));
   const store = await openConfiguredStore(config, pending, logger);
-  if (path && !facts && options.besideServer) logger.startup("warn", `no database was at ${path}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`);
+  if (path && !facts && options.besideServer)
+    logger.startup(
+      "warn",
+      `no database was at ${path}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`,
+    );
   reportMigrations(store, config, keyFileBefore, logger);
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : logMailer(options.write);
   await requireKeyOfPinnedDatabase(store, config);
-  const deps = { config, store, mailer, logger, masterKey: await loadMasterKey(config), loadDocsAsset: options.loadDocsAsset };
+  const deps = {
+    config,
+    store,
+    mailer,
+    logger,
+    masterKey: await loadMasterKey(config),
+    loadDocsAsset: options.loadDocsAsset,
+  };
   const services = await createServices(deps);
   return { config, logger, store, mailer, services, app: createApp(deps, services) };
 }
@@ -74,7 +85,12 @@ export async function boot(options: BootOptions): Promise<Booted> {
 /** Settings that would otherwise be ignored without a word: a misspelt variable, or one that has no effect with the others. */
 function warnAboutSettings(env: Record<string, string | undefined>, config: Config, logger: Logger): void {
   const unknown = unknownSettings(env);
-  if (unknown.length > 0) logger.startup("warn", `ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`, { variables: unknown });
+  if (unknown.length > 0)
+    logger.startup(
+      "warn",
+      `ignored: ${unknown.join(", ")} ${unknown.length === 1 ? "is not an imgpress setting" : "are not imgpress settings"} (see imgpress --help)`,
+      { variables: unknown },
+    );
   for (const warning of ineffectiveSettings(config)) logger.startup("warn", warning);
 }
 
@@ -88,15 +104,25 @@ async function lookBeforeOpening(path: string, config: Config, options: BootOpti
   if (options.finishesRestore) {
     const finished = await finishInterruptedRestore(path);
     if (finished) {
-      const kept = [finished.aside && `the database before it kept as ${finished.aside}`, finished.asideKey && `the master key before it as ${finished.asideKey}`].filter(Boolean).join(", ");
-      logger.startup("warn", `an imgpress restore into ${path} had been interrupted (killed, or the power went): it was finished now${kept ? `; ${kept}` : ""}`);
+      const kept = [
+        finished.aside && `the database before it kept as ${finished.aside}`,
+        finished.asideKey && `the master key before it as ${finished.asideKey}`,
+      ]
+        .filter(Boolean)
+        .join(", ");
+      logger.startup(
+        "warn",
+        `an imgpress restore into ${path} had been interrupted (killed, or the power went): it was finished now${kept ? `; ${kept}` : ""}`,
+      );
     }
   } else if (await restoreInterrupted(path)) {
     throw new Error(interruptedRestore(path));
   }
   const facts = await inspectDatabaseFile(path).catch((err) => cannotOpen(config, err, []));
   if (!facts && options.existingOnly) {
-    throw new Error(`no database at ${path} (no file, or an empty one): check IMGPRESS_DATA_DIR (or IMGPRESS_DATABASE_URL) and the folder you run this in (the default data folder is ./imgpress-data, relative to it); nothing was created`);
+    throw new Error(
+      `no database at ${path} (no file, or an empty one): check IMGPRESS_DATA_DIR (or IMGPRESS_DATABASE_URL) and the folder you run this in (the default data folder is ./imgpress-data, relative to it); nothing was created`,
+    );
   }
   return facts;
 }
@@ -106,22 +132,33 @@ function refuseMigratingUnderServer(path: string, pending: readonly string[]): v
   if (pending.length === 0) return;
   const server = serverInUse(path);
   // Exit 1 like restore's refusal, not the 2 of a command line imgpress cannot read.
-  if (server) throw new Error(`this imgpress would migrate the database (${pending.join(", ")}) under a running server: ${server}, then start this version, which migrates at start`);
+  if (server)
+    throw new Error(
+      `this imgpress would migrate the database (${pending.join(", ")}) under a running server: ${server}, then start this version, which migrates at start`,
+    );
 }
 
 /** A backup file put in place by hand: its master key may be in it in clear, which restore puts right. */
 function refuseUnrestoredBackup(path: string, config: Config, backup: { withKey: boolean }): never {
-  const why = backup.withKey ? "it still holds the master key in clear" : "a --without-key backup, so the master key it was made with must be in place too";
+  const why = backup.withKey
+    ? "it still holds the master key in clear"
+    : "a --without-key backup, so the master key it was made with must be in place too";
   const does = backup.withKey ? `moves the key into ${masterKeyPath(config)}` : "takes the backup's table out";
-  throw new Error(`${path} is a file written by imgpress backup, put in place without imgpress restore (${why}): stop imgpress, then run imgpress restore ${path}, which checks it, ${does} and keeps a copy of the file aside`);
+  throw new Error(
+    `${path} is a file written by imgpress backup, put in place without imgpress restore (${why}): stop imgpress, then run imgpress restore ${path}, which checks it, ${does} and keeps a copy of the file aside`,
+  );
 }
 
 /** After an upgrade the operator sees what changed in the database, once, at the start that did it; and a new empty database beside an old key is named. */
 function reportMigrations(store: Store, config: Config, keyFileBefore: boolean, logger: Logger): void {
-  if (store.migrationsApplied.length > 0) logger.startup("info", "database migrated", { migrations: store.migrationsApplied });
+  if (store.migrationsApplied.length > 0)
+    logger.startup("info", "database migrated", { migrations: store.migrationsApplied });
   // A new, empty database beside a master key of earlier runs: the old database file is gone or was replaced (an empty copy).
   if (keyFileBefore && store.migrationsApplied[0] === FIRST_MIGRATION) {
-    logger.startup("warn", `a new, empty database was created beside the existing ${masterKeyPath(config)}: if this folder held keys before, its database file is missing or was replaced by an empty one (restore it from a backup)`);
+    logger.startup(
+      "warn",
+      `a new, empty database was created beside the existing ${masterKeyPath(config)}: if this folder held keys before, its database file is missing or was replaced by an empty one (restore it from a backup)`,
+    );
   }
 }
 
@@ -133,9 +170,18 @@ function reportMigrations(store: Store, config: Config, keyFileBefore: boolean, 
 async function openConfiguredStore(config: Config, pending: readonly string[], logger: Logger): Promise<Store> {
   // One line when the file goes (every request is then refused 503 without a line of its own).
   const onFileLost = (why: string | null) =>
-    why === null ? logger.warn("database file is the one this server opened again: writes resume") : logger.error("database file lost: every statement is refused until it is back or the server restarts", { fault: why });
+    why === null
+      ? logger.warn("database file is the one this server opened again: writes resume")
+      : logger.error("database file lost: every statement is refused until it is back or the server restarts", {
+          fault: why,
+        });
   try {
-    return await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS, onFileLost });
+    return await openStore(config.databaseUrl, {
+      authToken: config.databaseAuthToken,
+      poolSize: config.databasePoolSize,
+      timeoutS: config.databaseTimeoutS,
+      onFileLost,
+    });
   } catch (err) {
     return cannotOpen(config, err, pending);
   }
@@ -152,7 +198,9 @@ function cannotOpen(config: Config, err: unknown, pending: readonly string[]): n
       : local && /CANTOPEN|unable to open database|: 14\b/i.test(message)
         ? " (are the data folder and its files readable and writable by this user, and not on a read-only mount? A command run as root may have left them owned by root)"
         : "";
-  throw new Error(scrub(`cannot open the database ${config.databaseUrl}: ${message}${hint}`, [config.databaseUrl]), { cause: err });
+  throw new Error(scrub(`cannot open the database ${config.databaseUrl}: ${message}${hint}`, [config.databaseUrl]), {
+    cause: err,
+  });
 }
 
 /**
@@ -161,9 +209,16 @@ function cannotOpen(config: Config, err: unknown, pending: readonly string[]): n
  */
 export function startMaintenance(services: Services, config: Config, logger: Logger): () => void {
   const timer = setInterval(() => {
-    Promise.all([services.issuance.prune(), services.staffSignIn.prune(), services.sessions.prune(), services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }), services.authenticator.prune(), services.usage.prune(), services.refusals.prune(), services.audit.prune()]).catch((err: Error) =>
-      logger.warn("maintenance failed", { error: err.message }),
-    );
+    Promise.all([
+      services.issuance.prune(),
+      services.staffSignIn.prune(),
+      services.sessions.prune(),
+      services.limiter.prune(LONGEST_OTP_WINDOW_MS, { prefix: WRONG_CODE_BUCKETS, windowMs: WRONG_CODE_WINDOW_MS }),
+      services.authenticator.prune(),
+      services.usage.prune(),
+      services.refusals.prune(),
+      services.audit.prune(),
+    ]).catch((err: Error) => logger.warn("maintenance failed", { error: err.message }));
   }, 60_000);
   // A retention set (or shortened) takes effect at this start, not a minute later.
   services.audit.prune().catch((err: Error) => logger.warn("maintenance failed", { error: err.message }));

@@ -1,7 +1,7 @@
-import type { Booted } from "./boot.ts";
-import type { Listening, ShutdownSignal } from "./server.ts";
 import { driverMessage } from "../data/db/faults.ts";
 import { localPath } from "../data/db/index.ts";
+import type { Booted } from "./boot.ts";
+import type { Listening, ShutdownSignal } from "./server.ts";
 
 /** How often the log says what a drain is still waiting for. */
 const DRAIN_STATUS_EVERY_MS = 2000;
@@ -35,7 +35,12 @@ export function counting(fetch: (request: Request, peer: string | undefined) => 
  * and the database closed. Resolves to the exit status: 0, or 1 when the timeout cut requests, a
  * hook failed or the database could not be closed.
  */
-export async function drain(booted: Pick<Booted, "config" | "logger" | "store" | "services">, server: Listening, inFlight: InFlight, signal: ShutdownSignal): Promise<number> {
+export async function drain(
+  booted: Pick<Booted, "config" | "logger" | "store" | "services">,
+  server: Listening,
+  inFlight: InFlight,
+  signal: ShutdownSignal,
+): Promise<number> {
   const { config, logger, store, services } = booted;
   services.lifecycle.beginDrain();
   const status = () => {
@@ -46,13 +51,18 @@ export async function drain(booted: Pick<Booted, "config" | "logger" | "store" |
   const describe = (s: ReturnType<typeof status>) =>
     `draining: ${s.conversions} conversions in flight, ${s.queued} queued, ${s.uploading} uploading, ${s.requests} requests open`;
   if (config.drainDelayS > 0) {
-    logger.info(`${signal} received: readiness answers 503; the listener closes in ${config.drainDelayS} s (IMGPRESS_DRAIN_DELAY_S)`, { delayS: config.drainDelayS, ...status() });
+    logger.info(
+      `${signal} received: readiness answers 503; the listener closes in ${config.drainDelayS} s (IMGPRESS_DRAIN_DELAY_S)`,
+      { delayS: config.drainDelayS, ...status() },
+    );
     await new Promise((resolve) => setTimeout(resolve, config.drainDelayS * 1000));
     logger.info(`closing the listener: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
   } else logger.info(`${signal} received: ${describe(status())}`, { timeoutS: config.shutdownTimeoutS, ...status() });
   const ticker = setInterval(() => logger.info(describe(status()), status()), DRAIN_STATUS_EVERY_MS);
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<"timed out">((resolve) => (timer = setTimeout(() => resolve("timed out"), config.shutdownTimeoutS * 1000)));
+  const timedOut = new Promise<"timed out">(
+    (resolve) => (timer = setTimeout(() => resolve("timed out"), config.shutdownTimeoutS * 1000)),
+  );
   const stopped = server.stop().then(
     () => false,
     (err: Error) => (logger.error("closing the listener failed", { error: err }), false),
@@ -76,7 +86,9 @@ export async function drain(booted: Pick<Booted, "config" | "logger" | "store" |
   // The driver's words: an operator's matter (a read-only file, a full disk), not a bug with a stack.
   // Nothing is lost then (what the checkpoint could not copy stays in the write-ahead log beside the
   // file, which the next start reads), but the file alone is not complete: a failed stop.
-  const walHint = localPath(config.databaseUrl) ? ": keep the -wal file beside the database (the next start reads it)" : "";
+  const walHint = localPath(config.databaseUrl)
+    ? ": keep the -wal file beside the database (the next start reads it)"
+    : "";
   const unclosed = await store.shutdown().then(
     () => false,
     (err: Error) => (logger.error(`closing the database failed${walHint}`, { error: driverMessage(err) }), true),

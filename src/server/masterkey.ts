@@ -2,11 +2,11 @@ import { Buffer } from "node:buffer";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { eq } from "drizzle-orm";
-import { ConfigError, type Config } from "../core/config.ts";
+import { type Config, ConfigError } from "../core/config.ts";
 import { deriveKey, randomBytes, SecretBox, timingSafeEqual, toHex } from "../core/crypto.ts";
+import { readOrCreate } from "../core/files.ts";
 import type { Store } from "../data/db/index.ts";
 import type { DatabaseFacts } from "../data/db/inspect.ts";
-import { readOrCreate } from "../core/files.ts";
 
 /**
  * The 32-byte key that seals stored secrets and peppers OTP hashes: from IMGPRESS_MASTER_KEY, or a
@@ -27,8 +27,13 @@ export async function existingMasterKey(config: Config): Promise<Uint8Array | nu
   // Only a missing file is "no key": one that cannot be read (root-owned after a command run as root) must say so.
   const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return null;
-    if (err.code === "ENOTDIR") throw new Error(`cannot read the master key file ${path}: ${dirname(path)} is not a folder (check IMGPRESS_DATA_DIR)`);
-    throw new Error(`cannot read the master key file ${path} (${err.code ?? err.message}): give this user read access to it, e.g. chown it to the user the service runs as`);
+    if (err.code === "ENOTDIR")
+      throw new Error(
+        `cannot read the master key file ${path}: ${dirname(path)} is not a folder (check IMGPRESS_DATA_DIR)`,
+      );
+    throw new Error(
+      `cannot read the master key file ${path} (${err.code ?? err.message}): give this user read access to it, e.g. chown it to the user the service runs as`,
+    );
   });
   return text === null ? null : decodeKey(text.trim(), path);
 }
@@ -92,7 +97,10 @@ export async function requireDatabaseKey(config: Config, facts: DatabaseFacts | 
  */
 export async function requireKeyOfPinnedDatabase(store: Store, config: Config): Promise<void> {
   if (config.masterKey) return;
-  const { db, tables: { databaseFacts } } = store;
+  const {
+    db,
+    tables: { databaseFacts },
+  } = store;
   // The pin first, the file second: a process starting beside this one writes its key file before
   // it pins, so a pin seen here means that file exists by now (the other order raced: a file not
   // yet written, then the other process's pin, refused a concurrent first start).
@@ -114,10 +122,19 @@ function missingKeyFile(config: Config): ConfigError {
  * stores a one-way check value; a database from before the check is pinned only if the key opens
  * its stored secrets (`opensStoredSecrets`). Throws a ConfigError naming `origin`.
  */
-export async function pinMasterKey(store: Store, key: Uint8Array, origin: string, opensStoredSecrets: () => Promise<boolean>): Promise<void> {
+export async function pinMasterKey(
+  store: Store,
+  key: Uint8Array,
+  origin: string,
+  opensStoredSecrets: () => Promise<boolean>,
+): Promise<void> {
   const check = await masterKeyCheck(key);
-  const { db, tables: { databaseFacts } } = store;
-  const pinned = async () => (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0]?.value;
+  const {
+    db,
+    tables: { databaseFacts },
+  } = store;
+  const pinned = async () =>
+    (await db.select().from(databaseFacts).where(eq(databaseFacts.name, CHECK_NAME)))[0]?.value;
   let stored = await pinned();
   if (stored === undefined) {
     if (!(await opensStoredSecrets())) throw masterKeyMismatch(origin);
@@ -140,11 +157,17 @@ function decodeKey(text: string, origin: string): Uint8Array {
   // Hex digits only but not 64 of them: a hex key cut short (43 of them would also read as base64,
   // as another key). A real base64 key of hex digits alone is a 1-in-10^20 chance.
   if (/^[0-9a-fA-F]+$/.test(text) && text.length !== 64) {
-    throw new ConfigError(`${origin} is invalid: it has ${text.length} hex digits, and a master key in hex has 64; was it cut short when copied?`);
+    throw new ConfigError(
+      `${origin} is invalid: it has ${text.length} hex digits, and a master key in hex has 64; was it cut short when copied?`,
+    );
   }
   // Buffer's base64 decoder skips what it cannot read: a mistyped character would give another key.
   const base64 = /^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}=?$/.test(text);
-  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : base64 ? Buffer.from(text, "base64") : Buffer.alloc(0);
+  const bytes = /^[0-9a-fA-F]{64}$/.test(text)
+    ? Buffer.from(text, "hex")
+    : base64
+      ? Buffer.from(text, "base64")
+      : Buffer.alloc(0);
   if (bytes.length !== 32) throw new ConfigError(`${origin} is invalid: expected 32 bytes as 64 hex digits or base64.`);
   return new Uint8Array(bytes);
 }

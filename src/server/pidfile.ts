@@ -1,4 +1,16 @@
-import { closeSync, linkSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  linkSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { pid } from "node:process";
 import { cannotWrite, realFile } from "../core/files.ts";
 
@@ -35,10 +47,15 @@ export function claimPidFile(databasePath: string, role: Role = "serve"): () => 
         if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
         const holder = recordedServer(databasePath);
         // A restore refuses whatever may hold the record, and anything refuses a restore that may be under way.
-        const refusal = role === "restore" || (holder?.role === "restore" && holder.alive !== false) ? holderInUse(holder, databasePath) : null;
+        const refusal =
+          role === "restore" || (holder?.role === "restore" && holder.alive !== false)
+            ? holderInUse(holder, databasePath)
+            : null;
         if (refusal) throw new Error(refusal);
         if (holder?.alive) {
-          throw new Error(`another server (pid ${holder.pid}) is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR (if no server runs, delete ${path})`);
+          throw new Error(
+            `another server (pid ${holder.pid}) is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR (if no server runs, delete ${path})`,
+          );
         }
         // Cannot tell (Deno without --allow-run): refusing would stop every restart after a crash, and
         // taking the record over would hide a live first server from restore and migrate-data; this
@@ -77,7 +94,10 @@ function underLock<T>(record: string, work: () => T): T {
       const since = statSync(lock, { throwIfNoEntry: false })?.mtimeMs;
       // Either way round: a clock set back after the crash must not keep the lock young for good.
       if (held !== null && since !== undefined && Math.abs(Date.now() - since) > STALE_LOCK_MS) breakLock(lock, held);
-      else if (Date.now() > givenUpAt) throw new Error(`${lock} stays held: another imgpress is starting on this folder; if none is, delete that file`);
+      else if (Date.now() > givenUpAt)
+        throw new Error(
+          `${lock} stays held: another imgpress is starting on this folder; if none is, delete that file`,
+        );
       else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
     }
   }
@@ -141,7 +161,8 @@ function recordedServer(databasePath: string): (Recorded & { alive: boolean | un
   const record = readRecord(pidFilePath(databasePath));
   if (record === null) return null;
   // Pid numbers start again at every boot: after a power cut the one recorded may be another daemon's.
-  if (record.boot !== undefined && bootId() !== undefined && record.boot !== bootId()) return { ...record, alive: false };
+  if (record.boot !== undefined && bootId() !== undefined && record.boot !== bootId())
+    return { ...record, alive: false };
   // Written in another pid namespace (a container, or the host seen from one): its number means
   // nothing here. The recorder is looked for by namespace and start time among the processes this
   // one can see (a namespace sees those of the namespaces inside it); not seen, it is gone, or runs
@@ -228,7 +249,12 @@ function bootId(): string | undefined {
 // The record's second line: what tells this process from a later one given the same number.
 function identityLine(role: Role): string {
   const start = procStat("self")?.start;
-  const parts = [`role=${role}`, bootId() && `boot=${bootId()}`, pidNamespace() && `ns=${pidNamespace()}`, start && `start=${start}`].filter(Boolean);
+  const parts = [
+    `role=${role}`,
+    bootId() && `boot=${bootId()}`,
+    pidNamespace() && `ns=${pidNamespace()}`,
+    start && `start=${start}`,
+  ].filter(Boolean);
   return `${parts.join(" ")}\n`;
 }
 
@@ -239,8 +265,10 @@ export function serverInUse(databasePath: string): string | null {
 
 function holderInUse(holder: ReturnType<typeof recordedServer>, databasePath: string): string | null {
   const record = pidFilePath(databasePath);
-  if (holder?.alive && holder.role === "restore") return `imgpress restore (pid ${holder.pid}) is replacing ${databasePath}; wait until it has finished (if it no longer runs, delete ${record})`;
-  if (holder?.alive) return `a server (pid ${holder.pid}) is using ${databasePath}; stop it first (if no server runs, delete ${record})`;
+  if (holder?.alive && holder.role === "restore")
+    return `imgpress restore (pid ${holder.pid}) is replacing ${databasePath}; wait until it has finished (if it no longer runs, delete ${record})`;
+  if (holder?.alive)
+    return `a server (pid ${holder.pid}) is using ${databasePath}; stop it first (if no server runs, delete ${record})`;
   if (holder !== null && holder.alive === undefined) {
     return `${record} names process ${holder.pid}, and this runtime may not ask whether it runs (Deno without --allow-run): stop that server first; if none runs, delete ${record}`;
   }
@@ -260,6 +288,17 @@ function readRecord(record: string): Recorded | null {
   const [first, second = ""] = (readText(record) ?? "").split("\n");
   const value = Number(first!.trim());
   if (!Number.isInteger(value) || value <= 0) return null;
-  const fields = new Map(second.trim().split(/\s+/).map((field) => field.split("=", 2) as [string, string]));
-  return { pid: value, role: fields.get("role") === "restore" ? "restore" : "serve", boot: fields.get("boot") || undefined, ns: fields.get("ns") || undefined, start: fields.get("start") || undefined };
+  const fields = new Map(
+    second
+      .trim()
+      .split(/\s+/)
+      .map((field) => field.split("=", 2) as [string, string]),
+  );
+  return {
+    pid: value,
+    role: fields.get("role") === "restore" ? "restore" : "serve",
+    boot: fields.get("boot") || undefined,
+    ns: fields.get("ns") || undefined,
+    start: fields.get("start") || undefined,
+  };
 }

@@ -1,24 +1,24 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { dirname } from "node:path";
-import { boot, startMaintenance, type Booted } from "./boot.ts";
-import { counting, drain, type InFlight } from "./drain.ts";
+import { openIssuanceWarning } from "../api/issuance/service.ts";
+import { createRequestHandler } from "../app.ts";
 import { releaseWhenIdle } from "../conversion/idle.ts";
 import type { Config } from "../core/config.ts";
+import { readableByOthers } from "../core/files.ts";
+import type { Logger } from "../core/log.ts";
+import { clearTextMailWarning, DEVELOPMENT_MAIL_WARNING } from "../core/mail/mailer.ts";
+import { version } from "../core/version.ts";
 import { localPath } from "../data/db/index.ts";
 import { prepareDatabaseFolder } from "../data/db/sqlite.ts";
-import { readableByOthers } from "../core/files.ts";
+import type { Services } from "../services.ts";
+import { type Booted, boot, startMaintenance } from "./boot.ts";
+import { counting, drain, type InFlight } from "./drain.ts";
 import { masterKeyPath } from "./masterkey.ts";
-import { clearTextMailWarning, DEVELOPMENT_MAIL_WARNING } from "../core/mail/mailer.ts";
-import { openIssuanceWarning } from "../api/issuance/service.ts";
 import { claimPidFile, pidFilePath } from "./pidfile.ts";
 import { holdServingLock } from "./servinglock.ts";
-import { isoSeconds, loadTls, urlHost, type ServedTls } from "./tls/index.ts";
+import { isoSeconds, loadTls, type ServedTls, urlHost } from "./tls/index.ts";
 import { describeServed, servedWarnings, watchCertificate } from "./tls/watch.ts";
-import { version } from "../core/version.ts";
-import type { Logger } from "../core/log.ts";
-import { createRequestHandler } from "../app.ts";
-import type { Services } from "../services.ts";
 
 /** A listening server as the runtime reports it. */
 export interface Listening {
@@ -40,7 +40,6 @@ export interface Listening {
 export type ShutdownSignal = "SIGTERM" | "SIGINT" | "SIGHUP";
 
 const signalNumbers: Record<ShutdownSignal, number> = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
-
 
 /** What differs between Bun and Deno; everything else is shared. */
 export interface Runtime {
@@ -67,7 +66,13 @@ export interface Runtime {
 /** Boots the service, listens, and runs until a shutdown signal has let in-flight requests finish; resolves to the exit status. */
 export async function serve(flags: Record<string, string>, runtime: Runtime): Promise<number> {
   const pid = pidRecord();
-  const booted = await boot({ env: runtime.env, flags, loadDocsAsset: runtime.loadDocsAsset, beforeOpen: pid.claim, finishesRestore: true }).catch((err) => {
+  const booted = await boot({
+    env: runtime.env,
+    flags,
+    loadDocsAsset: runtime.loadDocsAsset,
+    beforeOpen: pid.claim,
+    finishesRestore: true,
+  }).catch((err) => {
     pid.release();
     throw err;
   });
@@ -112,7 +117,9 @@ function pidRecord(): { claim: (config: Config) => Promise<void>; release: () =>
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== "EROFS" && code !== "EACCES" && code !== "EPERM") throw err;
-      throw new Error(`cannot write ${pidFilePath(dbPath)} (${code}): the data folder must be writable by this user and not on a read-only mount`);
+      throw new Error(
+        `cannot write ${pidFilePath(dbPath)} (${code}): the data folder must be writable by this user and not on a read-only mount`,
+      );
     }
     const unlock = await holdServingLock(dbPath).catch((err) => {
       releaseRecord();
@@ -147,11 +154,17 @@ function warnAtStart({ config, logger, mailer }: Booted, runtime: Runtime): void
 }
 
 /** Loads the certificate (unless a proxy terminates TLS) and listens; a failure names the address and the settings to change. */
-async function listen({ config, logger, services, app }: Booted, runtime: Runtime, inFlight: InFlight): Promise<{ tls: ServedTls | undefined; server: Listening }> {
+async function listen(
+  { config, logger, services, app }: Booted,
+  runtime: Runtime,
+  inFlight: InFlight,
+): Promise<{ tls: ServedTls | undefined; server: Listening }> {
   // A name that does not resolve: Bun would report it as "Is port … in use?".
   if (!isIP(config.host)) {
     await lookup(config.host).catch(() => {
-      throw new Error(`cannot listen on ${config.host}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): no address has that name (IMGPRESS_HOST takes an IP address of this machine, 0.0.0.0 or ::)`);
+      throw new Error(
+        `cannot listen on ${config.host}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): no address has that name (IMGPRESS_HOST takes an IP address of this machine, 0.0.0.0 or ::)`,
+      );
     });
   }
   const tls = config.behindProxy ? undefined : await loadTls(config);
@@ -161,13 +174,18 @@ async function listen({ config, logger, services, app }: Booted, runtime: Runtim
       host: config.host,
       port: config.port,
       tls,
-      idleTimeoutS: Math.min(runtime.maxSilentS ?? 255, Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS)),
+      idleTimeoutS: Math.min(
+        runtime.maxSilentS ?? 255,
+        Math.ceil(config.queueTimeoutS + config.convertTimeoutS + config.uploadTimeoutS),
+      ),
       maxBodyBytes: 1024 * 1024 * 1024,
       fetch: counting(handler, inFlight),
     })
     .catch((err: Error) => {
       // Bun says only "Failed to start server" or ENOENT (an unresolvable host): name the address.
-      throw new Error(`cannot listen on ${urlHost(config.host)}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): ${err.message}`);
+      throw new Error(
+        `cannot listen on ${urlHost(config.host)}:${config.port} (IMGPRESS_HOST, IMGPRESS_PORT): ${err.message}`,
+      );
     });
   return { tls, server };
 }
@@ -179,7 +197,9 @@ function releaseMemoryWhenIdle(runtime: Runtime, services: Services, logger: Log
   const release = () => {
     const startedAt = performance.now();
     releaseFreedMemory();
-    logger.debug("conversions idle: freed memory handed back", { ms: Math.round((performance.now() - startedAt) * 10) / 10 });
+    logger.debug("conversions idle: freed memory handed back", {
+      ms: Math.round((performance.now() - startedAt) * 10) / 10,
+    });
   };
   services.convert.observe(releaseWhenIdle(services.gate, release));
 }
@@ -188,7 +208,12 @@ function releaseMemoryWhenIdle(runtime: Runtime, services: Services, logger: Log
  * Runs `stop` at the first shutdown signal and resolves to its exit status; a second signal
  * resolves at once (the operator wants out now, whatever is still running).
  */
-function stopOnSignals(runtime: Runtime, logger: Logger, inFlight: InFlight, stop: (signal: ShutdownSignal) => Promise<number>): Promise<number> {
+function stopOnSignals(
+  runtime: Runtime,
+  logger: Logger,
+  inFlight: InFlight,
+  stop: (signal: ShutdownSignal) => Promise<number>,
+): Promise<number> {
   return new Promise<number>((resolve) => {
     let stopping = false;
     runtime.onShutdownSignal((signal) => {
@@ -204,7 +229,12 @@ function stopOnSignals(runtime: Runtime, logger: Logger, inFlight: InFlight, sto
 }
 
 /** The one line that says the service is up: where, how, and the fingerprint of a generated certificate. */
-function logListening({ config, logger, services }: Booted, runtime: Runtime, tls: ServedTls | undefined, port: number): void {
+function logListening(
+  { config, logger, services }: Booted,
+  runtime: Runtime,
+  tls: ServedTls | undefined,
+  port: number,
+): void {
   const scheme = config.behindProxy ? "http (behind a TLS proxy)" : "https";
   logger.startup("info", "imgpress listening", {
     version,
@@ -212,7 +242,9 @@ function logListening({ config, logger, services }: Booted, runtime: Runtime, tl
     url: `${config.behindProxy ? "http" : "https"}://${urlHost(config.host)}:${port}`,
     scheme,
     dataDir: config.dataDir,
-    ...(tls?.generated ? { selfSignedCert: tls.certPath, certSha256: services.tls.view()?.sha256, certNames: tls.facts?.names } : {}),
+    ...(tls?.generated
+      ? { selfSignedCert: tls.certPath, certSha256: services.tls.view()?.sha256, certNames: tls.facts?.names }
+      : {}),
     ...(tls?.facts ? { certValidUntil: isoSeconds(tls.facts.notAfter) } : {}),
   });
 }
@@ -222,9 +254,27 @@ async function exposedSecrets(config: Config, tls: ServedTls | undefined): Promi
   const dbPath = localPath(config.databaseUrl);
   const tlsKey = tls?.keyPath;
   const found = await Promise.all([
-    dbPath ? readableByOthers(dbPath, "the database", `it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${dirname(dbPath)}`) : null,
-    config.masterKey ? null : readableByOthers(masterKeyPath(config), "the master key", `it unseals every secret stored in the database; make it owner-only with chmod 600 ${masterKeyPath(config)}`),
-    tlsKey ? readableByOthers(tlsKey, "the TLS private key", `with it anyone can pose as this server; make it owner-only with chmod 600 ${tlsKey}`) : null,
+    dbPath
+      ? readableByOthers(
+          dbPath,
+          "the database",
+          `it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${dirname(dbPath)}`,
+        )
+      : null,
+    config.masterKey
+      ? null
+      : readableByOthers(
+          masterKeyPath(config),
+          "the master key",
+          `it unseals every secret stored in the database; make it owner-only with chmod 600 ${masterKeyPath(config)}`,
+        ),
+    tlsKey
+      ? readableByOthers(
+          tlsKey,
+          "the TLS private key",
+          `with it anyone can pose as this server; make it owner-only with chmod 600 ${tlsKey}`,
+        )
+      : null,
   ]);
   return found.filter((warning) => warning !== null);
 }
@@ -234,25 +284,41 @@ async function exposedSecrets(config: Config, tls: ServedTls | undefined): Promi
  * then keeps watching it; the metric lets Prometheus alert before it ends, and the dashboard shows
  * it. Returns the stop.
  */
-async function watchServedCertificate(tls: ServedTls | undefined, host: string, logger: Logger, services: Pick<Services, "metrics" | "tls">): Promise<() => void> {
+async function watchServedCertificate(
+  tls: ServedTls | undefined,
+  host: string,
+  logger: Logger,
+  services: Pick<Services, "metrics" | "tls">,
+): Promise<() => void> {
   if (!tls) {
     await services.tls.serving(undefined, []);
     return () => {};
   }
   if (tls.facts) services.metrics.observeCertificate(tls.facts.notAfter);
-  else logger.startup("warn", `cannot read the validity of ${describeServed(tls)}: no warning will come before it expires, and imgpress_tls_certificate_expiry_timestamp_seconds is absent`);
+  else
+    logger.startup(
+      "warn",
+      `cannot read the validity of ${describeServed(tls)}: no warning will come before it expires, and imgpress_tls_certificate_expiry_timestamp_seconds is absent`,
+    );
   if (tls.replaced) {
     const { reason, previousSha256, keptAt } = tls.replaced;
-    logger.startup("warn", `made a new self-signed certificate because ${reason}: give clients the new ${tls.certPath} (its fingerprint is on the listening line)`, {
-      certNames: tls.facts?.names,
-      ...(previousSha256 ? { previousCertSha256: previousSha256 } : {}),
-      previousPairKeptAt: keptAt,
-    });
+    logger.startup(
+      "warn",
+      `made a new self-signed certificate because ${reason}: give clients the new ${tls.certPath} (its fingerprint is on the listening line)`,
+      {
+        certNames: tls.facts?.names,
+        ...(previousSha256 ? { previousCertSha256: previousSha256 } : {}),
+        previousPairKeptAt: keptAt,
+      },
+    );
   }
   // The operator's file cannot have changed since it was read a moment ago: not read again now.
   const said = servedWarnings(tls, new Date(), host);
   for (const message of said) logger.startup("warn", message);
   await services.tls.serving(tls, said);
-  return watchCertificate(tls, (message) => logger.warn(message), { host, said, checked: (warnings) => services.tls.warn(warnings) });
+  return watchCertificate(tls, (message) => logger.warn(message), {
+    host,
+    said,
+    checked: (warnings) => services.tls.warn(warnings),
+  });
 }
-

@@ -1,8 +1,8 @@
-import { createClient, type Client } from "@libsql/client";
 import { existsSync } from "node:fs";
+import { type Client, createClient } from "@libsql/client";
+import { realFile } from "../core/files.ts";
 import { storageFaultCode } from "../data/db/faults.ts";
 import { fileUrl } from "../data/db/location.ts";
-import { realFile } from "../core/files.ts";
 
 // The pid record can be deleted by hand (its refusal says to delete it "if no server runs"), and a
 // restore would then replace the file under a live server. So a server also holds, for as long as
@@ -34,7 +34,10 @@ export async function holdServingLock(databasePath: string): Promise<() => Promi
     await client.execute("DELETE FROM serving");
   } catch (err) {
     client.close();
-    if (isBusy(err)) throw new Error(`another live server holds ${path}: it is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR`);
+    if (isBusy(err))
+      throw new Error(
+        `another live server holds ${path}: it is already serving ${databasePath}; stop it first, or give this one its own IMGPRESS_DATA_DIR`,
+      );
     throw err;
   }
   return async () => {

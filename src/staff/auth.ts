@@ -55,7 +55,12 @@ export function assertSameOrigin(request: Request, behindProxy: boolean): void {
   const own = `${behindProxy ? "https:" : url.protocol}//${request.headers.get("host") ?? url.host}`;
   const origin = request.headers.get("origin");
   const ok = origin !== null ? origin === own : request.headers.get("sec-fetch-site") === "same-origin";
-  if (!ok) throw new AppError(403, "FOREIGN_ORIGIN", "Refused: this request did not come from this service's own pages (Origin check).");
+  if (!ok)
+    throw new AppError(
+      403,
+      "FOREIGN_ORIGIN",
+      "Refused: this request did not come from this service's own pages (Origin check).",
+    );
 }
 
 /** True for the methods that may change state. */
@@ -73,11 +78,19 @@ export function staffAuth(sessions: SessionService, behindProxy: boolean) {
     if (isStateChanging(request.method)) assertSameOrigin(request, behindProxy);
     const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE) ?? "";
     const session = token ? await sessions.authenticate(token) : null;
-    if (!session) throw api ? new AppError(401, "SIGN_IN_REQUIRED", "No valid staff session: sign in at /internal/login.") : signInRedirect(request);
+    if (!session)
+      throw api
+        ? new AppError(401, "SIGN_IN_REQUIRED", "No valid staff session: sign in at /internal/login.")
+        : signInRedirect(request);
     if (isStateChanging(request.method)) {
       const given = request.headers.get("x-csrf-token") ?? formField(body, CSRF_FIELD) ?? "";
       // session.csrf is the HMAC of this cookie's token, computed once by authenticate.
-      if (!timingSafeEqual(session.csrf, given)) throw new AppError(403, "CSRF_TOKEN_INVALID", "Refused: the CSRF token is missing or does not belong to this session.");
+      if (!timingSafeEqual(session.csrf, given))
+        throw new AppError(
+          403,
+          "CSRF_TOKEN_INVALID",
+          "Refused: the CSRF token is missing or does not belong to this session.",
+        );
     }
     return session;
   };
@@ -113,7 +126,9 @@ export const staffApi = () => ({ staffApi: true, detail: { hide: true } }) as co
 function signInRedirect(request: Request): AppError {
   const url = new URL(request.url);
   const next = isStateChanging(request.method) ? formPage(request) : url.pathname + url.search;
-  return new AppError(303, "SIGN_IN_REQUIRED", "Sign in first.", { location: `${INTERNAL_PREFIX}/login?next=${encodeURIComponent(next)}` });
+  return new AppError(303, "SIGN_IN_REQUIRED", "Sign in first.", {
+    location: `${INTERNAL_PREFIX}/login?next=${encodeURIComponent(next)}`,
+  });
 }
 
 // The Referer's path when it is one under /internal/, else the overview. Only the path is kept (the
@@ -147,8 +162,16 @@ export function safeNext(next: string | undefined): string {
     url = null;
   }
   const plain = next.startsWith("/") && !next.startsWith("//") && !/[\\\s\p{Cc}]/u.test(next);
-  if (!plain || url?.origin !== base || !(url.pathname === INTERNAL_PREFIX || url.pathname.startsWith(`${INTERNAL_PREFIX}/`))) {
-    throw new AppError(400, "INVALID_REDIRECT", `The page to return to must be a path on this service under ${INTERNAL_PREFIX}/.`);
+  if (
+    !plain ||
+    url?.origin !== base ||
+    !(url.pathname === INTERNAL_PREFIX || url.pathname.startsWith(`${INTERNAL_PREFIX}/`))
+  ) {
+    throw new AppError(
+      400,
+      "INVALID_REDIRECT",
+      `The page to return to must be a path on this service under ${INTERNAL_PREFIX}/.`,
+    );
   }
   return url.pathname + url.search;
 }

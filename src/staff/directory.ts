@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
+import { normalizeEmail } from "../core/email.ts";
+import { AppError } from "../core/errors.ts";
 import type { AuditLog } from "../data/audit/service.ts";
 import type { Database, Store, Tables } from "../data/db/index.ts";
-import { AppError } from "../core/errors.ts";
-import { normalizeEmail } from "../core/email.ts";
 
 /** One staff member and where the entry comes from. */
 export interface StaffMember {
@@ -30,8 +30,16 @@ export class StaffDirectory {
   /** Every staff member, configured ones first. */
   async list(): Promise<StaffMember[]> {
     const rows = await this.db.select().from(this.t.staffMembers).orderBy(this.t.staffMembers.email);
-    const fromConfig = this.configured.map((email) => ({ email, source: "config" as const, addedAt: null, addedBy: null }));
-    return [...fromConfig, ...rows.filter((r) => !this.configured.includes(r.email)).map((r) => ({ ...r, source: "database" as const }))];
+    const fromConfig = this.configured.map((email) => ({
+      email,
+      source: "config" as const,
+      addedAt: null,
+      addedBy: null,
+    }));
+    return [
+      ...fromConfig,
+      ...rows.filter((r) => !this.configured.includes(r.email)).map((r) => ({ ...r, source: "database" as const })),
+    ];
   }
 
   /** True when at least one staff member exists (otherwise /internal/ explains how to add one). */
@@ -42,7 +50,9 @@ export class StaffDirectory {
   /** True when the normalised address is staff. */
   async isStaff(email: string): Promise<boolean> {
     if (this.configured.includes(email)) return true;
-    return (await this.db.select().from(this.t.staffMembers).where(eq(this.t.staffMembers.email, email)).limit(1)).length > 0;
+    return (
+      (await this.db.select().from(this.t.staffMembers).where(eq(this.t.staffMembers.email, email)).limit(1)).length > 0
+    );
   }
 
   /** Adds an address; false when it already was staff. `by` is "cli" or the acting staff address. */
@@ -64,7 +74,11 @@ export class StaffDirectory {
   async remove(raw: string, by: string, clientAddress = ""): Promise<{ email: string; removed: boolean }> {
     const email = normalizeEmail(raw);
     if (this.configured.includes(email)) {
-      throw new AppError(409, "STAFF_IN_CONFIG", `${email} is listed in IMGPRESS_STAFF_EMAILS: remove it there and restart.`);
+      throw new AppError(
+        409,
+        "STAFF_IN_CONFIG",
+        `${email} is listed in IMGPRESS_STAFF_EMAILS: remove it there and restart.`,
+      );
     }
     const { staffMembers, staffSessions } = this.t;
     const [deleted] = await this.store.batch((db) => [

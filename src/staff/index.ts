@@ -1,16 +1,16 @@
 import { Elysia } from "elysia";
-import { clientContext } from "../core/http/client.ts";
-import { parseFormBody } from "./form.ts";
-import { INTERNAL_PREFIX } from "../core/http/paths.ts";
-import type { Notice } from "./layout.ts";
 import type { AppError } from "../core/errors.ts";
+import type { SafeHtml } from "../core/html.ts";
+import { clientContext } from "../core/http/client.ts";
+import { INTERNAL_PREFIX } from "../core/http/paths.ts";
 import { otpLimits, RECENT_CODE } from "../data/otp/limits.ts";
 import { OTP_MAX_ATTEMPTS } from "../data/otp/service.ts";
-import type { SafeHtml } from "../core/html.ts";
-import { assertSameOrigin, hidden, safeNext, sessionCookie, staffPage, type staffAuth } from "./auth.ts";
+import { assertSameOrigin, hidden, safeNext, sessionCookie, type staffAuth, staffPage } from "./auth.ts";
 import type { StaffDirectory } from "./directory.ts";
+import { parseFormBody } from "./form.ts";
+import type { Notice } from "./layout.ts";
 import { CodeForm, CsrfForm, LoginForm, LoginQuery, SIGN_OUT_ROUTE } from "./model.ts";
-import { codeForm, loginForm, orRefusal, pageResponse, setupPage, type Refusal } from "./pages.ts";
+import { codeForm, loginForm, orRefusal, pageResponse, type Refusal, setupPage } from "./pages.ts";
 import type { SessionService } from "./sessions.ts";
 import { STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
 
@@ -29,41 +29,68 @@ const minutes = STAFF_CODE_TTL_S / 60;
 
 /** The staff door: login form, code form and sign-out (HTML, never in the public docs); the dashboard is behind it. */
 export function staffRoutes(deps: StaffRouteDeps) {
-  const leave = (token: string, location: string) => new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, deps.sessionMaxS) } });
+  const leave = (token: string, location: string) =>
+    new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, deps.sessionMaxS) } });
   return new Elysia({ name: "staff", prefix: INTERNAL_PREFIX })
     .use(deps.auth)
     .use(clientContext)
     .get(
       "/login",
       async ({ query, request }) =>
-        asPage(request, "Staff sign-in", (m, err) => loginForm(shownNext(query.next), refusal(m, err)), async () => {
-          const next = safeNext(query.next);
-          if (!(await deps.staff.any())) return pageResponse("Set up staff access", setupPage());
-          return pageResponse("Staff sign-in", loginForm(next, { returning: query.next !== undefined }));
-        }),
+        asPage(
+          request,
+          "Staff sign-in",
+          (m, err) => loginForm(shownNext(query.next), refusal(m, err)),
+          async () => {
+            const next = safeNext(query.next);
+            if (!(await deps.staff.any())) return pageResponse("Set up staff access", setupPage());
+            return pageResponse("Staff sign-in", loginForm(next, { returning: query.next !== undefined }));
+          },
+        ),
       { query: LoginQuery, ...hidden() },
     )
     .post(
       "/login",
       async ({ body, request, clientIp }) =>
         // A new code asked for on the code form stays there, sent or refused: a refusal leaves the code already sent valid.
-        asPage(request, body.resend ? "Enter your code" : "Staff sign-in", (m, err) => (body.resend ? codeForm(body.email, shownNext(body.next), minutes, { notice: resendRefused(m, err) }) : loginForm(shownNext(body.next), { ...refusal(m, err), email: body.email })), async () => {
-          assertSameOrigin(request, deps.behindProxy);
-          const next = safeNext(body.next);
-          const email = await deps.signIn.requestCode(body.email, clientIp);
-          return pageResponse("Enter your code", codeForm(email, next, minutes, { notice: body.resend ? resent(email) : undefined }));
-        }),
+        asPage(
+          request,
+          body.resend ? "Enter your code" : "Staff sign-in",
+          (m, err) =>
+            body.resend
+              ? codeForm(body.email, shownNext(body.next), minutes, { notice: resendRefused(m, err) })
+              : loginForm(shownNext(body.next), { ...refusal(m, err), email: body.email }),
+          async () => {
+            assertSameOrigin(request, deps.behindProxy);
+            const next = safeNext(body.next);
+            const email = await deps.signIn.requestCode(body.email, clientIp);
+            return pageResponse(
+              "Enter your code",
+              codeForm(email, next, minutes, { notice: body.resend ? resent(email) : undefined }),
+            );
+          },
+        ),
       { parse: parseFormBody, body: LoginForm, ...hidden() },
     )
     .post(
       "/login/code",
       async ({ body, request, clientIp }) =>
-        asPage(request, "Enter your code", (m, err) => codeForm(body.email, shownNext(body.next), minutes, refusal(m, err)), async () => {
-          assertSameOrigin(request, deps.behindProxy);
-          const next = safeNext(body.next);
-          const input = { email: body.email, code: body.code.trim(), ip: clientIp, userAgent: request.headers.get("user-agent") ?? "" };
-          return leave((await deps.signIn.verify(input)).token, next);
-        }),
+        asPage(
+          request,
+          "Enter your code",
+          (m, err) => codeForm(body.email, shownNext(body.next), minutes, refusal(m, err)),
+          async () => {
+            assertSameOrigin(request, deps.behindProxy);
+            const next = safeNext(body.next);
+            const input = {
+              email: body.email,
+              code: body.code.trim(),
+              ip: clientIp,
+              userAgent: request.headers.get("user-agent") ?? "",
+            };
+            return leave((await deps.signIn.verify(input)).token, next);
+          },
+        ),
       { parse: parseFormBody, body: CodeForm, ...hidden() },
     )
     .post(
@@ -86,13 +113,21 @@ export function staffRoutes(deps: StaffRouteDeps) {
 
 // A refused form (a foreign Origin and an unsafe return page included) answers with the same page
 // and the reason, at the error's status.
-function asPage(request: Request, title: string, form: (message: string, err: AppError) => SafeHtml, run: () => Promise<Response>): Promise<Response> {
+function asPage(
+  request: Request,
+  title: string,
+  form: (message: string, err: AppError) => SafeHtml,
+  run: () => Promise<Response>,
+): Promise<Response> {
   return orRefusal(request, run, (err) => pageResponse(title, form(err.message, err), err.status, err.headers));
 }
 
 // A new code sent from the code form: the page must show that something happened, the same for any address.
 function resent(email: string): Notice {
-  return { kind: "info", text: `If ${email} belongs to a staff member, a new code is on its way; the code sent before no longer works.` };
+  return {
+    kind: "info",
+    text: `If ${email} belongs to a staff member, a new code is on its way; the code sent before no longer works.`,
+  };
 }
 
 // A new code asked for within the minute: when the next one may be asked for, and that the one
@@ -101,12 +136,21 @@ function resent(email: string): Notice {
 // day's wrong codes used up, the IP's limit) leaves no code in force: each says its own reason.
 function resendRefused(message: string, err: AppError): Notice {
   const { retryAfterS } = refusal(message, err);
-  if (retryAfterS === undefined || !message.startsWith(RECENT_CODE)) return { kind: "error", text: message, retryAfterS };
+  if (retryAfterS === undefined || !message.startsWith(RECENT_CODE))
+    return { kind: "error", text: message, retryAfterS };
   const [minute, hour] = otpLimits.requestPerAddress;
   if (retryAfterS > minute!.windowMs / 1000) {
-    return { kind: "error", text: `${hour!.limit} codes were requested for this address within the hour: a new one can be sent in ${retryAfterS} s.`, retryAfterS };
+    return {
+      kind: "error",
+      text: `${hour!.limit} codes were requested for this address within the hour: a new one can be sent in ${retryAfterS} s.`,
+      retryAfterS,
+    };
   }
-  return { kind: "error", text: `A new code can be sent in ${retryAfterS} s; until then the code already sent still works, unless ${OTP_MAX_ATTEMPTS} wrong tries ended it.`, retryAfterS };
+  return {
+    kind: "error",
+    text: `A new code can be sent in ${retryAfterS} s; until then the code already sent still works, unless ${OTP_MAX_ATTEMPTS} wrong tries ended it.`,
+    retryAfterS,
+  };
 }
 
 // A refused form's reason, with the wait of a rate limit (its Retry-After) for the page to count down.

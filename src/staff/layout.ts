@@ -1,7 +1,7 @@
 import { html, type SafeHtml } from "../core/html.ts";
 import { INTERNAL_PREFIX } from "../core/http/paths.ts";
-import { CSRF_FIELD, SIGN_OUT_ROUTE } from "./model.ts";
 import { assetUrl } from "./assets/index.ts";
+import { CSRF_FIELD, SIGN_OUT_ROUTE } from "./model.ts";
 
 /** The signed-in staff member as every page shows them; `csrfToken` goes into each POST form. */
 export interface Viewer {
@@ -19,7 +19,6 @@ export const SECTIONS = [
 
 /** One of SECTIONS' ids. */
 export type Section = (typeof SECTIONS)[number]["id"];
-
 
 /** A message shown at the top of a page after an action (e.g. "Key revoked"). */
 export interface Notice {
@@ -50,8 +49,16 @@ export function csrfField(viewer: Viewer): SafeHtml {
 }
 
 /** A whole signed-in page: header with the address and sign-out button, navigation (`section` marked current; none for a page outside them), the body. */
-export function layout(page: { title: string; section: Section | null; viewer: Viewer; body: SafeHtml; notice?: Notice | null }): SafeHtml {
-  const nav = SECTIONS.map((s) => html`<a href="${s.href}"${s.id === page.section ? html` aria-current="page"` : null}>${s.label}</a>`);
+export function layout(page: {
+  title: string;
+  section: Section | null;
+  viewer: Viewer;
+  body: SafeHtml;
+  notice?: Notice | null;
+}): SafeHtml {
+  const nav = SECTIONS.map(
+    (s) => html`<a href="${s.href}"${s.id === page.section ? html` aria-current="page"` : null}>${s.label}</a>`,
+  );
   return document(
     page.title,
     html`<a class="skip" href="#main">Skip to content</a>

@@ -1,8 +1,8 @@
-import { countdownText, doorLayout, type Notice } from "./layout.ts";
 import { AppError } from "../core/errors.ts";
-import { noteErrorCode } from "../core/http/meta.ts";
 import { html, type SafeHtml } from "../core/html.ts";
+import { noteErrorCode } from "../core/http/meta.ts";
 import { INTERNAL_PREFIX } from "../core/http/paths.ts";
+import { countdownText, doorLayout, type Notice } from "./layout.ts";
 
 /** An HTML document as a response (the /internal/ security headers are added by `internalResponseHeaders`). */
 export function htmlPage(doc: SafeHtml, status = 200, headers: Record<string, string> = {}): Response {
@@ -10,16 +10,32 @@ export function htmlPage(doc: SafeHtml, status = 200, headers: Record<string, st
 }
 
 /** A complete HTML response for a staff door page (login, code, errors) in the dashboard's look. */
-export function pageResponse(title: string, body: SafeHtml, status = 200, headers: Record<string, string> = {}): Response {
-  return htmlPage(doorLayout(title, html`<h1>${title}</h1>
-${body}`), status, headers);
+export function pageResponse(
+  title: string,
+  body: SafeHtml,
+  status = 200,
+  headers: Record<string, string> = {},
+): Response {
+  return htmlPage(
+    doorLayout(
+      title,
+      html`<h1>${title}</h1>
+${body}`,
+    ),
+    status,
+    headers,
+  );
 }
 
 /**
  * `run`'s response; when it refuses with a client error (an AppError below 500), `refused(err)`
  * instead: a form answers with its page and the reason, at the error's status.
  */
-export async function orRefusal(request: Request, run: () => Promise<Response>, refused: (err: AppError) => Response | Promise<Response>): Promise<Response> {
+export async function orRefusal(
+  request: Request,
+  run: () => Promise<Response>,
+  refused: (err: AppError) => Response | Promise<Response>,
+): Promise<Response> {
   try {
     return await run();
   } catch (err) {
@@ -48,9 +64,15 @@ export interface Refusal {
  * The e-mail form. `error`: why the last attempt was refused, with its address `email` back in the
  * field to be corrected; `returning`: the visitor was sent here on the way to a page (`?next=`).
  */
-export function loginForm(next: string, { error, retryAfterS, email = "", returning = false }: Refusal & { email?: string; returning?: boolean } = {}): SafeHtml {
+export function loginForm(
+  next: string,
+  { error, retryAfterS, email = "", returning = false }: Refusal & { email?: string; returning?: boolean } = {},
+): SafeHtml {
   // A session that ended moves the visitor here unasked: say why.
-  const why = returning && !error ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>` : "";
+  const why =
+    returning && !error
+      ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>`
+      : "";
   return html`${errorNote(error, retryAfterS)}${why}<form method="post" action="${INTERNAL_PREFIX}/login">
 <input type="hidden" name="next" value="${next}">
 <label for="email">E-mail address</label>
@@ -64,8 +86,15 @@ export function loginForm(next: string, { error, retryAfterS, email = "", return
  * `error`: why the last code was refused (the field is marked invalid); `notice`: a status that is
  * about no field (a new code sent, or asked for too soon).
  */
-export function codeForm(email: string, next: string, validMinutes: number, { error, retryAfterS, notice }: Refusal & { notice?: Notice } = {}): SafeHtml {
-  const status = notice ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${countdownText(notice.text, notice.retryAfterS)}</p>` : null;
+export function codeForm(
+  email: string,
+  next: string,
+  validMinutes: number,
+  { error, retryAfterS, notice }: Refusal & { notice?: Notice } = {},
+): SafeHtml {
+  const status = notice
+    ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${countdownText(notice.text, notice.retryAfterS)}</p>`
+    : null;
   return html`${errorNote(error, retryAfterS)}${status}<p>If ${email} belongs to a staff member, a 6-digit code is on its way. It is valid for ${validMinutes} minutes.</p>
 <form method="post" action="${INTERNAL_PREFIX}/login/code">
 <input type="hidden" name="email" value="${email}">

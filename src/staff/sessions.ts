@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
 import { and, desc, eq, getTableColumns, lt, or } from "drizzle-orm";
-import { hmacSha256Hex, randomBytes, sha256Hex, timingSafeEqual, toBase64Url } from "../core/crypto.ts";
+import { hmacSha256Hex, randomBytes, sha256Hex, toBase64Url } from "../core/crypto.ts";
 import type { Database, Store, Tables } from "../data/db/index.ts";
 import type { staffSessions } from "../data/db/schema.ts";
 import type { StaffDirectory } from "./directory.ts";
@@ -62,7 +62,10 @@ export class SessionService {
   /** The session of a cookie token, or null (and the row deleted) when it is unknown, expired or its owner left. */
   async authenticate(token: string): Promise<StaffSession | null> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
-    const [row] = await this.db.select().from(this.t.staffSessions).where(eq(this.t.staffSessions.tokenHash, await sha256Hex(token)));
+    const [row] = await this.db
+      .select()
+      .from(this.t.staffSessions)
+      .where(eq(this.t.staffSessions.tokenHash, await sha256Hex(token)));
     if (!row) return null;
     const now = this.now();
     const expired = now - row.lastSeenAt > this.limits.idleS * 1000 || now - row.createdAt > this.limits.maxS * 1000;
@@ -85,7 +88,10 @@ export class SessionService {
 
   /** Ends every session of `email` ("sign out everywhere"); returns how many. */
   async endAll(email: string): Promise<number> {
-    const ended = await this.db.delete(this.t.staffSessions).where(eq(this.t.staffSessions.email, email)).returning({ id: this.t.staffSessions.id });
+    const ended = await this.db
+      .delete(this.t.staffSessions)
+      .where(eq(this.t.staffSessions.email, email))
+      .returning({ id: this.t.staffSessions.id });
     return ended.length;
   }
 
@@ -104,7 +110,12 @@ export class SessionService {
     const now = this.now();
     await this.db
       .delete(this.t.staffSessions)
-      .where(or(lt(this.t.staffSessions.lastSeenAt, now - this.limits.idleS * 1000), lt(this.t.staffSessions.createdAt, now - this.limits.maxS * 1000)));
+      .where(
+        or(
+          lt(this.t.staffSessions.lastSeenAt, now - this.limits.idleS * 1000),
+          lt(this.t.staffSessions.createdAt, now - this.limits.maxS * 1000),
+        ),
+      );
   }
 
   private csrfToken(token: string): Promise<string> {

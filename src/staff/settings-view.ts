@@ -1,4 +1,4 @@
-import { flagName, settings, type Config } from "../core/config.ts";
+import { type Config, flagName, settings } from "../core/config.ts";
 import { hasCredentials, redactUrl } from "../core/redact.ts";
 
 /** A value written as a URL with an authority (`scheme://…`). */
@@ -28,7 +28,8 @@ export function describeSettings(config: Config, { reveal }: { reveal: boolean }
     if (reveal || value === undefined) return { env: s.env, help: s.help, value };
     if (SECRET_NAME.test(s.env)) return { env: s.env, help: s.help, value: SET };
     // file: URLs hold a path only (and URL would rewrite file:x as file:///x).
-    if (typeof value === "string" && URL_LIKE.test(value) && !value.startsWith("file:")) return { env: s.env, help: s.help, value: redactUrl(value) };
+    if (typeof value === "string" && URL_LIKE.test(value) && !value.startsWith("file:"))
+      return { env: s.env, help: s.help, value: redactUrl(value) };
     return { env: s.env, help: s.help, value };
   });
 }
@@ -48,7 +49,9 @@ export function secretFlags(flags: Record<string, string>): { flag: string; inst
   for (const name of ["from", "to"]) {
     const value = flags[name];
     if (value === undefined || !hasCredentials(value)) continue;
-    const instead = /^\s*postgres(ql)?:/i.test(value) ? "PGPASSWORD in the environment" : "IMGPRESS_DATABASE_AUTH_TOKEN in the environment";
+    const instead = /^\s*postgres(ql)?:/i.test(value)
+      ? "PGPASSWORD in the environment"
+      : "IMGPRESS_DATABASE_AUTH_TOKEN in the environment";
     found.push({ flag: `--${name}`, instead: `the URL of --${name} without its password or token, and ${instead}` });
   }
   return found;

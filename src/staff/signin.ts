@@ -1,13 +1,13 @@
-import type { AuditLog } from "../data/audit/service.ts";
-import type { Store } from "../data/db/index.ts";
-import type { staffCodes } from "../data/db/schema.ts";
+import { normalizeEmail } from "../core/email.ts";
 import { AppError } from "../core/errors.ts";
 import { rateLimitSubject } from "../core/ipallow.ts";
-import { otpLimits, RECENT_CODE } from "../data/otp/limits.ts";
-import { normalizeEmail } from "../core/email.ts";
 import type { Logger } from "../core/log.ts";
 import type { Mailer } from "../core/mail/mailer.ts";
 import { otpMail } from "../core/mail/templates.ts";
+import type { AuditLog } from "../data/audit/service.ts";
+import type { Store } from "../data/db/index.ts";
+import type { staffCodes } from "../data/db/schema.ts";
+import { otpLimits, RECENT_CODE } from "../data/otp/limits.ts";
 import { OtpEngine } from "../data/otp/service.ts";
 import type { RateLimiter } from "../data/ratelimit/service.ts";
 import type { StaffDirectory } from "./directory.ts";
@@ -37,7 +37,10 @@ export class StaffSignIn {
   private readonly codes: OtpEngine<typeof staffCodes>;
 
   constructor(private readonly deps: StaffSignInDeps) {
-    this.codes = new OtpEngine(deps.store.db, deps.store.tables.staffCodes, deps.pepper, STAFF_CODE_TTL_S, deps.now, { limiter: deps.limiter, kind: "staff" });
+    this.codes = new OtpEngine(deps.store.db, deps.store.tables.staffCodes, deps.pepper, STAFF_CODE_TTL_S, deps.now, {
+      limiter: deps.limiter,
+      kind: "staff",
+    });
   }
 
   /**
@@ -50,24 +53,55 @@ export class StaffSignIn {
     await this.codes.refuseWhenGuessedOut(email);
     await this.deps.limiter.hitBoth(
       { bucket: `staff-email:${email}`, rules: otpLimits.requestPerAddress, message: RECENT_CODE },
-      { bucket: `staff-ip:${rateLimitSubject(ip)}`, rules: otpLimits.requestPerIp, message: "Too many sign-in requests from this IP address." },
+      {
+        bucket: `staff-ip:${rateLimitSubject(ip)}`,
+        rules: otpLimits.requestPerIp,
+        message: "Too many sign-in requests from this IP address.",
+      },
     );
-    this.deps.afterAnswer(this.sendCode(email).catch((err: Error) => this.deps.logger.warn("staff code mail delivery failed", { error: err.message })));
+    this.deps.afterAnswer(
+      this.sendCode(email).catch((err: Error) =>
+        this.deps.logger.warn("staff code mail delivery failed", { error: err.message }),
+      ),
+    );
     return email;
   }
 
   /** Exchanges a code for a new session token; wrong, expired, used and burnt codes are refused (and audited). */
-  async verify(input: { email: string; code: string; ip: string; userAgent: string }): Promise<{ email: string; token: string }> {
-    await this.deps.limiter.hit(`staff-verify-ip:${rateLimitSubject(input.ip)}`, otpLimits.verifyPerIp, "RATE_LIMITED", "Too many sign-in attempts from this IP address.");
+  async verify(input: {
+    email: string;
+    code: string;
+    ip: string;
+    userAgent: string;
+  }): Promise<{ email: string; token: string }> {
+    await this.deps.limiter.hit(
+      `staff-verify-ip:${rateLimitSubject(input.ip)}`,
+      otpLimits.verifyPerIp,
+      "RATE_LIMITED",
+      "Too many sign-in attempts from this IP address.",
+    );
     const email = normalizeEmail(input.email);
-    const result = /^\d{6}$/.test(input.code) ? await this.codes.consume(email, input.code) : ({ ok: false, burnt: false } as const);
+    const result = /^\d{6}$/.test(input.code)
+      ? await this.codes.consume(email, input.code)
+      : ({ ok: false, burnt: false } as const);
     const staff = await this.deps.staff.isStaff(email);
     if (!result.ok || !staff) {
       const burnt = !result.ok && result.burnt;
       // Any address can be typed: only staff addresses get an event per attempt, the rest a count per hour.
-      if (staff) await this.deps.audit.record({ type: "staff.sign_in_failed", actor: email, clientAddress: input.ip, detail: { reason: burnt ? "too_many_attempts" : "invalid_code" } });
+      if (staff)
+        await this.deps.audit.record({
+          type: "staff.sign_in_failed",
+          actor: email,
+          clientAddress: input.ip,
+          detail: { reason: burnt ? "too_many_attempts" : "invalid_code" },
+        });
       else await this.deps.audit.countFailedSignIn(email, input.ip);
-      if (burnt) throw new AppError(429, "TOO_MANY_ATTEMPTS", "Too many wrong codes: this code is no longer valid. Send a new code.");
+      if (burnt)
+        throw new AppError(
+          429,
+          "TOO_MANY_ATTEMPTS",
+          "Too many wrong codes: this code is no longer valid. Send a new code.",
+        );
       throw new AppError(401, "INVALID_CODE", "The code is wrong, expired or already used. Send a new code.");
     }
     const session = await this.deps.sessions.create(email, input.ip, input.userAgent);
@@ -93,13 +127,23 @@ export class StaffSignIn {
   /** Ends one session (its cookie is cleared by the route). */
   async signOut(session: { id: string; email: string }, ip: string): Promise<void> {
     await this.deps.sessions.end(session.email, session.id);
-    await this.deps.audit.record({ type: "staff.sign_out", actor: session.email, subject: session.id, clientAddress: ip });
+    await this.deps.audit.record({
+      type: "staff.sign_out",
+      actor: session.email,
+      subject: session.id,
+      clientAddress: ip,
+    });
   }
 
   /** Ends every session of `email`, in every browser. */
   async signOutEverywhere(email: string, ip: string): Promise<number> {
     const count = await this.deps.sessions.endAll(email);
-    await this.deps.audit.record({ type: "staff.sign_out_everywhere", actor: email, clientAddress: ip, detail: { sessions: count } });
+    await this.deps.audit.record({
+      type: "staff.sign_out_everywhere",
+      actor: email,
+      clientAddress: ip,
+      detail: { sessions: count },
+    });
     return count;
   }
 

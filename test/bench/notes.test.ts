@@ -1,13 +1,24 @@
 /** The bench's "what was tried" notes live in bench/README.md; RESULTS.md quotes them for a missed figure. */
 import { expect, test } from "bun:test";
-import { triedNotes, withTried, type Figure } from "../../bench/lib/figures.ts";
+import { type Figure, triedNotes, withTried } from "../../bench/lib/figures.ts";
 import { missedNotes } from "../../bench/lib/results.ts";
 
 const missed: Figure = { figure: "overhead", measured: "", ratio: 1.1, against: "", target: "≤ 1.05", met: false };
 
 test("bench/README.md has a note for each figure that has missed in past runs", () => {
   const notes = triedNotes();
-  for (const f of ["overhead", "throughput", "peer", "memory (throughput)", "memory (8 × 20 MB)", "idle (source)", "idle (binary)", "AVIF time", "AVIF bytes", "AVIF SSIM"]) {
+  for (const f of [
+    "overhead",
+    "throughput",
+    "peer",
+    "memory (throughput)",
+    "memory (8 × 20 MB)",
+    "idle (source)",
+    "idle (binary)",
+    "AVIF time",
+    "AVIF bytes",
+    "AVIF SSIM",
+  ]) {
     expect(notes[f]).toBeString();
     expect(notes[f]!.length).toBeGreaterThan(10);
   }
@@ -37,7 +48,7 @@ test("figures that share a long note quote it once; the others keep their own fi
 });
 
 test("a shared ending is cut at a sentence start, never inside a sentence", () => {
-  const tail = " and then the long part. " + "Next sentence here. ".repeat(12).trim();
+  const tail = ` and then the long part. ${"Next sentence here. ".repeat(12).trim()}`;
   const notes = missedNotes([
     { ...missed, figure: "a", tried: `First figure did X${tail}` },
     { ...missed, figure: "b", tried: `Second figure did Y${tail}` },

@@ -8,7 +8,11 @@ describe("parseArgs", () => {
     { argv: ["-h"], words: [], flags: { help: "true" } },
     { argv: ["-v"], words: [], flags: { version: "true" } },
     { argv: ["keys", "list", "--all", "--json"], words: ["keys", "list"], flags: { all: "true", json: "true" } },
-    { argv: ["keys", "list", "--email", "BOB@example.com"], words: ["keys", "list"], flags: { email: "BOB@example.com" } },
+    {
+      argv: ["keys", "list", "--email", "BOB@example.com"],
+      words: ["keys", "list"],
+      flags: { email: "BOB@example.com" },
+    },
     { argv: ["--port", "5", "serve"], words: ["serve"], flags: { port: "5" } },
     { argv: ["--port=5"], words: [], flags: { port: "5" } },
     { argv: ["--behind-proxy"], words: [], flags: { "behind-proxy": "true" } },
@@ -30,9 +34,12 @@ describe("parseArgs", () => {
 
   // A typo used to take the next word as its value: `backup --withoutkey /srv/b.db` wrote a backup
   // with the master key into the working folder.
-  test.each([[["--withoutkey", "/srv/b.db"]], [["--emial", "a@example.com"]], [["--frob"]], [["--frob=1"]]])("unknown option %j is refused", (argv: string[]) => {
-    expect(() => parseArgs(["backup", ...argv])).toThrow(new UsageError(`unknown option ${argv[0]!.split("=")[0]}`));
-  });
+  test.each([[["--withoutkey", "/srv/b.db"]], [["--emial", "a@example.com"]], [["--frob"]], [["--frob=1"]]])(
+    "unknown option %j is refused",
+    (argv: string[]) => {
+      expect(() => parseArgs(["backup", ...argv])).toThrow(new UsageError(`unknown option ${argv[0]!.split("=")[0]}`));
+    },
+  );
 
   test.each(["1x", "", "maybe"])("a switch given %j is refused", (value) => {
     expect(() => parseArgs([`--without-key=${value}`])).toThrow(UsageError);
@@ -55,7 +62,16 @@ describe("checkUsage", () => {
     expect(() => checkUsage(parseArgs(argv))).toThrow(new UsageError(message));
   });
 
-  test.each([[["keys", "list", "--all", "--email", "a@b.c", "--json"]], [["backup"]], [["backup", "b.db", "--without-key", "--port", "9"]], [["restore", "f.db"]], [[]], [["--port", "5"]], [["keys", "nonsense"]], [["frobnicate"]]])("%j passes (unknown commands are refused by the command itself)", (argv) => {
+  test.each([
+    [["keys", "list", "--all", "--email", "a@b.c", "--json"]],
+    [["backup"]],
+    [["backup", "b.db", "--without-key", "--port", "9"]],
+    [["restore", "f.db"]],
+    [[]],
+    [["--port", "5"]],
+    [["keys", "nonsense"]],
+    [["frobnicate"]],
+  ])("%j passes (unknown commands are refused by the command itself)", (argv) => {
     expect(() => checkUsage(parseArgs(argv))).not.toThrow();
   });
 });

@@ -7,16 +7,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createClient } from "@libsql/client";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
+import { createClient } from "@libsql/client";
+import { convertForm, type Keys, readResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { burstForm, convertBearer, gateStats, obtainKeys, until } from "../support/ops.ts";
-import { signedHeaders } from "../support/sign.ts";
 import { cleanEnv } from "../support/imgpress.ts";
-import { e2eRuntime, ROOT, runCli, runtimeCommand, startServer, type RunningServer } from "../support/server.ts";
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { burstForm, convertBearer, gateStats, obtainKeys, until } from "../support/ops.ts";
+import { e2eRuntime, ROOT, type RunningServer, runCli, runtimeCommand, startServer } from "../support/server.ts";
+import { signedHeaders } from "../support/sign.ts";
+import { type SmtpSink, startSmtpSink } from "../support/smtp.ts";
 
 let sink: SmtpSink;
 let server: RunningServer;
@@ -44,14 +44,27 @@ async function keyList(env: Record<string, string>): Promise<KeyListRow[]> {
 
 async function signedConvert(target: RunningServer, keys: Keys) {
   const body = await convertForm(image);
-  const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: Math.floor(Date.now() / 1000), body: body.bytes });
-  return readResponse(await target.fetch("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers: { "content-type": body.contentType, ...headers } }));
+  const headers = signedHeaders({
+    apiKey: keys.api_key,
+    secretKey: keys.secret_key,
+    timestamp: Math.floor(Date.now() / 1000),
+    body: body.bytes,
+  });
+  return readResponse(
+    await target.fetch("/v1/plugin/convert", {
+      method: "POST",
+      body: body.bytes as Uint8Array<ArrayBuffer>,
+      headers: { "content-type": body.contentType, ...headers },
+    }),
+  );
 }
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "imgpress-backup-"));
   sink = await startSmtpSink();
-  server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8" } });
+  server = await startServer({
+    env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8" },
+  });
   image = await img.photo(640, 480);
   quiet = [await obtainKeys(server, sink, "one@example.com"), await obtainKeys(server, sink, "two@example.com")];
   busy = await obtainKeys(server, sink, "busy@example.com");
@@ -79,7 +92,7 @@ describe("backup during a burst, restore into a new folder", () => {
     expect(backup.stdout).toContain("master key");
     expect(backup.stdout).toContain("Keep it like a password");
     for (const r of await Promise.all(burst)) expect(r.status).toBe(200);
-    expect((await Bun.file(file()).exists())).toBe(true);
+    expect(await Bun.file(file()).exists()).toBe(true);
     expect(statSync(file()).mode & 0o777).toBe(0o600);
     // A second backup never overwrites the first.
     const again = await runCli(["backup", file()], server.env);
@@ -103,7 +116,7 @@ describe("backup during a burst, restore into a new folder", () => {
     // Same port too: the record is claimed before listening, so this is the answer, not "port in use".
     const second = await runCli(["serve"], server.env);
     expect(second.code).toBe(1);
-    expect(second.stderr).toMatch(new RegExp(`another server \\(pid \\d+\\) is already serving .*imgpress\\.db; stop it first`));
+    expect(second.stderr).toMatch(/another server \(pid \d+\) is already serving .*imgpress\.db; stop it first/);
     const r = await runCli(["restore", file()], server.env);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/a server \(pid \d+\) is using/);
@@ -118,7 +131,9 @@ describe("backup during a burst, restore into a new folder", () => {
     const dir = join(tmp, "damaged-target");
     const r = await runCli(["restore", damaged], { IMGPRESS_DATA_DIR: dir });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/restore refused, nothing changed: .*(integrity check|not a readable SQLite database|malformed)/);
+    expect(r.stderr).toMatch(
+      /restore refused, nothing changed: .*(integrity check|not a readable SQLite database|malformed)/,
+    );
     expect(existsSync(join(dir, "imgpress.db"))).toBe(false);
     const garbage = join(tmp, "garbage.db");
     await writeFile(garbage, "not a database at all".repeat(100));
@@ -132,7 +147,9 @@ describe("backup during a burst, restore into a new folder", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("integrity check ok");
     // Run in the wrong folder, restore would succeed where no server looks: a new folder is said.
-    expect(r.stderr).toContain(`note: ${fresh()} did not exist and was created; if your server uses another folder, set IMGPRESS_DATA_DIR (or --data-dir) to it`);
+    expect(r.stderr).toContain(
+      `note: ${fresh()} did not exist and was created; if your server uses another folder, set IMGPRESS_DATA_DIR (or --data-dir) to it`,
+    );
     // The record restore held while it replaced the file is gone.
     expect(existsSync(join(fresh(), "imgpress.db.pid"))).toBe(false);
     const { before, after } = usage;
@@ -172,7 +189,9 @@ describe("backup during a burst, restore into a new folder", () => {
     for (const argv of [["keys", "list"], ["serve"]]) {
       const started = await runCli(argv, { IMGPRESS_DATA_DIR: dir });
       expect(started.code).toBe(2);
-      expect(started.stderr).toContain(`the master key file ${join(dir, "master.key")} is missing, and this database was created with a master key`);
+      expect(started.stderr).toContain(
+        `the master key file ${join(dir, "master.key")} is missing, and this database was created with a master key`,
+      );
       expect(existsSync(join(dir, "master.key"))).toBe(false);
     }
   }, 30_000);
@@ -232,7 +251,9 @@ describe("a master key that is not the database's", () => {
     const dest = join(tmp, "wrong-key.db");
     const r = await runCli(["backup", dest], { ...server.env, IMGPRESS_MASTER_KEY: "c3".repeat(32) });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("imgpress: the master key (IMGPRESS_MASTER_KEY) is not the one this database was created with");
+    expect(r.stderr).toContain(
+      "imgpress: the master key (IMGPRESS_MASTER_KEY) is not the one this database was created with",
+    );
     expect(existsSync(dest)).toBe(false);
   });
 
@@ -247,7 +268,9 @@ describe("a master key that is not the database's", () => {
     const dir = join(tmp, "wrong-key-target");
     const r = await runCli(["restore", bad], { IMGPRESS_DATA_DIR: dir });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("restore refused, nothing changed: the master key in this backup is not the one its database was created with");
+    expect(r.stderr).toContain(
+      "restore refused, nothing changed: the master key in this backup is not the one its database was created with",
+    );
     expect(existsSync(join(dir, "imgpress.db"))).toBe(false);
     expect(existsSync(join(dir, "master.key"))).toBe(false);
   });
@@ -259,7 +282,9 @@ describe("restore of a data folder's own database file", () => {
     await mkdir(source);
     // A live database with its latest change only in the -wal: no checkpoint until this connection closes.
     const live = createClient({ url: `file:${join(server.dataDir, "imgpress.db")}` });
-    const [revokedId] = (await live.execute("SELECT id FROM api_keys WHERE revoked_at IS NULL ORDER BY id LIMIT 1")).rows.map((r) => String(r[0]));
+    const [revokedId] = (
+      await live.execute("SELECT id FROM api_keys WHERE revoked_at IS NULL ORDER BY id LIMIT 1")
+    ).rows.map((r) => String(r[0]));
     await live.execute("PRAGMA wal_autocheckpoint = 0");
     await live.execute({ sql: "UPDATE api_keys SET revoked_at = ? WHERE id = ?", args: [Date.now(), revokedId!] });
     await copyFile(join(server.dataDir, "imgpress.db"), join(source, "imgpress.db"));
@@ -290,11 +315,17 @@ describe("backup and restore: paths that are not what they should be, and interr
   test("backup into a missing folder, or of a folder without a database: one line, exit 1, nothing created", async () => {
     const dir = join(tmp, "paths");
     const missing = await runCli(["backup", join(dir, "nope", "b.db")], server.env);
-    expect({ code: missing.code, err: missing.stderr.trim() }).toEqual({ code: 1, err: `imgpress backup: the folder ${join(dir, "nope")} does not exist; create it first or choose another path` });
+    expect({ code: missing.code, err: missing.stderr.trim() }).toEqual({
+      code: 1,
+      err: `imgpress backup: the folder ${join(dir, "nope")} does not exist; create it first or choose another path`,
+    });
     // A file where the folder should be is named as such, not as missing.
     await writeFile(join(tmp, "a-file"), "x");
     const file = await runCli(["backup", join(tmp, "a-file", "b.db")], server.env);
-    expect({ code: file.code, err: file.stderr.trim() }).toEqual({ code: 1, err: `imgpress backup: ${join(tmp, "a-file")} is not a folder; choose another path` });
+    expect({ code: file.code, err: file.stderr.trim() }).toEqual({
+      code: 1,
+      err: `imgpress backup: ${join(tmp, "a-file")} is not a folder; choose another path`,
+    });
     const empty = join(dir, "empty-data");
     const none = await runCli(["backup", join(tmp, "none.db"), "--without-key"], { IMGPRESS_DATA_DIR: empty });
     expect(none.code).toBe(1);
@@ -305,7 +336,12 @@ describe("backup and restore: paths that are not what they should be, and interr
 
   test("backup into a folder where no file can be made (/proc): one line naming the folder, exit 1", async () => {
     const r = await runCli(["backup", "/proc/imgpress-backup.db", "--without-key"], server.env);
-    expect({ code: r.code, err: r.stderr.trim() }).toEqual({ code: 1, err: expect.stringMatching(/^imgpress: cannot write the backup into \/proc \((ENOENT|EACCES|EPERM)\): choose a folder this user may write to; nothing was written$/) });
+    expect({ code: r.code, err: r.stderr.trim() }).toEqual({
+      code: 1,
+      err: expect.stringMatching(
+        /^imgpress: cannot write the backup into \/proc \((ENOENT|EACCES|EPERM)\): choose a folder this user may write to; nothing was written$/,
+      ),
+    });
   });
 
   test("backup into a folder (existing, or named with a trailing slash) writes the default name inside it", async () => {
@@ -322,14 +358,18 @@ describe("backup and restore: paths that are not what they should be, and interr
     const busy = join(tmp, "same-second");
     await mkdir(busy);
     const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
-    for (let s = 0; s < 5; s++) await writeFile(join(busy, `imgpress-backup-${stamp(Date.now() + s * 1000)}.db`), "taken");
+    for (let s = 0; s < 5; s++)
+      await writeFile(join(busy, `imgpress-backup-${stamp(Date.now() + s * 1000)}.db`), "taken");
     const again = await runCli(["backup", busy, "--without-key"], server.env);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(new RegExp(`backup written: ${busy}/imgpress-backup-\\d{8}-\\d{6}-2\\.db `));
   });
 
   test("restore of a folder or of a missing file: one line naming it, exit 1", async () => {
-    for (const [what, why] of [[tmp, "is not a file"], [join(tmp, "no-such.db"), "does not exist"]]) {
+    for (const [what, why] of [
+      [tmp, "is not a file"],
+      [join(tmp, "no-such.db"), "does not exist"],
+    ]) {
       const r = await runCli(["restore", what!], { IMGPRESS_DATA_DIR: join(tmp, "restore-paths") });
       expect({ code: r.code, err: r.stderr.trim() }).toEqual({ code: 1, err: `imgpress restore: ${what} ${why}` });
     }
@@ -347,7 +387,12 @@ describe("backup and restore: paths that are not what they should be, and interr
     db.close();
     const out = join(dir, "out");
     await mkdir(out);
-    const sub = Bun.spawn([...runtimeCommand(e2eRuntime(), env.IMGPRESS_DATA_DIR), "backup", join(out, "b.db")], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
+    const sub = Bun.spawn([...runtimeCommand(e2eRuntime(), env.IMGPRESS_DATA_DIR), "backup", join(out, "b.db")], {
+      cwd: ROOT,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const reader = sub.stderr.getReader();
     let said = "";
     while (!said.includes("copying about")) {
@@ -366,8 +411,16 @@ describe("backup and restore: paths that are not what they should be, and interr
 describe("a database server instead of the embedded file", () => {
   // Nothing listens on port 1: the commands must stop before connecting, and never print the URL's password.
   test.each([
-    ["backup", "postgres://imgpress:pw-not-printed@127.0.0.1:1/imgpress", /PostgreSQL.*embedded file only.*pg_dump.*docs\/scaling\.md#backup/],
-    ["restore", "postgresql://imgpress:pw-not-printed@127.0.0.1:1/imgpress", /PostgreSQL.*embedded file only.*pg_restore.*docs\/scaling\.md#backup/],
+    [
+      "backup",
+      "postgres://imgpress:pw-not-printed@127.0.0.1:1/imgpress",
+      /PostgreSQL.*embedded file only.*pg_dump.*docs\/scaling\.md#backup/,
+    ],
+    [
+      "restore",
+      "postgresql://imgpress:pw-not-printed@127.0.0.1:1/imgpress",
+      /PostgreSQL.*embedded file only.*pg_restore.*docs\/scaling\.md#backup/,
+    ],
     ["backup", "libsql://db.example.com", /remote libSQL server; use that server's own backups/],
     ["restore", "libsql://db.example.com", /remote libSQL server; restore it with that server's tools/],
   ])("%s on %s says what to use instead, exit 1, nothing written", async (command, url, message) => {

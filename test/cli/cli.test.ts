@@ -3,20 +3,20 @@
  * E2E_RUNTIME) against a database in a temporary data folder.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { createClient } from "@libsql/client";
 import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
-import { readableByOthers } from "../../src/core/files.ts";
-import { secretFlags } from "../../src/staff/settings-view.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient } from "@libsql/client";
 import pkg from "../../package.json" with { type: "json" };
-import { boot } from "../../src/server/boot.ts";
 import { migrateReport } from "../../src/cli/index.ts";
 import { settings } from "../../src/core/config.ts";
+import { readableByOthers } from "../../src/core/files.ts";
 import { sqliteMigrations } from "../../src/data/db/migrations.gen.ts";
 import type { IssuedKey } from "../../src/data/keys/service.ts";
-import { e2eRuntime, runCli, startServer, type CliResult } from "../support/server.ts";
+import { boot } from "../../src/server/boot.ts";
+import { secretFlags } from "../../src/staff/settings-view.ts";
+import { type CliResult, e2eRuntime, runCli, startServer } from "../support/server.ts";
 
 let dir: string;
 let env: Record<string, string>;
@@ -55,7 +55,8 @@ describe("--help and --version", () => {
   test.each(["--help", "-h"])("%s prints usage, every command and every variable", async (flag) => {
     const r = await runCli([flag]);
     expect(r.code).toBe(0);
-    for (const word of ["Usage", "keys list", "keys revoke", "migrate", "migrate-data --from URL --to URL"]) expect(r.stdout).toContain(word);
+    for (const word of ["Usage", "keys list", "keys revoke", "migrate", "migrate-data --from URL --to URL"])
+      expect(r.stdout).toContain(word);
     for (const s of settings) expect(r.stdout).toContain(s.env);
   });
 
@@ -72,13 +73,25 @@ describe("--help and --version", () => {
   });
 
   test("usage errors of keys, staff and audit go to stderr, prefixed, exit 2; an address that is not one is one of them", async () => {
-    for (const args of [["keys"], ["keys", "bogus"], ["keys", "revoke"], ["staff"], ["staff", "add"], ["audit", "--since", "forever"], ["keys", "revoke", "imp_pasted-key"], ["keys", "revoke-email", "not an email"], ["staff", "add", "notanemail"]]) {
+    for (const args of [
+      ["keys"],
+      ["keys", "bogus"],
+      ["keys", "revoke"],
+      ["staff"],
+      ["staff", "add"],
+      ["audit", "--since", "forever"],
+      ["keys", "revoke", "imp_pasted-key"],
+      ["keys", "revoke-email", "not an email"],
+      ["staff", "add", "notanemail"],
+    ]) {
       const r = await runCli(args, env);
       expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
       // Pointing at the command's own help when the words name one (`see imgpress keys revoke --help`).
       expect(r.stderr.trim().split("\n").at(-1)).toMatch(/^imgpress: .*; see imgpress ([a-z-]+ )*--help$/);
     }
-    expect((await runCli(["keys", "revoke-email", "not an email"], env)).stderr).toContain("email is not a valid address");
+    expect((await runCli(["keys", "revoke-email", "not an email"], env)).stderr).toContain(
+      "email is not a valid address",
+    );
   });
 });
 
@@ -93,7 +106,10 @@ describe("keys list", () => {
   });
 
   test("shows each key by id, prefix, owner and site, never a secret", async () => {
-    const keys = await seedKeys([{ email: "alice@example.com", site: "https://blog.example.com" }, { email: "bob@example.com" }]);
+    const keys = await seedKeys([
+      { email: "alice@example.com", site: "https://blog.example.com" },
+      { email: "bob@example.com" },
+    ]);
     const r = await runCli(["keys", "list"], env);
     expect(r.code).toBe(0);
     for (const k of keys) {
@@ -111,7 +127,12 @@ describe("keys list", () => {
     expect(r.code).toBe(0);
     const rows = JSON.parse(r.stdout) as Record<string, unknown>[];
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ id: keys[0]!.id, email: "alice@example.com", keyPrefix: keys[0]!.keyPrefix, revokedAt: null });
+    expect(rows[0]).toMatchObject({
+      id: keys[0]!.id,
+      email: "alice@example.com",
+      keyPrefix: keys[0]!.keyPrefix,
+      revokedAt: null,
+    });
     expect(Object.keys(rows[0]!)).not.toContain("keyHash");
     expect(Object.keys(rows[0]!)).not.toContain("secretSealed");
     expectNoSecrets(r, keys);
@@ -177,7 +198,11 @@ describe("keys revoke", () => {
 
   test("a second id, an unknown option or a typo is refused (exit 2) and nothing is revoked", async () => {
     const [a, b] = await seedKeys([{ email: "alice@example.com" }, { email: "bob@example.com" }]);
-    for (const argv of [["keys", "revoke", a!.id, b!.id], ["keys", "revoke", a!.id, "--frob"], ["keys", "revoke", "--al", a!.id]]) {
+    for (const argv of [
+      ["keys", "revoke", a!.id, b!.id],
+      ["keys", "revoke", a!.id, "--frob"],
+      ["keys", "revoke", "--al", a!.id],
+    ]) {
       const r = await runCli(argv, env);
       expect({ argv, code: r.code }).toEqual({ argv, code: 2 });
       expect(r.stderr).toContain("see imgpress keys revoke --help");
@@ -194,7 +219,11 @@ describe("keys revoke", () => {
   });
 
   test("revoke-email revokes every key of an address", async () => {
-    const [a1, a2, b] = await seedKeys([{ email: "alice@example.com" }, { email: "alice@example.com", site: "https://x.example.com" }, { email: "bob@example.com" }]);
+    const [a1, a2, b] = await seedKeys([
+      { email: "alice@example.com" },
+      { email: "alice@example.com", site: "https://x.example.com" },
+      { email: "bob@example.com" },
+    ]);
     const r = await runCli(["keys", "revoke-email", "alice@example.com"], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("2");
@@ -213,7 +242,18 @@ describe("keys revoke", () => {
 describe("secrets given as flags", () => {
   test("are named in a warning (visible in ps and shell history), with the variable to use instead; other flags are not", async () => {
     const key = "ab".repeat(32);
-    const r = await runCli(["migrate", "--master-key", key, "--smtp-url", "smtp://mailer:pw-in-url@mail.example.com:587", "--log-level", "warn"], env);
+    const r = await runCli(
+      [
+        "migrate",
+        "--master-key",
+        key,
+        "--smtp-url",
+        "smtp://mailer:pw-in-url@mail.example.com:587",
+        "--log-level",
+        "warn",
+      ],
+      env,
+    );
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(
       "imgpress: warning: --smtp-url, --master-key on the command line are visible to every user of this machine (ps) and kept in shell history; use IMGPRESS_SMTP_URL in the environment (an env file); IMGPRESS_MASTER_KEY in the environment (an env file) instead",
@@ -221,18 +261,36 @@ describe("secrets given as flags", () => {
     expect(r.stderr).not.toContain(key);
     expect(r.stderr).not.toContain("pw-in-url");
     // A URL with an empty password or none carries no secret.
-    const plain = await runCli(["migrate", "--smtp-url", "smtp://mailer:@mail.example.com:587", "--master-key", key], env);
+    const plain = await runCli(
+      ["migrate", "--smtp-url", "smtp://mailer:@mail.example.com:587", "--master-key", key],
+      env,
+    );
     expect(plain.stderr).toContain("warning: --master-key on the command line is visible");
     expect(plain.stderr).not.toContain("--smtp-url");
     // migrate-data's URLs are flags of their own; the warning comes before its usage check.
-    const copy = await runCli(["migrate-data", "--from", `file:${join(dir, "imgpress.db")}`, "--to", "postgres://app:pw-in-url@127.0.0.1:1/imgpress"], env);
-    expect(copy.stderr).toContain("imgpress: warning: --to on the command line is visible to every user of this machine (ps) and kept in shell history; use the URL of --to without its password or token, and PGPASSWORD in the environment instead");
+    const copy = await runCli(
+      [
+        "migrate-data",
+        "--from",
+        `file:${join(dir, "imgpress.db")}`,
+        "--to",
+        "postgres://app:pw-in-url@127.0.0.1:1/imgpress",
+      ],
+      env,
+    );
+    expect(copy.stderr).toContain(
+      "imgpress: warning: --to on the command line is visible to every user of this machine (ps) and kept in shell history; use the URL of --to without its password or token, and PGPASSWORD in the environment instead",
+    );
   });
 
   test("secretFlags: a leading space hides nothing, a libSQL token gets its own variable, a file named by sslkey is no secret", () => {
     expect(secretFlags({ "smtp-url": " smtp://u:pw@mail.example.com:587" }).map((f) => f.flag)).toEqual(["--smtp-url"]);
-    expect(secretFlags({ from: "libsql://db.example.com?authToken=abc" })[0]?.instead).toContain("IMGPRESS_DATABASE_AUTH_TOKEN");
-    expect(secretFlags({ to: "postgres://app@db.example.com/imgpress?sslmode=verify-full&sslkey=/etc/imgpress/client.key" })).toEqual([]);
+    expect(secretFlags({ from: "libsql://db.example.com?authToken=abc" })[0]?.instead).toContain(
+      "IMGPRESS_DATABASE_AUTH_TOKEN",
+    );
+    expect(
+      secretFlags({ to: "postgres://app@db.example.com/imgpress?sslmode=verify-full&sslkey=/etc/imgpress/client.key" }),
+    ).toEqual([]);
   });
 });
 
@@ -244,7 +302,9 @@ describe("migrate and configuration errors", () => {
     expect(r.stdout).toContain("up to date");
     expect(statSync(fresh).mode & 0o777).toBe(0o700);
     // The database and its write-ahead files are owner-only too, whatever the umask.
-    for (const name of ["imgpress.db", "imgpress.db-wal", "imgpress.db-shm"].filter((n) => existsSync(join(fresh, n)))) {
+    for (const name of ["imgpress.db", "imgpress.db-wal", "imgpress.db-shm"].filter((n) =>
+      existsSync(join(fresh, n)),
+    )) {
       expect([name, statSync(join(fresh, name)).mode & 0o777]).toEqual([name, 0o600]);
     }
   });
@@ -257,7 +317,9 @@ describe("migrate and configuration errors", () => {
     expect(await check()).toBeNull();
     chmodSync(folder, 0o755);
     chmodSync(file, 0o644);
-    expect(await check()).toBe(`the database ${file} can be read by other users of this machine (folder mode 0755, file mode 0644): it holds e-mail addresses`);
+    expect(await check()).toBe(
+      `the database ${file} can be read by other users of this machine (folder mode 0755, file mode 0644): it holds e-mail addresses`,
+    );
     chmodSync(folder, 0o700);
     expect(await check()).toBeNull();
   });
@@ -283,13 +345,20 @@ describe("migrate and configuration errors", () => {
     writeFileSync(join(folder, "imgpress.db"), "");
     // A command that only reads or changes what the database holds refuses the empty file and changes nothing.
     const listed = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: folder });
-    expect({ code: listed.code, stderr: listed.stderr.trim() }).toEqual({ code: 1, stderr: expect.stringContaining(`imgpress: no database at ${join(folder, "imgpress.db")} (no file, or an empty one)`) });
+    expect({ code: listed.code, stderr: listed.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: expect.stringContaining(
+        `imgpress: no database at ${join(folder, "imgpress.db")} (no file, or an empty one)`,
+      ),
+    });
     expect(statSync(join(folder, "imgpress.db")).size).toBe(0);
     const r = await runCli(["migrate"], { IMGPRESS_DATA_DIR: folder });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`a new, empty database was created beside the existing ${join(folder, "master.key")}`);
     // A first start, where the key is made with the database, says nothing of the kind.
-    expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: join(dir, "first-start") })).stderr).not.toContain("new, empty database");
+    expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: join(dir, "first-start") })).stderr).not.toContain(
+      "new, empty database",
+    );
   });
 
   test("migrateReport: one migration is singular", () => {
@@ -299,37 +368,50 @@ describe("migrate and configuration errors", () => {
   test("serve on an address it cannot listen on: one line naming it, exit 1, no pid record left", async () => {
     const r = await runCli(["serve"], { ...env, IMGPRESS_HOST: "999.1.1.1", IMGPRESS_PORT: "0" });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("imgpress: cannot listen on 999.1.1.1:0 (IMGPRESS_HOST, IMGPRESS_PORT): no address has that name");
+    expect(r.stderr).toContain(
+      "imgpress: cannot listen on 999.1.1.1:0 (IMGPRESS_HOST, IMGPRESS_PORT): no address has that name",
+    );
     expect(existsSync(join(dir, "imgpress.db.pid"))).toBe(false);
   });
 
   // Deno without --allow-run cannot check that the pid is alive and starts without a record (test/e2e/pidfile.e2e.test.ts).
-  test.skipIf(e2eRuntime() === "deno")("serve refused by a live server's record has not opened or migrated the database", async () => {
-    const fresh = join(dir, "claimed");
-    mkdirSync(fresh, { recursive: true });
-    // This test process stands in for the live server.
-    writeFileSync(join(fresh, "imgpress.db.pid"), `${process.pid}\n`);
-    const r = await runCli(["serve"], { IMGPRESS_DATA_DIR: fresh, IMGPRESS_PORT: "0" });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`another server (pid ${process.pid}) is already serving`);
-    expect(r.stderr + r.stdout).not.toContain("database migrated");
-    expect(existsSync(join(fresh, "imgpress.db"))).toBe(false);
-    expect(existsSync(join(fresh, "imgpress.db.pid"))).toBe(true);
-  });
+  test.skipIf(e2eRuntime() === "deno")(
+    "serve refused by a live server's record has not opened or migrated the database",
+    async () => {
+      const fresh = join(dir, "claimed");
+      mkdirSync(fresh, { recursive: true });
+      // This test process stands in for the live server.
+      writeFileSync(join(fresh, "imgpress.db.pid"), `${process.pid}\n`);
+      const r = await runCli(["serve"], { IMGPRESS_DATA_DIR: fresh, IMGPRESS_PORT: "0" });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`another server (pid ${process.pid}) is already serving`);
+      expect(r.stderr + r.stdout).not.toContain("database migrated");
+      expect(existsSync(join(fresh, "imgpress.db"))).toBe(false);
+      expect(existsSync(join(fresh, "imgpress.db.pid"))).toBe(true);
+    },
+  );
 
   test("a data folder under a file: one line saying a part of its path is a file", async () => {
     const file = join(dir, "a-file");
     writeFileSync(file, "x");
     const r = await runCli(["migrate"], { IMGPRESS_DATA_DIR: join(file, "sub") });
     expect(r.code).toBe(1);
-    expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining(`${join(file, "sub")} (the database's folder) cannot be created: a part of its path is a file, not a folder`)]);
+    expect(r.stderr.trim().split("\n")).toEqual([
+      expect.stringContaining(
+        `${join(file, "sub")} (the database's folder) cannot be created: a part of its path is a file, not a folder`,
+      ),
+    ]);
   });
 
   test("a data folder this user may not create: one line naming the folder and the setting", async () => {
     // sysfs refuses every mkdir, root's too (EPERM); elsewhere a non-root user gets EACCES.
     const r = await runCli(["serve"], { ...env, IMGPRESS_DATA_DIR: "/sys/imgpress-data" });
     expect(r.code).toBe(1);
-    expect(r.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^imgpress: \/sys\/imgpress-data \(the database's folder\) cannot be created \((EPERM|EACCES)\): this user may not write where it would go; choose a folder it can write with IMGPRESS_DATA_DIR$/)]);
+    expect(r.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(
+        /^imgpress: \/sys\/imgpress-data \(the database's folder\) cannot be created \((EPERM|EACCES)\): this user may not write where it would go; choose a folder it can write with IMGPRESS_DATA_DIR$/,
+      ),
+    ]);
   });
 
   test("serve on a port another server listens on: refused (EADDRINUSE), never sharing it", async () => {
@@ -390,7 +472,9 @@ describe("migrate and configuration errors", () => {
     writeFileSync(file, "x");
     const r = await runCli(["migrate"], { IMGPRESS_DATA_DIR: file });
     expect(r.code).toBe(1);
-    expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining(`${file} (the database's folder) exists but is not a folder`)]);
+    expect(r.stderr.trim().split("\n")).toEqual([
+      expect.stringContaining(`${file} (the database's folder) exists but is not a folder`),
+    ]);
   });
 
   test.each([

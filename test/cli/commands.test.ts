@@ -10,7 +10,7 @@ import { COMMANDS } from "../../src/cli/usage.ts";
 import { formatBytes } from "../../src/core/bytes.ts";
 import { bytes } from "../../src/staff/dashboard/format.ts";
 import { photo } from "../support/images.ts";
-import { runCli, startServer, type CliResult } from "../support/server.ts";
+import { type CliResult, runCli, startServer } from "../support/server.ts";
 
 let dir: string;
 let env: Record<string, string>;
@@ -29,22 +29,30 @@ function parsed(r: CliResult): any {
 }
 
 describe("help for one command", () => {
-  test.each(COMMANDS.map((c) => c.name))("imgpress help %s and imgpress %s --help print its own usage", async (name) => {
-    const command = COMMANDS.find((c) => c.name === name)!;
-    for (const argv of [["help", ...name.split(" ")], [...name.split(" "), "--help"]]) {
-      const r = await runCli(argv, env);
-      expect({ argv, code: r.code, stderr: r.stderr }).toEqual({ argv, code: 0, stderr: "" });
-      expect(r.stdout).toStartWith(`Usage: imgpress ${name} ${command.synopsis}\n`);
-      // Not the global text: no other command's usage line.
-      for (const other of COMMANDS.filter((c) => c.name !== name)) expect(r.stdout).not.toContain(`Usage: imgpress ${other.name} `);
-      for (const option of command.options) expect(r.stdout).toContain(`--${option}`);
-    }
-  });
+  test.each(COMMANDS.map((c) => c.name))(
+    "imgpress help %s and imgpress %s --help print its own usage",
+    async (name) => {
+      const command = COMMANDS.find((c) => c.name === name)!;
+      for (const argv of [
+        ["help", ...name.split(" ")],
+        [...name.split(" "), "--help"],
+      ]) {
+        const r = await runCli(argv, env);
+        expect({ argv, code: r.code, stderr: r.stderr }).toEqual({ argv, code: 0, stderr: "" });
+        expect(r.stdout).toStartWith(`Usage: imgpress ${name} ${command.synopsis}\n`);
+        // Not the global text: no other command's usage line.
+        for (const other of COMMANDS.filter((c) => c.name !== name))
+          expect(r.stdout).not.toContain(`Usage: imgpress ${other.name} `);
+        for (const option of command.options) expect(r.stdout).toContain(`--${option}`);
+      }
+    },
+  );
 
   test("keys --help lists every keys command and nothing else; help alone is the overview; help of a typo is a usage error", async () => {
     const keys = await runCli(["keys", "--help"], env);
     expect(keys.code).toBe(0);
-    for (const c of COMMANDS) expect(keys.stdout.includes(`Usage: imgpress ${c.name} `)).toBe(c.name.startsWith("keys "));
+    for (const c of COMMANDS)
+      expect(keys.stdout.includes(`Usage: imgpress ${c.name} `)).toBe(c.name.startsWith("keys "));
     const overview = await runCli(["help"], env);
     expect(overview.stdout).toBe((await runCli(["--help"], env)).stdout);
     expect(overview.stdout).toContain("imgpress help COMMAND");
@@ -57,7 +65,9 @@ describe("help for one command", () => {
     expect((await runCli(["serve", "--help"], env)).stdout).toContain("IMGPRESS_ALLOWED_EMAILS");
     const r = await runCli(["keys", "create"], env);
     expect(r.code).toBe(2);
-    expect(r.stderr.trim()).toBe("imgpress: keys create needs the owner's address: imgpress keys create --email ADDRESS [--site URL] [--json]; see imgpress keys create --help");
+    expect(r.stderr.trim()).toBe(
+      "imgpress: keys create needs the owner's address: imgpress keys create --email ADDRESS [--site URL] [--json]; see imgpress keys create --help",
+    );
   });
 });
 
@@ -65,7 +75,10 @@ describe("keys create", () => {
   test("issues a working pair without SMTP or the allowlist, prints it once, audits it as cli, stores no secret", async () => {
     const server = await startServer({ env: { IMGPRESS_ALLOWED_EMAILS: "someone-else@example.com" } });
     try {
-      const r = await runCli(["keys", "create", "--email", " Owner@Example.COM ", "--site", "https://Blog.Example.com/"], server.env);
+      const r = await runCli(
+        ["keys", "create", "--email", " Owner@Example.COM ", "--site", "https://Blog.Example.com/"],
+        server.env,
+      );
       expect(r.code).toBe(0);
       const apiKey = /^api_key: +(imp_\S+)$/m.exec(r.stdout)?.[1];
       const secretKey = /^secret_key: +(imps_\S+)$/m.exec(r.stdout)?.[1];
@@ -76,16 +89,34 @@ describe("keys create", () => {
       // The running server takes the key at once: a real conversion with it.
       const form = new FormData();
       form.set("image", new Blob([new Uint8Array(await photo(64, 48))], { type: "image/jpeg" }), "p.jpg");
-      const converted = await server.fetch("/v1/plugin/convert", { method: "POST", headers: { authorization: `Bearer ${apiKey}` }, body: form });
+      const converted = await server.fetch("/v1/plugin/convert", {
+        method: "POST",
+        headers: { authorization: `Bearer ${apiKey}` },
+        body: form,
+      });
       expect(converted.status).toBe(200);
       expect(converted.headers.get("content-type")).toBe("image/webp");
 
       const listed = parsed(await runCli(["keys", "list", "--json"], server.env));
       // (Its usage counters are written in batches, later: not checked here.)
-      expect(listed).toMatchObject([{ email: "owner@example.com", siteUrl: "https://blog.example.com", revokedAt: null }]);
+      expect(listed).toMatchObject([
+        { email: "owner@example.com", siteUrl: "https://blog.example.com", revokedAt: null },
+      ]);
       const audit = parsed(await runCli(["audit", "--type", "key.issued", "--json"], server.env));
-      expect(audit).toMatchObject([{ type: "key.issued", actor: "cli", subject: listed[0].id, detail: { owner: "owner@example.com", siteUrl: "https://blog.example.com" } }]);
-      const everything = [r.stdout, JSON.stringify(listed), JSON.stringify(audit), ...server.logs.map((l) => l.raw)].join("\n");
+      expect(audit).toMatchObject([
+        {
+          type: "key.issued",
+          actor: "cli",
+          subject: listed[0].id,
+          detail: { owner: "owner@example.com", siteUrl: "https://blog.example.com" },
+        },
+      ]);
+      const everything = [
+        r.stdout,
+        JSON.stringify(listed),
+        JSON.stringify(audit),
+        ...server.logs.map((l) => l.raw),
+      ].join("\n");
       // Each key appears once: where it was printed, and in no list, audit event or log line.
       expect(everything.split(apiKey!).length).toBe(2);
       expect(everything.split(secretKey!.slice(5)).length).toBe(2);
@@ -96,7 +127,15 @@ describe("keys create", () => {
 
   test("--json gives the pair and what it replaced; a second pair for the same site revokes the first (said on stderr)", async () => {
     const first = parsed(await runCli(["keys", "create", "--email", "a@example.com", "--json"], env));
-    expect(Object.keys(first).sort()).toEqual(["apiKey", "email", "id", "keyPrefix", "replaced", "secretKey", "siteUrl"]);
+    expect(Object.keys(first).sort()).toEqual([
+      "apiKey",
+      "email",
+      "id",
+      "keyPrefix",
+      "replaced",
+      "secretKey",
+      "siteUrl",
+    ]);
     expect(first).toMatchObject({ email: "a@example.com", siteUrl: "", replaced: [] });
     expect(first.apiKey).toStartWith(first.keyPrefix);
     const second = await runCli(["keys", "create", "--email", "a@example.com"], env);
@@ -109,8 +148,14 @@ describe("keys create", () => {
 
   test.each([
     { argv: ["--email", "not an address"], says: "email is not a valid address" },
-    { argv: ["--email", "a@example.com", "--site", "ftp://example.com"], says: "site_url must start with https:// or http://" },
-    { argv: ["--email", "a@example.com", "--site", "https://user:pw@example.com"], says: "site_url must not contain a user name or password" },
+    {
+      argv: ["--email", "a@example.com", "--site", "ftp://example.com"],
+      says: "site_url must start with https:// or http://",
+    },
+    {
+      argv: ["--email", "a@example.com", "--site", "https://user:pw@example.com"],
+      says: "site_url must not contain a user name or password",
+    },
     { argv: ["--email", "a@example.com", "extra"], says: 'unexpected argument after "imgpress keys create": extra' },
     { argv: ["--email", "a@example.com", "--all"], says: '"imgpress keys create" does not take --all' },
   ])("$argv is refused (exit 2, nothing created, no database made)", async ({ argv, says }) => {
@@ -136,8 +181,12 @@ describe("refusals go to stderr with a non-zero exit", () => {
 describe("--json", () => {
   test("staff list and settings", async () => {
     expect((await runCli(["staff", "add", "Boss@Example.com"], env)).code).toBe(0);
-    expect(parsed(await runCli(["staff", "list", "--json"], env))).toMatchObject([{ email: "boss@example.com", addedBy: "cli" }]);
-    const shown = parsed(await runCli(["settings", "--json"], { ...env, IMGPRESS_SMTP_URL: "smtp://u:pw-secret@mail.example.com:587" }));
+    expect(parsed(await runCli(["staff", "list", "--json"], env))).toMatchObject([
+      { email: "boss@example.com", addedBy: "cli" },
+    ]);
+    const shown = parsed(
+      await runCli(["settings", "--json"], { ...env, IMGPRESS_SMTP_URL: "smtp://u:pw-secret@mail.example.com:587" }),
+    );
     expect(shown).toContainEqual({ env: "IMGPRESS_DATA_DIR", value: dir });
     expect(JSON.stringify(shown)).not.toContain("pw-secret");
   });
@@ -147,13 +196,22 @@ describe("--json", () => {
     try {
       const ready = await runCli(["health", "--json", "--url", `${server.url}/health/ready`], env);
       expect(ready.code).toBe(0);
-      expect(JSON.parse(ready.stdout)).toMatchObject({ url: `${server.url}/health/ready`, ready: true, status: 200, body: { status: "ready" } });
+      expect(JSON.parse(ready.stdout)).toMatchObject({
+        url: `${server.url}/health/ready`,
+        ready: true,
+        status: 200,
+        body: { status: "ready" },
+      });
     } finally {
       await server.stop();
     }
     const gone = await runCli(["health", "--json", "--url", "https://u:pw-secret@127.0.0.1:1/health/ready"], env);
     expect(gone.code).toBe(1);
-    expect(JSON.parse(gone.stdout)).toMatchObject({ url: "https://u:******@127.0.0.1:1/health/ready", ready: false, error: expect.any(String) });
+    expect(JSON.parse(gone.stdout)).toMatchObject({
+      url: "https://u:******@127.0.0.1:1/health/ready",
+      ready: false,
+      error: expect.any(String),
+    });
     expect(gone.stdout + gone.stderr).not.toContain("pw-secret");
   }, 60_000);
 
@@ -167,8 +225,25 @@ describe("--json", () => {
     try {
       const restore = await runCli(["restore", file, "--json"], { IMGPRESS_DATA_DIR: other });
       const report = parsed(restore);
-      expect(report).toMatchObject({ restored: file, into: join(other, "imgpress.db"), keyPairs: 1, revokedKeyPairs: 0, migrationsApplied: [], previousDatabase: null });
-      const copied = await runCli(["migrate-data", "--from", `file:${join(other, "imgpress.db")}`, "--to", `file:${join(other, "copy.db")}`, "--json"], env);
+      expect(report).toMatchObject({
+        restored: file,
+        into: join(other, "imgpress.db"),
+        keyPairs: 1,
+        revokedKeyPairs: 0,
+        migrationsApplied: [],
+        previousDatabase: null,
+      });
+      const copied = await runCli(
+        [
+          "migrate-data",
+          "--from",
+          `file:${join(other, "imgpress.db")}`,
+          "--to",
+          `file:${join(other, "copy.db")}`,
+          "--json",
+        ],
+        env,
+      );
       const counts = parsed(copied);
       expect(counts.tables).toContainEqual({ table: "api_keys", source: 1, target: 1 });
       expect(counts.rows).toBe(counts.tables.reduce((n: number, t: { target: number }) => n + t.target, 0));

@@ -8,19 +8,27 @@
  * no output ever shows a password. copyDatabase with tiny pages checks keyset paging row by row.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { asc } from "drizzle-orm";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { asc } from "drizzle-orm";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { copyDatabase, TABLES } from "../../src/data/db/copy.ts";
 import { openStore, type Store } from "../../src/data/db/index.ts";
 import { pidFilePath } from "../../src/server/pidfile.ts";
-import { convertForm, expectImage, postBearer, postConvert, postSigned, type Keys, type RawResponse } from "../support/convert-helpers.ts";
+import {
+  convertForm,
+  expectImage,
+  type Keys,
+  postBearer,
+  postConvert,
+  postSigned,
+  type RawResponse,
+} from "../support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "../support/harness.ts";
 import * as img from "../support/images.ts";
-import { createDatabase, startPostgres } from "../support/postgres.ts";
 import { cleanEnv } from "../support/imgpress.ts";
-import { ROOT, runCli, runtimeCommand, type CliResult } from "../support/server.ts";
+import { createDatabase, startPostgres } from "../support/postgres.ts";
+import { type CliResult, ROOT, runCli, runtimeCommand } from "../support/server.ts";
 import { signedHeaders } from "../support/sign.ts";
 
 let source: Harness;
@@ -37,7 +45,8 @@ let n = 0;
 const body = (fields: Record<string, string> = {}) => convertForm(image, { ...fields, max_width: String(1000 + n++) });
 
 const output = (r: CliResult) => r.stdout + r.stderr;
-const table = (store: Store, name: string) => store.tables[TABLES.find((t) => t.name === name)!.key] as unknown as SQLiteTable;
+const table = (store: Store, name: string) =>
+  store.tables[TABLES.find((t) => t.name === name)!.key] as unknown as SQLiteTable;
 
 /** Rows per table, in TABLES order. */
 async function counts(store: Store): Promise<Record<string, number>> {
@@ -51,7 +60,10 @@ async function rows(store: Store, name: string): Promise<Record<string, unknown>
   const plan = TABLES.find((t) => t.name === name)!;
   const t = table(store, name);
   const columns = plan.order.map((p) => (t as unknown as Record<string, Parameters<typeof asc>[0]>)[p]!);
-  return store.db.select().from(t).orderBy(...columns.map((c) => asc(c)));
+  return store.db
+    .select()
+    .from(t)
+    .orderBy(...columns.map((c) => asc(c)));
 }
 
 async function expectConverted(res: RawResponse) {
@@ -74,8 +86,15 @@ beforeAll(async () => {
   await expectConverted(await postBearer(source, alice, await body({ format: "webp", quality: "lossless" })));
   await expectConverted(await postSigned(source, bob, await body()));
   const signedBody = await body();
-  const headers = signedHeaders({ apiKey: bob.api_key, secretKey: bob.secret_key, timestamp: Math.floor(source.clock.now() / 1000), body: signedBody.bytes });
-  await expectConverted(await postConvert(source, { body: signedBody.bytes, contentType: signedBody.contentType, headers }));
+  const headers = signedHeaders({
+    apiKey: bob.api_key,
+    secretKey: bob.secret_key,
+    timestamp: Math.floor(source.clock.now() / 1000),
+    body: signedBody.bytes,
+  });
+  await expectConverted(
+    await postConvert(source, { body: signedBody.bytes, contentType: signedBody.contentType, headers }),
+  );
   acceptedSigned = { body: signedBody, headers };
   // A failed attempt is a usage bucket too (outcome = its error code).
   expect((await postBearer(source, alice, await body({ format: "gif" }))).status).toBe(400);
@@ -98,10 +117,15 @@ describe("libSQL file → PostgreSQL", () => {
   afterAll(() => target?.close());
 
   test("exits 0, prints a row-count table and the master-key reminder, never the password", async () => {
-    expect({ code: migrated.code, stderr: migrated.code === 0 ? "" : migrated.stderr }).toEqual({ code: 0, stderr: "" });
+    expect({ code: migrated.code, stderr: migrated.code === 0 ? "" : migrated.stderr }).toEqual({
+      code: 0,
+      stderr: "",
+    });
     const before = await counts(source.store);
-    for (const [name, rowCount] of Object.entries(before)) expect(migrated.stdout).toMatch(new RegExp(`^${name}\\s+${rowCount}\\s+${rowCount}$`, "m"));
-    for (const name of ["api_keys", "usage_hourly", "staff_members", "database_facts"]) expect(migrated.stderr).toMatch(new RegExp(`migrate-data: ${name} \\d+/\\d+ rows`));
+    for (const [name, rowCount] of Object.entries(before))
+      expect(migrated.stdout).toMatch(new RegExp(`^${name}\\s+${rowCount}\\s+${rowCount}$`, "m"));
+    for (const name of ["api_keys", "usage_hourly", "staff_members", "database_facts"])
+      expect(migrated.stderr).toMatch(new RegExp(`migrate-data: ${name} \\d+/\\d+ rows`));
     expect(migrated.stdout).toContain("SAME master key");
     expect(migrated.stderr).toContain("postgres://imgpress:******@127.0.0.1");
     expectNoPassword(migrated);
@@ -109,7 +133,16 @@ describe("libSQL file → PostgreSQL", () => {
 
   test("every table has the source's rows, value for value", async () => {
     expect(await counts(target.store)).toEqual(await counts(source.store));
-    for (const name of ["api_keys", "usage_hourly", "usage_hourly_total", "usage_daily_total", "staff_members", "audit_events", "database_facts", "seen_signatures"]) {
+    for (const name of [
+      "api_keys",
+      "usage_hourly",
+      "usage_hourly_total",
+      "usage_daily_total",
+      "staff_members",
+      "audit_events",
+      "database_facts",
+      "seen_signatures",
+    ]) {
       expect({ name, rows: await rows(target.store, name) }).toEqual({ name, rows: await rows(source.store, name) });
     }
     const [check] = (await rows(target.store, "database_facts")).filter((r) => r.name === "master_key_check");
@@ -118,7 +151,8 @@ describe("libSQL file → PostgreSQL", () => {
 
   test("counters and usage figures read the same through the services", async () => {
     // Sorted here: both keys were issued at the same (fake) instant, and list() orders by time only.
-    const list = async (h: Harness) => (await h.services.keys.list({ activeOnly: false })).sort((a, b) => a.id.localeCompare(b.id));
+    const list = async (h: Harness) =>
+      (await h.services.keys.list({ activeOnly: false })).sort((a, b) => a.id.localeCompare(b.id));
     expect(await list(target)).toEqual(await list(source));
     const aliceRow = (await list(target)).find((k) => k.email === "alice@example.com")!;
     expect(aliceRow.conversions).toBe(2);
@@ -126,17 +160,25 @@ describe("libSQL file → PostgreSQL", () => {
   });
 
   test("old keys convert on the new database: bearer, and signed (the sealed secret opens)", async () => {
-    const before = (await target.services.keys.list({ activeOnly: false })).find((k) => k.email === "bob@example.com")!.conversions;
+    const before = (await target.services.keys.list({ activeOnly: false })).find(
+      (k) => k.email === "bob@example.com",
+    )!.conversions;
     await expectConverted(await postBearer(target, alice, await body()));
     await expectConverted(await postSigned(target, bob, await body()));
     await expectConverted(await postSigned(target, alice, await body()));
     await target.services.usage.flush();
-    const after = (await target.services.keys.list({ activeOnly: false })).find((k) => k.email === "bob@example.com")!.conversions;
+    const after = (await target.services.keys.list({ activeOnly: false })).find(
+      (k) => k.email === "bob@example.com",
+    )!.conversions;
     expect(after).toBe(before + 1);
   });
 
   test("a signature accepted before the move is a replay after it", async () => {
-    const res = await postConvert(target, { body: acceptedSigned.body.bytes, contentType: acceptedSigned.body.contentType, headers: acceptedSigned.headers });
+    const res = await postConvert(target, {
+      body: acceptedSigned.body.bytes,
+      contentType: acceptedSigned.body.contentType,
+      headers: acceptedSigned.headers,
+    });
     expectError({ status: res.status, headers: res.headers, body: res.body, text: "" }, 401, "REPLAYED_REQUEST");
   });
 
@@ -213,7 +255,11 @@ describe("refusals", () => {
       ["--to", "nonsense", /--to is invalid: expected a URL starting with file: or postgres:/],
       ["--to", "file:", /--to is invalid: expected a file: URL naming a database file/],
       ["--to", "file::memory:", /--to is invalid: expected a file: URL naming a database file/],
-      ["--from", "postgres://u:secret-pw@h/db?sslmode=bogus", /--from is invalid: expected a PostgreSQL URL whose sslmode is one of/],
+      [
+        "--from",
+        "postgres://u:secret-pw@h/db?sslmode=bogus",
+        /--from is invalid: expected a PostgreSQL URL whose sslmode is one of/,
+      ],
     ];
     for (const [flag, url, said] of cases) {
       const [from, to] = flag === "--to" ? [sourceUrl, url] : [url, sourceUrl];
@@ -227,7 +273,13 @@ describe("refusals", () => {
 
   test("a source file that does not exist (and is not created)", async () => {
     const missing = join(source.dir, "nope.db");
-    const r = await runCli(["migrate-data", "--from", `file:${missing}`, "--to", await createDatabase("migdata_missing")]);
+    const r = await runCli([
+      "migrate-data",
+      "--from",
+      `file:${missing}`,
+      "--to",
+      await createDatabase("migdata_missing"),
+    ]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("there is no database file at");
     expect(existsSync(missing)).toBe(false);
@@ -260,10 +312,17 @@ describe("interrupted", () => {
     // 60,000 rate events: several progress lines, so the kill lands mid-table.
     const big = await createHarness();
     try {
-      await big.sqlite.client.execute("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 60000) INSERT INTO rate_events (bucket, at) SELECT 'otp-ip:198.51.100.' || (x % 200), x FROM n");
+      await big.sqlite.client.execute(
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 60000) INSERT INTO rate_events (bucket, at) SELECT 'otp-ip:198.51.100.' || (x % 200), x FROM n",
+      );
       const from = `file:${big.dbPath}`;
       const to = await createDatabase("killed");
-      const proc = Bun.spawn([...runtimeCommand(), "migrate-data", "--from", from, "--to", to], { cwd: ROOT, env: { ...cleanEnv() }, stdout: "pipe", stderr: "pipe" });
+      const proc = Bun.spawn([...runtimeCommand(), "migrate-data", "--from", from, "--to", to], {
+        cwd: ROOT,
+        env: { ...cleanEnv() },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       const reader = proc.stderr.getReader();
       let said = "";
       for (const deadline = Date.now() + 30_000; !/rate_events [1-5]0000\/60000 rows/.test(said); ) {
@@ -313,12 +372,19 @@ describe("copyDatabase", () => {
   test("pages of two rows copy every row of every table exactly (composite keys included)", async () => {
     const target = await createDatabase("migdata_pages");
     const seen: Record<string, number[]> = {};
-    const result = await copyDatabase(sourceUrl, target, { pageSize: 2, onProgress: (t, copied) => void (seen[t] ??= []).push(copied) });
+    const result = await copyDatabase(sourceUrl, target, {
+      pageSize: 2,
+      onProgress: (t, copied) => void (seen[t] ??= []).push(copied),
+    });
     expect(result.every((c) => c.source === c.target)).toBe(true);
     expect(seen.usage_hourly!.length).toBeGreaterThan(1);
     const store = await openStore(target);
     try {
-      for (const t of TABLES) expect({ table: t.name, rows: await rows(store, t.name) }).toEqual({ table: t.name, rows: await rows(source.store, t.name) });
+      for (const t of TABLES)
+        expect({ table: t.name, rows: await rows(store, t.name) }).toEqual({
+          table: t.name,
+          rows: await rows(source.store, t.name),
+        });
     } finally {
       await store.close();
     }

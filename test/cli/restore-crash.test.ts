@@ -11,7 +11,13 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stageSnapshot } from "../../src/data/db/backup.ts";
-import { finishInterruptedRestore, restorePlanPath, undoRestore, writeRestorePlan, type RestorePlan } from "../../src/data/db/restore-plan.ts";
+import {
+  finishInterruptedRestore,
+  type RestorePlan,
+  restorePlanPath,
+  undoRestore,
+  writeRestorePlan,
+} from "../../src/data/db/restore-plan.ts";
 import { runCli, startServer } from "../support/server.ts";
 
 let tmp: string;
@@ -70,7 +76,15 @@ describe("a restore killed after any of its renames is finished by the next one 
         expect(await readFile(`${f.target}${f.plan.suffix}-wal`, "utf8")).toBe("old wal");
         expect(await readFile(f.plan.keyFile, "utf8")).toBe(swapKey ? "new key\n" : "old key\n");
         if (f.plan.asideKey) expect(await readFile(f.plan.asideKey, "utf8")).toBe("old key\n");
-        expect(readdirSync(f.dir).sort()).toEqual(["imgpress.db", `imgpress.db${f.plan.suffix}`, `imgpress.db${f.plan.suffix}-wal`, "master.key", ...(swapKey ? ["master.key.before-restore-20261125T000000"] : [])].sort());
+        expect(readdirSync(f.dir).sort()).toEqual(
+          [
+            "imgpress.db",
+            `imgpress.db${f.plan.suffix}`,
+            `imgpress.db${f.plan.suffix}-wal`,
+            "master.key",
+            ...(swapKey ? ["master.key.before-restore-20261125T000000"] : []),
+          ].sort(),
+        );
         // Nothing left to finish.
         expect(await finishInterruptedRestore(f.target)).toBeNull();
       });
@@ -98,12 +112,22 @@ describe("a real data folder whose restore was killed after moving the old datab
     expect((await runCli(["restore", backup], { IMGPRESS_DATA_DIR: dir })).code).toBe(0);
     // Killed after the old database went aside: no imgpress.db, the plan and the staged copy there.
     const target = join(dir, "imgpress.db");
-    const plan: RestorePlan = { stage: `${target}.restore-${STAGE_ID}`, suffix: ".before-restore-x", keyFile: join(dir, "master.key"), asideKey: null, keyText: null };
+    const plan: RestorePlan = {
+      stage: `${target}.restore-${STAGE_ID}`,
+      suffix: ".before-restore-x",
+      keyFile: join(dir, "master.key"),
+      asideKey: null,
+      keyText: null,
+    };
     await stageSnapshot(backup, plan.stage);
     await writeRestorePlan(target, plan);
     await rename(target, `${target}${plan.suffix}`);
 
-    for (const args of [["staff", "list"], ["keys", "list"], ["backup", join(tmp, "other.db")]]) {
+    for (const args of [
+      ["staff", "list"],
+      ["keys", "list"],
+      ["backup", join(tmp, "other.db")],
+    ]) {
       const refused = await runCli(args, { IMGPRESS_DATA_DIR: dir });
       expect({ args, code: refused.code }).toEqual({ args, code: 1 });
       expect(refused.stderr).toContain("was interrupted");

@@ -23,12 +23,23 @@ import { otpLimits } from "../../src/data/otp/limits.ts";
 import { selfSignedCertificate } from "../../src/server/tls/selfsigned.ts";
 import { wrongCode } from "../support/harness.ts";
 import { photo } from "../support/images.ts";
-import { cleanEnv, Client, multipart, ROOT, runCommand, startService, type Keys, type Launch, type Multipart, type Service } from "../support/imgpress.ts";
-import { startNginx, type Nginx } from "../support/nginx.ts";
+import {
+  Client,
+  cleanEnv,
+  type Keys,
+  type Launch,
+  type Multipart,
+  multipart,
+  ROOT,
+  runCommand,
+  type Service,
+  startService,
+} from "../support/imgpress.ts";
+import { type Nginx, startNginx } from "../support/nginx.ts";
 import { until } from "../support/ops.ts";
 import { unusedPorts } from "../support/ports.ts";
 import { createDatabase, psql } from "../support/postgres.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { extractOtp, type SmtpSink, startSmtpSink } from "../support/smtp.ts";
 
 /** The documented config and the values in it that the test replaces (each must occur once). */
 const NGINX_CONF = join(ROOT, "docs/scaling/nginx.conf");
@@ -57,7 +68,13 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "imgpress-scaleout-"));
   const file = join(root, "bin", "imgpress");
   launch = { runtime: "binary", file };
-  [, databaseUrl, sink, jpeg, ports] = await Promise.all([buildTarget({ arch: hostArch(), outfile: file }), createDatabase("scaleout"), startSmtpSink(), photo(320, 240), unusedPorts(4)]);
+  [, databaseUrl, sink, jpeg, ports] = await Promise.all([
+    buildTarget({ arch: hostArch(), outfile: file }),
+    createDatabase("scaleout"),
+    startSmtpSink(),
+    photo(320, 240),
+    unusedPorts(4),
+  ]);
   sharedEnv = {
     IMGPRESS_BEHIND_PROXY: "true",
     IMGPRESS_MASTER_KEY: randomBytes(32).toString("hex"),
@@ -101,7 +118,10 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     for (const i of [0, 1, 2]) {
       expect((await direct(i).fetch("/health")).status).toBe(200);
       // Behind a proxy an instance refuses what the proxy did not mark as HTTPS.
-      expect(await answer(await new Client(instances[i]!.url, "").fetch("/health"))).toEqual({ status: 403, code: "HTTPS_REQUIRED" });
+      expect(await answer(await new Client(instances[i]!.url, "").fetch("/health"))).toEqual({
+        status: 403,
+        code: "HTTPS_REQUIRED",
+      });
     }
     expect((await lb.fetch("/health")).status).toBe(200);
   });
@@ -110,17 +130,26 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     const before = (await nginx!.requests()).length;
     for (let i = 0; i < 6; i++) expect((await lb.fetch("/health")).status).toBe(200);
     const served = (await nginx!.requests()).slice(before).map((r) => r.upstreams.join(","));
-    expect(served.toSorted()).toEqual(ports.slice(0, 3).flatMap((p) => [`127.0.0.1:${p}`, `127.0.0.1:${p}`]).toSorted());
+    expect(served.toSorted()).toEqual(
+      ports
+        .slice(0, 3)
+        .flatMap((p) => [`127.0.0.1:${p}`, `127.0.0.1:${p}`])
+        .toSorted(),
+    );
     // A client's own X-Forwarded-Proto is overwritten: nginx speaks for the TLS it terminated.
     expect((await lb.fetch("/health", { headers: { "x-forwarded-proto": "http" } })).status).toBe(200);
     // A client's own X-Forwarded-For is kept on the left and ignored: the instances see 127.0.0.1,
     // which may read /internal/status, while 203.0.113.9 itself may not.
     expect((await lb.fetch("/internal/status", { headers: { "x-forwarded-for": "203.0.113.9" } })).status).toBe(200);
-    expect(await answer(await direct(0, "203.0.113.9").fetch("/internal/status"))).toEqual({ status: 404, code: "NOT_FOUND" });
+    expect(await answer(await direct(0, "203.0.113.9").fetch("/internal/status"))).toEqual({
+      status: 404,
+      code: "NOT_FOUND",
+    });
   });
 
   test("uploads up to the service's limit pass nginx, so the service answers their size itself", async () => {
-    const upload = (bytes: number) => lb.convert(issued.lb!, "bearer", multipart({ format: "webp" }, new Uint8Array(bytes), "big.jpg"));
+    const upload = (bytes: number) =>
+      lb.convert(issued.lb!, "bearer", multipart({ format: "webp" }, new Uint8Array(bytes), "big.jpg"));
     // Exactly the limit reaches the service, which sniffs it (zeros are no image).
     expect(await answer(await upload(MAX_IMAGE_BYTES))).toEqual({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE" });
     expect(await answer(await upload(MAX_IMAGE_BYTES + 1))).toEqual({ status: 413, code: "FILE_TOO_LARGE" });
@@ -133,10 +162,21 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     expect((await direct(0).json("POST", "/v1/plugin/auth/request-otp", { email })).status).toBe(200);
     const otp = await otpFor(email);
     // A and B first, then more on all three instances (own client addresses) and through nginx.
-    const doors = [direct(0), direct(1), ...Array.from({ length: 9 }, (_, n) => direct(n % 3, `198.51.100.${50 + n}`)), lb];
-    const all = await racingOnCode(email, () => doors.map((door) => door.json("POST", "/v1/plugin/auth/verify-otp", { email, otp })));
-    expect(tally(all.map((r) => `${r.status} ${r.body.code ?? r.body.status}`))).toEqual({ "200 success": 1, "401 INVALID_OTP": doors.length - 1 });
-    for (const late of [direct(2), lb]) expect((await late.json("POST", "/v1/plugin/auth/verify-otp", { email, otp })).body.code).toBe("INVALID_OTP");
+    const doors = [
+      direct(0),
+      direct(1),
+      ...Array.from({ length: 9 }, (_, n) => direct(n % 3, `198.51.100.${50 + n}`)),
+      lb,
+    ];
+    const all = await racingOnCode(email, () =>
+      doors.map((door) => door.json("POST", "/v1/plugin/auth/verify-otp", { email, otp })),
+    );
+    expect(tally(all.map((r) => `${r.status} ${r.body.code ?? r.body.status}`))).toEqual({
+      "200 success": 1,
+      "401 INVALID_OTP": doors.length - 1,
+    });
+    for (const late of [direct(2), lb])
+      expect((await late.json("POST", "/v1/plugin/auth/verify-otp", { email, otp })).body.code).toBe("INVALID_OTP");
     const winner = all.find((r) => r.status === 200)!.body;
     issued.once = { apiKey: winner.api_key, secretKey: winner.secret_key };
     for (const door of [direct(2), lb]) expect((await convert(door, issued.once)).status).toBe(200);
@@ -148,7 +188,10 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     const otp = await otpFor(email);
     const doors = [direct(0), direct(1), direct(2), lb, direct(0)];
     const codes = [];
-    for (const [n, door] of doors.entries()) codes.push((await door.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: wrongCode(otp, n + 1) })).body.code);
+    for (const [n, door] of doors.entries())
+      codes.push(
+        (await door.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: wrongCode(otp, n + 1) })).body.code,
+      );
     expect(codes).toEqual(["INVALID_OTP", "INVALID_OTP", "INVALID_OTP", "INVALID_OTP", "TOO_MANY_ATTEMPTS"]);
     expect((await direct(2).json("POST", "/v1/plugin/auth/verify-otp", { email, otp })).body.code).toBe("INVALID_OTP");
 
@@ -157,10 +200,20 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     expect((await lb.json("POST", "/v1/plugin/auth/request-otp", { email: burst })).status).toBe(200);
     const right = await otpFor(burst);
     const guesses = await racingOnCode(burst, () =>
-      Array.from({ length: 8 }, (_, n) => direct(n % 3, "192.0.2.8").json("POST", "/v1/plugin/auth/verify-otp", { email: burst, otp: wrongCode(right, n + 1) })),
+      Array.from({ length: 8 }, (_, n) =>
+        direct(n % 3, "192.0.2.8").json("POST", "/v1/plugin/auth/verify-otp", {
+          email: burst,
+          otp: wrongCode(right, n + 1),
+        }),
+      ),
     );
-    expect(tally(guesses.map((g) => `${g.status} ${g.body.code}`))).toEqual({ "401 INVALID_OTP": 7, "429 TOO_MANY_ATTEMPTS": 1 });
-    expect((await direct(1).json("POST", "/v1/plugin/auth/verify-otp", { email: burst, otp: right })).body.code).toBe("INVALID_OTP");
+    expect(tally(guesses.map((g) => `${g.status} ${g.body.code}`))).toEqual({
+      "401 INVALID_OTP": 7,
+      "429 TOO_MANY_ATTEMPTS": 1,
+    });
+    expect((await direct(1).json("POST", "/v1/plugin/auth/verify-otp", { email: burst, otp: right })).body.code).toBe(
+      "INVALID_OTP",
+    );
   });
 
   test("rate limits count the events of every instance", async () => {
@@ -169,21 +222,36 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     const email = "limited@example.com";
     const doors = [...Array.from({ length: 30 }, (_, n) => direct(n % 3, `198.51.100.${100 + n}`)), lb, lb, lb];
     const asked = await Promise.all(doors.map((door) => door.json("POST", "/v1/plugin/auth/request-otp", { email })));
-    expect(tally(asked.map((r) => `${r.status} ${r.body.code ?? r.body.status}`))).toEqual({ "200 success": 1, "429 RATE_LIMITED": doors.length - 1 });
-    for (const r of asked.filter((r) => r.status === 429)) expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(tally(asked.map((r) => `${r.status} ${r.body.code ?? r.body.status}`))).toEqual({
+      "200 success": 1,
+      "429 RATE_LIMITED": doors.length - 1,
+    });
+    for (const r of asked.filter((r) => r.status === 429))
+      expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(sink.messages.filter((m) => m.envelopeTo.includes(email))).toHaveLength(1);
 
     // Verifications per client address (30 per 5 minutes), one address spread over three instances.
     const { limit } = otpLimits.verifyPerIp[0];
-    const tries = await Promise.all(Array.from({ length: limit + 15 }, (_, n) => direct(n % 3, "192.0.2.30").json("POST", "/v1/plugin/auth/verify-otp", { email: "nobody@example.com", otp: "123456" })));
-    expect(tally(tries.map((r) => `${r.status} ${r.body.code}`))).toEqual({ "401 INVALID_OTP": limit, "429 RATE_LIMITED": 15 });
+    const tries = await Promise.all(
+      Array.from({ length: limit + 15 }, (_, n) =>
+        direct(n % 3, "192.0.2.30").json("POST", "/v1/plugin/auth/verify-otp", {
+          email: "nobody@example.com",
+          otp: "123456",
+        }),
+      ),
+    );
+    expect(tally(tries.map((r) => `${r.status} ${r.body.code}`))).toEqual({
+      "401 INVALID_OTP": limit,
+      "429 RATE_LIMITED": 15,
+    });
   });
 
   test("a signature accepted by one instance is a replay on every instance", async () => {
     const form = webp();
     const ts = Math.floor(Date.now() / 1000);
     expect((await convert(lb, issued.a!, "signed", form, ts)).status).toBe(200);
-    for (const door of [direct(0), direct(1), direct(2), lb]) expect(await convert(door, issued.a!, "signed", form, ts)).toEqual({ status: 401, code: "REPLAYED_REQUEST" });
+    for (const door of [direct(0), direct(1), direct(2), lb])
+      expect(await convert(door, issued.a!, "signed", form, ts)).toEqual({ status: 401, code: "REPLAYED_REQUEST" });
 
     const fresh = webp();
     const race = await Promise.all([0, 1, 2].map((i) => convert(direct(i), issued.b!, "signed", fresh, ts)));
@@ -228,7 +296,10 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     for (const k of keys) for (const door of [direct(0), direct(1)]) expect((await convert(door, k)).status).toBe(200);
     // Once the dead instance's fail_timeout is over, nginx tries it again with a client's request:
     // the refused connection goes on to a survivor and that client still gets its image.
-    const triedAgain = async () => (await nginx!.requests()).some((r) => r.upstreams.length > 1 && r.upstreams[0] === victimAddress && r.status === 200);
+    const triedAgain = async () =>
+      (await nginx!.requests()).some(
+        (r) => r.upstreams.length > 1 && r.upstreams[0] === victimAddress && r.status === 200,
+      );
     await until(
       async () => {
         expect(await convert(lb, keys[0]!)).toEqual({ status: 200, code: "image/webp" });
@@ -239,7 +310,9 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     );
     // Every key issued before, through any door, is still there and active.
     const prefixes = keys.map((k) => `'${k.apiKey.slice(0, 12)}'`).join(",");
-    expect(await psql(databaseUrl, `SELECT count(*) FROM api_keys WHERE revoked_at IS NULL AND key_prefix IN (${prefixes})`)).toBe(String(keys.length));
+    expect(
+      await psql(databaseUrl, `SELECT count(*) FROM api_keys WHERE revoked_at IS NULL AND key_prefix IN (${prefixes})`),
+    ).toBe(String(keys.length));
   }, 45_000);
 
   test("usage from all instances adds up exactly once they flush at shutdown", async () => {
@@ -250,14 +323,21 @@ describe("three instances behind nginx on one PostgreSQL database", () => {
     const ok = await Promise.all(doors.flatMap((door) => [convert(door, keys), convert(door, keys)]));
     expect(tally(ok.map((r) => r.status))).toEqual({ 200: doors.length * 2 });
     // One refused attempt per instance: counted in the buckets, not in the key's conversions.
-    const bad = await Promise.all([0, 1, 2].map((i) => convert(direct(i), keys, "bearer", multipart({ format: "gif" }, jpeg, "photo.jpg"))));
+    const bad = await Promise.all(
+      [0, 1, 2].map((i) => convert(direct(i), keys, "bearer", multipart({ format: "gif" }, jpeg, "photo.jpg"))),
+    );
     expect(tally(bad.map((r) => `${r.status} ${r.code}`))).toEqual({ "400 UNSUPPORTED_FORMAT": 3 });
 
     expect(await Promise.all(instances.map((s) => s.stop()))).toEqual([0, 0, 0]);
     const id = await keyId(keys);
-    const sums = await psql(databaseUrl, `SELECT outcome || '=' || sum(count) FROM usage_hourly WHERE key_id = '${id}' GROUP BY outcome ORDER BY outcome`);
+    const sums = await psql(
+      databaseUrl,
+      `SELECT outcome || '=' || sum(count) FROM usage_hourly WHERE key_id = '${id}' GROUP BY outcome ORDER BY outcome`,
+    );
     expect(sums.split("\n")).toEqual(["UNSUPPORTED_FORMAT=3", `ok=${doors.length * 2}`]);
-    expect(await psql(databaseUrl, `SELECT conversions FROM api_keys WHERE id = '${id}'`)).toBe(String(doors.length * 2));
+    expect(await psql(databaseUrl, `SELECT conversions FROM api_keys WHERE id = '${id}'`)).toBe(
+      String(doors.length * 2),
+    );
   }, 45_000);
 });
 
@@ -277,7 +357,13 @@ async function answer(res: Response): Promise<Answer> {
   }
 }
 
-function convert(door: Client, keys: Keys, auth: "bearer" | "signed" = "bearer", form = webp(), timestamp?: number): Promise<Answer> {
+function convert(
+  door: Client,
+  keys: Keys,
+  auth: "bearer" | "signed" = "bearer",
+  form = webp(),
+  timestamp?: number,
+): Promise<Answer> {
   return door.convert(keys, auth, form, timestamp).then(answer, (err: Error) => ({ status: 0, code: err.message }));
 }
 
@@ -313,7 +399,13 @@ function direct(i: number, ip = `198.51.100.${i + 1}`): Client {
 function startInstance(i: number): Promise<Service> {
   const cwd = join(root, `instance-${i}`);
   mkdirSync(cwd, { recursive: true });
-  return startService({ launch, dataDir: false, cwd, env: { ...sharedEnv, IMGPRESS_PORT: String(ports[i]) }, startTimeoutMs: 30_000 });
+  return startService({
+    launch,
+    dataDir: false,
+    cwd,
+    env: { ...sharedEnv, IMGPRESS_PORT: String(ports[i]) },
+    startTimeoutMs: 30_000,
+  });
 }
 
 /** docs/scaling/nginx.conf with only the instance ports, the listen port and the certificate paths replaced. */
@@ -321,7 +413,8 @@ function siteConfig(cert: string, key: string): string {
   let text = readFileSync(NGINX_CONF, "utf8");
   const replace = (from: string, to: string) => {
     const count = text.split(from).length - 1;
-    if (count !== 1) throw new Error(`docs/scaling/nginx.conf: expected "${from}" exactly once, found it ${count} times`);
+    if (count !== 1)
+      throw new Error(`docs/scaling/nginx.conf: expected "${from}" exactly once, found it ${count} times`);
     text = text.replace(from, to);
   };
   for (const [i, address] of DOC_INSTANCES.entries()) replace(`${address} `, `127.0.0.1:${ports[i]} `);
@@ -341,12 +434,20 @@ async function otpFor(email: string): Promise<string> {
  * the database allows, instead of one after another as they happen to arrive.
  */
 async function racingOnCode<T>(email: string, send: () => Promise<T>[]): Promise<T[]> {
-  const holding = psql(databaseUrl, `BEGIN; SELECT 1 FROM otp_codes WHERE email = '${email}' FOR UPDATE; SELECT pg_sleep(60); COMMIT;`).catch(() => "cancelled");
-  const holder = () => psql(databaseUrl, "SELECT pid FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()");
+  const holding = psql(
+    databaseUrl,
+    `BEGIN; SELECT 1 FROM otp_codes WHERE email = '${email}' FOR UPDATE; SELECT pg_sleep(60); COMMIT;`,
+  ).catch(() => "cancelled");
+  const holder = () =>
+    psql(databaseUrl, "SELECT pid FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()");
   await until(async () => (await holder()) !== "", 10_000, "the session holding the code's row");
   const guesses = send();
   const waiting = `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE 'update "otp_codes"%'`;
-  await until(async () => Number(await psql(databaseUrl, waiting)) === guesses.length, 10_000, `${guesses.length} guesses waiting for the code's row`);
+  await until(
+    async () => Number(await psql(databaseUrl, waiting)) === guesses.length,
+    10_000,
+    `${guesses.length} guesses waiting for the code's row`,
+  );
   await psql(databaseUrl, `SELECT pg_cancel_backend(${await holder()})`);
   expect(await holding).toBe("cancelled");
   return Promise.all(guesses);

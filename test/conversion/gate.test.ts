@@ -5,9 +5,9 @@
  * hand (manualTimers), so nothing depends on timing.
  */
 import { describe, expect, test } from "bun:test";
-import { AppError } from "../../src/core/errors.ts";
 import { ConversionGate, type GateOptions, type JobWeight } from "../../src/conversion/gate.ts";
 import { ConvertService, requesterOf } from "../../src/conversion/service.ts";
+import { AppError } from "../../src/core/errors.ts";
 import * as img from "../support/images.ts";
 import { manualTimers } from "../support/timers.ts";
 
@@ -21,7 +21,13 @@ interface Job {
 }
 
 function gate(options: Partial<GateOptions> = {}) {
-  return new ConversionGate({ concurrency: 2, queueSize: 4, queueTimeoutMs: 60_000, abandonAfterMs: Infinity, ...options });
+  return new ConversionGate({
+    concurrency: 2,
+    queueSize: 4,
+    queueTimeoutMs: 60_000,
+    abandonAfterMs: Infinity,
+    ...options,
+  });
 }
 
 /** Submits a job (`true`: heavy, `false`: normal); `log` receives its name when it starts. Finishing a job that has not started yet makes it end as soon as it starts. */
@@ -41,14 +47,18 @@ function submit(g: ConversionGate, name: string, heavy: boolean | JobWeight, log
       settleNow?.();
     },
   };
-  job.promise = g.run(heavy === true ? "heavy" : heavy === false ? "normal" : heavy, () => {
-    job.started = true;
-    log.push(name);
-    return new Promise<string>((resolve, reject) => {
-      settleNow = () => (outcome!.error ? reject(outcome!.error) : resolve(name));
-      if (outcome) settleNow();
-    });
-  }, { memoryBytes: memory });
+  job.promise = g.run(
+    heavy === true ? "heavy" : heavy === false ? "normal" : heavy,
+    () => {
+      job.started = true;
+      log.push(name);
+      return new Promise<string>((resolve, reject) => {
+        settleNow = () => (outcome!.error ? reject(outcome!.error) : resolve(name));
+        if (outcome) settleNow();
+      });
+    },
+    { memoryBytes: memory },
+  );
   job.promise.catch(() => {}); // observed by the tests that expect a rejection
   return job;
 }
@@ -84,7 +94,17 @@ describe("admission", () => {
     expect(g.stats().admitted).toBe(5);
     again();
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 1, abandoned: 0, memoryReservedMiB: 0, receiving: 0, receivingMiB: 0 });
+    expect(g.stats()).toEqual({
+      admitted: 0,
+      running: 0,
+      slotsBusy: 0,
+      waiting: 0,
+      rejected: 1,
+      abandoned: 0,
+      memoryReservedMiB: 0,
+      receiving: 0,
+      receivingMiB: 0,
+    });
   });
 
   test("leaving twice frees only one place", () => {
@@ -105,7 +125,11 @@ describe("admission", () => {
     const g = gate({ concurrency: 2, queueSize: 6, maxAdmittedPerOwner: 3 });
     const mine = Array.from({ length: 3 }, () => g.admit("key_a"));
     const err = busy(() => g.admit("key_a"));
-    expect({ status: err.status, code: err.code, retry: err.headers["retry-after"] }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
+    expect({ status: err.status, code: err.code, retry: err.headers["retry-after"] }).toEqual({
+      status: 429,
+      code: "TOO_MANY_IN_PROGRESS",
+      retry: "5",
+    });
     expect(err.message).toContain("3 conversions in progress");
     // Not a refusal for lack of room: the gate's rejected count is for 503s.
     expect(g.stats()).toMatchObject({ admitted: 3, rejected: 0 });
@@ -126,7 +150,9 @@ describe("admission", () => {
     expect({ status: err.status, code: err.code }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS" });
     expect(err.message).toStartWith("This client address already has 3 conversions in progress");
     const elsewhere = [g.admit("key:a", "address:198.51.100.7"), g.admit("key:a", "address:198.51.100.7")];
-    expect(busy(() => g.admit("key:a", "address:192.0.2.1")).message).toStartWith("This key already has 3 conversions in progress");
+    expect(busy(() => g.admit("key:a", "address:192.0.2.1")).message).toStartWith(
+      "This key already has 3 conversions in progress",
+    );
     mine[0]!();
     // Leaving gives back the place of each owner: key a's, and the address's.
     const again = g.admit("key:a", "address:203.0.113.9");
@@ -136,11 +162,21 @@ describe("admission", () => {
 
   test("uploads being received reserve the upload budget by size, hold no place, and one client holds at most its share", () => {
     const MiB = 2 ** 20;
-    const g = gate({ concurrency: 1, queueSize: 0, maxAdmittedPerOwner: 1, uploadBudgetBytes: 40 * MiB, uploadShareBytes: 10 * MiB });
+    const g = gate({
+      concurrency: 1,
+      queueSize: 0,
+      maxAdmittedPerOwner: 1,
+      uploadBudgetBytes: 40 * MiB,
+      uploadShareBytes: 10 * MiB,
+    });
     // A client may always have one upload, even one larger than its share.
     const big = g.reserveUpload("203.0.113.9", 15 * MiB);
     const err = busy(() => g.reserveUpload("203.0.113.9", 1));
-    expect({ status: err.status, code: err.code, retry: err.headers["retry-after"] }).toEqual({ status: 429, code: "TOO_MANY_IN_PROGRESS", retry: "5" });
+    expect({ status: err.status, code: err.code, retry: err.headers["retry-after"] }).toEqual({
+      status: 429,
+      code: "TOO_MANY_IN_PROGRESS",
+      retry: "5",
+    });
     // Tiny uploads count MIN_UPLOAD_RESERVATION each: 160 of them fill another client's 10 MiB.
     const tiny = Array.from({ length: 160 }, () => g.reserveUpload("198.51.100.7", 1));
     expect(busy(() => g.reserveUpload("198.51.100.7", 1)).code).toBe("TOO_MANY_IN_PROGRESS");
@@ -171,7 +207,11 @@ describe("admission", () => {
     });
     expect(g.stats()).toMatchObject({ receiving: 1, admitted: 0 });
     // The same key from elsewhere converts meanwhile: the pending upload is not yet the key's.
-    const other = await service.handle(requesterOf("k", "198.51.100.7"), 1000, async () => ({ image, stem: "y", options: { format: "webp", quality: "lossy" } }));
+    const other = await service.handle(requesterOf("k", "198.51.100.7"), 1000, async () => ({
+      image,
+      stem: "y",
+      options: { format: "webp", quality: "lossy" },
+    }));
     other.release();
     arrive();
     (await pending).release();
@@ -240,7 +280,10 @@ describe("running", () => {
     gone.abort();
     const err = await lost.catch((e: AppError) => e);
     expect(err).toBeInstanceOf(AppError);
-    expect({ status: (err as AppError).status, code: (err as AppError).code }).toEqual({ status: 499, code: "CLIENT_CLOSED_REQUEST" });
+    expect({ status: (err as AppError).status, code: (err as AppError).code }).toEqual({
+      status: 499,
+      code: "CLIENT_CLOSED_REQUEST",
+    });
     expect(g.stats()).toMatchObject({ running: 1, waiting: 1, rejected: 0 });
     running.finish();
     await settle();
@@ -250,7 +293,9 @@ describe("running", () => {
     // Already gone before asking: refused at once, whatever room there is.
     const early = new AbortController();
     early.abort();
-    expect(await g.run("light", async () => log.push("early"), { signal: early.signal }).catch((e: AppError) => e.code)).toBe("CLIENT_CLOSED_REQUEST");
+    expect(
+      await g.run("light", async () => log.push("early"), { signal: early.signal }).catch((e: AppError) => e.code),
+    ).toBe("CLIENT_CLOSED_REQUEST");
     expect(log).toEqual(["running", "next"]);
     expect(g.stats()).toMatchObject({ running: 0, waiting: 0, memoryReservedMiB: 0 });
   });
@@ -318,7 +363,11 @@ describe("running", () => {
       return run(weight, job);
     };
     const service = new ConvertService(g, { maxPixels: 1e8, timeoutS: 60, qualityGuard: "off" });
-    const upload = (image: Uint8Array, quality: "lossy" | "lossless") => ({ image, stem: "x", options: { format: "webp" as const, quality } });
+    const upload = (image: Uint8Array, quality: "lossy" | "lossless") => ({
+      image,
+      stem: "x",
+      options: { format: "webp" as const, quality },
+    });
     await service.convert(upload(await img.photo(2048, 2048), "lossy"));
     await service.convert(upload(await img.photo(2049, 2048), "lossy"));
     await service.convert(upload(await img.photo(64, 48), "lossless"));
@@ -390,7 +439,10 @@ describe("running", () => {
       err = e;
     }
     expect(err).toBeInstanceOf(AppError);
-    expect({ status: (err as AppError).status, code: (err as AppError).code }).toEqual({ status: 503, code: "SERVER_BUSY" });
+    expect({ status: (err as AppError).status, code: (err as AppError).code }).toEqual({
+      status: 503,
+      code: "SERVER_BUSY",
+    });
     expect((err as AppError).headers["retry-after"]).toBeDefined();
     expect(late.started).toBe(false);
     expect(g.stats()).toMatchObject({ running: 1, waiting: 0, rejected: 1, abandoned: 0 });
@@ -508,7 +560,17 @@ describe("errors", () => {
     jobs[2]!.finish();
     await jobs[2]!.promise;
     for (const leave of leaves) leave();
-    expect(g.stats()).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0, memoryReservedMiB: 0, receiving: 0, receivingMiB: 0 });
+    expect(g.stats()).toEqual({
+      admitted: 0,
+      running: 0,
+      slotsBusy: 0,
+      waiting: 0,
+      rejected: 0,
+      abandoned: 0,
+      memoryReservedMiB: 0,
+      receiving: 0,
+      receivingMiB: 0,
+    });
   });
 
   test("a job that throws synchronously frees its slot", async () => {

@@ -6,7 +6,14 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { availableParallelism, hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ConfigError, flagName, ineffectiveSettings, loadConfig, settings, unknownSettings } from "../../src/core/config.ts";
+import {
+  ConfigError,
+  flagName,
+  ineffectiveSettings,
+  loadConfig,
+  settings,
+  unknownSettings,
+} from "../../src/core/config.ts";
 import { loadMasterKey } from "../../src/server/masterkey.ts";
 
 /** The ConfigError `fn` throws (fails the test when it throws nothing or something else). */
@@ -79,17 +86,42 @@ describe("accepted values", () => {
     ["IMGPRESS_BEHIND_PROXY", "yes", "behindProxy", true],
     ["IMGPRESS_BEHIND_PROXY", "1", "behindProxy", true],
     ["IMGPRESS_BEHIND_PROXY", "off", "behindProxy", false],
-    ["IMGPRESS_SMTP_URL", "smtps://user:pass@mail.example.com:465", "smtpUrl", "smtps://user:pass@mail.example.com:465"],
+    [
+      "IMGPRESS_SMTP_URL",
+      "smtps://user:pass@mail.example.com:465",
+      "smtpUrl",
+      "smtps://user:pass@mail.example.com:465",
+    ],
     ["IMGPRESS_DATABASE_URL", "libsql://db.example.com", "databaseUrl", "libsql://db.example.com"],
-    ["IMGPRESS_DATABASE_URL", "postgres://db.example.com/imgpress", "databaseUrl", "postgres://db.example.com/imgpress"],
-    ["IMGPRESS_DATABASE_URL", "postgresql://u:p@db.example.com:5432/imgpress?sslmode=require", "databaseUrl", "postgresql://u:p@db.example.com:5432/imgpress?sslmode=require"],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "postgres://db.example.com/imgpress",
+      "databaseUrl",
+      "postgres://db.example.com/imgpress",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "postgresql://u:p@db.example.com:5432/imgpress?sslmode=require",
+      "databaseUrl",
+      "postgresql://u:p@db.example.com:5432/imgpress?sslmode=require",
+    ],
     ["IMGPRESS_DATABASE_URL", "file:./data/imgpress.db?mode=ro", "databaseUrl", "file:./data/imgpress.db?mode=ro"],
     ["IMGPRESS_DATABASE_POOL_SIZE", "25", "databasePoolSize", 25],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "2.5", "databaseTimeoutS", 2.5],
     // A database server gets its own default: a connection attempt or a statement may take longer.
     ["IMGPRESS_DATABASE_URL", "postgres://db.example.com/imgpress", "databaseTimeoutS", 10],
-    ["IMGPRESS_ALLOWED_EMAILS", " Boss@Corp.example , @Team.example ,,", "allowedEmails", ["boss@corp.example", "@team.example"]],
-    ["IMGPRESS_ALLOWED_EMAILS", "@Bücher.example,Anna@bücher.example", "allowedEmails", ["@xn--bcher-kva.example", "anna@xn--bcher-kva.example"]],
+    [
+      "IMGPRESS_ALLOWED_EMAILS",
+      " Boss@Corp.example , @Team.example ,,",
+      "allowedEmails",
+      ["boss@corp.example", "@team.example"],
+    ],
+    [
+      "IMGPRESS_ALLOWED_EMAILS",
+      "@Bücher.example,Anna@bücher.example",
+      "allowedEmails",
+      ["@xn--bcher-kva.example", "anna@xn--bcher-kva.example"],
+    ],
     ["IMGPRESS_AUTH_SCHEMES", "signed,signed", "authSchemes", ["signed"]],
     ["IMGPRESS_CONVERT_TIMEOUT_S", "0.5", "convertTimeoutS", 0.5],
     ["IMGPRESS_HOST", " 127.0.0.1 ", "host", "127.0.0.1"],
@@ -190,45 +222,161 @@ describe("an invalid value stops with a message naming the variable and what is 
     ["IMGPRESS_AUDIT_RETENTION_DAYS", "36501", "expected a whole number from 0 to 36500."],
     ["IMGPRESS_DATABASE_TIMEOUT_S", "0.5", "expected a number from 1 to 600."],
     ["IMGPRESS_PORT", "-1", "expected a whole number from 0 to 65535."],
-    ["IMGPRESS_SMTP_URL", "smtp://u:p@[bad", "expected a URL starting with smtp: or smtps: that is well formed (check the host, port and %-encoding of the password)."],
+    [
+      "IMGPRESS_SMTP_URL",
+      "smtp://u:p@[bad",
+      "expected a URL starting with smtp: or smtps: that is well formed (check the host, port and %-encoding of the password).",
+    ],
     ["IMGPRESS_SMTP_URL", "ftp://mail.example.com", "expected a URL starting with smtp: or smtps:."],
     ["IMGPRESS_DATA_DIR", "~/imgpress-data", "expected a full path (~ is expanded by a shell only: write /home/…)."],
     ["IMGPRESS_TLS_KEY", "~", "expected a full path (~ is expanded by a shell only: write /home/…)."],
-    ["IMGPRESS_METRICS_TOKEN", "ünïcödé-tökén-ünïcödé", "expected a token of at least 16 characters, printable ASCII only."],
+    [
+      "IMGPRESS_METRICS_TOKEN",
+      "ünïcödé-tökén-ünïcödé",
+      "expected a token of at least 16 characters, printable ASCII only.",
+    ],
     ["IMGPRESS_SMTP_URL", "smtp://", "expected an smtp: or smtps: URL with a host (smtp://user:pass@host:587)."],
     // Passwords starting with digits and holding an unencoded # / ?: the parser reads another host, a port and no password.
-    ["IMGPRESS_SMTP_URL", "smtp://user:2024#Summer@smtp.example.com:587", `expected a URL starting with smtp: or smtps: whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`],
-    ["IMGPRESS_DATABASE_URL", "postgres://imgpress:5432/Summer@db.example/x", `expected a URL starting with ${"file:, postgres:, postgresql:, libsql:, http:, https:, ws:, wss:".split(", ").join(" or ")} whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`],
-    ["IMGPRESS_DATABASE_URL", "postgres://admin:123?Secret@h.example/db", `expected a URL starting with ${"file:, postgres:, postgresql:, libsql:, http:, https:, ws:, wss:".split(", ").join(" or ")} whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`],
-    ["IMGPRESS_DATABASE_URL", "postgres:///imgpress", "expected a postgres: URL with a host (postgres://user:pass@host:5432/db)."],
-    ["IMGPRESS_STAFF_EMAILS", "not-an-email", "expected exact e-mail addresses (bad entry: not-an-email; expected exactly one @ with text before it)."],
+    [
+      "IMGPRESS_SMTP_URL",
+      "smtp://user:2024#Summer@smtp.example.com:587",
+      `expected a URL starting with smtp: or smtps: whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`,
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "postgres://imgpress:5432/Summer@db.example/x",
+      `expected a URL starting with ${"file:, postgres:, postgresql:, libsql:, http:, https:, ws:, wss:".split(", ").join(" or ")} whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`,
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "postgres://admin:123?Secret@h.example/db",
+      `expected a URL starting with ${"file:, postgres:, postgresql:, libsql:, http:, https:, ws:, wss:".split(", ").join(" or ")} whose password is %-encoded (an "@" after the host: write a / ? # or @ in the password as %2F %3F %23 %40).`,
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "postgres:///imgpress",
+      "expected a postgres: URL with a host (postgres://user:pass@host:5432/db).",
+    ],
+    [
+      "IMGPRESS_STAFF_EMAILS",
+      "not-an-email",
+      "expected exact e-mail addresses (bad entry: not-an-email; expected exactly one @ with text before it).",
+    ],
     // Entries no normalised address could ever match: refused, not silently matching nobody.
-    ["IMGPRESS_STAFF_EMAILS", "boss@example.com.", "expected exact e-mail addresses (bad entry: boss@example.com.; the domain is not valid)."],
-    ["IMGPRESS_ALLOWED_EMAILS", "a..b@example.com", "expected *, addresses or @domain entries (bad entry: a..b@example.com; misplaced dot before @)."],
-    ["IMGPRESS_ALLOWED_EMAILS", "@example.com.", "expected *, addresses or @domain entries (bad entry: @example.com.; the domain is not valid)."],
-    ["IMGPRESS_ALLOWED_EMAILS", "*@example.com", "expected *, addresses or @domain entries (bad entry: *@example.com; a whole domain is written @example.com)."],
-    ["IMGPRESS_DATABASE_URL", "postgres://u:a%zz@db.example/x", "expected a PostgreSQL URL whose user name and password are %-encoded (a % in them is written %25)."],
-    ["IMGPRESS_DATABASE_URL", "postgres://u:p@db.example/x?sslmode=verify-ca", "expected a PostgreSQL URL whose sslmode is one of disable, prefer, require, verify-full (got verify-ca)."],
-    ["IMGPRESS_DATABASE_URL", "postgresql://u:p@localhost/x?host=/run/postgresql&port=5433", "expected a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?host= and Unix sockets are not supported."],
+    [
+      "IMGPRESS_STAFF_EMAILS",
+      "boss@example.com.",
+      "expected exact e-mail addresses (bad entry: boss@example.com.; the domain is not valid).",
+    ],
+    [
+      "IMGPRESS_ALLOWED_EMAILS",
+      "a..b@example.com",
+      "expected *, addresses or @domain entries (bad entry: a..b@example.com; misplaced dot before @).",
+    ],
+    [
+      "IMGPRESS_ALLOWED_EMAILS",
+      "@example.com.",
+      "expected *, addresses or @domain entries (bad entry: @example.com.; the domain is not valid).",
+    ],
+    [
+      "IMGPRESS_ALLOWED_EMAILS",
+      "*@example.com",
+      "expected *, addresses or @domain entries (bad entry: *@example.com; a whole domain is written @example.com).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "postgres://u:a%zz@db.example/x",
+      "expected a PostgreSQL URL whose user name and password are %-encoded (a % in them is written %25).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "postgres://u:p@db.example/x?sslmode=verify-ca",
+      "expected a PostgreSQL URL whose sslmode is one of disable, prefer, require, verify-full (got verify-ca).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "postgresql://u:p@localhost/x?host=/run/postgresql&port=5433",
+      "expected a PostgreSQL URL with the host and port in its address (postgres://user:pass@host:5432/db): ?host= and Unix sockets are not supported.",
+    ],
     // libSQL would open these in memory: a service that forgets every key at its next start.
-    ["IMGPRESS_DATABASE_URL", "file:", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
-    ["IMGPRESS_DATABASE_URL", "file:  ", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
-    ["IMGPRESS_DATABASE_URL", "file::memory:", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
-    ["IMGPRESS_DATABASE_URL", "file:imgpress.db?mode=memory", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop)."],
-    ["IMGPRESS_DATABASE_URL", "file:///srv/imgpress/", "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder."],
-    ["IMGPRESS_DATABASE_URL", "file://nas/share/imgpress.db", "expected a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host)."],
-    ["IMGPRESS_DATABASE_URL", "FILE:imgpress.db", "expected a file: URL with its scheme in lower case (file:./imgpress-data/imgpress.db)."],
-    ["IMGPRESS_DATABASE_URL", "file:/srv/100%/imgpress.db", "expected a file: URL whose % signs each start an escape (write % itself as %25: file:/srv/100%25/imgpress.db)."],
-    ["IMGPRESS_TLS_NAMES", "nas.local,-nas.lan", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: -nas.lan)."],
-    ["IMGPRESS_TLS_NAMES", "nas.local:8443", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas.local:8443; a name is written without a port)."],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "file:",
+      "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "file:  ",
+      "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "file::memory:",
+      "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "file:imgpress.db?mode=memory",
+      "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not an empty path or :memory: (the data would be lost at every stop).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "file:///srv/imgpress/",
+      "expected a file: URL naming a database file (file:./imgpress-data/imgpress.db), not a folder.",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "file://nas/share/imgpress.db",
+      "expected a file: URL of a file on this machine (file:/path/imgpress.db or file:///path/imgpress.db, no host).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "FILE:imgpress.db",
+      "expected a file: URL with its scheme in lower case (file:./imgpress-data/imgpress.db).",
+    ],
+    [
+      "IMGPRESS_DATABASE_URL",
+      "file:/srv/100%/imgpress.db",
+      "expected a file: URL whose % signs each start an escape (write % itself as %25: file:/srv/100%25/imgpress.db).",
+    ],
+    [
+      "IMGPRESS_TLS_NAMES",
+      "nas.local,-nas.lan",
+      "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: -nas.lan).",
+    ],
+    [
+      "IMGPRESS_TLS_NAMES",
+      "nas.local:8443",
+      "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas.local:8443; a name is written without a port).",
+    ],
     // Clients read a name ending in digits as an IPv4 address (10.1.2 is 10.1.0.2), never as this name.
-    ["IMGPRESS_TLS_NAMES", "10.1.2", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 10.1.2)."],
+    [
+      "IMGPRESS_TLS_NAMES",
+      "10.1.2",
+      "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 10.1.2).",
+    ],
     ["IMGPRESS_TLS_NAMES", "*", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *)."],
     // OpenSSL clients match a wildcard over two labels or more only: *.local matches no NAS.
-    ["IMGPRESS_TLS_NAMES", "*.local", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *.local; a wildcard stands for one label under a name of two labels or more (*.example.lan): name the host itself)."],
-    ["IMGPRESS_TLS_NAMES", "0.0.0.0", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 0.0.0.0; no client connects to this address)."],
-    ["IMGPRESS_TLS_NAMES", "nas.local 192.168.1.10", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas.local 192.168.1.10; separate names with commas)."],
-    ["IMGPRESS_TLS_NAMES", "fe80::1%eth0", "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: fe80::1%eth0; a certificate cannot hold an IPv6 zone such as %eth0)."],
+    [
+      "IMGPRESS_TLS_NAMES",
+      "*.local",
+      "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: *.local; a wildcard stands for one label under a name of two labels or more (*.example.lan): name the host itself).",
+    ],
+    [
+      "IMGPRESS_TLS_NAMES",
+      "0.0.0.0",
+      "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: 0.0.0.0; no client connects to this address).",
+    ],
+    [
+      "IMGPRESS_TLS_NAMES",
+      "nas.local 192.168.1.10",
+      "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: nas.local 192.168.1.10; separate names with commas).",
+    ],
+    [
+      "IMGPRESS_TLS_NAMES",
+      "fe80::1%eth0",
+      "expected DNS names (nas.local, *.example.lan) and IP addresses (bad entry: fe80::1%eth0; a certificate cannot hold an IPv6 zone such as %eth0).",
+    ],
   ])("%s=%p says what is allowed, bounds included", (variable, value, expected) => {
     expect(configError(() => loadConfig({ [variable]: value })).message).toBe(`${variable} is invalid: ${expected}`);
   });
@@ -244,15 +392,45 @@ describe("an invalid value stops with a message naming the variable and what is 
       }
     });
     const covered = new Set([
-      "IMGPRESS_HOST", "IMGPRESS_PORT", "IMGPRESS_DATA_DIR", "IMGPRESS_DATABASE_URL", "IMGPRESS_DATABASE_AUTH_TOKEN",
-      "IMGPRESS_DATABASE_POOL_SIZE", "IMGPRESS_DATABASE_TIMEOUT_S",
-      "IMGPRESS_TLS_CERT", "IMGPRESS_TLS_KEY", "IMGPRESS_TLS_NAMES", "IMGPRESS_BEHIND_PROXY", "IMGPRESS_TRUSTED_PROXIES", "IMGPRESS_SMTP_URL", "IMGPRESS_MAIL_FROM",
-      "IMGPRESS_ALLOWED_EMAILS", "IMGPRESS_MASTER_KEY", "IMGPRESS_MAX_PIXELS", "IMGPRESS_MEMORY_BUDGET_MB", "IMGPRESS_CONVERT_TIMEOUT_S",
-      "IMGPRESS_UPLOAD_TIMEOUT_S", "IMGPRESS_CONCURRENCY", "IMGPRESS_QUEUE_SIZE", "IMGPRESS_QUEUE_TIMEOUT_S", "IMGPRESS_KEY_MAX_ADMITTED",
-      "IMGPRESS_UPLOAD_MIN_RATE_KIB", "IMGPRESS_UPLOAD_BUDGET_MB", "IMGPRESS_CLIENT_IPV6_PREFIX",
-      "IMGPRESS_AUTH_SCHEMES", "IMGPRESS_SIGNATURE_BODY", "IMGPRESS_SIGNATURE_TOLERANCE_S", "IMGPRESS_LOG_LEVEL",
-      "IMGPRESS_INTERNAL_ALLOW", "IMGPRESS_USAGE_FLUSH_S", "IMGPRESS_SHUTDOWN_TIMEOUT_S", "IMGPRESS_DRAIN_DELAY_S",
-      "IMGPRESS_STAFF_EMAILS", "IMGPRESS_STAFF_SESSION_IDLE_S", "IMGPRESS_STAFF_SESSION_MAX_S", "IMGPRESS_AUDIT_RETENTION_DAYS",
+      "IMGPRESS_HOST",
+      "IMGPRESS_PORT",
+      "IMGPRESS_DATA_DIR",
+      "IMGPRESS_DATABASE_URL",
+      "IMGPRESS_DATABASE_AUTH_TOKEN",
+      "IMGPRESS_DATABASE_POOL_SIZE",
+      "IMGPRESS_DATABASE_TIMEOUT_S",
+      "IMGPRESS_TLS_CERT",
+      "IMGPRESS_TLS_KEY",
+      "IMGPRESS_TLS_NAMES",
+      "IMGPRESS_BEHIND_PROXY",
+      "IMGPRESS_TRUSTED_PROXIES",
+      "IMGPRESS_SMTP_URL",
+      "IMGPRESS_MAIL_FROM",
+      "IMGPRESS_ALLOWED_EMAILS",
+      "IMGPRESS_MASTER_KEY",
+      "IMGPRESS_MAX_PIXELS",
+      "IMGPRESS_MEMORY_BUDGET_MB",
+      "IMGPRESS_CONVERT_TIMEOUT_S",
+      "IMGPRESS_UPLOAD_TIMEOUT_S",
+      "IMGPRESS_CONCURRENCY",
+      "IMGPRESS_QUEUE_SIZE",
+      "IMGPRESS_QUEUE_TIMEOUT_S",
+      "IMGPRESS_KEY_MAX_ADMITTED",
+      "IMGPRESS_UPLOAD_MIN_RATE_KIB",
+      "IMGPRESS_UPLOAD_BUDGET_MB",
+      "IMGPRESS_CLIENT_IPV6_PREFIX",
+      "IMGPRESS_AUTH_SCHEMES",
+      "IMGPRESS_SIGNATURE_BODY",
+      "IMGPRESS_SIGNATURE_TOLERANCE_S",
+      "IMGPRESS_LOG_LEVEL",
+      "IMGPRESS_INTERNAL_ALLOW",
+      "IMGPRESS_USAGE_FLUSH_S",
+      "IMGPRESS_SHUTDOWN_TIMEOUT_S",
+      "IMGPRESS_DRAIN_DELAY_S",
+      "IMGPRESS_STAFF_EMAILS",
+      "IMGPRESS_STAFF_SESSION_IDLE_S",
+      "IMGPRESS_STAFF_SESSION_MAX_S",
+      "IMGPRESS_AUDIT_RETENTION_DAYS",
       "IMGPRESS_QUALITY_GUARD",
     ]);
     expect(refusable.map((s) => s.env).filter((e) => !covered.has(e))).toEqual([]);
@@ -294,13 +472,21 @@ describe("TLS certificate and key", () => {
   });
 
   test("both together are accepted", () => {
-    expect(loadConfig({ IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem" })).toMatchObject({ tlsCert: "/c.pem", tlsKey: "/k.pem" });
+    expect(loadConfig({ IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem" })).toMatchObject({
+      tlsCert: "/c.pem",
+      tlsKey: "/k.pem",
+    });
   });
 
   test("IMGPRESS_TLS_NAMES: names as a certificate holds them (lower case, no trailing dot, IPv6 short), each once", () => {
     expect(loadConfig({}).tlsNames).toEqual([]);
     // An IPv4-mapped address is the IPv4 address clients compare; a non-ASCII name its xn-- form, as clients send it.
-    expect(loadConfig({ IMGPRESS_TLS_NAMES: " NAS.local, 192.168.1.10,*.Example.LAN,nas.local., 2001:DB8:0:0::1 ,::ffff:10.0.0.1,bücher.local,ＮＡＳ２.local" }).tlsNames).toEqual([
+    expect(
+      loadConfig({
+        IMGPRESS_TLS_NAMES:
+          " NAS.local, 192.168.1.10,*.Example.LAN,nas.local., 2001:DB8:0:0::1 ,::ffff:10.0.0.1,bücher.local,ＮＡＳ２.local",
+      }).tlsNames,
+    ).toEqual([
       "nas.local",
       "192.168.1.10",
       "*.example.lan",
@@ -309,9 +495,11 @@ describe("TLS certificate and key", () => {
       "xn--bcher-kva.local",
       "nas2.local",
     ]);
-    expect(configError(() => loadConfig({ IMGPRESS_TLS_NAMES: Array.from({ length: 101 }, (_, i) => `h${i}.example.lan`).join(",") })).message).toBe(
-      "IMGPRESS_TLS_NAMES is invalid: expected at most 100 names (got 101).",
-    );
+    expect(
+      configError(() =>
+        loadConfig({ IMGPRESS_TLS_NAMES: Array.from({ length: 101 }, (_, i) => `h${i}.example.lan`).join(",") }),
+      ).message,
+    ).toBe("IMGPRESS_TLS_NAMES is invalid: expected at most 100 names (got 101).");
   });
 });
 
@@ -348,8 +536,12 @@ describe("master key", () => {
 
   test("a hex key cut short is refused as such, even at 43 digits (which would read as another base64 key)", async () => {
     for (const length of [43, 63]) {
-      const pending = loadMasterKey(loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: "ab".repeat(32).slice(0, length) }));
-      await expect(pending).rejects.toThrow(`IMGPRESS_MASTER_KEY is invalid: it has ${length} hex digits, and a master key in hex has 64`);
+      const pending = loadMasterKey(
+        loadConfig({ IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: "ab".repeat(32).slice(0, length) }),
+      );
+      await expect(pending).rejects.toThrow(
+        `IMGPRESS_MASTER_KEY is invalid: it has ${length} hex digits, and a master key in hex has 64`,
+      );
     }
   });
 
@@ -386,27 +578,57 @@ describe("ineffectiveSettings", () => {
       "IMGPRESS_KEY_MAX_ADMITTED (5) is more than the 1 places there are (IMGPRESS_CONCURRENCY + IMGPRESS_QUEUE_SIZE): one key may take them all",
       "IMGPRESS_STAFF_SESSION_IDLE_S (3600) is not below IMGPRESS_STAFF_SESSION_MAX_S (600): sessions end at the maximum before they can go idle",
     ]);
-    expect(ineffectiveSettings(loadConfig({ IMGPRESS_TLS_NAMES: "nas.local", IMGPRESS_TLS_CERT: "/c.pem", IMGPRESS_TLS_KEY: "/k.pem", IMGPRESS_MAIL_FROM: "imgpress@example.com" }))).toEqual([
+    expect(
+      ineffectiveSettings(
+        loadConfig({
+          IMGPRESS_TLS_NAMES: "nas.local",
+          IMGPRESS_TLS_CERT: "/c.pem",
+          IMGPRESS_TLS_KEY: "/k.pem",
+          IMGPRESS_MAIL_FROM: "imgpress@example.com",
+        }),
+      ),
+    ).toEqual([
       "IMGPRESS_TLS_NAMES is used only for the generated certificate: the certificate in IMGPRESS_TLS_CERT holds its own names",
     ]);
-    expect(ineffectiveSettings(loadConfig({ IMGPRESS_TLS_NAMES: "nas.local", IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_MAIL_FROM: "imgpress@example.com" }))).toEqual([
+    expect(
+      ineffectiveSettings(
+        loadConfig({
+          IMGPRESS_TLS_NAMES: "nas.local",
+          IMGPRESS_BEHIND_PROXY: "true",
+          IMGPRESS_MAIL_FROM: "imgpress@example.com",
+        }),
+      ),
+    ).toEqual([
       "IMGPRESS_TLS_NAMES is used only for the generated certificate: behind IMGPRESS_BEHIND_PROXY the proxy's certificate is the one clients see",
     ]);
-    expect(ineffectiveSettings(loadConfig({ IMGPRESS_TRUSTED_PROXIES: "10.0.0.5", IMGPRESS_MAIL_FROM: "imgpress@example.com" }))).toEqual([
+    expect(
+      ineffectiveSettings(
+        loadConfig({ IMGPRESS_TRUSTED_PROXIES: "10.0.0.5", IMGPRESS_MAIL_FROM: "imgpress@example.com" }),
+      ),
+    ).toEqual([
       "IMGPRESS_TRUSTED_PROXIES is used only with IMGPRESS_BEHIND_PROXY=true: X-Forwarded-* headers are ignored",
     ]);
   });
 
   test("the default sender on a host without a domain in its name is named once SMTP is set", () => {
     const config = { ...loadConfig({ IMGPRESS_SMTP_URL: "smtp://mail.example.com:587" }), mailFrom: "imgpress@nas" };
-    expect(ineffectiveSettings(config)).toEqual(["IMGPRESS_MAIL_FROM is not set: mail is sent from imgpress@nas, an address without a domain that many mail servers refuse; set IMGPRESS_MAIL_FROM"]);
+    expect(ineffectiveSettings(config)).toEqual([
+      "IMGPRESS_MAIL_FROM is not set: mail is sent from imgpress@nas, an address without a domain that many mail servers refuse; set IMGPRESS_MAIL_FROM",
+    ]);
     expect(ineffectiveSettings({ ...config, smtpUrl: undefined })).toEqual([]);
   });
 });
 
 describe("unknownSettings", () => {
   test("names IMGPRESS_ variables no setting reads (typos), not the settings, the loader's cache folder or other variables", () => {
-    const env = { IMGPRESS_PROT: "9443", IMGPRESS_SMTP_ULR: "smtp://x", IMGPRESS_PORT: "1", IMGPRESS_CACHE_DIR: "/c", PATH: "/bin", imgpress_port: "2" };
+    const env = {
+      IMGPRESS_PROT: "9443",
+      IMGPRESS_SMTP_ULR: "smtp://x",
+      IMGPRESS_PORT: "1",
+      IMGPRESS_CACHE_DIR: "/c",
+      PATH: "/bin",
+      imgpress_port: "2",
+    };
     expect(unknownSettings(env)).toEqual(["IMGPRESS_PROT", "IMGPRESS_SMTP_ULR"]);
     expect(unknownSettings({})).toEqual([]);
   });

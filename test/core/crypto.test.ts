@@ -4,8 +4,12 @@ import { hmacSha256Hex, SecretBox, sha256Hex } from "../../src/core/crypto.ts";
 
 test("SHA-256 and HMAC-SHA256 match published vectors (FIPS 180-2, RFC 4231 case 2)", async () => {
   expect(await sha256Hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  expect(await sha256Hex(new TextEncoder().encode("abc"))).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  expect(await hmacSha256Hex("Jefe", "what do ya want for nothing?")).toBe("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  expect(await sha256Hex(new TextEncoder().encode("abc"))).toBe(
+    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+  );
+  expect(await hmacSha256Hex("Jefe", "what do ya want for nothing?")).toBe(
+    "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+  );
 });
 
 test("SecretBox opens what WebCrypto AES-GCM sealed as iv ‖ ciphertext ‖ tag, and WebCrypto opens what it seals", async () => {
@@ -14,11 +18,20 @@ test("SecretBox opens what WebCrypto AES-GCM sealed as iv ‖ ciphertext ‖ tag
   const box = await SecretBox.create(raw);
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const aad = { additionalData: new TextEncoder().encode("key_1") };
-  const webSealed = Buffer.concat([iv, new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, ...aad }, key, new TextEncoder().encode("imps_sealed_before")))]);
+  const webSealed = Buffer.concat([
+    iv,
+    new Uint8Array(
+      await crypto.subtle.encrypt({ name: "AES-GCM", iv, ...aad }, key, new TextEncoder().encode("imps_sealed_before")),
+    ),
+  ]);
   expect(await box.open(webSealed.toString("base64"), "key_1")).toBe("imps_sealed_before");
 
   const sealed = Buffer.from(await box.seal("imps_sealed_now", "key_1"), "base64");
-  const opened = await crypto.subtle.decrypt({ name: "AES-GCM", iv: sealed.subarray(0, 12), ...aad }, key, sealed.subarray(12));
+  const opened = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: sealed.subarray(0, 12), ...aad },
+    key,
+    sealed.subarray(12),
+  );
   expect(new TextDecoder().decode(opened)).toBe("imps_sealed_now");
 });
 

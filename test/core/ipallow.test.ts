@@ -4,7 +4,14 @@ import { isInternalPath } from "../../src/core/http/guards.ts";
 import { clientGroup, IpAllowlist, parseAllowEntry, rateLimitSubject } from "../../src/core/ipallow.ts";
 
 describe("IpAllowlist", () => {
-  const list = new IpAllowlist(["127.0.0.1", "::1", "192.168.1.0/24", "fd00::/8", "::ffff:10.0.0.0/104", "2001:db8::/126"]);
+  const list = new IpAllowlist([
+    "127.0.0.1",
+    "::1",
+    "192.168.1.0/24",
+    "fd00::/8",
+    "::ffff:10.0.0.0/104",
+    "2001:db8::/126",
+  ]);
   test.each([
     ["127.0.0.1", true],
     ["::ffff:127.0.0.1", true],
@@ -27,7 +34,16 @@ describe("IpAllowlist", () => {
     expect(list.has(address)).toBe(allowed);
   });
 
-  test.each(["10.0.0.0/33", "fd00::/129", "10.0.0.0/8/8", "10.0.0.0/", "10.0.0.0/x", "localhost", "::ffff:10.0.0.0/95", "300.1.1.1"])("%s is refused, naming it", (entry) => {
+  test.each([
+    "10.0.0.0/33",
+    "fd00::/129",
+    "10.0.0.0/8/8",
+    "10.0.0.0/",
+    "10.0.0.0/x",
+    "localhost",
+    "::ffff:10.0.0.0/95",
+    "300.1.1.1",
+  ])("%s is refused, naming it", (entry) => {
     expect(() => parseAllowEntry(entry)).toThrow(entry);
   });
 });

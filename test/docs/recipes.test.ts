@@ -12,10 +12,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
-import { denoExecutable, ROOT, startService, type Keys, type Service } from "../support/imgpress.ts";
 import { photo } from "../support/images.ts";
-import { recipes, strayMarkers, type Fence } from "../support/recipes.ts";
-import { sixDigitRuns, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { denoExecutable, type Keys, ROOT, type Service, startService } from "../support/imgpress.ts";
+import { type Fence, recipes, strayMarkers } from "../support/recipes.ts";
+import { type SmtpSink, sixDigitRuns, startSmtpSink } from "../support/smtp.ts";
 
 const DOCS = ["README.md", "docs/api.md"];
 const PRINTED_BASE = "https://localhost:8443";
@@ -33,7 +33,11 @@ beforeAll(async () => {
   mkdirSync(codes);
   writeFileSync(join(work, "photo.jpg"), await photo(640, 480));
   sink = await startSmtpSink();
-  service = await startService({ launch: { runtime: "bun" }, dataDir: join(work, "imgpress-data"), env: { IMGPRESS_SMTP_URL: sink.url } });
+  service = await startService({
+    launch: { runtime: "bun" },
+    dataDir: join(work, "imgpress-data"),
+    env: { IMGPRESS_SMTP_URL: sink.url },
+  });
   keys = await service.client.obtainKeys(sink, "recipes@example.com");
   // Every code that reaches the sink is left where a recipe's substituted code can read it.
   let seen = sink.messages.length;
@@ -69,14 +73,26 @@ function substituteShell(code: string): string {
   return code
     .replaceAll(PRINTED_BASE, service.url)
     .replace(/imp_…/g, keys.apiKey)
-    .replace(/^(.*"email": "([^"]+)".*)"otp": "\d{6}"/gm, (_, head: string, email: string) => `${head}"otp": "'"$(imgpress_code ${email})"'"`);
+    .replace(
+      /^(.*"email": "([^"]+)".*)"otp": "\d{6}"/gm,
+      (_, head: string, email: string) => `${head}"otp": "'"$(imgpress_code ${email})"'"`,
+    );
 }
 
 /** Runs a command in the work folder; returns its status and output. */
 async function run(cmd: string[], env: Record<string, string>): Promise<{ code: number; out: string }> {
-  const proc = Bun.spawn(cmd, { cwd: work, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ...env }, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(cmd, {
+    cwd: work,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => proc.kill("SIGKILL"), 60_000);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   clearTimeout(timer);
   return { code, out: `${stdout}\n${stderr}` };
 }
@@ -90,7 +106,11 @@ async function runShell(fence: Fence): Promise<void> {
   const script = substituteShell(fence.code);
   const outputs = outputsOf(script);
   for (const f of outputs) rmSync(join(work, f), { force: true });
-  const r = await run(["bash", "-c", BASH_PRELUDE + script], { API_KEY: keys.apiKey, SECRET_KEY: keys.secretKey, IMGPRESS_CODES: codes });
+  const r = await run(["bash", "-c", BASH_PRELUDE + script], {
+    API_KEY: keys.apiKey,
+    SECRET_KEY: keys.secretKey,
+    IMGPRESS_CODES: codes,
+  });
   if (r.code !== 0) throw new Error(`exit ${r.code}:\n${r.out}`);
   for (const f of outputs) {
     const meta = await sharp(readFileSync(join(work, f))).metadata();
@@ -106,7 +126,16 @@ function jsOutputsOf(code: string): string[] {
 const JS_RUNTIMES: Record<string, (file: string) => string[]> = {
   node: (file) => ["node", file],
   bun: (file) => [join(ROOT, "node_modules/.bin/bun"), file],
-  deno: (file) => [denoExecutable(), "run", "--no-prompt", "--allow-env=API_KEY,SECRET_KEY", `--allow-read=${work}`, `--allow-write=${work}`, `--allow-net=127.0.0.1:${service.port}`, file],
+  deno: (file) => [
+    denoExecutable(),
+    "run",
+    "--no-prompt",
+    "--allow-env=API_KEY,SECRET_KEY",
+    `--allow-read=${work}`,
+    `--allow-write=${work}`,
+    `--allow-net=127.0.0.1:${service.port}`,
+    file,
+  ],
 };
 
 /** Runs the JavaScript recipe as printed (keys in the environment, the base URL substituted); what it saves must decode. */
@@ -117,7 +146,12 @@ async function runJs(fence: Fence, runtime: string): Promise<void> {
   expect(outputs.length).toBeGreaterThan(0);
   for (const f of outputs) rmSync(join(work, f), { force: true });
   const certPath = join(work, "imgpress-data", "tls", "cert.pem");
-  const r = await run(JS_RUNTIMES[runtime]!(file), { API_KEY: keys.apiKey, SECRET_KEY: keys.secretKey, NODE_EXTRA_CA_CERTS: certPath, DENO_CERT: certPath });
+  const r = await run(JS_RUNTIMES[runtime]!(file), {
+    API_KEY: keys.apiKey,
+    SECRET_KEY: keys.secretKey,
+    NODE_EXTRA_CA_CERTS: certPath,
+    DENO_CERT: certPath,
+  });
   if (r.code !== 0) throw new Error(`${runtime}: exit ${r.code}:\n${r.out}`);
   for (const f of outputs) {
     const meta = await sharp(readFileSync(join(work, f))).metadata();
@@ -137,7 +171,8 @@ for (const doc of DOCS) {
     });
     for (const fence of recipes(markdown)) {
       if (fence.lang === "js") {
-        for (const runtime of Object.keys(JS_RUNTIMES)) test(`line ${fence.line} (js) under ${runtime}`, () => runJs(fence, runtime));
+        for (const runtime of Object.keys(JS_RUNTIMES))
+          test(`line ${fence.line} (js) under ${runtime}`, () => runJs(fence, runtime));
       } else test(`line ${fence.line} (${fence.lang})`, () => runShell(fence));
     }
   });

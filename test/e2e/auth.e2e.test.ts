@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { runCli, startServer, type RunningServer, useServer } from "../support/server.ts";
-import { extractOtp, sixDigitRuns, startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp.ts";
+import { type RunningServer, runCli, startServer, useServer } from "../support/server.ts";
+import { extractOtp, type SinkMessage, sixDigitRuns, } from "../support/smtp.ts";
 
 const { server, sink } = useServer();
 /** Every code and key the tests saw, for the "nothing secret in the logs" check. */
@@ -85,7 +85,12 @@ describe("request-otp → mail → verify-otp", () => {
   test("issues an imp_/imps_ key pair for the code read from the mail", async () => {
     const { requested, verified } = await obtainKeys("flow@example.com", siteUrl);
     expect(requested.body).toEqual({ status: "success", message: expect.any(String), expires_in: 900 });
-    expect(verified.body).toEqual({ status: "success", api_key: expect.stringMatching(/^imp_/), secret_key: expect.stringMatching(/^imps_/), message: expect.any(String) });
+    expect(verified.body).toEqual({
+      status: "success",
+      api_key: expect.stringMatching(/^imp_/),
+      secret_key: expect.stringMatching(/^imps_/),
+      message: expect.any(String),
+    });
     expect(verified.body.api_key.length).toBeGreaterThanOrEqual(40);
     expect(verified.body.secret_key.length).toBeGreaterThanOrEqual(40);
   });
@@ -105,7 +110,8 @@ describe("request-otp → mail → verify-otp", () => {
     // …but nothing a mail client would turn into a link to it.
     expect(mail.html).not.toMatch(/<a[\s>]/i);
     expect(mail.html).not.toMatch(/href\s*=/i);
-    for (const body of [mail.text, mail.html, visibleText(mail.html)]) expect(body).not.toContain("https://blog.example.com");
+    for (const body of [mail.text, mail.html, visibleText(mail.html)])
+      expect(body).not.toContain("https://blog.example.com");
   });
 
   test("the owner receives a key-issued notice without the keys in it", async () => {
@@ -125,7 +131,9 @@ describe("request-otp → mail → verify-otp", () => {
     const code = extractOtp(await sink.waitFor(mailTo("logs@example.com", "code")));
     secretsSeen.push(code);
     const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, "0");
-    expect((await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "logs@example.com", otp: wrong })).status).toBe(401);
+    expect(
+      (await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "logs@example.com", otp: wrong })).status,
+    ).toBe(401);
     const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "logs@example.com", otp: code });
     expect(verified.status).toBe(200);
     secretsSeen.push(verified.body.api_key, verified.body.secret_key);
@@ -135,10 +143,17 @@ describe("request-otp → mail → verify-otp", () => {
     const requestId = verified.headers.get("x-request-id");
     expect(requestId).toMatch(/^req_/);
     const requestLine = await server.waitForLog((l) => l.json?.msg === "request" && l.json?.requestId === requestId);
-    expect(requestLine.json).toMatchObject({ method: "POST", path: "/v1/plugin/auth/verify-otp", status: 200, ms: expect.any(Number) });
+    expect(requestLine.json).toMatchObject({
+      method: "POST",
+      path: "/v1/plugin/auth/verify-otp",
+      status: 200,
+      ms: expect.any(Number),
+    });
     expect(requestLine.json?.code).toBeUndefined();
     // A refusal's line carries its error code.
-    const refusedLine = server.logs.find((l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/auth/verify-otp" && l.json?.status === 401);
+    const refusedLine = server.logs.find(
+      (l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/auth/verify-otp" && l.json?.status === 401,
+    );
     expect(refusedLine?.json).toMatchObject({ status: 401, code: "INVALID_OTP" });
 
     const log = server.logs.map((l) => l.raw).join("\n");
@@ -246,10 +261,20 @@ describe("IMGPRESS_BEHIND_PROXY=true", () => {
   test("X-Forwarded-Proto: https → the service answers", async () => {
     const forwarded = { "x-forwarded-proto": "https" };
     expect((await proxied.json("GET", "/health", undefined, forwarded)).body).toEqual({ status: "ok" });
-    const requested = await proxied.json("POST", "/v1/plugin/auth/request-otp", { email: "proxied@example.com" }, forwarded);
+    const requested = await proxied.json(
+      "POST",
+      "/v1/plugin/auth/request-otp",
+      { email: "proxied@example.com" },
+      forwarded,
+    );
     expect(requested.status).toBe(200);
     const code = extractOtp(await sink.waitFor(mailTo("proxied@example.com", "code")));
-    const verified = await proxied.json("POST", "/v1/plugin/auth/verify-otp", { email: "proxied@example.com", otp: code }, forwarded);
+    const verified = await proxied.json(
+      "POST",
+      "/v1/plugin/auth/verify-otp",
+      { email: "proxied@example.com", otp: code },
+      forwarded,
+    );
     expect(verified.status).toBe(200);
     expect(verified.body.api_key).toStartWith("imp_");
   });

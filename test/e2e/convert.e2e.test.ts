@@ -10,11 +10,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import sharp from "sharp";
-import { ROOT, startServer, type RunningServer, useServer } from "../support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import {
+  type Body,
+  convertForm,
+  expectImage,
+  formBody,
+  type Keys,
+  MAX_IMAGE,
+  type RawResponse,
+  readResponse,
+} from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { MAX_IMAGE, convertForm, expectImage, formBody, readResponse, type Body, type Keys, type RawResponse } from "../support/convert-helpers.ts";
+import { ROOT, useServer } from "../support/server.ts";
 import { CANONICAL_ENDPOINT, EMPTY_SHA256, signedHeaders } from "../support/sign.ts";
+import { extractOtp, } from "../support/smtp.ts";
 
 let keys: Keys;
 let tmp: string;
@@ -38,14 +47,19 @@ async function pickPhoto() {
     const bytes = await readFile(join(dir, f));
     const m = await sharp(bytes).metadata();
     // Keep AVIF encoding quick on a shared 2-core box: at most ~4 megapixels.
-    if (m.format === "jpeg" && m.width! * m.height! <= 4_000_000 && !m.orientation) return { bytes, name: f, width: m.width!, height: m.height! };
+    if (m.format === "jpeg" && m.width! * m.height! <= 4_000_000 && !m.orientation)
+      return { bytes, name: f, width: m.width!, height: m.height! };
   }
   return { bytes: await img.photo(1600, 1200), name: "generated-photo.jpg", width: 1600, height: 1200 };
 }
 
 const { server, sink } = useServer({
   // The bursts below come from one key and test the whole gate: no per-key share.
-  env: { IMGPRESS_CONCURRENCY: String(CONCURRENCY), IMGPRESS_QUEUE_SIZE: String(QUEUE), IMGPRESS_KEY_MAX_ADMITTED: String(CONCURRENCY + QUEUE) },
+  env: {
+    IMGPRESS_CONCURRENCY: String(CONCURRENCY),
+    IMGPRESS_QUEUE_SIZE: String(QUEUE),
+    IMGPRESS_KEY_MAX_ADMITTED: String(CONCURRENCY + QUEUE),
+  },
 });
 
 beforeAll(async () => {
@@ -55,9 +69,15 @@ beforeAll(async () => {
   realPhoto = await pickPhoto();
 
   const email = "e2e-convert@example.com";
-  expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email, site_url: "https://wp.example.com" })).status).toBe(200);
+  expect(
+    (await server.json("POST", "/v1/plugin/auth/request-otp", { email, site_url: "https://wp.example.com" })).status,
+  ).toBe(200);
   const mail = await sink.waitFor((m) => m.envelopeTo.includes(email));
-  const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: extractOtp(mail), site_url: "https://wp.example.com" });
+  const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", {
+    email,
+    otp: extractOtp(mail),
+    site_url: "https://wp.example.com",
+  });
   expect(verified.status).toBe(200);
   keys = verified.body;
   expect(keys.api_key).toStartWith("imp_");
@@ -69,8 +89,16 @@ afterAll(async () => {
 
 /** Runs the system's curl against the server's certificate; `stdin` names a file sent as its input. */
 async function curl(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn(["curl", "-sS", "--cacert", caFile, ...args], { stdin: stdin ? Bun.file(stdin) : "ignore", stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const proc = Bun.spawn(["curl", "-sS", "--cacert", caFile, ...args], {
+    stdin: stdin ? Bun.file(stdin) : "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { code, stdout, stderr };
 }
 
@@ -87,7 +115,16 @@ async function post(body: Body, headers: Record<string, string>): Promise<RawRes
 }
 const bearer = (body: Body) => post(body, { authorization: `Bearer ${keys.api_key}` });
 const signed = (body: Body, hash?: string) =>
-  post(body, signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(), body: body.bytes, ...(hash ? { bodyHash: hash } : {}) }));
+  post(
+    body,
+    signedHeaders({
+      apiKey: keys.api_key,
+      secretKey: keys.secret_key,
+      timestamp: nowS(),
+      body: body.bytes,
+      ...(hash ? { bodyHash: hash } : {}),
+    }),
+  );
 
 function expectStats(res: RawResponse, originalSize: number) {
   expect(Number(res.headers.get("content-length"))).toBe(res.bytes.length);
@@ -97,7 +134,10 @@ function expectStats(res: RawResponse, originalSize: number) {
   expect(res.headers.get("access-control-expose-headers")).toContain("X-Savings-Percent");
 }
 
-async function status(): Promise<{ memory: { rss: number }; conversions: { admitted: number; running: number; waiting: number; rejected: number } }> {
+async function status(): Promise<{
+  memory: { rss: number };
+  conversions: { admitted: number; running: number; waiting: number; rejected: number };
+}> {
   const res = await server.fetch("/internal/status");
   expect(res.status).toBe(200);
   return res.json() as never;
@@ -109,34 +149,50 @@ describe("a real photo over HTTPS", () => {
     ["bearer", "avif"],
     ["signed", "webp"],
     ["signed", "avif"],
-  ] as const)("%s → %s", async (scheme, format) => {
-    const body = await convertForm(realPhoto.bytes, { format }, realPhoto.name);
-    const res = scheme === "bearer" ? await bearer(body) : await signed(body);
-    expect({ status: res.status, code: res.body?.code }).toEqual({ status: 200, code: undefined });
-    expect(res.headers.get("content-type")).toBe(`image/${format}`);
-    await expectImage(res.bytes, { format, width: realPhoto.width, height: realPhoto.height, alpha: false });
-    expectStats(res, realPhoto.bytes.length);
-    // WebP is not guarded by default (IMGPRESS_QUALITY_GUARD=avif): its q80 of the photo is smaller
-    // than the upload whatever the machine's load.
-    if (format === "webp") expect(res.bytes.length).toBeLessThan(realPhoto.bytes.length);
-    // AVIF shrinks it too, unless the quality guard had to raise the quality past the upload's size
-    // (a noisy high-bitrate JPEG; the guard's time bound makes that depend on machine load): then
-    // the response says so (docs/api.md, X-Quality-Reason).
-    else if (res.bytes.length >= realPhoto.bytes.length) expect(res.headers.get("x-quality-reason") ?? "").toContain("original-smaller");
-    expect(res.headers.get("content-disposition")).toStartWith(`inline; filename="${realPhoto.name.replace(/\.jpe?g$/i, "")}.${format}"`);
-    expect(res.headers.get("strict-transport-security")).toBeTruthy();
-  }, 60_000);
+  ] as const)(
+    "%s → %s",
+    async (scheme, format) => {
+      const body = await convertForm(realPhoto.bytes, { format }, realPhoto.name);
+      const res = scheme === "bearer" ? await bearer(body) : await signed(body);
+      expect({ status: res.status, code: res.body?.code }).toEqual({ status: 200, code: undefined });
+      expect(res.headers.get("content-type")).toBe(`image/${format}`);
+      await expectImage(res.bytes, { format, width: realPhoto.width, height: realPhoto.height, alpha: false });
+      expectStats(res, realPhoto.bytes.length);
+      // WebP is not guarded by default (IMGPRESS_QUALITY_GUARD=avif): its q80 of the photo is smaller
+      // than the upload whatever the machine's load.
+      if (format === "webp") expect(res.bytes.length).toBeLessThan(realPhoto.bytes.length);
+      // AVIF shrinks it too, unless the quality guard had to raise the quality past the upload's size
+      // (a noisy high-bitrate JPEG; the guard's time bound makes that depend on machine load): then
+      // the response says so (docs/api.md, X-Quality-Reason).
+      else if (res.bytes.length >= realPhoto.bytes.length)
+        expect(res.headers.get("x-quality-reason") ?? "").toContain("original-smaller");
+      expect(res.headers.get("content-disposition")).toStartWith(
+        `inline; filename="${realPhoto.name.replace(/\.jpe?g$/i, "")}.${format}"`,
+      );
+      expect(res.headers.get("strict-transport-security")).toBeTruthy();
+    },
+    60_000,
+  );
 
   test("signed with the empty-string body hash (lenient default) and max_width", async () => {
     const body = await convertForm(realPhoto.bytes, { format: "webp", max_width: "640" }, realPhoto.name);
     const res = await signed(body, EMPTY_SHA256);
     expect(res.status).toBe(200);
-    await expectImage(res.bytes, { format: "webp", width: 640, height: Math.round((realPhoto.height * 640) / realPhoto.width) });
+    await expectImage(res.bytes, {
+      format: "webp",
+      width: 640,
+      height: Math.round((realPhoto.height * 640) / realPhoto.width),
+    });
   });
 
   test("replaying a signed request over the wire → 401 REPLAYED_REQUEST", async () => {
     const body = await convertForm(await img.photo(64, 48));
-    const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(), body: body.bytes });
+    const headers = signedHeaders({
+      apiKey: keys.api_key,
+      secretKey: keys.secret_key,
+      timestamp: nowS(),
+      body: body.bytes,
+    });
     expect((await post(body, headers)).status).toBe(200);
     const again = await post(body, headers);
     expect({ status: again.status, code: again.body?.code }).toEqual({ status: 401, code: "REPLAYED_REQUEST" });
@@ -218,8 +274,13 @@ describe("a real photo over HTTPS", () => {
       const out = join(tmp, "curl-answer.json");
       await rm(out, { force: true });
       const headers = ["-H", `Authorization: Bearer ${auth}`, "-H", "Content-Type: multipart/form-data; boundary=x"];
-      const r = await curl(["--http2", "-o", out, "-w", "%{http_code}", ...headers, ...upload, `${server.url}/v1/plugin/convert`], stdin);
-      return r.code === 0 ? `${r.stdout} ${JSON.parse(await readFile(out, "utf8")).code}` : `curl exit ${r.code}: ${r.stderr.trim()}`;
+      const r = await curl(
+        ["--http2", "-o", out, "-w", "%{http_code}", ...headers, ...upload, `${server.url}/v1/plugin/convert`],
+        stdin,
+      );
+      return r.code === 0
+        ? `${r.stdout} ${JSON.parse(await readFile(out, "utf8")).code}`
+        : `curl exit ${r.code}: ${r.stderr.trim()}`;
     };
     // Streamed (no Content-Length): refused once it passes the limit, part-way through.
     expect(await refused(keys.api_key, ["-X", "POST", "-T", "-"], big)).toBe("413 FILE_TOO_LARGE");
@@ -230,9 +291,18 @@ describe("a real photo over HTTPS", () => {
   }, 60_000);
 
   test("curl's HEAD over HTTP/2 gets the status and headers of an error answer too (its JSON body left out)", async () => {
-    for (const [path, status] of [["/v1/no-such-route", "404"], ["/v1/plugin/convert", "405"], ["/health", "200"]] as const) {
+    for (const [path, status] of [
+      ["/v1/no-such-route", "404"],
+      ["/v1/plugin/convert", "405"],
+      ["/health", "200"],
+    ] as const) {
       const r = await curl(["--http2", "-I", "-o", "/dev/null", "-w", "%{http_code}", `${server.url}${path}`]);
-      expect({ path, code: r.code, said: r.stdout, err: r.stderr.trim() }).toEqual({ path, code: 0, said: status, err: "" });
+      expect({ path, code: r.code, said: r.stdout, err: r.stderr.trim() }).toEqual({
+        path,
+        code: 0,
+        said: status,
+        err: "",
+      });
     }
   });
 });
@@ -241,7 +311,11 @@ describe("burst of maximum-size uploads", () => {
   test("8 concurrent ~20 MiB uploads from one client: each answer is an image or a refusal with Retry-After (503 SERVER_BUSY, or 429 TOO_MANY_IN_PROGRESS once the client holds its share of the upload budget), memory stays bounded, then the server still converts", async () => {
     const big = await img.largeJpeg(MAX_IMAGE - 64 * 1024);
     const meta = await sharp(big).metadata();
-    const bodies = await Promise.all(Array.from({ length: 8 }, (_, i) => convertForm(big, { format: "webp", max_width: String(5000 + i) }, `big-${i}.jpg`)));
+    const bodies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        convertForm(big, { format: "webp", max_width: String(5000 + i) }, `big-${i}.jpg`),
+      ),
+    );
 
     let peakRss = (await status()).memory.rss;
     let burstDone = false;
@@ -263,15 +337,21 @@ describe("burst of maximum-size uploads", () => {
     burstDone = true;
     await sampler;
 
-    const summary = outcomes.map((o) => (o instanceof Error ? `error: ${o.message}` : o.status === 200 ? "image" : `${o.status} ${o.body?.code}`));
-    if (process.env.E2E_VERBOSE) console.log("burst:", summary.join(", "), `peak rss ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+    const summary = outcomes.map((o) =>
+      o instanceof Error ? `error: ${o.message}` : o.status === 200 ? "image" : `${o.status} ${o.body?.code}`,
+    );
+    if (process.env.E2E_VERBOSE)
+      console.log("burst:", summary.join(", "), `peak rss ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
     for (const o of outcomes) {
       expect(o).not.toBeInstanceOf(Error);
       const r = o as RawResponse;
       if (r.status === 200) {
         await expectImage(r.bytes, { format: "webp", width: meta.width!, height: meta.height! });
       } else {
-        expect({ refusal: `${r.status} ${r.body?.code}`, summary }).toEqual({ refusal: expect.stringMatching(/^(503 SERVER_BUSY|429 TOO_MANY_IN_PROGRESS)$/), summary });
+        expect({ refusal: `${r.status} ${r.body?.code}`, summary }).toEqual({
+          refusal: expect.stringMatching(/^(503 SERVER_BUSY|429 TOO_MANY_IN_PROGRESS)$/),
+          summary,
+        });
         expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       }
     }
@@ -292,34 +372,63 @@ describe("burst of maximum-size uploads", () => {
 });
 
 describe("curl", () => {
-  test.each(["webp", "avif"] as const)("curl -F with bearer converts a photo to %s", async (format) => {
-    const input = join(tmp, "curl-photo.jpg");
-    const output = join(tmp, `curl-out.${format}`);
-    await writeFile(input, realPhoto.bytes);
-    const r = await curl([
-      "-o", output,
-      "-w", "%{http_code} %{content_type}",
-      "-H", `Authorization: Bearer ${keys.api_key}`,
-      "-F", `image=@${input};type=image/jpeg`,
-      "-F", `format=${format}`,
-      "-F", "max_width=800",
-      `${server.url}/v1/plugin/convert`,
-    ]);
-    expect({ code: r.code, stderr: r.stderr, out: r.stdout }).toEqual({ code: 0, stderr: "", out: `200 image/${format}` });
-    await expectImage(await readFile(output), { format, width: 800, height: Math.round((realPhoto.height * 800) / realPhoto.width) });
-  }, 60_000);
+  test.each(["webp", "avif"] as const)(
+    "curl -F with bearer converts a photo to %s",
+    async (format) => {
+      const input = join(tmp, "curl-photo.jpg");
+      const output = join(tmp, `curl-out.${format}`);
+      await writeFile(input, realPhoto.bytes);
+      const r = await curl([
+        "-o",
+        output,
+        "-w",
+        "%{http_code} %{content_type}",
+        "-H",
+        `Authorization: Bearer ${keys.api_key}`,
+        "-F",
+        `image=@${input};type=image/jpeg`,
+        "-F",
+        `format=${format}`,
+        "-F",
+        "max_width=800",
+        `${server.url}/v1/plugin/convert`,
+      ]);
+      expect({ code: r.code, stderr: r.stderr, out: r.stdout }).toEqual({
+        code: 0,
+        stderr: "",
+        out: `200 image/${format}`,
+      });
+      await expectImage(await readFile(output), {
+        format,
+        width: 800,
+        height: Math.round((realPhoto.height * 800) / realPhoto.width),
+      });
+    },
+    60_000,
+  );
 
   test("curl with a signed, pre-built body (raw body hash)", async () => {
     const body = await convertForm(await img.photo(120, 80), { format: "avif" }, "signed.jpg");
     const bodyFile = join(tmp, "body.bin");
     const output = join(tmp, "curl-signed.avif");
     await writeFile(bodyFile, body.bytes);
-    const h = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(), body: body.bytes, endpoint: CANONICAL_ENDPOINT });
+    const h = signedHeaders({
+      apiKey: keys.api_key,
+      secretKey: keys.secret_key,
+      timestamp: nowS(),
+      body: body.bytes,
+      endpoint: CANONICAL_ENDPOINT,
+    });
     const r = await curl([
-      "-o", output, "-w", "%{http_code}",
-      "-H", `Content-Type: ${body.contentType}`,
+      "-o",
+      output,
+      "-w",
+      "%{http_code}",
+      "-H",
+      `Content-Type: ${body.contentType}`,
       ...Object.entries(h).flatMap(([k, v]) => ["-H", `${k}: ${v}`]),
-      "--data-binary", `@${bodyFile}`,
+      "--data-binary",
+      `@${bodyFile}`,
       `${server.url}/v1/plugin/convert`,
     ]);
     expect({ code: r.code, out: r.stdout }).toEqual({ code: 0, out: "200" });
@@ -339,28 +448,48 @@ describe("PHP cURL client (test/clients/convert.php)", () => {
   const client = join(ROOT, "test/clients/convert.php");
 
   async function runPhp(args: string[], env: Record<string, string> = {}) {
-    const proc = Bun.spawn([php!, client, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, IMGPRESS_CA_FILE: caFile, ...env } });
-    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    const proc = Bun.spawn([php!, client, ...args], {
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, IMGPRESS_CA_FILE: caFile, ...env },
+    });
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]);
     return { code, stdout, stderr };
   }
 
-  const cases = (["empty", "raw"] as const).flatMap((hash) => (["webp", "avif"] as const).map((format) => ({ hash, format })));
-  test.skipIf(!php).each(cases)("signed with CURLFile per the spec (body hash: $hash) → $format", async ({ hash, format }) => {
-    const input = join(tmp, "php-photo.jpg");
-    const output = join(tmp, `php-out-${hash}.${format}`);
-    await writeFile(input, realPhoto.bytes);
-    // Two empty-hash requests signed in the same second carry the same signature, and the server
-    // refuses the second as a replay (see the empty-hash replay test in signature.test.ts); start
-    // each run in a fresh second so this test checks the client, not that collision.
-    await untilNextSecond();
-    const r = await runPhp([`${server.url}/v1`, keys.api_key, keys.secret_key, input, format, output], { IMGPRESS_BODY_HASH: hash });
-    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
-    const summary = JSON.parse(r.stdout);
-    expect(summary).toMatchObject({ status: 200, content_type: `image/${format}`, original_size: realPhoto.bytes.length });
-    const out = await readFile(output);
-    expect(summary.optimized_size).toBe(out.length);
-    await expectImage(out, { format, width: realPhoto.width, height: realPhoto.height });
-  }, 60_000);
+  const cases = (["empty", "raw"] as const).flatMap((hash) =>
+    (["webp", "avif"] as const).map((format) => ({ hash, format })),
+  );
+  test.skipIf(!php).each(cases)(
+    "signed with CURLFile per the spec (body hash: $hash) → $format",
+    async ({ hash, format }) => {
+      const input = join(tmp, "php-photo.jpg");
+      const output = join(tmp, `php-out-${hash}.${format}`);
+      await writeFile(input, realPhoto.bytes);
+      // Two empty-hash requests signed in the same second carry the same signature, and the server
+      // refuses the second as a replay (see the empty-hash replay test in signature.test.ts); start
+      // each run in a fresh second so this test checks the client, not that collision.
+      await untilNextSecond();
+      const r = await runPhp([`${server.url}/v1`, keys.api_key, keys.secret_key, input, format, output], {
+        IMGPRESS_BODY_HASH: hash,
+      });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
+      const summary = JSON.parse(r.stdout);
+      expect(summary).toMatchObject({
+        status: 200,
+        content_type: `image/${format}`,
+        original_size: realPhoto.bytes.length,
+      });
+      const out = await readFile(output);
+      expect(summary.optimized_size).toBe(out.length);
+      await expectImage(out, { format, width: realPhoto.width, height: realPhoto.height });
+    },
+    60_000,
+  );
 
   test.skipIf(!php)("the PHP client reports a wrong secret as 401 INVALID_SIGNATURE", async () => {
     const input = join(tmp, "php-small.jpg");
@@ -374,7 +503,9 @@ describe("PHP cURL client (test/clients/convert.php)", () => {
     const input = join(tmp, "php-bearer.png");
     const output = join(tmp, "php-bearer.webp");
     await writeFile(input, await img.pngWithAlpha(50, 40));
-    const r = await runPhp([`${server.url}/v1`, keys.api_key, keys.secret_key, input, "webp", output], { IMGPRESS_SCHEME: "bearer" });
+    const r = await runPhp([`${server.url}/v1`, keys.api_key, keys.secret_key, input, "webp", output], {
+      IMGPRESS_SCHEME: "bearer",
+    });
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
     await expectImage(await readFile(output), { format: "webp", width: 50, height: 40, alpha: true });
   });

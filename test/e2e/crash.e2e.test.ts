@@ -4,15 +4,15 @@
  * there: every issued key converts, every consumed code stays consumed, every accepted signature is
  * still refused as a replay.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createClient } from "@libsql/client";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { convertForm, readResponse, type Body, type Keys } from "../support/convert-helpers.ts";
+import { createClient } from "@libsql/client";
+import { type Body, convertForm, type Keys, readResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { burstForm, convertBearer, obtainKeys } from "../support/ops.ts";
+import { useServer } from "../support/server.ts";
 import { signedHeaders } from "../support/sign.ts";
-import { startServer, type RunningServer, useServer } from "../support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { extractOtp, } from "../support/smtp.ts";
 
 const { server, sink } = useServer({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8" } });
 let signer: Keys;
@@ -50,10 +50,19 @@ async function signedLoop(ack: Acknowledged, running: () => boolean, image: Uint
     const body = await convertForm(image, { max_width: String(100 + i) });
     const headers = {
       "content-type": body.contentType,
-      ...signedHeaders({ apiKey: signer.api_key, secretKey: signer.secret_key, timestamp: Math.floor(Date.now() / 1000), body: body.bytes }),
+      ...signedHeaders({
+        apiKey: signer.api_key,
+        secretKey: signer.secret_key,
+        timestamp: Math.floor(Date.now() / 1000),
+        body: body.bytes,
+      }),
     };
     try {
-      const res = await server.fetch("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers });
+      const res = await server.fetch("/v1/plugin/convert", {
+        method: "POST",
+        body: body.bytes as Uint8Array<ArrayBuffer>,
+        headers,
+      });
       if (res.status === 200) ack.signed.push({ headers, body });
       await res.arrayBuffer();
     } catch {
@@ -73,7 +82,12 @@ describe("kill -9 under load", () => {
     const running = () => alive;
     const small = await img.photo(320, 240);
     const big = await burstForm(await img.photo(1600, 1200));
-    const load = Promise.all([issueLoop(ack, running), signedLoop(ack, running, small), bearerLoop(running, big), bearerLoop(running, big)]);
+    const load = Promise.all([
+      issueLoop(ack, running),
+      signedLoop(ack, running, small),
+      bearerLoop(running, big),
+      bearerLoop(running, big),
+    ]);
     const deadline = Date.now() + 30_000;
     while ((ack.keys.length < 4 || ack.signed.length < 4) && Date.now() < deadline) await Bun.sleep(50);
     expect(ack.keys.length).toBeGreaterThanOrEqual(4);
@@ -91,13 +105,20 @@ describe("kill -9 under load", () => {
     }
 
     await server.restart();
-    for (const keys of ack.keys) expect((await convertBearer(server, keys.api_key, await convertForm(small))).status).toBe(200);
+    for (const keys of ack.keys)
+      expect((await convertBearer(server, keys.api_key, await convertForm(small))).status).toBe(200);
     for (const { email, otp } of ack.codes) {
       const again = await server.json("POST", "/v1/plugin/auth/verify-otp", { email, otp });
       expect(again.status).toBe(401);
     }
     for (const { headers, body } of ack.signed) {
-      const replay = await readResponse(await server.fetch("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers }));
+      const replay = await readResponse(
+        await server.fetch("/v1/plugin/convert", {
+          method: "POST",
+          body: body.bytes as Uint8Array<ArrayBuffer>,
+          headers,
+        }),
+      );
       expect(replay.status).toBe(401);
       expect(replay.body.code).toBe("REPLAYED_REQUEST");
     }

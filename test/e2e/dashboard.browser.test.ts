@@ -6,15 +6,15 @@
  * CSP violation, attacker-chosen text shown as text. Runs against Deno too (`npm run test:deno`).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Page } from "playwright-core";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { convertForm } from "../support/convert-helpers.ts";
+import type { Page } from "playwright-core";
 import { hasChromium, openBrowser, type TestBrowser } from "../support/browser.ts";
+import { convertForm } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { until } from "../support/ops.ts";
-import { startServer, type RunningServer } from "../support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { type RunningServer, startServer } from "../support/server.ts";
+import { extractOtp, type SmtpSink, startSmtpSink } from "../support/smtp.ts";
 
 const STAFF = "boss@example.com";
 // Quote, ampersand and other characters HTML cares about, in an address the issuance flow accepts.
@@ -35,14 +35,22 @@ async function issueKey(email: string, siteUrl: string): Promise<{ api_key: stri
   const asked = await server.json("POST", "/v1/plugin/auth/request-otp", { email, site_url: siteUrl });
   expect(asked.status).toBe(200);
   const mail = await sink.waitFor((m) => m.envelopeTo.includes(email.toLowerCase()) && /code/i.test(m.subject));
-  const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: extractOtp(mail), site_url: siteUrl });
+  const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", {
+    email,
+    otp: extractOtp(mail),
+    site_url: siteUrl,
+  });
   expect(verified.status).toBe(200);
   return verified.body;
 }
 
 async function convert(apiKey: string, format = "webp"): Promise<number> {
   const body = await convertForm(photo, { format });
-  const res = await server.fetch("/v1/plugin/convert", { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": body.contentType }, body: body.bytes as Uint8Array<ArrayBuffer> });
+  const res = await server.fetch("/v1/plugin/convert", {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": body.contentType },
+    body: body.bytes as Uint8Array<ArrayBuffer>,
+  });
   await res.arrayBuffer();
   return res.status;
 }
@@ -65,9 +73,15 @@ async function signIn(email: string, { resend = false } = {}): Promise<void> {
     const countdown = page.locator("[role=alert] [data-countdown]");
     const first = Number((await countdown.innerText()).match(/^in (\d+) s$/)?.[1]);
     expect(first).toBeGreaterThan(1);
-    expect(await page.getByRole("alert").ariaSnapshot()).toMatch(/^- alert: A new code can be sent in \d+ s; until then the code already sent still works, unless 5 wrong tries ended it\.$/);
+    expect(await page.getByRole("alert").ariaSnapshot()).toMatch(
+      /^- alert: A new code can be sent in \d+ s; until then the code already sent still works, unless 5 wrong tries ended it\.$/,
+    );
     // The wait counts down on the page, in a part that is no live region (a screen reader would read out every second).
-    await until(async () => Number((await countdown.innerText()).match(/^in (\d+) s$/)?.[1]) < first, 5_000, "the wait to count down");
+    await until(
+      async () => Number((await countdown.innerText()).match(/^in (\d+) s$/)?.[1]) < first,
+      5_000,
+      "the wait to count down",
+    );
     expect(await countdown.getAttribute("aria-live")).toBe("off");
     // Nothing typed was wrong: the code field is not marked invalid.
     expect(await page.getByLabel(/code/i).getAttribute("aria-invalid")).toBeNull();
@@ -94,7 +108,9 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
   beforeAll(async () => {
     photo = await img.photo(320, 240);
     sink = await startSmtpSink();
-    server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_USAGE_FLUSH_S: "1" } });
+    server = await startServer({
+      env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_USAGE_FLUSH_S: "1" },
+    });
     keys.client = await issueKey(CLIENT_EMAIL, CLIENT_SITE);
     keys.other = await issueKey("other@example.com", "https://other.example");
     // A zone far from UTC, so the test sees that times are shown in the browser's zone.
@@ -147,10 +163,18 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     // it ran depends on its time bound (a loaded machine may stop it before the WebP reference), so
     // the card must show exactly what the usage buckets hold.
     const [guardTotal, guardShare] = (await page.locator("[data-figure=guard-encodes]").innerText()).split("\n");
-    const counted = await page.evaluate(async () => ((await (await fetch("/internal/api/overview")).json()) as { totals: { guardEncodes: number } }).totals.guardEncodes);
+    const counted = await page.evaluate(
+      async () =>
+        ((await (await fetch("/internal/api/overview")).json()) as { totals: { guardEncodes: number } }).totals
+          .guardEncodes,
+    );
     expect(guardTotal).toBe(String(counted));
     expect(guardShare).toBe(`re-encodes · ${(Number(guardTotal) / 4).toFixed(2)} per lossy conversion`);
-    expect(await page.locator(".card:has([data-figure=guard-encodes])").evaluate((card) => card.scrollWidth <= card.clientWidth)).toBe(true);
+    expect(
+      await page
+        .locator(".card:has([data-figure=guard-encodes])")
+        .evaluate((card) => card.scrollWidth <= card.clientWidth),
+    ).toBe(true);
     for (const range of ["7d", "30d", "365d"]) {
       await page.getByRole("link", { name: range.replace(/(\d+)/, "$1 ") }).click();
       expect(new URL(page.url()).searchParams.get("range")).toBe(range);
@@ -160,7 +184,11 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
 
   test("the live panel refreshes itself", async () => {
     await page.goto(`${server.url}/internal/`);
-    await page.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    await page.waitForFunction(
+      () => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "),
+      null,
+      { timeout: 15_000 },
+    );
     expect(await page.locator("[data-live='version']").innerText()).toMatch(/^\d+\.\d+\.\d+/);
     // Slots in use are fractional (a small lossy conversion counts a half); the count of conversions is whole.
     expect(await page.locator("[data-live='conversions.slotsBusy']").innerText()).toBe("0.0");
@@ -172,21 +200,37 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     const idle = await browser.newPage();
     await idle.clock.install();
     await idle.goto(`${server.url}/internal/`);
-    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    await idle.waitForFunction(
+      () => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "),
+      null,
+      { timeout: 15_000 },
+    );
     // A screen reader hears changes of state, not the time of every poll: the live region stays
     // silent while polls succeed, and the heading holds no live region.
     const spoken = () => idle.evaluate(() => document.querySelector("[data-live-announce]")?.textContent ?? null);
     await idle.clock.runFor(12_000);
-    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    await idle.waitForFunction(
+      () => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "),
+      null,
+      { timeout: 15_000 },
+    );
     expect(await spoken()).toBe("");
     expect(await idle.locator("#live-title [aria-live]").count()).toBe(0);
     // 30-minute idle timeout by default: the panel stops polling 5 minutes before it (the next
     // poll after the jump sees 26 minutes without input).
     await idle.clock.runFor(26 * 60_000);
-    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("paused while you are away"), null, { timeout: 15_000 });
+    await idle.waitForFunction(
+      () => document.querySelector("[data-live-status]")?.textContent?.startsWith("paused while you are away"),
+      null,
+      { timeout: 15_000 },
+    );
     expect(await spoken()).toBe("paused while you are away: click or press a key to resume");
     await idle.mouse.click(5, 5);
-    await idle.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    await idle.waitForFunction(
+      () => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "),
+      null,
+      { timeout: 15_000 },
+    );
     expect(await spoken()).toBe("live figures are updating again");
     await idle.close();
   });
@@ -199,8 +243,13 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(await rows.count()).toBe(1);
     expect(await rows.locator("td.email").innerText()).toBe(CLIENT_EMAIL);
     // The issuance flow percent-encodes the path; what is left of the markup shows as text.
-    expect(await rows.locator("td.site").innerText()).toBe("https://shop.example/%22%3E%3Cscript%3Ealert(1)%3C/script%3E");
-    await page.getByRole("columnheader", { name: /conversions/i }).getByRole("link").click();
+    expect(await rows.locator("td.site").innerText()).toBe(
+      "https://shop.example/%22%3E%3Cscript%3Ealert(1)%3C/script%3E",
+    );
+    await page
+      .getByRole("columnheader", { name: /conversions/i })
+      .getByRole("link")
+      .click();
     expect(await page.locator("th[aria-sort]").innerText()).toContain("Conversions");
     expect(browser.dialogs).toEqual([]);
   });
@@ -232,7 +281,11 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     const burst = async () => {
       const res = await server.fetch("/v1/plugin/convert", {
         method: "POST",
-        headers: { "x-api-key": `imp_${"x".repeat(43)}`, "x-timestamp": String(Math.floor(Date.now() / 1000)), "x-signature": "0".repeat(64) },
+        headers: {
+          "x-api-key": `imp_${"x".repeat(43)}`,
+          "x-timestamp": String(Math.floor(Date.now() / 1000)),
+          "x-signature": "0".repeat(64),
+        },
       });
       await res.arrayBuffer();
       return res.status;
@@ -242,23 +295,33 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(new Set(statuses)).toEqual(new Set([401]));
     await page.setViewportSize({ width: 1280, height: 900 });
     const topRow = page.locator("#refused-title ~ .table-wrap tbody tr").first();
-    await until(async () => {
-      await page.goto(`${server.url}/internal/`);
-      // Until the next flush (every second here) the table says nothing was refused.
-      if ((await topRow.count()) === 0) return false;
-      return /^(127\.0\.0\.1|0:0:0:0::\/64)$/.test((await topRow.getAttribute("data-client")) ?? "");
-    }, 15_000, "the address at the top of Top refused clients");
+    await until(
+      async () => {
+        await page.goto(`${server.url}/internal/`);
+        // Until the next flush (every second here) the table says nothing was refused.
+        if ((await topRow.count()) === 0) return false;
+        return /^(127\.0\.0\.1|0:0:0:0::\/64)$/.test((await topRow.getAttribute("data-client")) ?? "");
+      },
+      15_000,
+      "the address at the top of Top refused clients",
+    );
     const cells = await topRow.locator("td").allInnerTexts();
     expect(Number(cells[1]!.replace(/,/g, ""))).toBe(30);
     expect(cells[3]!.replace(/\s/g, "")).toBe("INVALID_API_KEY");
     // The revoked key tried once more earlier is a row of its own, linked to its page.
     expect(await page.locator("#refused-title ~ .table-wrap tbody tr a[href^='/internal/keys/key_']").count()).toBe(1);
     expect(await page.locator("[data-health]").getAttribute("data-health")).toBe("degraded");
-    expect(await page.locator("[data-health]").innerText()).toMatch(/^!?\s*Degraded: 3\d requests refused in the last 15 min/);
+    expect(await page.locator("[data-health]").innerText()).toMatch(
+      /^!?\s*Degraded: 3\d requests refused in the last 15 min/,
+    );
     expect(Number(await page.locator("#overview-refused svg").getAttribute("data-peak"))).toBeGreaterThanOrEqual(31);
     // The burst took a few seconds, less than the poll: the sparkline kept it, and the poll redraws it.
     expect(Number(await page.locator("[data-spark=refusedPerS]").getAttribute("data-peak"))).toBeGreaterThan(0);
-    await page.waitForFunction(() => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "), null, { timeout: 15_000 });
+    await page.waitForFunction(
+      () => document.querySelector("[data-live-status]")?.textContent?.startsWith("updated "),
+      null,
+      { timeout: 15_000 },
+    );
     expect(Number(await page.locator("[data-spark=refusedPerS]").getAttribute("data-peak"))).toBeGreaterThan(0);
     await page.screenshot({ path: "/tmp/dash-overview-1280.png", fullPage: true });
     // On a phone nothing on the overview scrolls sideways.
@@ -266,7 +329,11 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     await page.reload();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     await page.screenshot({ path: "/tmp/dash-overview-375.png", fullPage: true });
-    const sideways = await page.evaluate(() => [...document.querySelectorAll(".table-wrap")].filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth).map((el) => `${el.getAttribute("aria-labelledby") ?? el.className}: ${el.scrollWidth} > ${el.clientWidth}`));
+    const sideways = await page.evaluate(() =>
+      [...document.querySelectorAll(".table-wrap")]
+        .filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth)
+        .map((el) => `${el.getAttribute("aria-labelledby") ?? el.className}: ${el.scrollWidth} > ${el.clientWidth}`),
+    );
     expect(sideways).toEqual([]);
     await page.setViewportSize({ width: 1280, height: 900 });
     // The revoked key's page counts its refused request.
@@ -279,7 +346,11 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     await page.goto(`${server.url}/internal/activity`);
     const first = page.locator("tbody time").first();
     const at = new Date((await first.getAttribute("datetime"))!);
-    const tokyo = new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "short", timeZone: "Asia/Tokyo" }).format(at);
+    const tokyo = new Intl.DateTimeFormat("en-US", {
+      dateStyle: "medium",
+      timeStyle: "short",
+      timeZone: "Asia/Tokyo",
+    }).format(at);
     expect(await first.innerText()).toBe(tokyo);
     const text = await page.locator("tbody").innerText();
     expect(text).toContain("key.revoked");
@@ -306,7 +377,9 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(body).toContain("IMGPRESS_MASTER_KEY");
     // The certificate clients see, with the fingerprint the listening line printed, to hand out.
     const listening = server.logs.find((l) => l.json?.msg === "imgpress listening")!.json!;
-    const tls = await page.locator("section", { has: page.getByRole("heading", { name: "TLS certificate" }) }).innerText();
+    const tls = await page
+      .locator("section", { has: page.getByRole("heading", { name: "TLS certificate" }) })
+      .innerText();
     expect(tls).toContain("self-signed, made by imgpress");
     expect(tls.replace(/\s+/g, "")).toContain(String(listening.certSha256));
     // Each setting's help is on the page, not only in a tooltip.
@@ -350,7 +423,10 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
       for (let i = 0; i < (await wraps.count()); i++) {
         expect(await wraps.nth(i).evaluate((el) => el.scrollWidth - el.clientWidth)).toBe(0);
       }
-      const remove = await page.locator("tr", { hasText: "a-rather-long-colleague-address@example.com" }).getByRole("button", { name: "Remove" }).boundingBox();
+      const remove = await page
+        .locator("tr", { hasText: "a-rather-long-colleague-address@example.com" })
+        .getByRole("button", { name: "Remove" })
+        .boundingBox();
       expect(remove!.x + remove!.width).toBeLessThanOrEqual(375);
       // The sessions table scrolls sideways rather than squeeze the browser's name into a column a few letters wide.
       const browserCell = page.getByRole("table", { name: "Your active sessions" }).locator("tbody td").nth(2);
@@ -358,7 +434,10 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
 
       await page.goto(`${server.url}/internal/?range=7d`);
       const axis = page.locator("figure.chart").first().locator("text.tick[data-t]");
-      const boxes = (await axis.evaluateAll((els) => els.map((el) => el.getBoundingClientRect().toJSON()))) as { left: number; right: number }[];
+      const boxes = (await axis.evaluateAll((els) => els.map((el) => el.getBoundingClientRect().toJSON()))) as {
+        left: number;
+        right: number;
+      }[];
       expect(boxes.length).toBeGreaterThan(3);
       for (let i = 1; i < boxes.length; i++) expect(boxes[i]!.left).toBeGreaterThan(boxes[i - 1]!.right);
     } finally {
@@ -368,7 +447,10 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
 
   test("sign out ends the session; an overview left open goes to sign-in at its next poll, and back to itself after", async () => {
     await page.goto(`${server.url}/internal/?range=7d`);
-    await page.locator("[data-live-status]").filter({ hasText: /^updated/ }).waitFor();
+    await page
+      .locator("[data-live-status]")
+      .filter({ hasText: /^updated/ })
+      .waitFor();
     const before = browser.problems().length;
     // Signed out in another tab of the same browser: the overview's next poll is answered 401.
     const other = await browser.newPage();
@@ -380,7 +462,10 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
       await other.close();
     }
     // The panel reloads its page, which the server answers with the sign-in form, keeping where to return.
-    await page.waitForURL((url) => url.pathname === "/internal/login" && url.searchParams.get("next") === "/internal/?range=7d", { timeout: 20_000 });
+    await page.waitForURL(
+      (url) => url.pathname === "/internal/login" && url.searchParams.get("next") === "/internal/?range=7d",
+      { timeout: 20_000 },
+    );
     const provoked = browser.problems().slice(before);
     for (const problem of provoked) expect(problem).toContain("status of 401");
     expected.push(...provoked);

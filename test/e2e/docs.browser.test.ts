@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { hasChromium, openBrowser, type TestBrowser } from "../support/browser.ts";
-import { startServer, type RunningServer } from "../support/server.ts";
+import { type RunningServer, startServer } from "../support/server.ts";
 
 describe.skipIf(!hasChromium())("/v1/docs in chromium", () => {
   let server: RunningServer;
@@ -25,22 +25,43 @@ describe.skipIf(!hasChromium())("/v1/docs in chromium", () => {
     page.on("request", (r) => requested.push(r.url()));
     // The page's own CSP (it shares the dashboard's origin) must not break it: no refusal in the console.
     const errors: string[] = [];
-    page.on("console", (m) => void (m.type() === "error" && !m.text().startsWith("Failed to load resource") && errors.push(m.text())));
+    page.on(
+      "console",
+      (m) => void (m.type() === "error" && !m.text().startsWith("Failed to load resource") && errors.push(m.text())),
+    );
     // The browser asks for /favicon.ico on its own; nothing else may be missing.
-    page.on("response", (r) => void (r.status() >= 400 && new URL(r.url()).pathname !== "/favicon.ico" && errors.push(`${r.status()} ${r.url()}`)));
+    page.on(
+      "response",
+      (r) =>
+        void (
+          r.status() >= 400 &&
+          new URL(r.url()).pathname !== "/favicon.ico" &&
+          errors.push(`${r.status()} ${r.url()}`)
+        ),
+    );
     page.on("pageerror", (e) => errors.push(e.message));
     const answer = await page.goto(`${server.url}/v1/docs#tag/operations/GET/health`, { waitUntil: "networkidle" });
-    expect(answer?.headers()["content-security-policy"]).toMatch(/(^|; )script-src 'self'( 'sha256-[A-Za-z0-9+/=]+')?;/);
+    expect(answer?.headers()["content-security-policy"]).toMatch(
+      /(^|; )script-src 'self'( 'sha256-[A-Za-z0-9+/=]+')?;/,
+    );
     expect(answer?.headers()["x-frame-options"]).toBe("DENY");
     // The page renders the operations after the network is idle; on a loaded machine that takes a while.
-    await page.getByRole("button", { name: /Test Request/ }).first().waitFor({ timeout: 20_000 });
-    const labels = (await page.locator("button:visible, a:visible").allInnerTexts()).map((t) => t.trim()).filter(Boolean);
+    await page
+      .getByRole("button", { name: /Test Request/ })
+      .first()
+      .waitFor({ timeout: 20_000 });
+    const labels = (await page.locator("button:visible, a:visible").allInnerTexts())
+      .map((t) => t.trim())
+      .filter(Boolean);
     expect(labels.some((l) => l.startsWith("Test Request"))).toBe(true);
     for (const online of [/Ask AI/i, /MCP/, /Deploy/, /Developer Tools/, /Share/, /Configure/, /Powered by/i]) {
       expect(labels.filter((l) => online.test(l))).toEqual([]);
     }
     // The built-in client sends straight to this server (never through Scalar's hosted proxy).
-    await page.getByRole("button", { name: /Test Request/ }).first().click();
+    await page
+      .getByRole("button", { name: /Test Request/ })
+      .first()
+      .click();
     await page.getByRole("button", { name: /^Send/ }).first().click();
     await page.getByText("200 OK").first().waitFor({ timeout: 10_000 });
     expect(requested.filter((url) => new URL(url).origin !== server.url)).toEqual([]);

@@ -9,13 +9,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { once } from "node:events";
 import { existsSync, statSync } from "node:fs";
 import { connect } from "node:net";
-import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { join } from "node:path";
+import { type TLSSocket, connect as tlsConnect } from "node:tls";
 import { expectImage, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { burstForm, convertBearer, gateStats, obtainKeys, until } from "../support/ops.ts";
-import { startServer, type RunningServer } from "../support/server.ts";
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { type RunningServer, startServer } from "../support/server.ts";
+import { type SmtpSink, startSmtpSink } from "../support/smtp.ts";
 
 const BURST = 5;
 const WIDTH = 2400;
@@ -40,14 +40,25 @@ async function keptAliveHealth(port: number): Promise<{ head: string; closed: bo
   socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
   const closed = once(socket, "close").then(() => true);
   socket.write("GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n");
-  const result = await Promise.race([closed, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3_000))]);
+  const result = await Promise.race([
+    closed,
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3_000)),
+  ]);
   socket.destroy();
   return { head: text.split("\r\n\r\n")[0]!, closed: result };
 }
 
 /** A server with one conversion slot, so a burst (of one key: no per-key share) forms a queue behind it. */
 async function start(email: string, env: Record<string, string> = {}): Promise<{ server: RunningServer; keys: Keys }> {
-  const server = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8", IMGPRESS_KEY_MAX_ADMITTED: "9", ...env } });
+  const server = await startServer({
+    env: {
+      IMGPRESS_SMTP_URL: sink.url,
+      IMGPRESS_CONCURRENCY: "1",
+      IMGPRESS_QUEUE_SIZE: "8",
+      IMGPRESS_KEY_MAX_ADMITTED: "9",
+      ...env,
+    },
+  });
   return { server, keys: await obtainKeys(server, sink, email) };
 }
 
@@ -55,9 +66,13 @@ async function start(email: string, env: Record<string, string> = {}): Promise<{
 async function refusedUpload(port: number): Promise<TLSSocket> {
   const socket = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["http/1.1"] });
   await once(socket, "secureConnect");
-  socket.write(`POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer imp_${"x".repeat(40)}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 500000\r\n\r\n--`);
+  socket.write(
+    `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer imp_${"x".repeat(40)}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 500000\r\n\r\n--`,
+  );
   let answer = "";
-  await new Promise<void>((resolve) => socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")).includes("INVALID_API_KEY") && resolve()));
+  await new Promise<void>((resolve) =>
+    socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")).includes("INVALID_API_KEY") && resolve()),
+  );
   expect(answer).toStartWith("HTTP/1.1 401");
   return socket;
 }
@@ -76,7 +91,10 @@ describe("SIGTERM during a burst", () => {
     try {
       const answers = await burst(server, keys);
       server.kill("SIGTERM");
-      const first = await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith("SIGTERM received: draining:"), 5_000);
+      const first = await server.waitForLog(
+        (l) => String(l.json?.msg ?? "").startsWith("SIGTERM received: draining:"),
+        5_000,
+      );
       // The signal really came mid-burst: several accepted requests were still open.
       expect(Number(first.json!.requests)).toBeGreaterThanOrEqual(2);
       // The listener is closed at once: a new connection fails while the burst is still converting.
@@ -143,8 +161,11 @@ describe("SIGTERM during a burst", () => {
     const { server } = await start("drain-refused@example.com", { IMGPRESS_SHUTDOWN_TIMEOUT_S: "20" });
     try {
       const body = await burstForm(photo);
-      const refused = await Promise.all(Array.from({ length: 3 }, () => convertBearer(server, `imp_${"x".repeat(40)}`, body)));
-      for (const r of refused) expect({ status: r.status, code: r.body?.code }).toEqual({ status: 401, code: "INVALID_API_KEY" });
+      const refused = await Promise.all(
+        Array.from({ length: 3 }, () => convertBearer(server, `imp_${"x".repeat(40)}`, body)),
+      );
+      for (const r of refused)
+        expect({ status: r.status, code: r.body?.code }).toEqual({ status: 401, code: "INVALID_API_KEY" });
       // Connections a client keeps after its answer, whatever the runtime does with them: an HTTP/1.1
       // upload refused before its body (only two bytes of it sent), and a TCP connection that never starts TLS.
       const held = await refusedUpload(server.port);
@@ -185,7 +206,13 @@ describe("SIGTERM during a burst", () => {
       const answers = await burst(server, keys);
       const signalled = Date.now();
       server.kill("SIGTERM");
-      await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith(`SIGTERM received: readiness answers 503; the listener closes in ${delayS} s`), 5_000);
+      await server.waitForLog(
+        (l) =>
+          String(l.json?.msg ?? "").startsWith(
+            `SIGTERM received: readiness answers 503; the listener closes in ${delayS} s`,
+          ),
+        5_000,
+      );
       // A balancer's probe on a new connection sees the 503, not a refused connection.
       const ready = await server.fetch("/health/ready");
       expect(ready.status).toBe(503);
@@ -199,7 +226,10 @@ describe("SIGTERM during a burst", () => {
       expect(kept.head).toMatch(/^HTTP\/1\.1 (200|503)/);
       expect(kept.head).toMatch(/\r\nconnection: close\r\n/i);
       expect(kept.closed).toBe(true);
-      await server.waitForLog((l) => String(l.json?.msg ?? "").startsWith("closing the listener: draining:"), (delayS + 5) * 1000);
+      await server.waitForLog(
+        (l) => String(l.json?.msg ?? "").startsWith("closing the listener: draining:"),
+        (delayS + 5) * 1000,
+      );
       expect(Date.now() - signalled).toBeGreaterThanOrEqual(delayS * 1000 - 100);
       const after = await server.fetch("/health").then(
         (r) => `answered ${r.status}`,

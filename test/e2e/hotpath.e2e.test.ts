@@ -6,13 +6,13 @@
  * (only those of the last flush interval, still in memory, may be lost). And the hot path holds
  * no key cache: a key revoked by another process is refused on the very next request.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createClient } from "@libsql/client";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { createClient } from "@libsql/client";
 import * as img from "../support/images.ts";
-import { authHeaders, multipart, startService, type Keys, type Service } from "../support/imgpress.ts";
+import { authHeaders, type Keys, multipart, type Service, startService } from "../support/imgpress.ts";
 import { e2eRuntime, runCli, useSmtpSink } from "../support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { extractOtp, } from "../support/smtp.ts";
 
 const sink = useSmtpSink();
 let thumbs: Buffer[];
@@ -46,7 +46,10 @@ async function conversions(svc: Service, email: string): Promise<number> {
 describe("kill -9 under the thumbnail workload", () => {
   test("loses no issued key, consumed code or seen signature; flushed usage counts stay", async () => {
     const email = "crash@example.com";
-    const svc = await startService({ launch: { runtime: e2eRuntime() }, env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_USAGE_FLUSH_S: "0.2" } });
+    const svc = await startService({
+      launch: { runtime: e2eRuntime() },
+      env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_USAGE_FLUSH_S: "0.2" },
+    });
     try {
       expect((await svc.client.json("POST", "/v1/plugin/auth/request-otp", { email })).status).toBe(200);
       const code = extractOtp(await sink.waitFor((m) => m.envelopeTo.includes(email)));
@@ -62,7 +65,13 @@ describe("kill -9 under the thumbnail workload", () => {
       const loop = async () => {
         while (!killed && sent < 400) {
           const upload = signedUpload(keys, sent++);
-          const res = await svc.client.fetch("/v1/plugin/convert", { method: "POST", headers: upload.headers, body: upload.body as Uint8Array<ArrayBuffer> }).catch(() => null);
+          const res = await svc.client
+            .fetch("/v1/plugin/convert", {
+              method: "POST",
+              headers: upload.headers,
+              body: upload.body as Uint8Array<ArrayBuffer>,
+            })
+            .catch(() => null);
           if (res?.status === 200) accepted.push(upload);
           await res?.arrayBuffer().catch(() => {});
         }
@@ -88,14 +97,26 @@ describe("kill -9 under the thumbnail workload", () => {
       }
       // The issued key still converts.
       const again = signedUpload(keys, 1);
-      expect((await svc.client.fetch("/v1/plugin/convert", { method: "POST", headers: again.headers, body: again.body as Uint8Array<ArrayBuffer> })).status).toBe(200);
+      expect(
+        (
+          await svc.client.fetch("/v1/plugin/convert", {
+            method: "POST",
+            headers: again.headers,
+            body: again.body as Uint8Array<ArrayBuffer>,
+          })
+        ).status,
+      ).toBe(200);
       // The consumed code is still consumed.
       const reused = await svc.client.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: code });
       expect(reused.status).toBe(401);
       expect(reused.body.code).toBe("INVALID_OTP");
       // Every accepted signature is still a replay (a sample, to keep the test short).
       for (const upload of accepted.slice(-8)) {
-        const replay = await svc.client.fetch("/v1/plugin/convert", { method: "POST", headers: upload.headers, body: upload.body as Uint8Array<ArrayBuffer> });
+        const replay = await svc.client.fetch("/v1/plugin/convert", {
+          method: "POST",
+          headers: upload.headers,
+          body: upload.body as Uint8Array<ArrayBuffer>,
+        });
         expect(replay.status).toBe(401);
         expect(((await replay.json()) as { code: string }).code).toBe("REPLAYED_REQUEST");
       }

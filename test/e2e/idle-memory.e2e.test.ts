@@ -3,12 +3,11 @@
  * server calls glibc's malloc_trim about 2 s after the last conversion and logs it at debug level,
  * once per pause; Deno has no such hook (E2E_RUNTIME=deno: no line).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import * as img from "../support/images.ts";
+import { describe, expect, test } from "bun:test";
 import { convertForm } from "../support/convert-helpers.ts";
+import * as img from "../support/images.ts";
 import { burstForm, convertBearer, holdsFor, obtainKeys } from "../support/ops.ts";
-import { e2eRuntime, startServer, type RunningServer, useServer } from "../support/server.ts";
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { e2eRuntime, useServer } from "../support/server.ts";
 
 const { server, sink } = useServer({ env: { IMGPRESS_LOG_LEVEL: "debug" } });
 const LINE = "conversions idle: freed memory handed back";
@@ -32,7 +31,10 @@ describe("memory after a pause in conversions", () => {
       await releasedTimes(1);
       // Not during the burst: the release waits for a pause (2 s) after the last conversion. Told
       // by the server's own clock, as a test that looks "right after" may itself run late.
-      const at = (msg: string, path?: string) => server.logs.filter((l) => l.json?.msg === msg && (!path || l.json?.path === path)).map((l) => Date.parse(String(l.json?.time)));
+      const at = (msg: string, path?: string) =>
+        server.logs
+          .filter((l) => l.json?.msg === msg && (!path || l.json?.path === path))
+          .map((l) => Date.parse(String(l.json?.time)));
       expect(Math.min(...at(LINE)) - Math.max(...at("request", "/v1/plugin/convert"))).toBeGreaterThan(1_500);
     }
     // No conversion since: no second release (Deno has no release hook: never one), watched past one more pause.
@@ -45,21 +47,26 @@ describe("memory after a pause in conversions", () => {
 
   // The quality guard holds a lossy AVIF's decoded pixels in one buffer (72 MB here); garbage
   // after the answer, but the collector may keep it for minutes unless the pause collects it.
-  test.skipIf(e2eRuntime() !== "bun")("the buffers of a large conversion are collected at the pause", async () => {
-    const keys = await obtainKeys(server, sink, "idle-buffers@example.com");
-    const body = await convertForm(await img.photo(6000, 4000), { format: "avif" });
-    const arrayBuffers = async () => ((await (await server.fetch("/internal/status")).json()).memory as { arrayBuffers: number }).arrayBuffers;
-    const before = released();
-    expect((await convertBearer(server, keys.api_key, body)).status).toBe(200);
-    await releasedTimes(before + 1);
-    // The collector scans stacks conservatively, so a stale pointer can keep a buffer one collection
-    // longer: a small conversion brings another pause. Never collected, it would stay above 72 MB.
-    const small = await burstForm(await img.photo(320, 240));
-    for (let pause = 1; pause < 3 && (await arrayBuffers()) >= 24 * 2 ** 20; pause++) {
-      const count = released();
-      expect((await convertBearer(server, keys.api_key, small)).status).toBe(200);
-      await releasedTimes(count + 1);
-    }
-    expect(await arrayBuffers()).toBeLessThan(24 * 2 ** 20);
-  }, 60_000);
+  test.skipIf(e2eRuntime() !== "bun")(
+    "the buffers of a large conversion are collected at the pause",
+    async () => {
+      const keys = await obtainKeys(server, sink, "idle-buffers@example.com");
+      const body = await convertForm(await img.photo(6000, 4000), { format: "avif" });
+      const arrayBuffers = async () =>
+        ((await (await server.fetch("/internal/status")).json()).memory as { arrayBuffers: number }).arrayBuffers;
+      const before = released();
+      expect((await convertBearer(server, keys.api_key, body)).status).toBe(200);
+      await releasedTimes(before + 1);
+      // The collector scans stacks conservatively, so a stale pointer can keep a buffer one collection
+      // longer: a small conversion brings another pause. Never collected, it would stay above 72 MB.
+      const small = await burstForm(await img.photo(320, 240));
+      for (let pause = 1; pause < 3 && (await arrayBuffers()) >= 24 * 2 ** 20; pause++) {
+        const count = released();
+        expect((await convertBearer(server, keys.api_key, small)).status).toBe(200);
+        await releasedTimes(count + 1);
+      }
+      expect(await arrayBuffers()).toBeLessThan(24 * 2 ** 20);
+    },
+    60_000,
+  );
 });

@@ -20,11 +20,25 @@ describe.skipIf(e2eRuntime() !== "deno")("the pid record under Deno without --al
       const firstPid = firstRecord.split("\n")[0]!;
       // The record cannot tell, but the first server's serving lock can (src/server/servinglock.ts): the second is refused.
       const second = await runCli(["serve"], { ...first.env, IMGPRESS_PORT: "0" });
-      expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 1, stderr: expect.stringContaining(`another live server holds ${record.replace(/\.pid$/, ".serving")}`) });
+      expect({ code: second.code, stderr: second.stderr }).toEqual({
+        code: 1,
+        stderr: expect.stringContaining(`another live server holds ${record.replace(/\.pid$/, ".serving")}`),
+      });
       expect(readFileSync(record, "utf8")).toBe(firstRecord);
-      const copy = await runCli(["migrate-data", "--from", `file:${join(first.dataDir, "imgpress.db")}`, "--to", `file:${join(first.dataDir, "copy.db")}`], first.env);
+      const copy = await runCli(
+        [
+          "migrate-data",
+          "--from",
+          `file:${join(first.dataDir, "imgpress.db")}`,
+          "--to",
+          `file:${join(first.dataDir, "copy.db")}`,
+        ],
+        first.env,
+      );
       expect(copy.code).toBe(1);
-      expect(copy.stderr).toContain(`${record} names process ${firstPid}, and this runtime may not ask whether it runs (Deno without --allow-run)`);
+      expect(copy.stderr).toContain(
+        `${record} names process ${firstPid}, and this runtime may not ask whether it runs (Deno without --allow-run)`,
+      );
     } finally {
       await first.stop();
     }

@@ -10,19 +10,18 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import { postgresMigrations } from "../../src/data/db/migrations.gen.ts";
-import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "../support/convert-helpers.ts";
+import { type Body, convertForm, type Keys, type RawResponse, readResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { expectStorageUnavailable, gateStats, holdsFor, obtainKeys, until } from "../support/ops.ts";
-import { createDatabase, psql, startPostgres, type PostgresCluster } from "../support/postgres.ts";
-import { runCli, startServer, type RunningServer, useServer } from "../support/server.ts";
-import { staffSignInOverHttps } from "../support/staff.ts";
+import { createDatabase, type PostgresCluster, psql, startPostgres } from "../support/postgres.ts";
+import { runCli, startServer, useServer } from "../support/server.ts";
 import { signedHeaders } from "../support/sign.ts";
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { staffSignInOverHttps } from "../support/staff.ts";
 
 /** IMGPRESS_DATABASE_TIMEOUT_S of the service: a connection attempt or statement fails after this. */
 const DB_TIMEOUT_S = 3;
@@ -68,15 +67,28 @@ async function bounded(path: string, init: RequestInit = {}): Promise<RawRespons
 }
 
 const bearer = (body: Body) =>
-  bounded("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers: { "content-type": body.contentType, authorization: `Bearer ${keys.api_key}` } });
+  bounded("/v1/plugin/convert", {
+    method: "POST",
+    body: body.bytes as Uint8Array<ArrayBuffer>,
+    headers: { "content-type": body.contentType, authorization: `Bearer ${keys.api_key}` },
+  });
 
 /** The headers of one signed conversion of `body`, to send once (or twice, for a replay). */
 function signedRequest(body: Body): () => Promise<RawResponse> {
-  const headers = { "content-type": body.contentType, ...signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: Math.floor(Date.now() / 1000), body: body.bytes }) };
+  const headers = {
+    "content-type": body.contentType,
+    ...signedHeaders({
+      apiKey: keys.api_key,
+      secretKey: keys.secret_key,
+      timestamp: Math.floor(Date.now() / 1000),
+      body: body.bytes,
+    }),
+  };
   return () => bounded("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers });
 }
 
-const postJson = (path: string, json: unknown) => bounded(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(json) });
+const postJson = (path: string, json: unknown) =>
+  bounded(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(json) });
 
 async function expectImage(res: RawResponse, width: number, height: number): Promise<void> {
   expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: null });
@@ -93,7 +105,10 @@ async function expectImage(res: RawResponse, width: number, height: number): Pro
 async function heldUpload(body: Body): Promise<{ finish(): Promise<number> }> {
   let received = "";
   const socket = await new Promise<ReturnType<typeof connect>>((resolve, reject) => {
-    const s = connect({ host: "127.0.0.1", port: server.port, ca: server.ca, servername: "localhost", ALPNProtocols: ["http/1.1"] }, () => resolve(s));
+    const s = connect(
+      { host: "127.0.0.1", port: server.port, ca: server.ca, servername: "localhost", ALPNProtocols: ["http/1.1"] },
+      () => resolve(s),
+    );
     s.on("error", reject);
   });
   socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
@@ -102,7 +117,11 @@ async function heldUpload(body: Body): Promise<{ finish(): Promise<number> }> {
     `POST /v1/plugin/convert HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${keys.api_key}\r\n` +
       `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\nConnection: close\r\n\r\n`,
   );
-  await until(async () => (await gateStats(server)).receiving > before, ANSWER_WITHIN_MS, "the held upload to be received");
+  await until(
+    async () => (await gateStats(server)).receiving > before,
+    ANSWER_WITHIN_MS,
+    "the held upload to be received",
+  );
   return {
     async finish() {
       socket.write(body.bytes);
@@ -147,11 +166,16 @@ describe("imgpress on PostgreSQL", () => {
 
   test("database stopped: 503 at once, process up; started again: serving within seconds, usage of the outage flushed", async () => {
     const image = await img.photo(48, 32);
-    await until(async () => (await storedUsage()).conversions === converted, RECOVERY_MS, "the happy path's usage to be flushed");
+    await until(
+      async () => (await storedUsage()).conversions === converted,
+      RECOVERY_MS,
+      "the happy path's usage to be flushed",
+    );
     const held = await heldUpload(await convertForm(image));
     const stoppedAt = server.logs.length;
     await pg.stop();
-    const logSince = (msg: string) => server.waitForLog((l) => server.logs.indexOf(l) >= stoppedAt && String(l.json?.msg).startsWith(msg));
+    const logSince = (msg: string) =>
+      server.waitForLog((l) => server.logs.indexOf(l) >= stoppedAt && String(l.json?.msg).startsWith(msg));
     try {
       // Admitted before the stop, converted after it: the answer needs no database, its usage waits in memory.
       expect(await held.finish()).toBe(200);
@@ -170,7 +194,10 @@ describe("imgpress on PostgreSQL", () => {
       const burst = await Promise.all(
         Array.from({ length: 8 }, async (_, i) => {
           const t0 = performance.now();
-          const res = i % 2 ? await bearer(await convertForm(image)) : await postJson("/v1/plugin/auth/request-otp", { email: `burst${i}@example.com` });
+          const res =
+            i % 2
+              ? await bearer(await convertForm(image))
+              : await postJson("/v1/plugin/auth/request-otp", { email: `burst${i}@example.com` });
           return { code: res.body?.code, fast: performance.now() - t0 < (DB_TIMEOUT_S * 1000) / 2 };
         }),
       );
@@ -212,7 +239,11 @@ describe("imgpress on PostgreSQL", () => {
     } finally {
       pg.thaw();
     }
-    await until(async () => (await bearer(await convertForm(image))).status === 200, RECOVERY_MS, "a conversion to succeed after the thaw");
+    await until(
+      async () => (await bearer(await convertForm(image))).status === 200,
+      RECOVERY_MS,
+      "a conversion to succeed after the thaw",
+    );
     converted++;
   }, 60_000);
 
@@ -225,21 +256,47 @@ describe("imgpress on PostgreSQL", () => {
     const own = await createDatabase("e2e_rotate");
     await psql(own, `ALTER DATABASE "${new URL(own).pathname.slice(1)}" OWNER TO ${role}`);
     const asRole = Object.assign(new URL(own), { username: role, password: "first-pw" }).href;
-    const rotating = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_DATABASE_URL: asRole, IMGPRESS_DATABASE_TIMEOUT_S: String(DB_TIMEOUT_S), IMGPRESS_DATABASE_POOL_SIZE: "2" } });
+    const rotating = await startServer({
+      env: {
+        IMGPRESS_SMTP_URL: sink.url,
+        IMGPRESS_DATABASE_URL: asRole,
+        IMGPRESS_DATABASE_TIMEOUT_S: String(DB_TIMEOUT_S),
+        IMGPRESS_DATABASE_POOL_SIZE: "2",
+      },
+    });
     try {
       const k = await obtainKeys(rotating, sink, "rotate@example.com");
       const form = await convertForm(await img.photo(40, 30));
       const headers = { "content-type": form.contentType, authorization: `Bearer ${k.api_key}` };
-      const convert = async () => readResponse(await rotating.fetch("/v1/plugin/convert", { method: "POST", body: form.bytes as Uint8Array<ArrayBuffer>, headers }));
+      const convert = async () =>
+        readResponse(
+          await rotating.fetch("/v1/plugin/convert", {
+            method: "POST",
+            body: form.bytes as Uint8Array<ArrayBuffer>,
+            headers,
+          }),
+        );
       expect((await convert()).status).toBe(200);
-      await psql(`${admin.protocol}//${admin.username}:${admin.password}@${admin.host}/postgres`, `ALTER ROLE ${role} PASSWORD 'second-pw'; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '${role}'`);
+      await psql(
+        `${admin.protocol}//${admin.username}:${admin.password}@${admin.host}/postgres`,
+        `ALTER ROLE ${role} PASSWORD 'second-pw'; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '${role}'`,
+      );
       // The first may meet the terminated connection (57P01); the next ones reconnect and are refused the login (28P01).
       for (let i = 0; i < 3; i++) expectStorageUnavailable(await convert());
-      const line = await rotating.waitForLog((l) => JSON.stringify(l.json ?? {}).includes("password authentication failed"));
+      const line = await rotating.waitForLog((l) =>
+        JSON.stringify(l.json ?? {}).includes("password authentication failed"),
+      );
       expect(JSON.stringify(line.json)).not.toContain("rotate@example.com");
       expect(rotating.logs.filter((l) => l.json?.status === 500)).toEqual([]);
-      await psql(`${admin.protocol}//${admin.username}:${admin.password}@${admin.host}/postgres`, `ALTER ROLE ${role} PASSWORD 'first-pw'`);
-      await until(async () => (await convert()).status === 200, RECOVERY_MS, "a conversion to succeed once the password is back");
+      await psql(
+        `${admin.protocol}//${admin.username}:${admin.password}@${admin.host}/postgres`,
+        `ALTER ROLE ${role} PASSWORD 'first-pw'`,
+      );
+      await until(
+        async () => (await convert()).status === 200,
+        RECOVERY_MS,
+        "a conversion to succeed once the password is back",
+      );
     } finally {
       await rotating.stop();
     }
@@ -266,7 +323,10 @@ describe("imgpress on PostgreSQL", () => {
     const failed = server.logs.slice(since).find((l) => l.json?.msg === "shutdown step failed");
     expect(failed?.json?.step).toBe("usage flush");
     // The counts recorded since the flush that hangs are lost; those of that flush may still commit once the server resumes.
-    const said = /the last usage counts \((\d+) buckets\) could not be written and are lost(?:; (\d+) more were being written when it gave up and may have been)?/.exec(JSON.stringify(failed?.json));
+    const said =
+      /the last usage counts \((\d+) buckets\) could not be written and are lost(?:; (\d+) more were being written when it gave up and may have been)?/.exec(
+        JSON.stringify(failed?.json),
+      );
     expect(said).not.toBeNull();
     expect(Number(said![1]) + Number(said![2] ?? 0)).toBeGreaterThanOrEqual(1);
     await server.restart();
@@ -345,7 +405,9 @@ describe("imgpress on PostgreSQL", () => {
       expect(result.code).not.toBe(0);
       expect(result.stdout).not.toContain("imgpress listening");
       const lines = result.stderr.trim().split("\n");
-      expect(lines).toEqual([`imgpress: cannot open the database ${masked(url)}: password authentication failed for user "imgpress"`]);
+      expect(lines).toEqual([
+        `imgpress: cannot open the database ${masked(url)}: password authentication failed for user "imgpress"`,
+      ]);
     }, 60_000);
   });
 });

@@ -12,13 +12,13 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { MISSING_PROTO_MESSAGE } from "../../src/core/http/guards.ts";
 import { selfSignedCertificate } from "../../src/server/tls/selfsigned.ts";
-import { startCaddy, type Caddy } from "../support/caddy.ts";
-import { Client } from "../support/imgpress.ts";
+import { type Caddy, startCaddy } from "../support/caddy.ts";
 import { photo } from "../support/images.ts";
-import { startNginx, type Nginx } from "../support/nginx.ts";
+import { Client } from "../support/imgpress.ts";
+import { type Nginx, startNginx } from "../support/nginx.ts";
 import { unusedPorts } from "../support/ports.ts";
-import { ROOT, runCli, startServer, type RunningServer } from "../support/server.ts";
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { ROOT, type RunningServer, runCli, startServer } from "../support/server.ts";
+import { type SmtpSink, startSmtpSink } from "../support/smtp.ts";
 
 const NGINX_RECIPE = join(ROOT, "deploy/proxy/nginx.conf");
 const CADDY_RECIPE = join(ROOT, "deploy/proxy/Caddyfile");
@@ -53,7 +53,11 @@ function writeCertificate(dir: string, tls: { cert: string; key: string }): { ce
 }
 
 beforeAll(async () => {
-  const [tls, ports, smtp] = await Promise.all([selfSignedCertificate(["localhost", "127.0.0.1"], 2), unusedPorts(3), startSmtpSink()]);
+  const [tls, ports, smtp] = await Promise.all([
+    selfSignedCertificate(["localhost", "127.0.0.1"], 2),
+    unusedPorts(3),
+    startSmtpSink(),
+  ]);
   sink = smtp;
   tlsCert = tls.cert;
   server = await startServer({ env: { IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_SMTP_URL: sink.url } });
@@ -117,7 +121,11 @@ function convert(client: Client, apiKey: string, image: Buffer): Promise<Respons
   const form = new FormData();
   form.set("image", new Blob([new Uint8Array(image)], { type: "image/jpeg" }), "big.jpg");
   form.set("format", "webp");
-  return client.fetch("/v1/plugin/convert", { method: "POST", headers: { authorization: `Bearer ${apiKey}` }, body: form });
+  return client.fetch("/v1/plugin/convert", {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}` },
+    body: form,
+  });
 }
 
 describe.each(["nginx", "caddy"] as const)("behind %s (deploy/proxy recipe)", (name) => {
@@ -128,7 +136,9 @@ describe.each(["nginx", "caddy"] as const)("behind %s (deploy/proxy recipe)", (n
     const keys = await proxies[name].obtainKeys(sink, email);
     apiKey = keys.apiKey;
     const audit = await runCli(["audit", "--type", "key.issued", "--json"], server.env);
-    const event = (JSON.parse(audit.stdout) as { actor: string; clientAddress: string }[]).find((e) => e.actor === email);
+    const event = (JSON.parse(audit.stdout) as { actor: string; clientAddress: string }[]).find(
+      (e) => e.actor === email,
+    );
     expect(event?.clientAddress).toBe("127.0.0.1");
   }, 60_000);
 
@@ -138,7 +148,11 @@ describe.each(["nginx", "caddy"] as const)("behind %s (deploy/proxy recipe)", (n
     const res = await convert(proxies[name], apiKey, image);
     expect(res.status).toBe(200);
     const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
-    expect({ format: meta.format, width: meta.width, height: meta.height }).toEqual({ format: "webp", width: 64, height: 48 });
+    expect({ format: meta.format, width: meta.width, height: meta.height }).toEqual({
+      format: "webp",
+      width: 64,
+      height: 48,
+    });
   }, 120_000);
 
   test("an image just over 20 MiB is answered by imgpress, in JSON (the proxy lets the body through)", async () => {
@@ -159,13 +173,19 @@ test("nginx answers a body over its own limit in imgpress's JSON shape, not its 
   } as RequestInit).catch((err: Error) => err);
   if (res instanceof Error) throw res;
   expect(res.status).toBe(413);
-  expect(await res.json()).toEqual({ error: "FILE_TOO_LARGE", message: "The upload is larger than this server accepts (images up to 20 MiB).", code: "FILE_TOO_LARGE" });
+  expect(await res.json()).toEqual({
+    error: "FILE_TOO_LARGE",
+    message: "The upload is larger than this server accepts (images up to 20 MiB).",
+    code: "FILE_TOO_LARGE",
+  });
 }, 60_000);
 
 test("a proxy that sends no X-Forwarded-Proto: 403 HTTPS_REQUIRED naming the header, and a log line saying so", async () => {
   const res = await minimalClient.json("GET", "/health");
   expect(res.status).toBe(403);
   expect(res.body).toMatchObject({ code: "HTTPS_REQUIRED", message: MISSING_PROTO_MESSAGE });
-  const line = await server.waitForLog((l) => l.json?.level === "warn" && String(l.json.msg).includes("sent no X-Forwarded-Proto"));
+  const line = await server.waitForLog(
+    (l) => l.json?.level === "warn" && String(l.json.msg).includes("sent no X-Forwarded-Proto"),
+  );
   expect(line.json?.refused).toBeGreaterThanOrEqual(1);
 });

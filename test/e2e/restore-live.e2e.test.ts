@@ -13,7 +13,7 @@ import { join } from "node:path";
 import * as img from "../support/images.ts";
 import { burstForm, convertBearer, expectStorageUnavailable, obtainKeys } from "../support/ops.ts";
 import { runCli, startServer } from "../support/server.ts";
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { type SmtpSink, startSmtpSink } from "../support/smtp.ts";
 
 let sink: SmtpSink;
 let dir: string;
@@ -43,8 +43,20 @@ describe("restore under a live server", () => {
         stderr: expect.stringContaining(`a running server holds ${join(server.dataDir, "imgpress.db.serving")}`),
       });
       // migrate-data would copy a database still being written (or write under a server): refused the same way.
-      const copy = await runCli(["migrate-data", "--from", `file:${join(server.dataDir, "imgpress.db")}`, "--to", `file:${join(server.dataDir, "copy.db")}`], server.env);
-      expect({ code: copy.code, stderr: copy.stderr }).toEqual({ code: 1, stderr: expect.stringContaining("a running server holds") });
+      const copy = await runCli(
+        [
+          "migrate-data",
+          "--from",
+          `file:${join(server.dataDir, "imgpress.db")}`,
+          "--to",
+          `file:${join(server.dataDir, "copy.db")}`,
+        ],
+        server.env,
+      );
+      expect({ code: copy.code, stderr: copy.stderr }).toEqual({
+        code: 1,
+        stderr: expect.stringContaining("a running server holds"),
+      });
       // Nothing was moved: the live server still answers for its key, and issues new ones into its file.
       expect((await convertBearer(server, keys.api_key, await burstForm(await img.photo(64, 48)))).status).toBe(200);
       const later = await obtainKeys(server, sink, "later@example.com");
@@ -77,7 +89,8 @@ describe("restore under a live server", () => {
       const staged = await runCli(["restore", join(elsewhere, "kept.backup.db")], { IMGPRESS_DATA_DIR: elsewhere });
       expect({ code: staged.code, stderr: staged.stderr }).toMatchObject({ code: 0 });
       const db = join(server.dataDir, "imgpress.db");
-      for (const ext of ["", "-wal", "-shm"]) if (existsSync(`${db}${ext}`)) renameSync(`${db}${ext}`, `${db}.aside${ext}`);
+      for (const ext of ["", "-wal", "-shm"])
+        if (existsSync(`${db}${ext}`)) renameSync(`${db}${ext}`, `${db}.aside${ext}`);
       copyFileSync(join(elsewhere, "imgpress.db"), db);
       const mailsBefore = sink.messages.length;
       for (let i = 0; i < 3; i++) {
@@ -85,10 +98,15 @@ describe("restore under a live server", () => {
         expectStorageUnavailable({ status: res.status, headers: res.headers, body: res.body });
       }
       const ready = await server.json("GET", "/health/ready");
-      expect({ status: ready.status, database: ready.body.checks?.database }).toEqual({ status: 503, database: "database file removed or replaced" });
+      expect({ status: ready.status, database: ready.body.checks?.database }).toEqual({
+        status: 503,
+        database: "database file removed or replaced",
+      });
       expect(sink.messages.length).toBe(mailsBefore);
       const errors = server.logs.filter((l) => l.json?.level === "error");
-      expect(errors.map((l) => l.json?.msg)).toEqual(["database file lost: every statement is refused until it is back or the server restarts"]);
+      expect(errors.map((l) => l.json?.msg)).toEqual([
+        "database file lost: every statement is refused until it is back or the server restarts",
+      ]);
       expect(String(errors[0]!.json?.fault)).toContain("was replaced by another file");
       await server.restart();
       expect((await server.json("GET", "/health/ready")).status).toBe(200);

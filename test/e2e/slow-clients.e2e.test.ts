@@ -12,8 +12,8 @@ import sharp from "sharp";
 import { convertForm, type Keys } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { convertBearer, obtainKeys } from "../support/ops.ts";
-import { e2eRuntime, startServer, type RunningServer } from "../support/server.ts";
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { e2eRuntime, type RunningServer, startServer } from "../support/server.ts";
+import { type SmtpSink, startSmtpSink } from "../support/smtp.ts";
 
 const TRICKLERS = 60;
 /** Bun cuts incomplete headers after its fixed 10 s deadline (checked every 4 s, so 10–15 s; more room for a busy machine). */
@@ -35,12 +35,23 @@ afterAll(async () => {
 });
 
 /** A TLS connection to the server (or `to`, from `localAddress`: another loopback address is another client) that records what came back and when it closed. */
-function open(to: RunningServer = server, localAddress?: string): Promise<{ socket: TLSSocket; received: () => string; closed: Promise<number> }> {
+function open(
+  to: RunningServer = server,
+  localAddress?: string,
+): Promise<{ socket: TLSSocket; received: () => string; closed: Promise<number> }> {
   return new Promise((resolve, reject) => {
     let data = "";
     const started = Date.now();
-    const socket = connect({ host: "127.0.0.1", port: to.port, ca: to.ca, servername: "localhost", ALPNProtocols: ["http/1.1"], ...(localAddress ? { localAddress } : {}) }, () =>
-      resolve({ socket, received: () => data, closed }),
+    const socket = connect(
+      {
+        host: "127.0.0.1",
+        port: to.port,
+        ca: to.ca,
+        servername: "localhost",
+        ALPNProtocols: ["http/1.1"],
+        ...(localAddress ? { localAddress } : {}),
+      },
+      () => resolve({ socket, received: () => data, closed }),
     );
     const closed = new Promise<number>((done) => socket.on("close", () => done(Date.now() - started)));
     socket.on("data", (chunk) => (data += chunk.toString("latin1")));
@@ -59,39 +70,43 @@ async function answered(c: Awaited<ReturnType<typeof open>>, ms: number): Promis
 }
 
 describe("slow clients", () => {
-  test.skipIf(e2eRuntime() !== "bun")(`${TRICKLERS} connections trickling headers are cut; a normal client keeps converting`, async () => {
-    const conns = await Promise.all(Array.from({ length: TRICKLERS }, () => open()));
-    let line = 0;
-    for (const c of conns) c.socket.write("POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\n");
-    const trickle = setInterval(() => {
-      line++;
-      for (const c of conns) if (!c.socket.destroyed) c.socket.write(`X-Slow-${line}: ${"y".repeat(10)}\r\n`);
-    }, 500);
-    const cutoff = setTimeout(() => {
-      for (const c of conns) c.socket.destroy();
-    }, HEADER_CUT_WITHIN_MS + 5_000);
-    try {
-      const image = await convertForm(await img.photo(640, 480));
-      let converted = 0;
-      const closedAll = Promise.all(conns.map((c) => c.closed));
-      let done = false;
-      closedAll.then(() => (done = true));
-      while (!done) {
-        expect((await convertBearer(server, keys.api_key, image)).status).toBe(200);
-        converted++;
+  test.skipIf(e2eRuntime() !== "bun")(
+    `${TRICKLERS} connections trickling headers are cut; a normal client keeps converting`,
+    async () => {
+      const conns = await Promise.all(Array.from({ length: TRICKLERS }, () => open()));
+      let line = 0;
+      for (const c of conns) c.socket.write("POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\n");
+      const trickle = setInterval(() => {
+        line++;
+        for (const c of conns) if (!c.socket.destroyed) c.socket.write(`X-Slow-${line}: ${"y".repeat(10)}\r\n`);
+      }, 500);
+      const cutoff = setTimeout(() => {
+        for (const c of conns) c.socket.destroy();
+      }, HEADER_CUT_WITHIN_MS + 5_000);
+      try {
+        const image = await convertForm(await img.photo(640, 480));
+        let converted = 0;
+        const closedAll = Promise.all(conns.map((c) => c.closed));
+        let done = false;
+        closedAll.then(() => (done = true));
+        while (!done) {
+          expect((await convertBearer(server, keys.api_key, image)).status).toBe(200);
+          converted++;
+        }
+        const times = await closedAll;
+        expect(converted).toBeGreaterThan(0);
+        // Cut by the server (not by our safety net), never answered, within the header deadline.
+        expect(Math.max(...times)).toBeLessThan(HEADER_CUT_WITHIN_MS);
+        expect(Math.min(...times)).toBeGreaterThan(5_000);
+        for (const c of conns) expect(c.received()).toBe("");
+      } finally {
+        clearInterval(trickle);
+        clearTimeout(cutoff);
       }
-      const times = await closedAll;
-      expect(converted).toBeGreaterThan(0);
-      // Cut by the server (not by our safety net), never answered, within the header deadline.
-      expect(Math.max(...times)).toBeLessThan(HEADER_CUT_WITHIN_MS);
-      expect(Math.min(...times)).toBeGreaterThan(5_000);
-      for (const c of conns) expect(c.received()).toBe("");
-    } finally {
-      clearInterval(trickle);
-      clearTimeout(cutoff);
-    }
-    expect((await server.fetch("/health")).status).toBe(200);
-  }, 60_000);
+      expect((await server.fetch("/health")).status).toBe(200);
+    },
+    60_000,
+  );
 
   test("a stalled body gets 408 REQUEST_TIMEOUT after the upload timeout, and the server stays healthy", async () => {
     const c = await open();
@@ -114,50 +129,80 @@ describe("slow clients", () => {
   }, 30_000);
 
   // Deno (2.9.5) does not abort request.signal when the client goes away while the handler runs, so there the job still runs.
-  test.skipIf(e2eRuntime() !== "bun")("a client that disconnects while its conversion waits for a slot: the job is dropped, never converted", async () => {
-    // Generous time limits: the slow conversion below must outlast the queued one on any machine, never time out.
-    const one = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_CONCURRENCY: "1", IMGPRESS_CONVERT_TIMEOUT_S: "300", IMGPRESS_QUEUE_TIMEOUT_S: "300" } });
-    try {
-      const k = await obtainKeys(one, sink, "gone@example.com");
-      const status = async () => (await (await one.fetch("/internal/status")).json()).conversions as { running: number; waiting: number };
-      const until = async (what: string, ok: (c: { running: number; waiting: number }) => boolean) => {
-        for (const deadline = Date.now() + 20_000; !ok(await status()); await Bun.sleep(20)) if (Date.now() > deadline) throw new Error(`never ${what}`);
-      };
-      // A lossless AVIF of a 12 MP image holds the only slot for several seconds.
-      const slow = convertBearer(one, k.api_key, await convertForm(await img.photo(4000, 3000), { format: "avif", quality: "lossless" }));
-      await until("running", (c) => c.running === 1);
-      const c = await open(one);
-      const body = await convertForm(await img.photo(320, 240));
-      c.socket.write(
-        `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${k.api_key}\r\n` +
-          `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
-      );
-      c.socket.write(body.bytes);
-      await until("queued", (s) => s.waiting === 1);
-      c.socket.destroy();
-      // It leaves the queue at once, while the slow one still runs.
-      await until("dropped", (s) => s.waiting === 0);
-      expect((await status()).running).toBe(1);
-      const line = await one.waitForLog((l) => l.json?.msg === "request" && l.json?.status === 499);
-      expect(line.json?.path).toBe("/v1/plugin/convert");
-      expect(line.json?.code).toBe("CLIENT_CLOSED_REQUEST");
-      expect((await slow).status).toBe(200);
-      // The 200's line may still be on its way through the pipe when its answer has arrived.
-      await one.waitForLog((l) => l.json?.msg === "request" && l.json?.status === 200 && l.json?.path === "/v1/plugin/convert");
-      const converted = one.logs.filter((l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/convert");
-      expect(converted.map((l) => l.json?.status).sort()).toEqual([200, 499]);
-    } finally {
-      await one.stop();
-    }
-  }, 60_000);
+  test.skipIf(e2eRuntime() !== "bun")(
+    "a client that disconnects while its conversion waits for a slot: the job is dropped, never converted",
+    async () => {
+      // Generous time limits: the slow conversion below must outlast the queued one on any machine, never time out.
+      const one = await startServer({
+        env: {
+          IMGPRESS_SMTP_URL: sink.url,
+          IMGPRESS_CONCURRENCY: "1",
+          IMGPRESS_CONVERT_TIMEOUT_S: "300",
+          IMGPRESS_QUEUE_TIMEOUT_S: "300",
+        },
+      });
+      try {
+        const k = await obtainKeys(one, sink, "gone@example.com");
+        const status = async () =>
+          (await (await one.fetch("/internal/status")).json()).conversions as { running: number; waiting: number };
+        const until = async (what: string, ok: (c: { running: number; waiting: number }) => boolean) => {
+          for (const deadline = Date.now() + 20_000; !ok(await status()); await Bun.sleep(20))
+            if (Date.now() > deadline) throw new Error(`never ${what}`);
+        };
+        // A lossless AVIF of a 12 MP image holds the only slot for several seconds.
+        const slow = convertBearer(
+          one,
+          k.api_key,
+          await convertForm(await img.photo(4000, 3000), { format: "avif", quality: "lossless" }),
+        );
+        await until("running", (c) => c.running === 1);
+        const c = await open(one);
+        const body = await convertForm(await img.photo(320, 240));
+        c.socket.write(
+          `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${k.api_key}\r\n` +
+            `Content-Type: ${body.contentType}\r\nContent-Length: ${body.bytes.length}\r\n\r\n`,
+        );
+        c.socket.write(body.bytes);
+        await until("queued", (s) => s.waiting === 1);
+        c.socket.destroy();
+        // It leaves the queue at once, while the slow one still runs.
+        await until("dropped", (s) => s.waiting === 0);
+        expect((await status()).running).toBe(1);
+        const line = await one.waitForLog((l) => l.json?.msg === "request" && l.json?.status === 499);
+        expect(line.json?.path).toBe("/v1/plugin/convert");
+        expect(line.json?.code).toBe("CLIENT_CLOSED_REQUEST");
+        expect((await slow).status).toBe(200);
+        // The 200's line may still be on its way through the pipe when its answer has arrived.
+        await one.waitForLog(
+          (l) => l.json?.msg === "request" && l.json?.status === 200 && l.json?.path === "/v1/plugin/convert",
+        );
+        const converted = one.logs.filter((l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/convert");
+        expect(converted.map((l) => l.json?.status).sort()).toEqual([200, 499]);
+      } finally {
+        await one.stop();
+      }
+    },
+    60_000,
+  );
 
   test("one key's stalled uploads hold no conversion place: the same key and another client still convert; the stalled ones end with 408 and a closed connection", async () => {
     // A server of its own: the places are fixed (2 + 8, whatever the machine's cores) and the upload
     // timeout leaves room to open every stalled connection on a busy machine before the first ends.
-    const own = await startServer({ env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_UPLOAD_TIMEOUT_S: "5", IMGPRESS_CONCURRENCY: "2", IMGPRESS_QUEUE_SIZE: "8" } });
+    const own = await startServer({
+      env: {
+        IMGPRESS_SMTP_URL: sink.url,
+        IMGPRESS_UPLOAD_TIMEOUT_S: "5",
+        IMGPRESS_CONCURRENCY: "2",
+        IMGPRESS_QUEUE_SIZE: "8",
+      },
+    });
     try {
-      const conversions = async () => (await (await own.fetch("/internal/status")).json()).conversions as { admitted: number; receiving: number };
-      const [mine, other] = [await obtainKeys(own, sink, "stalls@example.com"), await obtainKeys(own, sink, "other@example.com")];
+      const conversions = async () =>
+        (await (await own.fetch("/internal/status")).json()).conversions as { admitted: number; receiving: number };
+      const [mine, other] = [
+        await obtainKeys(own, sink, "stalls@example.com"),
+        await obtainKeys(own, sink, "other@example.com"),
+      ];
       const body = await convertForm(await img.photo(320, 240));
       const stall = async () => {
         const c = await open(own);
@@ -189,11 +234,19 @@ describe("slow clients", () => {
   }, 60_000);
 
   test("a client that does not read a large result: its place is held, then given back at the upload timeout, the connection closed", async () => {
-    const conversions = async () => (await (await server.fetch("/internal/status")).json()).conversions as { admitted: number; running: number };
+    const conversions = async () =>
+      (await (await server.fetch("/internal/status")).json()).conversions as { admitted: number; running: number };
     // Lossless WebP of noise: ~12 MB, more than the loopback's socket buffers take at once.
-    const noise = await sharp(crypto.getRandomValues(new Uint8Array(2000 * 2000 * 3)), { raw: { width: 2000, height: 2000, channels: 3 } }).png({ compressionLevel: 1 }).toBuffer();
+    const noise = await sharp(crypto.getRandomValues(new Uint8Array(2000 * 2000 * 3)), {
+      raw: { width: 2000, height: 2000, channels: 3 },
+    })
+      .png({ compressionLevel: 1 })
+      .toBuffer();
     const body = await convertForm(noise, { format: "webp", quality: "lossless" });
-    const answeredConversions = () => server.logs.filter((l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/convert" && l.json?.status === 200).length;
+    const answeredConversions = () =>
+      server.logs.filter(
+        (l) => l.json?.msg === "request" && l.json?.path === "/v1/plugin/convert" && l.json?.status === 200,
+      ).length;
     const answeredBefore = answeredConversions();
     const c = await open();
     c.socket.write(
@@ -210,7 +263,8 @@ describe("slow clients", () => {
     // Converted, unread: the place stays held (for up to the upload timeout, 2 s, counted from the
     // answer: looked at right away, as a sleep here could outlast it on a loaded machine).
     expect((await conversions()).admitted).toBe(1);
-    for (const deadline = Date.now() + 15_000; (await conversions()).admitted > 0; await Bun.sleep(100)) if (Date.now() > deadline) throw new Error("the place was never given back");
+    for (const deadline = Date.now() + 15_000; (await conversions()).admitted > 0; await Bun.sleep(100))
+      if (Date.now() > deadline) throw new Error("the place was never given back");
     // Then the connection is closed without the whole result.
     c.socket.resume();
     const closedAfter = await Promise.race([c.closed, Bun.sleep(15_000).then(() => -1)]);
@@ -226,7 +280,9 @@ describe("slow clients", () => {
 
   test("a 60 KB Content-Type header is answered 431; the server stays healthy", async () => {
     const c = await open();
-    c.socket.write(`POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${"a".repeat(60 * 1024)}\r\nContent-Length: 0\r\n\r\n`);
+    c.socket.write(
+      `POST /v1/plugin/convert HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${"a".repeat(60 * 1024)}\r\nContent-Length: 0\r\n\r\n`,
+    );
     await answered(c, 10_000);
     expect(c.received()).toStartWith("HTTP/1.1 431 ");
     // Bun's parser answers before any code of ours runs, without a body; Deno lets the app answer with the JSON error.

@@ -4,15 +4,15 @@
  * line signs in with an e-mailed code, revokes a key through the JSON API, and the audit trail
  * records it all. The allowlist is checked against a second server that does not trust loopback.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { convertForm } from "../support/convert-helpers.ts";
 import { photo } from "../support/images.ts";
-import { runCli, startServer, type RunningServer, useServer } from "../support/server.ts";
+import { runCli, startServer, useServer } from "../support/server.ts";
+import { extractOtp, } from "../support/smtp.ts";
 import { staffSignInOverHttps } from "../support/staff.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
 
 const { server, sink } = useServer();
 const STAFF = "ops@example.com";
@@ -34,7 +34,11 @@ const signIn = (email: string) => staffSignInOverHttps(server, sink, email);
 async function obtainKey(email: string): Promise<string> {
   const before = sink.messages.length;
   expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email })).status).toBe(200);
-  const code = extractOtp(await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(email) && /code/i.test(m.subject)));
+  const code = extractOtp(
+    await sink.waitFor(
+      (m) => sink.messages.indexOf(m) >= before && m.envelopeTo.includes(email) && /code/i.test(m.subject),
+    ),
+  );
   return (await server.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: code })).body.api_key;
 }
 
@@ -72,7 +76,10 @@ describe("staff over HTTPS", () => {
     expect(await convert(apiKey)).toBe(200);
     const keys = JSON.parse((await runCli(["keys", "list", "--json"], server.env)).stdout) as { id: string }[];
     const revoke = (headers: Record<string, string>) =>
-      server.fetch(`/internal/api/keys/${keys[0]!.id}/revoke`, { method: "POST", headers: { cookie: s.cookie, ...headers } });
+      server.fetch(`/internal/api/keys/${keys[0]!.id}/revoke`, {
+        method: "POST",
+        headers: { cookie: s.cookie, ...headers },
+      });
     expect((await revoke({ origin: "https://evil.example", "x-csrf-token": s.csrf })).status).toBe(403);
     expect((await revoke({ origin: server.url })).status).toBe(403);
     expect(await convert(apiKey)).toBe(200);
@@ -92,7 +99,12 @@ describe("staff over HTTPS", () => {
   test("removing a staff member on the CLI ends their sessions at once", async () => {
     const added = await server.fetch("/internal/api/staff", {
       method: "POST",
-      headers: { cookie: session.cookie, origin: server.url, "x-csrf-token": session.csrf, "content-type": "application/json" },
+      headers: {
+        cookie: session.cookie,
+        origin: server.url,
+        "x-csrf-token": session.csrf,
+        "content-type": "application/json",
+      },
       body: JSON.stringify({ email: "colleague@example.com" }),
     });
     expect(await added.json()).toEqual({ email: "colleague@example.com", added: true });
@@ -107,7 +119,9 @@ describe("staff over HTTPS", () => {
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
     expect((await server.fetch("/internal/api/me", { headers: { cookie: session.cookie } })).status).toBe(401);
-    const audit = JSON.parse((await runCli(["audit", "--type", "staff.sign_out", "--json"], server.env)).stdout) as { actor: string }[];
+    const audit = JSON.parse((await runCli(["audit", "--type", "staff.sign_out", "--json"], server.env)).stdout) as {
+      actor: string;
+    }[];
     expect(audit.map((e) => e.actor)).toEqual([STAFF]);
   });
 
@@ -130,18 +144,43 @@ describe("outside the allowlist", () => {
       };
       const unknown = await answer("/no/such/route");
       expect(unknown.status).toBe(404);
-      for (const path of ["/internal/login", "/INTERNAL/login", "/%69nternal/login", "//internal//login", "/internal/status", "/internal/api/me", "/internal/status%2f..%2f..", "/internal/keys/x%2f..%2f..%2f.."]) {
-        for (const method of ["GET", "POST", "DELETE"]) expect({ path, method, ...(await answer(path, method)) }).toEqual({ path, method, ...(await answer("/no/such/route", method)) });
+      for (const path of [
+        "/internal/login",
+        "/INTERNAL/login",
+        "/%69nternal/login",
+        "//internal//login",
+        "/internal/status",
+        "/internal/api/me",
+        "/internal/status%2f..%2f..",
+        "/internal/keys/x%2f..%2f..%2f..",
+      ]) {
+        for (const method of ["GET", "POST", "DELETE"])
+          expect({ path, method, ...(await answer(path, method)) }).toEqual({
+            path,
+            method,
+            ...(await answer("/no/such/route", method)),
+          });
       }
       // Sent as written (fetch would resolve the dots first): Deno hands such a target over unresolved.
       const caFile = join(other.dataDir, "ca.pem");
       writeFileSync(caFile, other.ca);
       const raw = (path: string) => {
-        const r = spawnSync("curl", ["-sS", "--path-as-is", "--cacert", caFile, "-w", "\n%{http_code}", `${other.url}${path}`], { encoding: "utf8" });
+        const r = spawnSync(
+          "curl",
+          ["-sS", "--path-as-is", "--cacert", caFile, "-w", "\n%{http_code}", `${other.url}${path}`],
+          { encoding: "utf8" },
+        );
         return r.stdout.replace(/"requestId":"[^"]*"/, "");
       };
       // Each answers what the path it resolves to answers (Bun resolves before routing), never an /internal/ route.
-      for (const path of ["/internal/..", "/internal/x/../..", "/internal/%2e%2e", "/internal/x/%2e%2e/%2e%2e", "/internal/api/x/../..", "/internal/../no/such/route"]) {
+      for (const path of [
+        "/internal/..",
+        "/internal/x/../..",
+        "/internal/%2e%2e",
+        "/internal/x/%2e%2e/%2e%2e",
+        "/internal/api/x/../..",
+        "/internal/../no/such/route",
+      ]) {
         const resolved = new URL(path, "https://imgpress.invalid").pathname;
         expect({ path, answer: raw(path) }).toEqual({ path, answer: raw(resolved) });
         expect(raw(path)).not.toContain("SIGN_IN_REQUIRED");

@@ -10,27 +10,33 @@
  * the tests are skipped with a message.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createClient } from "@libsql/client";
 import { spawnSync } from "node:child_process";
 import { closeSync, openSync, readdirSync, unlinkSync, writeSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
+import { createClient } from "@libsql/client";
+import { convertForm, type Keys, readResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { convertBearer, expectStorageUnavailable, obtainKeys } from "../support/ops.ts";
-import { signedHeaders } from "../support/sign.ts";
 import { mountTmpfs } from "../support/mounts.ts";
-import { runCli, startServer, type RunningServer } from "../support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { convertBearer, expectStorageUnavailable, obtainKeys } from "../support/ops.ts";
+import { type RunningServer, runCli, startServer } from "../support/server.ts";
+import { signedHeaders } from "../support/sign.ts";
+import { extractOtp, type SmtpSink, startSmtpSink } from "../support/smtp.ts";
 
 const mountPoint = await mkdtemp(join(tmpdir(), "imgpress-tmpfs-"));
 const isRoot = process.getuid?.() === 0;
-const mount = isRoot ? spawnSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint], { encoding: "utf8" }) : null;
+const mount = isRoot
+  ? spawnSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint], { encoding: "utf8" })
+  : null;
 const mounted = mount?.status === 0;
 if (!mounted) {
-  const why = isRoot ? `mount failed: ${(mount?.stderr || String(mount?.error ?? "")).trim()}` : `not root (uid ${process.getuid?.()})`;
-  console.warn(`storage-faults: SKIPPED — mounting a 4 MB tmpfs needs root and permission to mount (${why}); CI runs these as root.`);
+  const why = isRoot
+    ? `mount failed: ${(mount?.stderr || String(mount?.error ?? "")).trim()}`
+    : `not root (uid ${process.getuid?.()})`;
+  console.warn(
+    `storage-faults: SKIPPED — mounting a 4 MB tmpfs needs root and permission to mount (${why}); CI runs these as root.`,
+  );
 }
 
 let sink: SmtpSink;
@@ -67,8 +73,17 @@ afterAll(async () => {
 
 async function signedConvert(image: Uint8Array) {
   const body = await convertForm(image);
-  const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: Math.floor(Date.now() / 1000), body: body.bytes });
-  const res = await server.fetch("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers: { "content-type": body.contentType, ...headers } });
+  const headers = signedHeaders({
+    apiKey: keys.api_key,
+    secretKey: keys.secret_key,
+    timestamp: Math.floor(Date.now() / 1000),
+    body: body.bytes,
+  });
+  const res = await server.fetch("/v1/plugin/convert", {
+    method: "POST",
+    body: body.bytes as Uint8Array<ArrayBuffer>,
+    headers: { "content-type": body.contentType, ...headers },
+  });
   return readResponse(res);
 }
 
@@ -84,7 +99,9 @@ describe.skipIf(!mounted)("data folder on a full disk", () => {
       const before = sink.messages.length;
       expectStorageUnavailable(await server.json("POST", "/v1/plugin/auth/request-otp", { email: "full@example.com" }));
       expect(sink.messages.length).toBe(before); // no code was mailed for a row that was not stored
-      expectStorageUnavailable(await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "later@example.com", otp: pending }));
+      expectStorageUnavailable(
+        await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "later@example.com", otp: pending }),
+      );
 
       const bearer = await convertBearer(server, keys.api_key, await convertForm(image));
       expect(bearer.status).toBe(200);
@@ -98,10 +115,15 @@ describe.skipIf(!mounted)("data folder on a full disk", () => {
 
     // Space is back: no restart, everything works, and the pending code was never consumed.
     expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email: "full@example.com" })).status).toBe(200);
-    const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email: "later@example.com", otp: pending });
+    const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", {
+      email: "later@example.com",
+      otp: pending,
+    });
     expect(verified.status).toBe(200);
     expect((await signedConvert(image)).status).toBe(200);
-    expect(server.logs.some((l) => l.json?.msg === "storage unavailable" && String(l.json.fault).startsWith("SQLITE_FULL"))).toBe(true);
+    expect(
+      server.logs.some((l) => l.json?.msg === "storage unavailable" && String(l.json.fault).startsWith("SQLITE_FULL")),
+    ).toBe(true);
     expect(server.logs.some((l) => l.json?.msg === "unhandled error")).toBe(false);
   }, 60_000);
 });
@@ -119,12 +141,19 @@ describe.skipIf(!mounted)("a stop on a full disk", () => {
     // Pages the checkpoint must add to the file: a table of ~1 MB written through a second connection (the server's keeps the log open).
     const client = createClient({ url: `file:${join(data, "imgpress.db")}` });
     await client.execute("CREATE TABLE filler (x BLOB)");
-    for (let i = 0; i < 16; i++) await client.execute({ sql: "INSERT INTO filler VALUES (?)", args: [new Uint8Array(64 * 1024).fill(i + 1)] });
+    for (let i = 0; i < 16; i++)
+      await client.execute({ sql: "INSERT INTO filler VALUES (?)", args: [new Uint8Array(64 * 1024).fill(i + 1)] });
     client.close();
     fillDisk(fill);
     try {
       expect(await second.stop({ keepData: true })).toBe(1);
-      expect(second.logs.some((l) => l.json?.msg === "closing the database failed: keep the -wal file beside the database (the next start reads it)")).toBe(true);
+      expect(
+        second.logs.some(
+          (l) =>
+            l.json?.msg ===
+            "closing the database failed: keep the -wal file beside the database (the next start reads it)",
+        ),
+      ).toBe(true);
       expect(second.logs.some((l) => l.json?.msg === "stopped" && l.json?.exitCode === 1)).toBe(true);
       unlinkSync(fill);
       const listed = await runCli(["staff", "list"], { IMGPRESS_DATA_DIR: data });
@@ -143,7 +172,14 @@ describe.skipIf(!mounted)("a stop on a full disk", () => {
     fillDisk(fill);
     try {
       const r = await runCli(["serve"], { IMGPRESS_DATA_DIR: data, IMGPRESS_PORT: "0" });
-      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(new RegExp(`^imgpress: cannot write ${data}/\\S+: (ENOSPC: no space left on device, (write|open)|No space left on device \\(os error 28\\))\n$`)) });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({
+        code: 1,
+        stderr: expect.stringMatching(
+          new RegExp(
+            `^imgpress: cannot write ${data}/\\S+: (ENOSPC: no space left on device, (write|open)|No space left on device \\(os error 28\\))\n$`,
+          ),
+        ),
+      });
       // Not an empty pid record or lock (the next start would have to tell them from live ones) nor a master.key.….tmp.
       expect(readdirSync(data).filter((name) => name !== "imgpress.db")).toEqual([]);
     } finally {
@@ -153,24 +189,28 @@ describe.skipIf(!mounted)("a stop on a full disk", () => {
 });
 
 describe("a data folder on a read-only mount", () => {
-  test.skipIf(!mounted)("serve is refused in one line naming the folder's problem; keys list still reads it", async () => {
-    const roMount = await mkdtemp(join(tmpdir(), "imgpress-ro-"));
-    const made = spawnSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", roMount], { encoding: "utf8" });
-    expect(made.status).toBe(0);
-    try {
-      const data = join(roMount, "data");
-      expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: data })).code).toBe(0);
-      expect(spawnSync("mount", ["-o", "remount,ro", roMount]).status).toBe(0);
-      const serve = await runCli(["serve"], { IMGPRESS_DATA_DIR: data, IMGPRESS_PORT: "0" });
-      expect(serve.code).toBe(1);
-      expect(serve.stderr.trim().split("\n").at(-1)).toBe(
-        `imgpress: cannot write ${join(data, "imgpress.db.pid")} (EROFS): the data folder must be writable by this user and not on a read-only mount`,
-      );
-      const list = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: data });
-      expect({ code: list.code, stdout: list.stdout.trim() }).toEqual({ code: 0, stdout: "no keys" });
-    } finally {
-      spawnSync("umount", ["-l", roMount]);
-      await rm(roMount, { recursive: true, force: true });
-    }
-  }, 60_000);
+  test.skipIf(!mounted)(
+    "serve is refused in one line naming the folder's problem; keys list still reads it",
+    async () => {
+      const roMount = await mkdtemp(join(tmpdir(), "imgpress-ro-"));
+      const made = spawnSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", roMount], { encoding: "utf8" });
+      expect(made.status).toBe(0);
+      try {
+        const data = join(roMount, "data");
+        expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: data })).code).toBe(0);
+        expect(spawnSync("mount", ["-o", "remount,ro", roMount]).status).toBe(0);
+        const serve = await runCli(["serve"], { IMGPRESS_DATA_DIR: data, IMGPRESS_PORT: "0" });
+        expect(serve.code).toBe(1);
+        expect(serve.stderr.trim().split("\n").at(-1)).toBe(
+          `imgpress: cannot write ${join(data, "imgpress.db.pid")} (EROFS): the data folder must be writable by this user and not on a read-only mount`,
+        );
+        const list = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: data });
+        expect({ code: list.code, stdout: list.stdout.trim() }).toEqual({ code: 0, stdout: "no keys" });
+      } finally {
+        spawnSync("umount", ["-l", roMount]);
+        await rm(roMount, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
 });

@@ -2,15 +2,15 @@
  * End to end: the real service writes its usage counts on its timer while it runs (the CLI, a
  * separate process on the same database, sees them) and at shutdown (SIGTERM) whatever is left.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { sql } from "drizzle-orm";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import { sql } from "drizzle-orm";
 import { openSqliteStore as openStore } from "../../src/data/db/sqlite.ts";
-import { convertForm, readResponse, type Keys } from "../support/convert-helpers.ts";
+import { convertForm, type Keys, readResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
-import { runCli, startServer, type RunningServer, useSmtpSink } from "../support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
+import { type RunningServer, runCli, startServer, useSmtpSink } from "../support/server.ts";
+import { extractOtp, } from "../support/smtp.ts";
 
 const sink = useSmtpSink();
 let photo: Buffer;
@@ -30,7 +30,11 @@ async function keysOf(server: RunningServer, email: string): Promise<Keys> {
 async function convert(server: RunningServer, keys: Keys): Promise<number> {
   const body = await convertForm(photo);
   const res = await readResponse(
-    await server.fetch("/v1/plugin/convert", { method: "POST", body: body.bytes as Uint8Array<ArrayBuffer>, headers: { "content-type": body.contentType, authorization: `Bearer ${keys.api_key}` } }),
+    await server.fetch("/v1/plugin/convert", {
+      method: "POST",
+      body: body.bytes as Uint8Array<ArrayBuffer>,
+      headers: { "content-type": body.contentType, authorization: `Bearer ${keys.api_key}` },
+    }),
   );
   expect(res.status).toBe(200);
   return res.bytes.length;
@@ -71,9 +75,13 @@ describe("usage flushes of the running service", () => {
 
       const store = await openStore(`file:${join(server.dataDir, "imgpress.db")}`);
       try {
-        const [bucket] = await store.all<{ n: number; bo: number }>(sql`SELECT sum(count) AS n, sum(bytes_out) AS bo FROM usage_hourly WHERE outcome = 'ok'`);
+        const [bucket] = await store.all<{ n: number; bo: number }>(
+          sql`SELECT sum(count) AS n, sum(bytes_out) AS bo FROM usage_hourly WHERE outcome = 'ok'`,
+        );
         expect(bucket).toEqual({ n: 3, bo: out });
-        const [key] = await store.all<{ conversions: number; bytes_out: number }>(sql`SELECT conversions, bytes_out FROM api_keys WHERE email = 'shutdown@example.com'`);
+        const [key] = await store.all<{ conversions: number; bytes_out: number }>(
+          sql`SELECT conversions, bytes_out FROM api_keys WHERE email = 'shutdown@example.com'`,
+        );
         expect(key).toEqual({ conversions: 3, bytes_out: out });
       } finally {
         store.close();

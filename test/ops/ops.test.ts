@@ -9,12 +9,11 @@ import { appendFile, copyFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { ConfigError, loadConfig } from "../../src/core/config.ts";
+import { AppError } from "../../src/core/errors.ts";
+import { createFetchHandler, withRoutableUrl } from "../../src/core/http/serve.ts";
+import { createLogger } from "../../src/core/log.ts";
 import { storageFaultCode } from "../../src/data/db/faults.ts";
 import { Readiness } from "../../src/ops/health/service.ts";
-import { createFetchHandler } from "../../src/core/http/serve.ts";
-import { withRoutableUrl } from "../../src/core/http/serve.ts";
-import { AppError } from "../../src/core/errors.ts";
-import { createLogger } from "../../src/core/log.ts";
 import { convertForm, postBearer } from "../support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "../support/harness.ts";
 import * as img from "../support/images.ts";
@@ -29,7 +28,8 @@ afterEach(async () => {
   await h?.close();
 });
 
-const scrape = async (harness: Harness) => parseMetrics((await harness.request("GET", "/internal/metrics", { ip: "127.0.0.1" })).text);
+const scrape = async (harness: Harness) =>
+  parseMetrics((await harness.request("GET", "/internal/metrics", { ip: "127.0.0.1" })).text);
 
 describe("GET /internal/metrics", () => {
   test("without a token: the allowlist alone decides", async () => {
@@ -56,18 +56,25 @@ describe("GET /internal/metrics", () => {
 
   test("the token does not open the route outside the allowlist", async () => {
     h = await createHarness({ env: { IMGPRESS_METRICS_TOKEN: TOKEN } });
-    expectError(await h.request("GET", "/internal/metrics", { ip: "203.0.113.9", headers: { authorization: `Bearer ${TOKEN}` } }), 404, "NOT_FOUND");
+    expectError(
+      await h.request("GET", "/internal/metrics", { ip: "203.0.113.9", headers: { authorization: `Bearer ${TOKEN}` } }),
+      404,
+      "NOT_FOUND",
+    );
   });
 
   test("imgpress_database_file_bytes is the database file and its write-ahead log as they are now", async () => {
     h = await createHarness();
-    const onDisk = () => [h.dbPath, `${h.dbPath}-wal`].reduce((sum, path) => sum + (existsSync(path) ? statSync(path).size : 0), 0);
+    const onDisk = () =>
+      [h.dbPath, `${h.dbPath}-wal`].reduce((sum, path) => sum + (existsSync(path) ? statSync(path).size : 0), 0);
     const first = (await scrape(h)).get("imgpress_database_file_bytes");
     expect(first).toBe(onDisk());
     expect(first).toBeGreaterThan(0);
     // Follows what is written: 1,000 rows of 1 KB.
     await h.sqlite.client.execute("CREATE TABLE filler (x TEXT)");
-    await h.sqlite.client.execute("INSERT INTO filler SELECT hex(randomblob(512)) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n)");
+    await h.sqlite.client.execute(
+      "INSERT INTO filler SELECT hex(randomblob(512)) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n)",
+    );
     const grown = (await scrape(h)).get("imgpress_database_file_bytes")!;
     expect(grown).toBe(onDisk());
     expect(grown).toBeGreaterThan(first! + 1_000_000);
@@ -107,7 +114,16 @@ describe("exact counts", () => {
   test("quality-guard encodes add up by format; an attempt without extra encodes adds nothing", async () => {
     h = await createHarness();
     const before = await scrape(h);
-    const attempt = { keyId: "key_x", quality: "lossy" as const, outcome: "ok", bytesIn: 10, bytesOut: 5, queueWaitMs: 0, convertMs: 3, at: 0 };
+    const attempt = {
+      keyId: "key_x",
+      quality: "lossy" as const,
+      outcome: "ok",
+      bytesIn: 10,
+      bytesOut: 5,
+      queueWaitMs: 0,
+      convertMs: 3,
+      at: 0,
+    };
     h.services.metrics.observeConversion({ ...attempt, format: "avif", guardEncodes: 3 });
     h.services.metrics.observeConversion({ ...attempt, format: "avif", guardEncodes: 2 });
     h.services.metrics.observeConversion({ ...attempt, format: "webp", guardEncodes: 0 });
@@ -120,9 +136,20 @@ describe("exact counts", () => {
     const sink = await startSmtpSink({ reject: "rcpt" });
     try {
       h = await createHarness({ smtp: sink });
-      const fetch = createFetchHandler((r) => h.app.handle(r), createLogger("error", () => {}), { hsts: false, observe: h.services.metrics.observeResponse });
+      const fetch = createFetchHandler(
+        (r) => h.app.handle(r),
+        createLogger("error", () => {}),
+        { hsts: false, observe: h.services.metrics.observeResponse },
+      );
       const ask = (email: string) =>
-        fetch(new Request("http://localhost/v1/plugin/auth/request-otp", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email }) }), "127.0.0.1");
+        fetch(
+          new Request("http://localhost/v1/plugin/auth/request-otp", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ email }),
+          }),
+          "127.0.0.1",
+        );
       expect((await ask("refused@example.com")).status).toBe(502);
       expect((await ask("not-an-address")).status).toBe(400);
       const m = await scrape(h);
@@ -130,7 +157,9 @@ describe("exact counts", () => {
       expect(m.get('imgpress_mail_total{outcome="sent"}')).toBeUndefined();
       expect(m.get('imgpress_otp_requests_total{outcome="MAIL_DELIVERY_FAILED"}')).toBe(1);
       expect(m.get('imgpress_otp_requests_total{outcome="INVALID_EMAIL"}')).toBe(1);
-      expect(m.get('imgpress_http_requests_total{method="POST",route="/v1/plugin/auth/request-otp",status="502"}')).toBe(1);
+      expect(
+        m.get('imgpress_http_requests_total{method="POST",route="/v1/plugin/auth/request-otp",status="502"}'),
+      ).toBe(1);
     } finally {
       await sink.close();
     }
@@ -142,7 +171,9 @@ describe("a hung conversion", () => {
     h = await createHarness({ env: { IMGPRESS_CONVERT_TIMEOUT_S: "0.02", IMGPRESS_CONCURRENCY: "1" } });
     const gate = h.services.gate;
     // What withDeadline hands the gate when the encoder outlives its limit; this one never stops.
-    const hung = Object.assign(new AppError(504, "CONVERSION_TIMEOUT", "over the limit"), { stillRunning: new Promise(() => {}) });
+    const hung = Object.assign(new AppError(504, "CONVERSION_TIMEOUT", "over the limit"), {
+      stillRunning: new Promise(() => {}),
+    });
     await expect(gate.run("normal", () => Promise.reject(hung))).rejects.toBe(hung);
     expect(gate.stats()).toMatchObject({ running: 1, slotsBusy: 1, abandoned: 0 });
     for (let i = 0; i < 500 && gate.stats().running > 0; i++) await Bun.sleep(10);
@@ -162,13 +193,34 @@ describe("the request log line", () => {
     h = await createHarness();
     const { api_key, secret_key } = await h.issueKey("path@example.com");
     const lines: string[] = [];
-    const fetch = createFetchHandler((r) => h.app.handle(r), createLogger("info", (l) => lines.push(l)), { hsts: false });
+    const fetch = createFetchHandler(
+      (r) => h.app.handle(r),
+      createLogger("info", (l) => lines.push(l)),
+      { hsts: false },
+    );
     // Also percent-encoded, as a client's URL library may write it.
     const random = secret_key.slice(5);
-    const paths = [`/v1/plugin/convert/${api_key}`, `/${secret_key}`, `/v1/x?api_key=${api_key}`, `/v1/%69mps%5F${random}`, `/v1/imps%5F${random}/100%`, `/v1/%2569mps_${random}/%E0%A4%A`, "/bad%E0%A4%A"];
-    for (const path of paths) expect((await fetch(new Request(`http://localhost${path}`), "127.0.0.1")).status).toBe(404);
+    const paths = [
+      `/v1/plugin/convert/${api_key}`,
+      `/${secret_key}`,
+      `/v1/x?api_key=${api_key}`,
+      `/v1/%69mps%5F${random}`,
+      `/v1/imps%5F${random}/100%`,
+      `/v1/%2569mps_${random}/%E0%A4%A`,
+      "/bad%E0%A4%A",
+    ];
+    for (const path of paths)
+      expect((await fetch(new Request(`http://localhost${path}`), "127.0.0.1")).status).toBe(404);
     const logged = lines.map((l) => JSON.parse(l).path);
-    expect(logged).toEqual(["/v1/plugin/convert/imp_******", "/imps_******", "/v1/x", "/v1/imps_******", "/v1/imps_******/100%", "/v1/imps_******/%E0%A4%A", "/bad%E0%A4%A"]);
+    expect(logged).toEqual([
+      "/v1/plugin/convert/imp_******",
+      "/imps_******",
+      "/v1/x",
+      "/v1/imps_******",
+      "/v1/imps_******/100%",
+      "/v1/imps_******/%E0%A4%A",
+      "/bad%E0%A4%A",
+    ]);
     expect(lines.join("\n")).not.toContain(api_key.slice(4));
     expect(lines.join("\n")).not.toContain(secret_key.slice(5));
   });
@@ -190,21 +242,34 @@ describe("the OpenAPI document (/v1/docs/json)", () => {
         expect(Object.keys(answer.content)).toEqual(["application/json"]);
       }
     }
-    const form = await h.request("POST", "/v1/plugin/auth/request-otp", { body: "email=owner%40example.com", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const form = await h.request("POST", "/v1/plugin/auth/request-otp", {
+      body: "email=owner%40example.com",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect(form.status).toBe(415);
-    expect(doc.paths["/v1/plugin/auth/request-otp"].post.responses["200"].content["application/json"].schema.properties.expires_in).toMatchObject({ type: "integer", example: 900 });
-    expect(Object.keys(doc.paths["/v1/plugin/convert"].post.responses["200"].content).sort()).toEqual(["image/avif", "image/webp"]);
+    expect(
+      doc.paths["/v1/plugin/auth/request-otp"].post.responses["200"].content["application/json"].schema.properties
+        .expires_in,
+    ).toMatchObject({ type: "integer", example: 900 });
+    expect(Object.keys(doc.paths["/v1/plugin/convert"].post.responses["200"].content).sort()).toEqual([
+      "image/avif",
+      "image/webp",
+    ]);
     // Unknown fields are ignored (docs/api.md): the document says so before and after the routes first validated a body.
     expect(JSON.stringify(doc)).not.toContain('"additionalProperties":false');
     expect((await h.requestOtp({ email: "owner@example.com", plugin_version: "1.2" } as never)).status).toBe(200);
-    expect((await h.verifyOtp({ email: "owner@example.com", otp: "000000", plugin_version: "1.2" } as never)).status).toBe(401);
+    expect(
+      (await h.verifyOtp({ email: "owner@example.com", otp: "000000", plugin_version: "1.2" } as never)).status,
+    ).toBe(401);
     expect((await h.request("GET", "/v1/docs/json")).body).toEqual(doc);
   });
 
   test("names the answers every route can give, the headers the service sends with them, and only the schemes it accepts", async () => {
     h = await createHarness();
     const doc = (await h.request("GET", "/v1/docs/json")).body;
-    const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.values(ops as object).map((op) => ({ path, responses: op.responses })));
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.values(ops as object).map((op) => ({ path, responses: op.responses })),
+    );
     expect(operations.length).toBeGreaterThanOrEqual(5);
     for (const { responses } of operations) {
       expect(responses["400"].description).toContain("INVALID_HOST");
@@ -215,7 +280,9 @@ describe("the OpenAPI document (/v1/docs/json)", () => {
     expect(convert.responses["429"].description).toContain("client address");
     expect(Object.keys(convert.responses["429"].headers)).toContain("Retry-After");
     expect(Object.keys(convert.responses["401"].headers)).toEqual(["WWW-Authenticate"]);
-    expect(Object.keys(convert.responses["200"].headers)).toEqual(expect.arrayContaining(["Content-Disposition", "Cache-Control", "Access-Control-Expose-Headers"]));
+    expect(Object.keys(convert.responses["200"].headers)).toEqual(
+      expect.arrayContaining(["Content-Disposition", "Cache-Control", "Access-Control-Expose-Headers"]),
+    );
     const { max_width } = convert.requestBody.content["multipart/form-data"].schema.properties;
     expect(max_width.maximum).toBe(999999999);
     const verify = doc.paths["/v1/plugin/auth/verify-otp"].post;
@@ -238,7 +305,11 @@ describe("the OpenAPI document (/v1/docs/json)", () => {
 describe("HTTP labels", () => {
   test("unusual methods are one label value, unmatched paths one route value; /health/ready is in the OpenAPI document", async () => {
     h = await createHarness();
-    const fetch = createFetchHandler((r) => h.app.handle(r), createLogger("error", () => {}), { hsts: false, observe: h.services.metrics.observeResponse });
+    const fetch = createFetchHandler(
+      (r) => h.app.handle(r),
+      createLogger("error", () => {}),
+      { hsts: false, observe: h.services.metrics.observeResponse },
+    );
     await fetch(new Request("http://localhost/health", { method: "PROPFIND" }), "127.0.0.1");
     await fetch(new Request("http://localhost/v1/users/alice@example.com"), "127.0.0.1");
     const text = (await h.request("GET", "/internal/metrics", { ip: "127.0.0.1" })).text;
@@ -250,7 +321,9 @@ describe("HTTP labels", () => {
     expect(Object.keys(spec.paths["/health/ready"].get.responses).sort()).toEqual(["200", "400", "403", "500", "503"]);
     // Every status the routes answer is in the document (the busy and storage refusals included).
     expect(Object.keys(spec.paths["/health"].get.responses).sort()).toEqual(["200", "400", "403", "500", "503"]);
-    expect(Object.keys(spec.paths["/v1/plugin/convert"].post.responses)).toEqual(expect.arrayContaining(["408", "429", "503"]));
+    expect(Object.keys(spec.paths["/v1/plugin/convert"].post.responses)).toEqual(
+      expect.arrayContaining(["408", "429", "503"]),
+    );
     for (const route of ["/v1/plugin/auth/request-otp", "/v1/plugin/auth/verify-otp"]) {
       expect(Object.keys(spec.paths[route].post.responses)).toEqual(expect.arrayContaining(["408", "429", "503"]));
     }
@@ -262,11 +335,18 @@ describe("/health/ready", () => {
     h = await createHarness();
     const ready = await h.request("GET", "/health/ready");
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: "ready", checks: { database: "ok", storage: "ok", libvips: "ok", draining: "ok" } });
+    expect(ready.body).toEqual({
+      status: "ready",
+      checks: { database: "ok", storage: "ok", libvips: "ok", draining: "ok" },
+    });
     h.services.lifecycle.beginDrain();
     const draining = await h.request("GET", "/health/ready");
     expect(draining.status).toBe(503);
-    expect(draining.body).toMatchObject({ error: "Service Unavailable", code: "NOT_READY", checks: { draining: "shutting down", database: "ok" } });
+    expect(draining.body).toMatchObject({
+      error: "Service Unavailable",
+      code: "NOT_READY",
+      checks: { draining: "shutting down", database: "ok" },
+    });
     expect(draining.body.message).toContain("draining: shutting down");
     expect((await h.request("GET", "/health")).status).toBe(200);
   });
@@ -275,7 +355,13 @@ describe("/health/ready", () => {
     h = await createHarness();
     let now = 0;
     const lines: string[] = [];
-    const readiness = new Readiness(h.store, h.dir, () => false, createLogger("info", (l) => lines.push(l)), () => now);
+    const readiness = new Readiness(
+      h.store,
+      h.dir,
+      () => false,
+      createLogger("info", (l) => lines.push(l)),
+      () => now,
+    );
     expect((await readiness.check()).ready).toBe(true);
     await h.sqlite.client.execute("PRAGMA query_only = ON");
     now += 1500; // past the one-second reuse of a good database result
@@ -290,14 +376,24 @@ describe("/health/ready", () => {
     expect(logged[0].fault).toMatch(/readonly|query_only/i);
     await h.sqlite.client.execute("PRAGMA query_only = OFF");
     expect((await readiness.check()).ready).toBe(true);
-    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: "info", msg: "readiness check ok again", check: "database" });
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({
+      level: "info",
+      msg: "readiness check ok again",
+      check: "database",
+    });
   });
 
   test("a database file removed or replaced under the server is not ready, and takes no write until it is back", async () => {
     h = await createHarness();
     const lines: string[] = [];
     let now = 0;
-    const readiness = new Readiness(h.store, h.dir, () => false, createLogger("info", (l) => lines.push(l)), () => now);
+    const readiness = new Readiness(
+      h.store,
+      h.dir,
+      () => false,
+      createLogger("info", (l) => lines.push(l)),
+      () => now,
+    );
     expect((await readiness.check()).ready).toBe(true);
     const aside = `${h.dbPath}.aside`;
     await rename(h.dbPath, aside);
@@ -306,10 +402,18 @@ describe("/health/ready", () => {
     expect(removed.ready).toBe(false);
     expect(removed.checks.database).toBe("database file removed or replaced");
     // A write would go into the file the server still holds, lost at the next start: refused instead, as a storage fault.
-    const write = () => h.sqlite.client.execute("INSERT INTO heartbeat (id, at) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET at = 1");
-    const refused = await write().then(() => null, (err: unknown) => err);
+    const write = () =>
+      h.sqlite.client.execute("INSERT INTO heartbeat (id, at) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET at = 1");
+    const refused = await write().then(
+      () => null,
+      (err: unknown) => err,
+    );
     expect(storageFaultCode(refused)).toBe("DATABASE_FILE_LOST");
-    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: "warn", msg: "readiness check failing", check: "database" });
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({
+      level: "warn",
+      msg: "readiness check failing",
+      check: "database",
+    });
     expect(JSON.parse(lines.at(-1)!).fault).toContain("was removed while the server had it open");
     // Another file at the path (a copy put back by hand) is not the one the server writes either.
     await copyFile(aside, h.dbPath);
@@ -331,36 +435,45 @@ describe("/health/ready", () => {
 });
 
 describe("/health/ready on a full disk", () => {
-  test.skipIf(!canMount)("turns 503 naming storage when the data folder's disk fills, and 200 once space returns", async () => {
-    const disk = mountTmpfs();
-    if (!disk) throw new Error("the tmpfs could be mounted at load time but not now");
-    try {
-      h = await createHarness({ env: { IMGPRESS_DATA_DIR: disk.path } });
-      expect((await h.request("GET", "/health/ready")).status).toBe(200);
-      const filler = join(disk.path, "filler");
-      const chunk = new Uint8Array(256 * 1024);
-      for (let i = 0; i < 64; i++) {
-        const full = await appendFile(filler, chunk).then(() => false, (err: NodeJS.ErrnoException) => err.code === "ENOSPC");
-        if (full) break;
+  test.skipIf(!canMount)(
+    "turns 503 naming storage when the data folder's disk fills, and 200 once space returns",
+    async () => {
+      const disk = mountTmpfs();
+      if (!disk) throw new Error("the tmpfs could be mounted at load time but not now");
+      try {
+        h = await createHarness({ env: { IMGPRESS_DATA_DIR: disk.path } });
+        expect((await h.request("GET", "/health/ready")).status).toBe(200);
+        const filler = join(disk.path, "filler");
+        const chunk = new Uint8Array(256 * 1024);
+        for (let i = 0; i < 64; i++) {
+          const full = await appendFile(filler, chunk).then(
+            () => false,
+            (err: NodeJS.ErrnoException) => err.code === "ENOSPC",
+          );
+          if (full) break;
+        }
+        const full = await h.request("GET", "/health/ready");
+        expect(full.status).toBe(503);
+        expect(full.body.code).toBe("NOT_READY");
+        expect(full.body.checks.storage).toMatch(/^only \d+ bytes free in the data folder$/);
+        expect((await h.request("GET", "/health")).status).toBe(200);
+        // The operator's log says so once, however many probes fail, and again when it is over.
+        expect((await h.request("GET", "/health/ready")).status).toBe(503);
+        const said = (msg: string) =>
+          h.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === msg && l.check === "storage");
+        expect(said("readiness check failing")).toEqual([
+          expect.objectContaining({ level: "warn", fault: `less than 1048576 bytes free in ${disk.path}` }),
+        ]);
+        await rm(filler);
+        expect((await h.request("GET", "/health/ready")).status).toBe(200);
+        expect(said("readiness check ok again")).toHaveLength(1);
+      } finally {
+        await h?.close();
+        h = undefined as never;
+        disk.unmount();
       }
-      const full = await h.request("GET", "/health/ready");
-      expect(full.status).toBe(503);
-      expect(full.body.code).toBe("NOT_READY");
-      expect(full.body.checks.storage).toMatch(/^only \d+ bytes free in the data folder$/);
-      expect((await h.request("GET", "/health")).status).toBe(200);
-      // The operator's log says so once, however many probes fail, and again when it is over.
-      expect((await h.request("GET", "/health/ready")).status).toBe(503);
-      const said = (msg: string) => h.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === msg && l.check === "storage");
-      expect(said("readiness check failing")).toEqual([expect.objectContaining({ level: "warn", fault: `less than 1048576 bytes free in ${disk.path}` })]);
-      await rm(filler);
-      expect((await h.request("GET", "/health/ready")).status).toBe(200);
-      expect(said("readiness check ok again")).toHaveLength(1);
-    } finally {
-      await h?.close();
-      h = undefined as never;
-      disk.unmount();
-    }
-  });
+    },
+  );
 });
 
 describe("offline docs page", () => {
@@ -391,8 +504,16 @@ describe("alert rules of docs/operations.md", () => {
   });
 
   test("fire on the series they are meant for and not on healthy ones (promtool test rules)", async () => {
-    const proc = Bun.spawn(["promtool", "test", "rules", "imgpress-rules.test.yml"], { cwd: join(ROOT, "docs/prometheus"), stdout: "pipe", stderr: "pipe" });
-    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    const proc = Bun.spawn(["promtool", "test", "rules", "imgpress-rules.test.yml"], {
+      cwd: join(ROOT, "docs/prometheus"),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, err, code] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]);
     expect({ code, output: out + err }).toMatchObject({ code: 0, output: expect.stringContaining("SUCCESS") });
   });
 });
@@ -410,7 +531,13 @@ describe("withRoutableUrl", () => {
   });
 
   test("keeps method, headers and body", async () => {
-    const moved = withRoutableUrl(new Request("https://x/echo", { method: "POST", headers: { host: "x", "x-a": "1" }, body: "payload" }));
-    expect({ method: moved.method, a: moved.headers.get("x-a"), body: await moved.text() }).toEqual({ method: "POST", a: "1", body: "payload" });
+    const moved = withRoutableUrl(
+      new Request("https://x/echo", { method: "POST", headers: { host: "x", "x-a": "1" }, body: "payload" }),
+    );
+    expect({ method: moved.method, a: moved.headers.get("x-a"), body: await moved.text() }).toEqual({
+      method: "POST",
+      a: "1",
+      body: "payload",
+    });
   });
 });

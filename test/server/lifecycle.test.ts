@@ -1,7 +1,7 @@
 /** The stopping state shared by the server, readiness and buffered state (src/server/lifecycle.ts). */
 import { expect, test } from "bun:test";
-import { Lifecycle } from "../../src/server/lifecycle.ts";
 import { createLogger } from "../../src/core/log.ts";
+import { Lifecycle } from "../../src/server/lifecycle.ts";
 
 test("beginDrain flips `draining` for good", () => {
   const life = new Lifecycle();
@@ -22,5 +22,7 @@ test("hooks run in order; a failing one is logged and does not stop the rest", a
   life.onShutdown("last", async () => void ran.push("last"));
   expect(await life.runHooks(createLogger("info", (l) => lines.push(l)))).toBe(1);
   expect(ran).toEqual(["usage", "last"]);
-  expect(lines.some((l) => l.includes('"shutdown step failed"') && l.includes('"step":"broken"') && l.includes("disk gone"))).toBe(true);
+  expect(
+    lines.some((l) => l.includes('"shutdown step failed"') && l.includes('"step":"broken"') && l.includes("disk gone")),
+  ).toBe(true);
 });

@@ -5,13 +5,13 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createClient } from "@libsql/client";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boot } from "../../src/server/boot.ts";
+import { createClient } from "@libsql/client";
 import { ConfigError } from "../../src/core/config.ts";
 import { sqliteMigrations } from "../../src/data/db/migrations.gen.ts";
 import { databaseFacts } from "../../src/data/db/schema.ts";
+import { boot } from "../../src/server/boot.ts";
 import { runCli } from "../support/server.ts";
 
 const KEY_A = "a1".repeat(32);
@@ -26,7 +26,10 @@ afterEach(async () => {
 });
 
 /** Boots on the temporary folder with `key` (or the folder's master.key), runs `use`, closes. */
-async function withBooted<T>(key: string | undefined, use: (booted: Awaited<ReturnType<typeof boot>>) => Promise<T>): Promise<T> {
+async function withBooted<T>(
+  key: string | undefined,
+  use: (booted: Awaited<ReturnType<typeof boot>>) => Promise<T>,
+): Promise<T> {
   const env = { IMGPRESS_DATA_DIR: dir, ...(key ? { IMGPRESS_MASTER_KEY: key } : {}) };
   const booted = await boot({ env, loadDocsAsset: async () => new Blob([""]), write: () => {} });
   try {
@@ -120,16 +123,22 @@ describe("a database from an older version (before the pin, 0004, and every migr
   /** The migrations a database of version 0003 lacks: the pin (0004) and all that came after. */
   const SINCE_PIN = sqliteMigrations.slice(sqliteMigrations.findIndex((m) => m.tag.startsWith("0004_")));
   /** The tables those migrations create, dropped to bring a database back to 0003. */
-  const TABLES_SINCE_PIN = SINCE_PIN.flatMap((m) => [...m.sql.matchAll(/CREATE TABLE `(\w+)`/g)].map((match) => match[1]!));
+  const TABLES_SINCE_PIN = SINCE_PIN.flatMap((m) =>
+    [...m.sql.matchAll(/CREATE TABLE `(\w+)`/g)].map((match) => match[1]!),
+  );
 
   /** A database with one key pair, brought back to the schema of a version before 0004 (no pin, no guard_encodes). */
   async function olderDatabase(key: string | undefined): Promise<void> {
     await withBooted(key, async ({ services }) => void (await services.keys.issue("a@example.com", "")));
     const client = createClient({ url: `file:${join(dir, "imgpress.db")}` });
     try {
-      for (const table of ["api_keys", "usage_daily_total", "usage_hourly", "usage_hourly_total"]) await client.execute(`ALTER TABLE ${table} DROP COLUMN guard_encodes`);
+      for (const table of ["api_keys", "usage_daily_total", "usage_hourly", "usage_hourly_total"])
+        await client.execute(`ALTER TABLE ${table} DROP COLUMN guard_encodes`);
       for (const table of TABLES_SINCE_PIN) await client.execute(`DROP TABLE ${table}`);
-      await client.execute({ sql: "DELETE FROM __drizzle_migrations WHERE created_at >= ?", args: [SINCE_PIN[0]!.when] });
+      await client.execute({
+        sql: "DELETE FROM __drizzle_migrations WHERE created_at >= ?",
+        args: [SINCE_PIN[0]!.when],
+      });
     } finally {
       client.close();
     }
@@ -149,7 +158,9 @@ describe("a database from an older version (before the pin, 0004, and every migr
     await rm(join(dir, "master.key"));
     const refused = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: dir });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain(`the master key file ${join(dir, "master.key")} is missing, and this database was created with a master key`);
+    expect(refused.stderr).toContain(
+      `the master key file ${join(dir, "master.key")} is missing, and this database was created with a master key`,
+    );
     expect(existsSync(join(dir, "master.key"))).toBe(false);
     expect(await recordedMigrations()).toBe(sqliteMigrations.length - SINCE_PIN.length);
   });
@@ -176,18 +187,24 @@ describe("a database from an older version (before the pin, 0004, and every migr
   test("its --without-key backup is refused by a folder with another key; restored under its own, the migrations applied are named", async () => {
     await olderDatabase(KEY_A);
     const bare = join(dir, "bare.db");
-    expect((await runCli(["backup", bare, "--without-key"], { IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: KEY_A })).code).toBe(0);
+    expect(
+      (await runCli(["backup", bare, "--without-key"], { IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: KEY_A })).code,
+    ).toBe(0);
     const other = join(dir, "other");
     expect((await runCli(["migrate"], { IMGPRESS_DATA_DIR: other })).code).toBe(0);
     const refused = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: other });
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain("restore refused, nothing changed: the backup holds no master key and its database was created under another key");
+    expect(refused.stderr).toContain(
+      "restore refused, nothing changed: the backup holds no master key and its database was created under another key",
+    );
     const same = join(dir, "same");
     await mkdir(same);
     await writeFile(join(same, "master.key"), `${KEY_A}\n`);
     const restored = await runCli(["restore", bare], { IMGPRESS_DATA_DIR: same });
     expect(restored.code).toBe(0);
-    expect(restored.stdout).toContain(`applied ${SINCE_PIN.length} migrations (${SINCE_PIN.map((m) => m.tag).join(", ")}); database is up to date`);
+    expect(restored.stdout).toContain(
+      `applied ${SINCE_PIN.length} migrations (${SINCE_PIN.map((m) => m.tag).join(", ")}); database is up to date`,
+    );
   });
 
   test("a command beside a running server does not migrate the file under it; serve is refused as before", async () => {
@@ -198,7 +215,9 @@ describe("a database from an older version (before the pin, 0004, and every migr
     for (const argv of [["keys", "list"], ["migrate"]]) {
       const refused = await runCli(argv, env);
       expect({ argv, code: refused.code }).toEqual({ argv, code: 1 });
-      expect(refused.stderr).toContain(`this imgpress would migrate the database (${SINCE_PIN.map((m) => m.tag).join(", ")}) under a running server: a server (pid ${process.pid})`);
+      expect(refused.stderr).toContain(
+        `this imgpress would migrate the database (${SINCE_PIN.map((m) => m.tag).join(", ")}) under a running server: a server (pid ${process.pid})`,
+      );
     }
     expect(await recordedMigrations()).toBe(sqliteMigrations.length - SINCE_PIN.length);
     // Once migrated (the server stopped and this version started), the commands run beside a server again.
@@ -215,9 +234,14 @@ describe("a database migrated by a newer version", () => {
     const file = join(dir, "imgpress.db");
     const future = sqliteMigrations.at(-1)!.when + 1;
     const client = createClient({ url: `file:${file}` });
-    await client.execute({ sql: "INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-version', ?)", args: [future] });
+    await client.execute({
+      sql: "INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-version', ?)",
+      args: [future],
+    });
     client.close();
-    expect((await bootError(KEY_A))?.message).toContain(`this database was migrated by a newer imgpress (its newest migration is from ${new Date(future).toISOString()}; this version knows migrations up to ${sqliteMigrations.at(-1)!.tag})`);
+    expect((await bootError(KEY_A))?.message).toContain(
+      `this database was migrated by a newer imgpress (its newest migration is from ${new Date(future).toISOString()}; this version knows migrations up to ${sqliteMigrations.at(-1)!.tag})`,
+    );
     const env = { IMGPRESS_DATA_DIR: dir, IMGPRESS_MASTER_KEY: KEY_A };
     const migrate = await runCli(["migrate"], env);
     expect(migrate.code).toBe(1);
@@ -229,7 +253,9 @@ describe("a database migrated by a newer version", () => {
     const target = join(dir, "target");
     const restore = await runCli(["restore", copy], { IMGPRESS_DATA_DIR: target });
     expect(restore.code).toBe(1);
-    expect(restore.stderr).toContain("restore refused, nothing changed: this database was migrated by a newer imgpress");
+    expect(restore.stderr).toContain(
+      "restore refused, nothing changed: this database was migrated by a newer imgpress",
+    );
     expect(existsSync(join(target, "imgpress.db"))).toBe(false);
   });
 });

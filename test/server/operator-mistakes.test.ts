@@ -7,12 +7,25 @@
  * (`runCli`); each refusal exits non-zero, says what to do, and changes nothing.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { createClient } from "@libsql/client";
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { appendFile, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient } from "@libsql/client";
 import { fileUrl, localPath } from "../../src/data/db/location.ts";
 import { claimPidFile, serverInUse } from "../../src/server/pidfile.ts";
 import { canMount, mountTmpfs } from "../support/mounts.ts";
@@ -73,23 +86,32 @@ describe("restore", () => {
     const keptKey = /previous master key kept as (\S+)/.exec(r.stdout)?.[1];
     expect(keptDb).toMatch(/imgpress\.db\.before-restore-\d{8}-\d{6}-2$/);
     expect(keptKey).toBe(join(live, `master.key${keptDb!.slice(join(live, "imgpress.db").length)}`));
-    for (const suffix of decoys) expect(readFileSync(join(live, `imgpress.db${suffix}`), "utf8")).toBe(`decoy ${suffix}`);
+    for (const suffix of decoys)
+      expect(readFileSync(join(live, `imgpress.db${suffix}`), "utf8")).toBe(`decoy ${suffix}`);
     expect(await staffIn(keptDb!)).toEqual(["original@example.com"]);
     expect(readFileSync(keptKey!, "utf8")).toBe(originalKey);
     expect(await staffIn(join(live, "imgpress.db"))).toEqual(["other@example.com"]);
   });
 
-  test.skipIf(process.getuid?.() !== 0)("run as root, the restored database and master key keep the service user's ownership", async () => {
-    const live = await installation("service@example.com");
-    const other = await backupOf(await installation("other@example.com"));
-    // The service's own user (here a numeric uid with no name): its folder and files are its own.
-    const [uid, gid] = [64_321, 64_322];
-    for (const name of ["", ...readdirSync(live)]) chownSync(join(live, name), uid, gid);
-    const r = await runCli(["restore", other], { IMGPRESS_DATA_DIR: live });
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain("previous master key kept as");
-    for (const name of readdirSync(live)) expect({ name, uid: statSync(join(live, name)).uid, gid: statSync(join(live, name)).gid }).toEqual({ name, uid, gid });
-  });
+  test.skipIf(process.getuid?.() !== 0)(
+    "run as root, the restored database and master key keep the service user's ownership",
+    async () => {
+      const live = await installation("service@example.com");
+      const other = await backupOf(await installation("other@example.com"));
+      // The service's own user (here a numeric uid with no name): its folder and files are its own.
+      const [uid, gid] = [64_321, 64_322];
+      for (const name of ["", ...readdirSync(live)]) chownSync(join(live, name), uid, gid);
+      const r = await runCli(["restore", other], { IMGPRESS_DATA_DIR: live });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("previous master key kept as");
+      for (const name of readdirSync(live))
+        expect({ name, uid: statSync(join(live, name)).uid, gid: statSync(join(live, name)).gid }).toEqual({
+          name,
+          uid,
+          gid,
+        });
+    },
+  );
 
   test("through a symbolic link to the database: refused while a server uses the file, then the file itself is replaced", async () => {
     const live = await installation("linked@example.com");
@@ -130,7 +152,11 @@ describe("restore", () => {
       const backup = await backupOf(await installation("other@example.com"));
       for (const url of [`file:${link}`, `file:${target}`]) {
         const r = await runCli(["restore", backup], { IMGPRESS_DATA_DIR: server.dataDir, IMGPRESS_DATABASE_URL: url });
-        expect({ url, code: r.code, stderr: r.stderr }).toEqual({ url, code: 1, stderr: expect.stringContaining(`is using ${target}`) });
+        expect({ url, code: r.code, stderr: r.stderr }).toEqual({
+          url,
+          code: 1,
+          stderr: expect.stringContaining(`is using ${target}`),
+        });
       }
     } finally {
       await server.stop();
@@ -153,7 +179,10 @@ describe("restore", () => {
       expect(readdirSync(join(layout, "db"))).toEqual([]);
       const backup = await backupOf(await installation("other@example.com"));
       const r = await runCli(["restore", backup], { IMGPRESS_DATA_DIR: join(layout, "data") });
-      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: expect.stringContaining(`is using ${target}`) });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({
+        code: 1,
+        stderr: expect.stringContaining(`is using ${target}`),
+      });
     } finally {
       await server.stop({ keepData: true });
     }
@@ -162,7 +191,10 @@ describe("restore", () => {
 
   test("without a FILE: a usage error (exit 2), like every other command line imgpress cannot read", async () => {
     const r = await runCli(["restore"], { IMGPRESS_DATA_DIR: join(dir, "never-made") });
-    expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({ code: 2, stderr: "imgpress: restore needs the backup to restore: imgpress restore FILE; see imgpress restore --help" });
+    expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({
+      code: 2,
+      stderr: "imgpress: restore needs the backup to restore: imgpress restore FILE; see imgpress restore --help",
+    });
   });
 });
 
@@ -174,9 +206,16 @@ describe("a backup file copied over imgpress.db instead of restored", () => {
     await copyFile(file, join(folder, "imgpress.db"));
     const env = { IMGPRESS_DATA_DIR: folder };
     const said = `${join(folder, "imgpress.db")} is a file written by imgpress backup, put in place without imgpress restore (it still holds the master key in clear): stop imgpress, then run imgpress restore ${join(folder, "imgpress.db")}`;
-    for (const argv of [["keys", "list"], ["serve", "--port", "0"]]) {
+    for (const argv of [
+      ["keys", "list"],
+      ["serve", "--port", "0"],
+    ]) {
       const r = await runCli(argv, env);
-      expect({ argv, code: r.code, last: r.stderr.trim().split("\n").at(-1) }).toEqual({ argv, code: 1, last: expect.stringContaining(said) });
+      expect({ argv, code: r.code, last: r.stderr.trim().split("\n").at(-1) }).toEqual({
+        argv,
+        code: 1,
+        last: expect.stringContaining(said),
+      });
     }
     // A backup of it is a backup like any other (it carries the key once).
     expect((await runCli(["backup", join(dir, "of-the-copy.db")], env)).code).toBe(0);
@@ -201,7 +240,9 @@ describe("a --without-key backup copied over imgpress.db", () => {
     await copyFile(file, join(folder, "imgpress.db"));
     const r = await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: folder });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("put in place without imgpress restore (a --without-key backup, so the master key it was made with must be in place too)");
+    expect(r.stderr).toContain(
+      "put in place without imgpress restore (a --without-key backup, so the master key it was made with must be in place too)",
+    );
     expect(r.stderr).not.toContain("in clear");
     expect((await runCli(["restore", join(folder, "imgpress.db")], { IMGPRESS_DATA_DIR: folder })).code).toBe(0);
     expect((await runCli(["keys", "list"], { IMGPRESS_DATA_DIR: folder })).code).toBe(0);
@@ -212,7 +253,15 @@ describe("commands in the wrong folder (or with IMGPRESS_DATA_DIR mistyped)", ()
   test("those that read or change what a database holds refuse, and create nothing", async () => {
     const nowhere = join(dir, "typo-data");
     const database = join(nowhere, "imgpress.db");
-    for (const argv of [["keys", "list"], ["keys", "revoke", "key_0123456789abcdef"], ["keys", "revoke-email", "a@example.com"], ["audit"], ["settings"], ["staff", "list"], ["staff", "remove", "a@example.com"]]) {
+    for (const argv of [
+      ["keys", "list"],
+      ["keys", "revoke", "key_0123456789abcdef"],
+      ["keys", "revoke-email", "a@example.com"],
+      ["audit"],
+      ["settings"],
+      ["staff", "list"],
+      ["staff", "remove", "a@example.com"],
+    ]) {
       const r = await runCli(argv, { IMGPRESS_DATA_DIR: nowhere });
       expect({ argv, code: r.code, stdout: r.stdout, stderr: r.stderr.trim() }).toEqual({
         argv,
@@ -224,7 +273,10 @@ describe("commands in the wrong folder (or with IMGPRESS_DATA_DIR mistyped)", ()
     }
     // A backup names the database it lacks, not the master key (which is missing with it).
     const backup = await runCli(["backup", join(dir, "nothing.db")], { IMGPRESS_DATA_DIR: nowhere });
-    expect({ code: backup.code, stderr: backup.stderr.trim() }).toEqual({ code: 1, stderr: `imgpress backup: no database at ${database} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)` });
+    expect({ code: backup.code, stderr: backup.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: `imgpress backup: no database at ${database} (check IMGPRESS_DATA_DIR or IMGPRESS_DATABASE_URL)`,
+    });
   });
 
   test("staff add, which may come before the first start, creates the database and says where", async () => {
@@ -232,7 +284,9 @@ describe("commands in the wrong folder (or with IMGPRESS_DATA_DIR mistyped)", ()
     const r = await runCli(["staff", "add", "first@example.com"], { IMGPRESS_DATA_DIR: fresh });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("added first@example.com: they can sign in at /internal/login\n");
-    expect(r.stderr).toContain(`no database was at ${join(fresh, "imgpress.db")}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`);
+    expect(r.stderr).toContain(
+      `no database was at ${join(fresh, "imgpress.db")}: a new one was created there (if your server uses another folder, check IMGPRESS_DATA_DIR)`,
+    );
     // The next command finds it, and says nothing of the kind.
     const again = await runCli(["staff", "list"], { IMGPRESS_DATA_DIR: fresh });
     expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: "" });
@@ -244,7 +298,10 @@ describe("commands in the wrong folder (or with IMGPRESS_DATA_DIR mistyped)", ()
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain("imgpress: --type key.revoke is not an event type; the types are staff.sign_in,");
     expect(typo.stderr).toContain("key.revoked");
-    for (const argv of [["staff", "remove", "notanemail"], ["staff", "add", "notanemail"]]) {
+    for (const argv of [
+      ["staff", "remove", "notanemail"],
+      ["staff", "add", "notanemail"],
+    ]) {
       const r = await runCli(argv, nowhere);
       expect({ argv, code: r.code }).toEqual({ argv, code: 2 });
       expect(r.stderr).toMatch(/^imgpress: [^\n]*[^.]; see imgpress( [a-z-]+)* --help\n$/);
@@ -277,13 +334,20 @@ describe.skipIf(!canMount)("a disk that is read-only or full", () => {
     try {
       const filler = join(disk.path, "filler");
       for (let i = 0; i < 64; i++) {
-        const full = await appendFile(filler, new Uint8Array(64 * 1024)).then(() => false, (err: NodeJS.ErrnoException) => err.code === "ENOSPC");
+        const full = await appendFile(filler, new Uint8Array(64 * 1024)).then(
+          () => false,
+          (err: NodeJS.ErrnoException) => err.code === "ENOSPC",
+        );
         if (full) break;
       }
       const r = await runCli(["backup", `${disk.path}/`], { IMGPRESS_DATA_DIR: folder });
       expect({ code: r.code, stderr: r.stderr.trim() }).toEqual({
         code: 1,
-        stderr: expect.stringMatching(new RegExp(`^imgpress: no room for the backup in ${disk.path} \\((SQLITE_FULL|ENOSPC)[^)]*\\): free some space there or choose another folder; nothing was written$`)),
+        stderr: expect.stringMatching(
+          new RegExp(
+            `^imgpress: no room for the backup in ${disk.path} \\((SQLITE_FULL|ENOSPC)[^)]*\\): free some space there or choose another folder; nothing was written$`,
+          ),
+        ),
       });
       expect(readdirSync(disk.path)).toEqual(["filler"]);
     } finally {
@@ -317,7 +381,10 @@ describe("a data folder whose name holds %, # or ?", () => {
       const listed = await runCli(["staff", "list"], { IMGPRESS_DATA_DIR: folder });
       expect(listed.stdout).toContain("pct@example.com");
       const restored = await runCli(["restore", copy], { IMGPRESS_DATA_DIR: folder });
-      expect({ code: restored.code, stdout: restored.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining(`into ${join(folder, "imgpress.db")}`) });
+      expect({ code: restored.code, stdout: restored.stdout }).toMatchObject({
+        code: 0,
+        stdout: expect.stringContaining(`into ${join(folder, "imgpress.db")}`),
+      });
     }
     expect(readdirSync(dir).filter((name) => /^(pctAx|h|q)$/.test(name))).toEqual([]);
   });
@@ -327,84 +394,101 @@ describe("pid records", () => {
   let parent: ReturnType<typeof Bun.spawn> | undefined;
   afterEach(() => parent?.kill());
 
-  test.skipIf(!existsSync("/proc/self/stat"))("a killed server's process that its parent has not reaped yet (a zombie) serves nothing: it does not block restore", async () => {
-    // The shell's child exits at once; the shell becomes `sleep`, which never waits for it.
-    parent = Bun.spawn(["sh", "-c", "sleep 0 & echo $!; exec sleep 30"], { stdout: "pipe" });
-    const reader = (parent.stdout as ReadableStream<Uint8Array>).getReader();
-    const zombie = Number(new TextDecoder().decode((await reader.read()).value).trim());
-    reader.releaseLock();
-    for (let i = 0; i < 50 && !readFileSync(`/proc/${zombie}/stat`, "utf8").includes(") Z "); i++) await Bun.sleep(20);
-    expect(readFileSync(`/proc/${zombie}/stat`, "utf8")).toContain(") Z ");
-    const folder = await installation("zombie@example.com");
-    writeFileSync(join(folder, "imgpress.db.pid"), `${zombie}\n`);
-    expect(serverInUse(join(folder, "imgpress.db"))).toBeNull();
-    // A live process named there still counts.
-    writeFileSync(join(folder, "imgpress.db.pid"), `${parent.pid}\n`);
-    expect(serverInUse(join(folder, "imgpress.db"))).toContain(`a server (pid ${parent.pid})`);
-  });
+  test.skipIf(!existsSync("/proc/self/stat"))(
+    "a killed server's process that its parent has not reaped yet (a zombie) serves nothing: it does not block restore",
+    async () => {
+      // The shell's child exits at once; the shell becomes `sleep`, which never waits for it.
+      parent = Bun.spawn(["sh", "-c", "sleep 0 & echo $!; exec sleep 30"], { stdout: "pipe" });
+      const reader = (parent.stdout as ReadableStream<Uint8Array>).getReader();
+      const zombie = Number(new TextDecoder().decode((await reader.read()).value).trim());
+      reader.releaseLock();
+      for (let i = 0; i < 50 && !readFileSync(`/proc/${zombie}/stat`, "utf8").includes(") Z "); i++)
+        await Bun.sleep(20);
+      expect(readFileSync(`/proc/${zombie}/stat`, "utf8")).toContain(") Z ");
+      const folder = await installation("zombie@example.com");
+      writeFileSync(join(folder, "imgpress.db.pid"), `${zombie}\n`);
+      expect(serverInUse(join(folder, "imgpress.db"))).toBeNull();
+      // A live process named there still counts.
+      writeFileSync(join(folder, "imgpress.db.pid"), `${parent.pid}\n`);
+      expect(serverInUse(join(folder, "imgpress.db"))).toContain(`a server (pid ${parent.pid})`);
+    },
+  );
 
   // After a power cut the record stays, and at the next boot its number may be another daemon's:
   // a server that then refused every start would never come back on an unattended machine.
-  test.skipIf(!existsSync("/proc/sys/kernel/random/boot_id"))("a record whose number now belongs to another process (another boot, another start time) is taken over; the recorder itself still counts", async () => {
-    parent = Bun.spawn(["sleep", "30"]);
-    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-    const stat = readFileSync(`/proc/${parent.pid}/stat`, "utf8");
-    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    const folder = await installation("reboot@example.com");
-    const database = join(folder, "imgpress.db");
-    const record = join(folder, "imgpress.db.pid");
-    writeFileSync(record, `${parent.pid}\nrole=serve boot=${boot} start=${start}\n`);
-    expect(serverInUse(database)).toContain(`a server (pid ${parent.pid})`);
-    expect(() => claimPidFile(database)).toThrow(`another server (pid ${parent.pid}) is already serving ${database}`);
-    for (const stale of [`boot=${boot} start=${Number(start) + 1}`, `boot=00000000-0000-0000-0000-000000000000 start=${start}`]) {
-      writeFileSync(record, `${parent.pid}\nrole=serve ${stale}\n`);
-      expect(serverInUse(database)).toBeNull();
-      const release = claimPidFile(database);
-      expect(readFileSync(record, "utf8")).toMatch(new RegExp(`^${process.pid}\nrole=serve boot=${boot} ns=\\d+ start=\\d+\n$`));
-      release();
-      expect(existsSync(record)).toBe(false);
-    }
-    // A whole server starts over such a record, and writes its own.
-    writeFileSync(record, `${parent.pid}\nrole=serve boot=00000000-0000-0000-0000-000000000000 start=${start}\n`);
-    const server = await startServer({ dataDir: folder });
-    try {
-      expect(readFileSync(record, "utf8")).toMatch(new RegExp(`^(?!${parent.pid}\n)\\d+\nrole=serve boot=${boot} ns=\\d+ start=\\d+\n$`));
-    } finally {
-      await server.stop();
-    }
-  });
+  test.skipIf(!existsSync("/proc/sys/kernel/random/boot_id"))(
+    "a record whose number now belongs to another process (another boot, another start time) is taken over; the recorder itself still counts",
+    async () => {
+      parent = Bun.spawn(["sleep", "30"]);
+      const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+      const stat = readFileSync(`/proc/${parent.pid}/stat`, "utf8");
+      const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+      const folder = await installation("reboot@example.com");
+      const database = join(folder, "imgpress.db");
+      const record = join(folder, "imgpress.db.pid");
+      writeFileSync(record, `${parent.pid}\nrole=serve boot=${boot} start=${start}\n`);
+      expect(serverInUse(database)).toContain(`a server (pid ${parent.pid})`);
+      expect(() => claimPidFile(database)).toThrow(`another server (pid ${parent.pid}) is already serving ${database}`);
+      for (const stale of [
+        `boot=${boot} start=${Number(start) + 1}`,
+        `boot=00000000-0000-0000-0000-000000000000 start=${start}`,
+      ]) {
+        writeFileSync(record, `${parent.pid}\nrole=serve ${stale}\n`);
+        expect(serverInUse(database)).toBeNull();
+        const release = claimPidFile(database);
+        expect(readFileSync(record, "utf8")).toMatch(
+          new RegExp(`^${process.pid}\nrole=serve boot=${boot} ns=\\d+ start=\\d+\n$`),
+        );
+        release();
+        expect(existsSync(record)).toBe(false);
+      }
+      // A whole server starts over such a record, and writes its own.
+      writeFileSync(record, `${parent.pid}\nrole=serve boot=00000000-0000-0000-0000-000000000000 start=${start}\n`);
+      const server = await startServer({ dataDir: folder });
+      try {
+        expect(readFileSync(record, "utf8")).toMatch(
+          new RegExp(`^(?!${parent.pid}\n)\\d+\nrole=serve boot=${boot} ns=\\d+ start=\\d+\n$`),
+        );
+      } finally {
+        await server.stop();
+      }
+    },
+  );
 
   // A container's server writes its number as its pid namespace sees it (often 1): read from the
   // host that number is another process, so the record is matched by namespace and start time.
   const canUnshare = spawnSync("unshare", ["--pid", "--fork", "true"]).status === 0;
-  test.skipIf(!canUnshare)("a record written in another pid namespace: refused while its process runs (found by namespace and start time), taken over once it is gone", async () => {
-    parent = Bun.spawn(["unshare", "--pid", "--fork", "sleep", "30"]);
-    // The sleep is the unshare process's child, pid 1 of the new namespace.
-    let inner: number | undefined;
-    for (let i = 0; i < 100 && inner === undefined; i++) {
-      inner = Number(readFileSync(`/proc/${parent.pid}/task/${parent.pid}/children`, "utf8").trim()) || undefined;
-      if (inner === undefined) await Bun.sleep(20);
-    }
-    const stat = readFileSync(`/proc/${inner}/stat`, "utf8");
-    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    const ns = /\[(\d+)\]/.exec(readlinkSync(`/proc/${inner}/ns/pid`))![1];
-    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-    const folder = await installation("container@example.com");
-    const database = join(folder, "imgpress.db");
-    const record = join(folder, "imgpress.db.pid");
-    // As the containerised server wrote it: pid 1, its namespace, its start.
-    writeFileSync(record, `1\nrole=serve boot=${boot} ns=${ns} start=${start}\n`);
-    expect(serverInUse(database)).toContain(`a server (pid ${inner}) is using ${database}`);
-    expect(() => claimPidFile(database)).toThrow(`another server (pid ${inner}) is already serving ${database}`);
-    expect(() => claimPidFile(database, "restore")).toThrow(`a server (pid ${inner}) is using ${database}`);
-    // Another start time in that namespace (a container started again after a crash): gone.
-    writeFileSync(record, `1\nrole=serve boot=${boot} ns=${ns} start=${Number(start) + 1}\n`);
-    expect(serverInUse(database)).toBeNull();
-    const release = claimPidFile(database);
-    expect(readFileSync(record, "utf8")).toStartWith(`${process.pid}\n`);
-    release();
-    expect(existsSync(record)).toBe(false);
-  });
+  test.skipIf(!canUnshare)(
+    "a record written in another pid namespace: refused while its process runs (found by namespace and start time), taken over once it is gone",
+    async () => {
+      parent = Bun.spawn(["unshare", "--pid", "--fork", "sleep", "30"]);
+      // The sleep is the unshare process's child, pid 1 of the new namespace.
+      let inner: number | undefined;
+      for (let i = 0; i < 100 && inner === undefined; i++) {
+        inner = Number(readFileSync(`/proc/${parent.pid}/task/${parent.pid}/children`, "utf8").trim()) || undefined;
+        if (inner === undefined) await Bun.sleep(20);
+      }
+      const stat = readFileSync(`/proc/${inner}/stat`, "utf8");
+      const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+      const ns = /\[(\d+)\]/.exec(readlinkSync(`/proc/${inner}/ns/pid`))![1];
+      const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+      const folder = await installation("container@example.com");
+      const database = join(folder, "imgpress.db");
+      const record = join(folder, "imgpress.db.pid");
+      // As the containerised server wrote it: pid 1, its namespace, its start.
+      writeFileSync(record, `1\nrole=serve boot=${boot} ns=${ns} start=${start}\n`);
+      expect(serverInUse(database)).toContain(`a server (pid ${inner}) is using ${database}`);
+      expect(() => claimPidFile(database)).toThrow(`another server (pid ${inner}) is already serving ${database}`);
+      expect(() => claimPidFile(database, "restore")).toThrow(`a server (pid ${inner}) is using ${database}`);
+      // Another start time in that namespace (a container started again after a crash): gone.
+      writeFileSync(record, `1\nrole=serve boot=${boot} ns=${ns} start=${Number(start) + 1}\n`);
+      expect(serverInUse(database)).toBeNull();
+      const release = claimPidFile(database);
+      expect(readFileSync(record, "utf8")).toStartWith(`${process.pid}\n`);
+      release();
+      expect(existsSync(record)).toBe(false);
+    },
+  );
 
   // Judging a record stale and replacing it happens under `<record>.lock`; a lock left by a claimer
   // that died holding it is old (or, the clock set back, from the future), and broken.
@@ -437,7 +521,17 @@ describe("pid records", () => {
       const old = new Date(Date.now() - 60_000);
       utimesSync(join(folder, "imgpress.db.pid.lock"), old, old);
       const at = Date.now() + 800;
-      const claimers = Array.from({ length: 4 }, () => Bun.spawn([process.execPath, join(import.meta.dir, "..", "support", "pid-claimer.ts"), join(folder, "imgpress.db"), String(at)], { stdout: "pipe", stderr: "pipe" }));
+      const claimers = Array.from({ length: 4 }, () =>
+        Bun.spawn(
+          [
+            process.execPath,
+            join(import.meta.dir, "..", "support", "pid-claimer.ts"),
+            join(folder, "imgpress.db"),
+            String(at),
+          ],
+          { stdout: "pipe", stderr: "pipe" },
+        ),
+      );
       const said = await Promise.all(claimers.map(async (c) => (await new Response(c.stdout).text()).trim()));
       expect({ round, owners: said.filter((line) => line === "OK").length }).toEqual({ round, owners: 1 });
       for (const line of said.filter((l) => l !== "OK")) expect(line).toStartWith("REFUSED another server (pid ");
@@ -445,25 +539,38 @@ describe("pid records", () => {
   }, 60_000);
 
   // restore holds the record from its check until the new file is in place.
-  test.skipIf(!existsSync("/proc/self/stat"))("a live restore's record refuses a server and another restore; restore refuses a live server's", async () => {
-    parent = Bun.spawn(["sleep", "30"]);
-    const stat = readFileSync(`/proc/${parent.pid}/stat`, "utf8");
-    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    const folder = await installation("restoring@example.com");
-    const database = join(folder, "imgpress.db");
-    const record = join(folder, "imgpress.db.pid");
-    writeFileSync(record, `${parent.pid}\nrole=restore start=${start}\n`);
-    const replacing = `imgpress restore (pid ${parent.pid}) is replacing ${database}; wait until it has finished (if it no longer runs, delete ${record})`;
-    expect(() => claimPidFile(database)).toThrow(replacing);
-    expect(() => claimPidFile(database, "restore")).toThrow(replacing);
-    const served = await runCli(["serve"], { IMGPRESS_DATA_DIR: folder, IMGPRESS_PORT: "0" });
-    expect({ code: served.code, stderr: served.stderr.trim() }).toEqual({ code: 1, stderr: `imgpress: ${replacing}` });
-    const restored = await runCli(["restore", await backupOf(await installation("other@example.com"))], { IMGPRESS_DATA_DIR: folder });
-    expect({ code: restored.code, stderr: restored.stderr.trim() }).toEqual({ code: 1, stderr: `imgpress restore: ${replacing}` });
-    writeFileSync(record, `${parent.pid}\nrole=serve start=${start}\n`);
-    expect(() => claimPidFile(database, "restore")).toThrow(`a server (pid ${parent.pid}) is using ${database}; stop it first`);
-    expect(readFileSync(record, "utf8")).toStartWith(`${parent.pid}\n`);
-  });
+  test.skipIf(!existsSync("/proc/self/stat"))(
+    "a live restore's record refuses a server and another restore; restore refuses a live server's",
+    async () => {
+      parent = Bun.spawn(["sleep", "30"]);
+      const stat = readFileSync(`/proc/${parent.pid}/stat`, "utf8");
+      const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+      const folder = await installation("restoring@example.com");
+      const database = join(folder, "imgpress.db");
+      const record = join(folder, "imgpress.db.pid");
+      writeFileSync(record, `${parent.pid}\nrole=restore start=${start}\n`);
+      const replacing = `imgpress restore (pid ${parent.pid}) is replacing ${database}; wait until it has finished (if it no longer runs, delete ${record})`;
+      expect(() => claimPidFile(database)).toThrow(replacing);
+      expect(() => claimPidFile(database, "restore")).toThrow(replacing);
+      const served = await runCli(["serve"], { IMGPRESS_DATA_DIR: folder, IMGPRESS_PORT: "0" });
+      expect({ code: served.code, stderr: served.stderr.trim() }).toEqual({
+        code: 1,
+        stderr: `imgpress: ${replacing}`,
+      });
+      const restored = await runCli(["restore", await backupOf(await installation("other@example.com"))], {
+        IMGPRESS_DATA_DIR: folder,
+      });
+      expect({ code: restored.code, stderr: restored.stderr.trim() }).toEqual({
+        code: 1,
+        stderr: `imgpress restore: ${replacing}`,
+      });
+      writeFileSync(record, `${parent.pid}\nrole=serve start=${start}\n`);
+      expect(() => claimPidFile(database, "restore")).toThrow(
+        `a server (pid ${parent.pid}) is using ${database}; stop it first`,
+      );
+      expect(readFileSync(record, "utf8")).toStartWith(`${parent.pid}\n`);
+    },
+  );
 });
 
 /** This machine's first address that is not a loopback one, or undefined. */
@@ -475,20 +582,26 @@ function lanAddress(): string | undefined {
 
 describe("imgpress health of a LAN address", () => {
   const address = lanAddress();
-  test.skipIf(!address)("passes with the data folder's self-signed certificate, which it trusts besides the system's CAs", async () => {
-    const server = await startServer({ env: { IMGPRESS_HOST: "0.0.0.0", IMGPRESS_TLS_NAMES: address! } });
-    try {
-      const url = `https://${address}:${server.port}/health/ready`;
-      const probe = await runCli(["health", "--url", url], server.env);
-      expect({ code: probe.code, stdout: probe.stdout }).toEqual({ code: 0, stdout: expect.stringMatching(/^200 \{"status":"ready"/) });
-      // From another folder the certificate is unknown: verified against the system's CAs alone, it fails.
-      const elsewhere = await runCli(["health", "--url", url], { IMGPRESS_DATA_DIR: join(dir, "elsewhere") });
-      expect(elsewhere.code).toBe(1);
-      expect(elsewhere.stderr).toStartWith(`unreachable: ${url}: `);
-    } finally {
-      await server.stop();
-    }
-  });
+  test.skipIf(!address)(
+    "passes with the data folder's self-signed certificate, which it trusts besides the system's CAs",
+    async () => {
+      const server = await startServer({ env: { IMGPRESS_HOST: "0.0.0.0", IMGPRESS_TLS_NAMES: address! } });
+      try {
+        const url = `https://${address}:${server.port}/health/ready`;
+        const probe = await runCli(["health", "--url", url], server.env);
+        expect({ code: probe.code, stdout: probe.stdout }).toEqual({
+          code: 0,
+          stdout: expect.stringMatching(/^200 \{"status":"ready"/),
+        });
+        // From another folder the certificate is unknown: verified against the system's CAs alone, it fails.
+        const elsewhere = await runCli(["health", "--url", url], { IMGPRESS_DATA_DIR: join(dir, "elsewhere") });
+        expect(elsewhere.code).toBe(1);
+        expect(elsewhere.stderr).toStartWith(`unreachable: ${url}: `);
+      } finally {
+        await server.stop();
+      }
+    },
+  );
 });
 
 describe("secret files other users of the machine can read", () => {
@@ -502,10 +615,16 @@ describe("secret files other users of the machine can read", () => {
       for (const name of ["imgpress.db", "master.key", "tls/self-signed.pem"]) chmodSync(join(data, name), 0o644);
       await server.restart();
       const warned = server.logs.filter((l) => l.json?.level === "warn").map((l) => String(l.json!.msg));
-      expect(warned).toContainEqual(`the database ${join(data, "imgpress.db")} can be read by other users of this machine (folder mode 0755, file mode 0644): it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${data}`);
-      expect(warned).toContainEqual(`the master key ${join(data, "master.key")} can be read by other users of this machine (folder mode 0755, file mode 0644): it unseals every secret stored in the database; make it owner-only with chmod 600 ${join(data, "master.key")}`);
+      expect(warned).toContainEqual(
+        `the database ${join(data, "imgpress.db")} can be read by other users of this machine (folder mode 0755, file mode 0644): it holds e-mail addresses and key hashes; make the folder owner-only with chmod 700 ${data}`,
+      );
+      expect(warned).toContainEqual(
+        `the master key ${join(data, "master.key")} can be read by other users of this machine (folder mode 0755, file mode 0644): it unseals every secret stored in the database; make it owner-only with chmod 600 ${join(data, "master.key")}`,
+      );
       const tlsKey = join(data, "tls", "self-signed.pem");
-      expect(warned).toContainEqual(`the TLS private key ${tlsKey} can be read by other users of this machine (folder mode 0755, file mode 0644): with it anyone can pose as this server; make it owner-only with chmod 600 ${tlsKey}`);
+      expect(warned).toContainEqual(
+        `the TLS private key ${tlsKey} can be read by other users of this machine (folder mode 0755, file mode 0644): with it anyone can pose as this server; make it owner-only with chmod 600 ${tlsKey}`,
+      );
     } finally {
       await server.stop();
     }

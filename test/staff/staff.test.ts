@@ -6,16 +6,25 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { auditEvents, staffCodes, staffSessions } from "../../src/data/db/schema.ts";
-import { convertForm, postBearer } from "../support/convert-helpers.ts";
 import { runAuditCommand, runKeysCommand, runSettingsCommand, runStaffCommand } from "../../src/cli/index.ts";
 import { attachMeta } from "../../src/core/http/meta.ts";
-import { describeSettings } from "../../src/staff/settings-view.ts";
+import { auditEvents, staffCodes, staffSessions } from "../../src/data/db/schema.ts";
 import { WRONG_CODE_BUCKETS, WRONG_CODES_PER_ADDRESS } from "../../src/data/otp/service.ts";
-import { createHarness, expectError, TEST_MASTER_KEY, wrongCode, type Harness } from "../support/harness.ts";
+import { describeSettings } from "../../src/staff/settings-view.ts";
+import { convertForm, postBearer } from "../support/convert-helpers.ts";
+import { createHarness, expectError, type Harness, TEST_MASTER_KEY, wrongCode } from "../support/harness.ts";
 import { photo } from "../support/images.ts";
 import { until } from "../support/ops.ts";
-import { form, LOOPBACK, nextCode, OWN_ORIGIN, staffCodeFlow, staffJson, staffSignIn, type StaffLogin } from "../support/staff.ts";
+import {
+  form,
+  LOOPBACK,
+  nextCode,
+  OWN_ORIGIN,
+  type StaffLogin,
+  staffCodeFlow,
+  staffJson,
+  staffSignIn,
+} from "../support/staff.ts";
 
 const STAFF = "boss@example.com";
 const MINUTE = 60_000;
@@ -34,11 +43,24 @@ async function reharness(env: Record<string, string>): Promise<Harness> {
   return h;
 }
 
-const page = (path: string, cookie?: string) => h.request("GET", path, { ip: LOOPBACK, headers: cookie ? { cookie } : {} });
+const page = (path: string, cookie?: string) =>
+  h.request("GET", path, { ip: LOOPBACK, headers: cookie ? { cookie } : {} });
 const auditTypes = async () => (await h.store.db.select().from(auditEvents)).map((e) => e.type);
 
 describe("the network allowlist", () => {
-  const tricks = ["/internal/login", "/INTERNAL/login", "/%69nternal/login", "/v1/../internal/login", "//internal//login", "/./internal/login", "/Internal", "/internal", "/%2569nternal/x", "/internal/status%2f..%2f..", "/internal/keys/x%2f..%2f..%2f.."];
+  const tricks = [
+    "/internal/login",
+    "/INTERNAL/login",
+    "/%69nternal/login",
+    "/v1/../internal/login",
+    "//internal//login",
+    "/./internal/login",
+    "/Internal",
+    "/internal",
+    "/%2569nternal/x",
+    "/internal/status%2f..%2f..",
+    "/internal/keys/x%2f..%2f..%2f..",
+  ];
 
   test.each(tricks)("%s from outside answers exactly what an unknown route answers", async (path) => {
     for (const method of ["GET", "POST", "DELETE"]) {
@@ -66,7 +88,11 @@ describe("the network allowlist", () => {
 
   test("behind a proxy only the right-most X-Forwarded-For address counts", async () => {
     await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF });
-    const via = (xff: string) => h.request("GET", "/internal/login", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https", "x-forwarded-for": xff } });
+    const via = (xff: string) =>
+      h.request("GET", "/internal/login", {
+        ip: "127.0.0.1",
+        headers: { "x-forwarded-proto": "https", "x-forwarded-for": xff },
+      });
     expect((await via("127.0.0.1, 203.0.113.9")).status).toBe(404);
     expect((await via("203.0.113.9, 127.0.0.1")).status).toBe(200);
   });
@@ -74,45 +100,86 @@ describe("the network allowlist", () => {
   // Walking left past trusted entries (as for a CDN chain) would let a client inside a trusted
   // range write the allowed address itself; chains are resolved by the balancer (docs/scaling.md).
   test("behind a proxy entries left of the right-most are never believed, even after a trusted proxy's address", async () => {
-    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_TRUSTED_PROXIES: "10.0.0.0/8", IMGPRESS_INTERNAL_ALLOW: "192.0.2.10" });
-    const via = (xff: string) => h.request("GET", "/internal/login", { ip: "10.0.0.5", headers: { "x-forwarded-proto": "https", "x-forwarded-for": xff } });
+    await reharness({
+      IMGPRESS_BEHIND_PROXY: "true",
+      IMGPRESS_STAFF_EMAILS: STAFF,
+      IMGPRESS_TRUSTED_PROXIES: "10.0.0.0/8",
+      IMGPRESS_INTERNAL_ALLOW: "192.0.2.10",
+    });
+    const via = (xff: string) =>
+      h.request("GET", "/internal/login", {
+        ip: "10.0.0.5",
+        headers: { "x-forwarded-proto": "https", "x-forwarded-for": xff },
+      });
     expect((await via("192.0.2.10, 10.0.0.9")).status).toBe(404);
     expect((await via("10.0.0.9, 192.0.2.10")).status).toBe(200);
   });
 
   test("behind a proxy a request without X-Forwarded-For is outside, though the proxy itself is loopback", async () => {
     await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF });
-    const res = await h.request("GET", "/internal/login", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https" } });
+    const res = await h.request("GET", "/internal/login", {
+      ip: "127.0.0.1",
+      headers: { "x-forwarded-proto": "https" },
+    });
     expect(res.status).toBe(404);
   });
 
   test("behind a proxy a peer that is not a trusted proxy is refused, whatever it forwards", async () => {
-    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_TRUSTED_PROXIES: "10.0.0.5, fd00::/8" });
+    await reharness({
+      IMGPRESS_BEHIND_PROXY: "true",
+      IMGPRESS_STAFF_EMAILS: STAFF,
+      IMGPRESS_TRUSTED_PROXIES: "10.0.0.5, fd00::/8",
+    });
     const forged = { "x-forwarded-proto": "https", "x-forwarded-for": "127.0.0.1" };
     for (const ip of ["203.0.113.9", "10.0.0.6", "::ffff:10.0.0.6"]) {
       for (const path of ["/internal/login", "/health"]) {
         const res = await h.request("GET", path, { ip, headers: forged });
-        expect({ ip, path, status: res.status, code: (res.body as { code?: string }).code }).toEqual({ ip, path, status: 403, code: "HTTPS_REQUIRED" });
+        expect({ ip, path, status: res.status, code: (res.body as { code?: string }).code }).toEqual({
+          ip,
+          path,
+          status: 403,
+          code: "HTTPS_REQUIRED",
+        });
       }
     }
     // Loopback stays trusted (imgpress health on the instance's machine): its health probe passes.
-    expect((await h.request("GET", "/health", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https" } })).status).toBe(200);
+    expect(
+      (await h.request("GET", "/health", { ip: "127.0.0.1", headers: { "x-forwarded-proto": "https" } })).status,
+    ).toBe(200);
     // So does the listen address when the server listens on one alone (imgpress health probes from it).
-    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_TRUSTED_PROXIES: "10.0.0.5", IMGPRESS_HOST: "192.0.2.2" });
-    expect((await h.request("GET", "/health", { ip: "192.0.2.2", headers: { "x-forwarded-proto": "https" } })).status).toBe(200);
-    expect((await h.request("GET", "/health", { ip: "192.0.2.3", headers: { "x-forwarded-proto": "https" } })).status).toBe(403);
-    await reharness({ IMGPRESS_BEHIND_PROXY: "true", IMGPRESS_STAFF_EMAILS: STAFF, IMGPRESS_TRUSTED_PROXIES: "10.0.0.5, fd00::/8" });
+    await reharness({
+      IMGPRESS_BEHIND_PROXY: "true",
+      IMGPRESS_TRUSTED_PROXIES: "10.0.0.5",
+      IMGPRESS_HOST: "192.0.2.2",
+    });
+    expect(
+      (await h.request("GET", "/health", { ip: "192.0.2.2", headers: { "x-forwarded-proto": "https" } })).status,
+    ).toBe(200);
+    expect(
+      (await h.request("GET", "/health", { ip: "192.0.2.3", headers: { "x-forwarded-proto": "https" } })).status,
+    ).toBe(403);
+    await reharness({
+      IMGPRESS_BEHIND_PROXY: "true",
+      IMGPRESS_STAFF_EMAILS: STAFF,
+      IMGPRESS_TRUSTED_PROXIES: "10.0.0.5, fd00::/8",
+    });
     // The proxy itself (also as a mapped IPv4 peer, or inside a range) is believed.
-    for (const ip of ["10.0.0.5", "::ffff:10.0.0.5", "fd00::7"]) expect((await h.request("GET", "/internal/login", { ip, headers: forged })).status).toBe(200);
+    for (const ip of ["10.0.0.5", "::ffff:10.0.0.5", "fd00::7"])
+      expect((await h.request("GET", "/internal/login", { ip, headers: forged })).status).toBe(200);
   });
 
   test("without proxy mode X-Forwarded-For is ignored", async () => {
-    const res = await h.request("GET", "/internal/login", { ip: "203.0.113.9", headers: { "x-forwarded-for": "127.0.0.1" } });
+    const res = await h.request("GET", "/internal/login", {
+      ip: "203.0.113.9",
+      headers: { "x-forwarded-for": "127.0.0.1" },
+    });
     expect(res.status).toBe(404);
   });
 
   test("a bad entry stops start-up naming it", async () => {
-    await expect(reharness({ IMGPRESS_INTERNAL_ALLOW: "127.0.0.1, 10.0.0.0/33" })).rejects.toThrow(/IMGPRESS_INTERNAL_ALLOW.*10\.0\.0\.0\/33/);
+    await expect(reharness({ IMGPRESS_INTERNAL_ALLOW: "127.0.0.1, 10.0.0.0/33" })).rejects.toThrow(
+      /IMGPRESS_INTERNAL_ALLOW.*10\.0\.0\.0\/33/,
+    );
     h = await createHarness();
   });
 });
@@ -128,7 +195,11 @@ describe("sign-in", () => {
     expect(login.headers.get("content-security-policy")).toContain("default-src 'self'");
     // A path the router sends to /internal/* by way of `%2f..` carries the same headers.
     const dotted = await page("/internal/nope%2f..%2f..");
-    expect({ status: dotted.status, cache: dotted.headers.get("cache-control"), frames: dotted.headers.get("x-frame-options") }).toEqual({ status: 303, cache: "no-store", frames: "DENY" });
+    expect({
+      status: dotted.status,
+      cache: dotted.headers.get("cache-control"),
+      frames: dotted.headers.get("x-frame-options"),
+    }).toEqual({ status: 303, cache: "no-store", frames: "DENY" });
     expect(dotted.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
     const before = h.smtp.messages.length;
     const asked = await h.request("POST", "/internal/login", form({ email: STAFF }));
@@ -162,7 +233,11 @@ describe("sign-in", () => {
     const asked = await h.request("POST", "/internal/login", form({ email: STAFF, next: "/internal/keys" }));
     expect(asked.text).toContain('<input type="hidden" name="resend" value="1">');
     const first = await nextCode(h, STAFF, before);
-    const soon = await h.request("POST", "/internal/login", form({ email: STAFF, next: "/internal/keys", resend: "1" }));
+    const soon = await h.request(
+      "POST",
+      "/internal/login",
+      form({ email: STAFF, next: "/internal/keys", resend: "1" }),
+    );
     expect(soon.status).toBe(429);
     expect(soon.headers.get("retry-after")).toMatch(/^\d+$/);
     expect(soon.text).toContain('autocomplete="one-time-code"');
@@ -175,16 +250,26 @@ describe("sign-in", () => {
     expect(soon.text).not.toContain("aria-invalid");
     h.clock.advance(MINUTE + 1);
     const again = h.smtp.messages.length;
-    const resent = await h.request("POST", "/internal/login", form({ email: STAFF, next: "/internal/keys", resend: "1" }));
+    const resent = await h.request(
+      "POST",
+      "/internal/login",
+      form({ email: STAFF, next: "/internal/keys", resend: "1" }),
+    );
     expect(resent.status).toBe(200);
     expect(resent.text).toContain('<input type="hidden" name="next" value="/internal/keys">');
-    expect(resent.text).toContain(`<p class="notice info" role="status">If ${STAFF} belongs to a staff member, a new code is on its way; the code sent before no longer works.</p>`);
+    expect(resent.text).toContain(
+      `<p class="notice info" role="status">If ${STAFF} belongs to a staff member, a new code is on its way; the code sent before no longer works.</p>`,
+    );
     const second = await nextCode(h, STAFF, again);
     if (second !== first) {
       const old = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: first }));
       expect(old.status).toBe(401);
     }
-    const res = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: second, next: "/internal/keys" }));
+    const res = await h.request(
+      "POST",
+      "/internal/login/code",
+      form({ email: STAFF, code: second, next: "/internal/keys" }),
+    );
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/internal/keys");
   });
@@ -199,13 +284,16 @@ describe("sign-in", () => {
     expect(refused.status).toBe(429);
     const wait = Number(refused.headers.get("retry-after"));
     expect(wait).toBeGreaterThan(60 * 50);
-    expect(refused.text).toContain(`<p class="notice error" role="alert">5 codes were requested for this address within the hour: a new one can be sent <span data-countdown="${wait}" aria-live="off">in ${wait} s</span>.</p>`);
+    expect(refused.text).toContain(
+      `<p class="notice error" role="alert">5 codes were requested for this address within the hour: a new one can be sent <span data-countdown="${wait}" aria-live="off">in ${wait} s</span>.</p>`,
+    );
     expect(refused.text).not.toContain("still works");
   });
 
   test("Send a new code after the day's wrong codes are used up: the page gives that reason, not that the code sent still works", async () => {
     const email = "guessed-out@example.com";
-    for (let i = 0; i < 100; i++) await h.services.limiter.hit(`${WRONG_CODE_BUCKETS}staff:${email}`, WRONG_CODES_PER_ADDRESS);
+    for (let i = 0; i < 100; i++)
+      await h.services.limiter.hit(`${WRONG_CODE_BUCKETS}staff:${email}`, WRONG_CODES_PER_ADDRESS);
     const refused = await h.request("POST", "/internal/login", form({ email, resend: "1" }));
     expect(refused.status).toBe(429);
     const wait = refused.headers.get("retry-after");
@@ -221,13 +309,19 @@ describe("sign-in", () => {
     const b = await h.request("POST", "/internal/login", form({ email: "nobody@example.com" }));
     expect(a.status).toBe(b.status);
     expect(a.text.replaceAll(STAFF, "X")).toBe(b.text.replaceAll("nobody@example.com", "X"));
-    expect([...a.headers].filter(([k]) => k !== "x-request-id")).toEqual([...b.headers].filter(([k]) => k !== "x-request-id"));
+    expect([...a.headers].filter(([k]) => k !== "x-request-id")).toEqual(
+      [...b.headers].filter(([k]) => k !== "x-request-id"),
+    );
     await h.smtp.waitFor((m) => m.envelopeTo.includes(STAFF));
     // Every mail sent after an answer is tracked until the server has handed it over.
     await h.services.lifecycle.settled();
     expect(h.smtp.messages.slice(before).map((m) => m.envelopeTo[0])).toEqual([STAFF]);
     const wrongA = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: "000000" }));
-    const wrongB = await h.request("POST", "/internal/login/code", form({ email: "nobody@example.com", code: "000000" }));
+    const wrongB = await h.request(
+      "POST",
+      "/internal/login/code",
+      form({ email: "nobody@example.com", code: "000000" }),
+    );
     expect(wrongA.status).toBe(401);
     expect(wrongA.text.replaceAll(STAFF, "X")).toBe(wrongB.text.replaceAll("nobody@example.com", "X"));
   });
@@ -236,11 +330,15 @@ describe("sign-in", () => {
     const burn = async (email: string) => {
       expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
       // The code is stored (and mailed to staff) after the answer: guesses must not overtake it.
-      await until(async () => (await h.store.db.select().from(staffCodes).where(eq(staffCodes.email, email))).length === 1, 5_000, `the code row of ${email}`);
+      await until(
+        async () => (await h.store.db.select().from(staffCodes).where(eq(staffCodes.email, email))).length === 1,
+        5_000,
+        `the code row of ${email}`,
+      );
       await h.smtp.waitFor((m) => m.envelopeTo.includes(STAFF));
       const answers: string[] = [];
       for (let i = 0; i < 5; i++) {
-        const res = await h.request("POST", "/internal/login/code", form({ email, code: "00000" + i }));
+        const res = await h.request("POST", "/internal/login/code", form({ email, code: `00000${i}` }));
         answers.push(`${res.status} ${res.text.replaceAll(email, "X")}`);
       }
       return answers;
@@ -267,7 +365,10 @@ describe("sign-in", () => {
     await h.request("POST", "/internal/login", form({ email: STAFF }));
     const burnt = await nextCode(h, STAFF, before);
     const statuses = [];
-    for (let i = 1; i <= 5; i++) statuses.push((await h.request("POST", "/internal/login/code", form({ email: STAFF, code: wrongCode(burnt, i) }))).status);
+    for (let i = 1; i <= 5; i++)
+      statuses.push(
+        (await h.request("POST", "/internal/login/code", form({ email: STAFF, code: wrongCode(burnt, i) }))).status,
+      );
     expect(statuses).toEqual([401, 401, 401, 401, 429]);
     expect((await h.request("POST", "/internal/login/code", form({ email: STAFF, code: burnt }))).status).toBe(401);
     const failed = (await auditTypes()).filter((t) => t === "staff.sign_in_failed");
@@ -290,7 +391,14 @@ describe("sign-in", () => {
     expect(away.headers.get("location")).toBe("/internal/login?next=%2Finternal%2F%3Fx%3D1");
     const { res } = await staffCodeFlow(h, STAFF, "/internal/keys?page=2");
     expect(res.headers.get("location")).toBe("/internal/keys?page=2");
-    for (const next of ["https://evil.example/", "//evil.example/internal/", "/\\evil.example", "/v1/docs", "/internal/../v1/docs", "javascript:alert(1)"]) {
+    for (const next of [
+      "https://evil.example/",
+      "//evil.example/internal/",
+      "/\\evil.example",
+      "/v1/docs",
+      "/internal/../v1/docs",
+      "javascript:alert(1)",
+    ]) {
       // Refused on the login page itself (a form, not JSON), which then returns to the overview.
       const res = await h.request("GET", `/internal/login?next=${encodeURIComponent(next)}`, { ip: LOOPBACK });
       expect({ next, status: res.status }).toEqual({ next, status: 400 });
@@ -305,15 +413,29 @@ describe("sign-in", () => {
 
   test("a form sent once the session has ended returns, after sign-in, to the page it was on (its Referer), never off-site", async () => {
     const sent = async (path: string, referer?: string) => {
-      const res = await h.request("POST", path, form({ email: "new@example.com", csrf: "stale" }, { headers: referer ? { referer } : {} }));
+      const res = await h.request(
+        "POST",
+        path,
+        form({ email: "new@example.com", csrf: "stale" }, { headers: referer ? { referer } : {} }),
+      );
       expect(res.status).toBe(303);
       return res.headers.get("location");
     };
-    expect(await sent("/internal/settings/staff/add", `${OWN_ORIGIN}/internal/settings`)).toBe("/internal/login?next=%2Finternal%2Fsettings");
-    expect(await sent("/internal/keys/key_1/revoke", `${OWN_ORIGIN}/internal/keys/key_1?range=7d`)).toBe("/internal/login?next=%2Finternal%2Fkeys%2Fkey_1%3Frange%3D7d");
+    expect(await sent("/internal/settings/staff/add", `${OWN_ORIGIN}/internal/settings`)).toBe(
+      "/internal/login?next=%2Finternal%2Fsettings",
+    );
+    expect(await sent("/internal/keys/key_1/revoke", `${OWN_ORIGIN}/internal/keys/key_1?range=7d`)).toBe(
+      "/internal/login?next=%2Finternal%2Fkeys%2Fkey_1%3Frange%3D7d",
+    );
     // No Referer, or one outside /internal/: the overview, never the form's own address (no page there).
     for (const referer of [undefined, "https://evil.example/internal/x", `${OWN_ORIGIN}/v1/docs`, "not a url"]) {
-      expect({ referer, location: await sent("/internal/logout", referer) }).toEqual({ referer, location: referer === "https://evil.example/internal/x" ? "/internal/login?next=%2Finternal%2Fx" : "/internal/login?next=%2Finternal%2F" });
+      expect({ referer, location: await sent("/internal/logout", referer) }).toEqual({
+        referer,
+        location:
+          referer === "https://evil.example/internal/x"
+            ? "/internal/login?next=%2Finternal%2Fx"
+            : "/internal/login?next=%2Finternal%2F",
+      });
     }
     // The login page then says why it is shown, and a refused address stays in the field.
     const login = await page("/internal/login?next=%2Finternal%2Fsettings");
@@ -321,7 +443,11 @@ describe("sign-in", () => {
     // The overview too: where the live panel sends a visitor whose session ended.
     expect((await page("/internal/login?next=%2Finternal%2F")).text).toContain("Sign in to go on");
     expect((await page("/internal/login")).text).not.toContain("Sign in to go on");
-    const refused = await h.request("POST", "/internal/login", form({ email: "someone@localhost", next: "/internal/settings" }));
+    const refused = await h.request(
+      "POST",
+      "/internal/login",
+      form({ email: "someone@localhost", next: "/internal/settings" }),
+    );
     expect(refused.status).toBe(400);
     expect(refused.text).toContain('value="someone@localhost"');
   });
@@ -343,17 +469,30 @@ describe("nothing tells staff from other addresses", () => {
       const rejected = h.smtp.rejected.length;
       expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
       // The code is stored and mailed after the answer: wait until that is over.
-      if (email === STAFF) await until(() => h.smtp.rejected.length > rejected || h.logs.some((l) => l.includes("staff code mail delivery failed")), 5000, "the refused mail");
-      await until(async () => (await h.store.db.select().from(staffCodes).where(eq(staffCodes.email, email))).length === 1, 5000, "the stored code");
+      if (email === STAFF)
+        await until(
+          () => h.smtp.rejected.length > rejected || h.logs.some((l) => l.includes("staff code mail delivery failed")),
+          5000,
+          "the refused mail",
+        );
+      await until(
+        async () => (await h.store.db.select().from(staffCodes).where(eq(staffCodes.email, email))).length === 1,
+        5000,
+        "the stored code",
+      );
       answers[email] = [];
-      for (let i = 0; i < 5; i++) answers[email]!.push((await h.request("POST", "/internal/login/code", form({ email, code: "000000" }))).status);
+      for (let i = 0; i < 5; i++)
+        answers[email]!.push((await h.request("POST", "/internal/login/code", form({ email, code: "000000" }))).status);
     }
     expect(answers[STAFF]).toEqual([401, 401, 401, 401, 429]);
     expect(answers["nobody@example.com"]).toEqual(answers[STAFF]!);
   });
 
   test("imgpress_mail_total counts key codes, not staff sign-in codes (readable without a session, it would name staff)", async () => {
-    const metric = async () => (await h.request("GET", "/internal/metrics", { ip: LOOPBACK })).text.match(/^imgpress_mail_total\{outcome="sent"\} (\d+)$/m)?.[1] ?? "0";
+    const metric = async () =>
+      (await h.request("GET", "/internal/metrics", { ip: LOOPBACK })).text.match(
+        /^imgpress_mail_total\{outcome="sent"\} (\d+)$/m,
+      )?.[1] ?? "0";
     const before = h.smtp.messages.length;
     await h.request("POST", "/internal/login", form({ email: STAFF }));
     await nextCode(h, STAFF, before);
@@ -394,7 +533,9 @@ describe("sessions", () => {
     h.clock.advance(31 * MINUTE);
     const res = await page("/internal/", s.cookie);
     expect(res.status).toBe(303);
-    expect((await h.request("GET", "/internal/api/me", { ip: LOOPBACK, headers: { cookie: s.cookie } })).status).toBe(401);
+    expect((await h.request("GET", "/internal/api/me", { ip: LOOPBACK, headers: { cookie: s.cookie } })).status).toBe(
+      401,
+    );
 
     h.clock.advance(MINUTE + 1);
     const fresh = await staffSignIn(h, STAFF);
@@ -406,8 +547,17 @@ describe("sessions", () => {
 
   test("tampered, unknown and signed-out cookies open nothing", async () => {
     const tampered = s.cookie.slice(0, -1) + (s.cookie.endsWith("A") ? "B" : "A");
-    for (const cookie of [tampered, "__Host-imgpress_session=", "__Host-imgpress_session=../../etc", "imgpress_session=" + s.cookie.split("=")[1]]) {
-      expectError(await h.request("GET", "/internal/api/me", { ip: LOOPBACK, headers: { cookie } }), 401, "SIGN_IN_REQUIRED");
+    for (const cookie of [
+      tampered,
+      "__Host-imgpress_session=",
+      "__Host-imgpress_session=../../etc",
+      `imgpress_session=${s.cookie.split("=")[1]}`,
+    ]) {
+      expectError(
+        await h.request("GET", "/internal/api/me", { ip: LOOPBACK, headers: { cookie } }),
+        401,
+        "SIGN_IN_REQUIRED",
+      );
     }
     const out = await h.request("POST", "/internal/logout", form({ csrf: s.csrf }, { headers: { cookie: s.cookie } }));
     expect(out.status).toBe(303);
@@ -438,7 +588,11 @@ describe("sessions", () => {
     const removed = await h.request("DELETE", "/internal/api/staff/colleague%40example.com", staffJson(s));
     expect(removed.body).toEqual({ email: "colleague@example.com", removed: true });
     expect((await page("/internal/", colleague.cookie)).status).toBe(303);
-    expectError(await h.request("DELETE", `/internal/api/staff/${encodeURIComponent(STAFF)}`, staffJson(s)), 409, "STAFF_IN_CONFIG");
+    expectError(
+      await h.request("DELETE", `/internal/api/staff/${encodeURIComponent(STAFF)}`, staffJson(s)),
+      409,
+      "STAFF_IN_CONFIG",
+    );
     const types = await auditTypes();
     expect(types).toContain("staff.added");
     expect(types).toContain("staff.removed");
@@ -459,7 +613,11 @@ describe("CSRF", () => {
   const cases: { name: string; headers: Record<string, string>; code: string }[] = [
     { name: "no Origin, no Sec-Fetch-Site", headers: { origin: "" }, code: "FOREIGN_ORIGIN" },
     { name: "foreign Origin", headers: { origin: "https://evil.example" }, code: "FOREIGN_ORIGIN" },
-    { name: "cross-site Sec-Fetch-Site", headers: { origin: "", "sec-fetch-site": "cross-site" }, code: "FOREIGN_ORIGIN" },
+    {
+      name: "cross-site Sec-Fetch-Site",
+      headers: { origin: "", "sec-fetch-site": "cross-site" },
+      code: "FOREIGN_ORIGIN",
+    },
     { name: "no token", headers: { "x-csrf-token": "" }, code: "CSRF_TOKEN_INVALID" },
     { name: "another session's token", headers: { "x-csrf-token": "0".repeat(64) }, code: "CSRF_TOKEN_INVALID" },
   ];
@@ -469,7 +627,11 @@ describe("CSRF", () => {
     const opts = staffJson(s);
     const merged: Record<string, string> = { ...(opts.headers as Record<string, string>), ...headers };
     for (const k of Object.keys(merged)) if (merged[k] === "") delete merged[k];
-    expectError(await h.request("POST", `/internal/api/keys/${key!.id}/revoke`, { ...opts, headers: merged }), 403, code);
+    expectError(
+      await h.request("POST", `/internal/api/keys/${key!.id}/revoke`, { ...opts, headers: merged }),
+      403,
+      code,
+    );
     expect((await h.services.keys.findActive(api_key)) !== null).toBe(true);
     const { "x-csrf-token": _sent, ...formHeaders } = merged;
     const token = headers["x-csrf-token"] ?? s.csrf;
@@ -482,7 +644,10 @@ describe("CSRF", () => {
   test("Sec-Fetch-Site: same-origin stands in for a missing Origin", async () => {
     const opts = staffJson(s);
     const { origin: _o, ...headers } = opts.headers as Record<string, string>;
-    const res = await h.request("POST", "/internal/api/sessions/sign-out-everywhere", { ...opts, headers: { ...headers, "sec-fetch-site": "same-origin" } });
+    const res = await h.request("POST", "/internal/api/sessions/sign-out-everywhere", {
+      ...opts,
+      headers: { ...headers, "sec-fetch-site": "same-origin" },
+    });
     expect(res.status).toBe(200);
   });
 
@@ -527,7 +692,9 @@ describe("the JSON API", () => {
     expect((await postBearer(h, keys, await convertForm(image))).status).toBe(401);
     expectError(await h.request("POST", `/internal/api/keys/${key!.id}/revoke`, staffJson(s)), 404, "KEY_NOT_FOUND");
     const events = await h.request("GET", "/internal/api/audit?type=key.revoked", staffJson(s));
-    expect(events.body.events.map((e: { actor: string; subject: string }) => [e.actor, e.subject])).toEqual([[STAFF, key!.id]]);
+    expect(events.body.events.map((e: { actor: string; subject: string }) => [e.actor, e.subject])).toEqual([
+      [STAFF, key!.id],
+    ]);
     const issued = await h.request("GET", "/internal/api/audit?type=key.issued", staffJson(s));
     expect(issued.body.events[0].actor).toBe("owner@example.com");
     expect(JSON.stringify(issued.body)).not.toContain(keys.api_key);
@@ -555,9 +722,16 @@ describe("the JSON API", () => {
     await h.issueKey("Ünï@Bücher.example", "https://bücher.example");
     for (const search of ["bücher", "ünï@bücher.example", "xn--bcher-kva"]) {
       const found = await h.request("GET", `/internal/api/keys?search=${encodeURIComponent(search)}`, staffJson(s));
-      expect({ search, emails: found.body.rows.map((r: { email: string }) => r.email) }).toEqual({ search, emails: ["ünï@xn--bcher-kva.example"] });
+      expect({ search, emails: found.body.rows.map((r: { email: string }) => r.email) }).toEqual({
+        search,
+        emails: ["ünï@xn--bcher-kva.example"],
+      });
     }
-    const audited = await h.request("GET", `/internal/api/audit?staff=${encodeURIComponent("ÜNÏ@bücher.example")}`, staffJson(s));
+    const audited = await h.request(
+      "GET",
+      `/internal/api/audit?staff=${encodeURIComponent("ÜNÏ@bücher.example")}`,
+      staffJson(s),
+    );
     expect(audited.body.events.map((e: { type: string }) => e.type)).toContain("key.issued");
     expectError(await h.request("GET", "/internal/api/overview?from=whenever", staffJson(s)), 400, "VALIDATION_ERROR");
     expectError(await h.request("GET", "/internal/api/keys?sort=secret", staffJson(s)), 400, "VALIDATION_ERROR");
@@ -566,12 +740,21 @@ describe("the JSON API", () => {
 
   test("audit paging and filters", async () => {
     const s = await staffSignIn(h, STAFF);
-    for (let i = 0; i < 5; i++) await h.request("POST", "/internal/api/staff", staffJson(s, { email: `p${i}@example.com` }));
+    for (let i = 0; i < 5; i++)
+      await h.request("POST", "/internal/api/staff", staffJson(s, { email: `p${i}@example.com` }));
     const first = await h.request("GET", "/internal/api/audit?type=staff.added&limit=2", staffJson(s));
     expect(first.body.events.map((e: { subject: string }) => e.subject)).toEqual(["p4@example.com", "p3@example.com"]);
-    const second = await h.request("GET", `/internal/api/audit?type=staff.added&limit=2&before=${first.body.next_before}`, staffJson(s));
+    const second = await h.request(
+      "GET",
+      `/internal/api/audit?type=staff.added&limit=2&before=${first.body.next_before}`,
+      staffJson(s),
+    );
     expect(second.body.events.map((e: { subject: string }) => e.subject)).toEqual(["p2@example.com", "p1@example.com"]);
-    const last = await h.request("GET", `/internal/api/audit?type=staff.added&limit=2&before=${second.body.next_before}`, staffJson(s));
+    const last = await h.request(
+      "GET",
+      `/internal/api/audit?type=staff.added&limit=2&before=${second.body.next_before}`,
+      staffJson(s),
+    );
     expect(last.body.events.map((e: { subject: string }) => e.subject)).toEqual(["p0@example.com"]);
     expect(last.body.next_before).toBeNull();
     // A page that ends exactly on the oldest match says there is nothing older.
@@ -585,7 +768,8 @@ describe("the JSON API", () => {
     expectError(await h.request("GET", "/internal/api/audit?type=nope", staffJson(s)), 400, "VALIDATION_ERROR");
     expectError(await h.request("GET", "/internal/api/audit?since=yesterday", staffJson(s)), 400, "VALIDATION_ERROR");
     // A day that does not exist is refused, not rolled over into the next month.
-    for (const since of ["2026-02-31", "2026-13-01", "2026-04-31T10:00:00Z"]) expectError(await h.request("GET", `/internal/api/audit?since=${since}`, staffJson(s)), 400, "VALIDATION_ERROR");
+    for (const since of ["2026-02-31", "2026-13-01", "2026-04-31T10:00:00Z"])
+      expectError(await h.request("GET", `/internal/api/audit?since=${since}`, staffJson(s)), 400, "VALIDATION_ERROR");
     expect((await h.request("GET", "/internal/api/audit?since=2028-02-29T00:00:00Z", staffJson(s))).status).toBe(200);
     // Paging takes whole numbers (a fraction reached SQL's LIMIT and answered 500).
     for (const q of ["limit=2.5", "before=1.5", "before=abc"]) {
@@ -598,7 +782,9 @@ describe("the JSON API", () => {
     for (const q of ["usage/series?step=day&utc_offset_minutes=1.5", "keys?page=2.5", "keys?page_size=abc"]) {
       const fraction = await h.request("GET", `/internal/api/${q}`, staffJson(s));
       expectError(fraction, 400, "VALIDATION_ERROR");
-      expect(fraction.body.message).toBe(`${q.split("?")[1]!.split("&").at(-1)!.split("=")[0]}: must be a whole number`);
+      expect(fraction.body.message).toBe(
+        `${q.split("?")[1]!.split("&").at(-1)!.split("=")[0]}: must be a whole number`,
+      );
     }
     // The message names the query parameter (a coerced number out of bounds comes without a path) and a union's literals.
     const tooMany = await h.request("GET", "/internal/api/audit?limit=9999", staffJson(s));
@@ -606,7 +792,9 @@ describe("the JSON API", () => {
     expect(tooMany.body.message).toStartWith("limit: ");
     // Written another way, or beside a valid parameter with the same number: still that parameter.
     expect((await h.request("GET", "/internal/api/audit?limit=1e4", staffJson(s))).body.message).toStartWith("limit: ");
-    expect((await h.request("GET", "/internal/api/audit?before=9999&limit=9999", staffJson(s))).body.message).toStartWith("query: ");
+    expect(
+      (await h.request("GET", "/internal/api/audit?before=9999&limit=9999", staffJson(s))).body.message,
+    ).toStartWith("query: ");
     const sorted = await h.request("GET", "/internal/api/keys?sort=secret", staffJson(s));
     expect(sorted.body.message).toMatch(/^sort: must be one of "/);
   });
@@ -616,8 +804,24 @@ describe("the JSON API", () => {
     const list = await h.request("GET", "/internal/api/staff", staffJson(s));
     expect(list.body.staff).toEqual([{ email: STAFF, source: "config", addedAt: null, addedBy: null }]);
     const live = await h.request("GET", "/internal/api/live", staffJson(s));
-    expect(Object.keys(live.body).sort()).toEqual(["conversions", "memory", "requests_per_second", "uptime_s", "version"]);
-    expect(live.body.conversions).toEqual({ admitted: 0, running: 0, slotsBusy: 0, waiting: 0, rejected: 0, abandoned: 0, memoryReservedMiB: 0, receiving: 0, receivingMiB: 0 });
+    expect(Object.keys(live.body).sort()).toEqual([
+      "conversions",
+      "memory",
+      "requests_per_second",
+      "uptime_s",
+      "version",
+    ]);
+    expect(live.body.conversions).toEqual({
+      admitted: 0,
+      running: 0,
+      slotsBusy: 0,
+      waiting: 0,
+      rejected: 0,
+      abandoned: 0,
+      memoryReservedMiB: 0,
+      receiving: 0,
+      receivingMiB: 0,
+    });
   });
 
   test("no code, token or key ever reaches the audit trail or the log", async () => {
@@ -630,7 +834,8 @@ describe("the JSON API", () => {
 
   test("settings: the metrics token is a secret too (masked unless revealed)", () => {
     const config = { ...h.config, metricsToken: "scrape-token-42" };
-    const token = (reveal: boolean) => describeSettings(config, { reveal }).find((x) => x.env === "IMGPRESS_METRICS_TOKEN")!.value;
+    const token = (reveal: boolean) =>
+      describeSettings(config, { reveal }).find((x) => x.env === "IMGPRESS_METRICS_TOKEN")!.value;
     expect(token(false)).toBe("(set)");
     expect(token(true)).toBe("scrape-token-42");
   });
@@ -659,18 +864,36 @@ describe("the JSON API", () => {
     const out: string[] = [];
     const io = { out: (l: string) => out.push(l), err: (l: string) => out.push(l) };
     expect(await runKeysCommand(["revoke", key!.id], {}, h.services, io)).toBe(0);
-    expect(await runKeysCommand(["create"], { email: "Made@Example.com", site: "https://Blog.example.com/" }, h.services, io)).toBe(0);
+    expect(
+      await runKeysCommand(
+        ["create"],
+        { email: "Made@Example.com", site: "https://Blog.example.com/" },
+        h.services,
+        io,
+      ),
+    ).toBe(0);
     const [made] = await h.services.keys.list({ email: "made@example.com" });
     expect(await runStaffCommand(["add", "Helper@Example.com"], {}, h.services, io)).toBe(0);
     expect(await runStaffCommand(["remove", "helper@example.com"], {}, h.services, io)).toBe(0);
     await expect(runStaffCommand(["remove", STAFF], {}, h.services, io)).rejects.toThrow("IMGPRESS_STAFF_EMAILS");
     const events = await h.services.audit.list({ actor: "cli" });
-    expect(events.map((e) => `${e.type} ${e.subject}`).reverse()).toEqual([`key.revoked ${key!.id}`, `key.issued ${made!.id}`, "staff.added helper@example.com", "staff.removed helper@example.com"]);
-    expect(events.find((e) => e.type === "key.issued")?.detail).toEqual({ keyPrefix: made!.keyPrefix, siteUrl: "https://blog.example.com", owner: "made@example.com" });
+    expect(events.map((e) => `${e.type} ${e.subject}`).reverse()).toEqual([
+      `key.revoked ${key!.id}`,
+      `key.issued ${made!.id}`,
+      "staff.added helper@example.com",
+      "staff.removed helper@example.com",
+    ]);
+    expect(events.find((e) => e.type === "key.issued")?.detail).toEqual({
+      keyPrefix: made!.keyPrefix,
+      siteUrl: "https://blog.example.com",
+      owner: "made@example.com",
+    });
     const printed: string[] = [];
     expect(await runAuditCommand({ since: "1h" }, h.services, h.clock.now(), (l) => printed.push(l))).toBe(0);
     expect(printed.join("\n")).toContain("key.revoked");
-    await expect(runAuditCommand({ since: "soon" }, h.services, h.clock.now(), (l) => printed.push(l))).rejects.toThrow("usage: imgpress audit");
+    await expect(runAuditCommand({ since: "soon" }, h.services, h.clock.now(), (l) => printed.push(l))).rejects.toThrow(
+      "usage: imgpress audit",
+    );
   });
 
   test("nothing under /internal in the public OpenAPI document", async () => {

@@ -16,7 +16,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 /** Debian's package puts the browser here; scripts/ci-setup.sh installs it. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -73,7 +73,10 @@ export async function openBrowser(options: BrowserOptions): Promise<TestBrowser>
   const problems: string[] = [];
   const dialogs: string[] = [];
   const origin = new URL(options.origin).origin;
-  const args = [...CHROMIUM_ARGS, ...(options.certPem ? [`--ignore-certificate-errors-spki-list=${spkiHash(options.certPem)}`] : [])];
+  const args = [
+    ...CHROMIUM_ARGS,
+    ...(options.certPem ? [`--ignore-certificate-errors-spki-list=${spkiHash(options.certPem)}`] : []),
+  ];
   let context: BrowserContext;
   try {
     context = await chromium.launchPersistentContext(profile, {
@@ -98,7 +101,9 @@ export async function openBrowser(options: BrowserOptions): Promise<TestBrowser>
   });
   await context.addInitScript(() => {
     document.addEventListener("securitypolicyviolation", (e) => {
-      (window as unknown as { __imgpressCsp: (t: string) => void }).__imgpressCsp(`${e.violatedDirective} blocked ${e.blockedURI}`);
+      (window as unknown as { __imgpressCsp: (t: string) => void }).__imgpressCsp(
+        `${e.violatedDirective} blocked ${e.blockedURI}`,
+      );
     });
   });
   context.on("request", (request) => {

@@ -29,14 +29,63 @@ export async function certificateChain(names: string[]): Promise<CertificateChai
     const caExtensions = "basicConstraints=critical,CA:true\nkeyUsage=critical,keyCertSign,cRLSign\n";
     const san = names.map((n) => (/^[\d.]+$|:/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(",");
     await writeFile(file("ca.ext"), caExtensions);
-    await writeFile(file("leaf.ext"), `basicConstraints=critical,CA:false\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=${san}\n`);
-    const key = (name: string) => openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file(`${name}.key`));
-    const request = (name: string, subject: string) => openssl("req", "-new", "-key", file(`${name}.key`), "-subj", subject, "-out", file(`${name}.csr`));
+    await writeFile(
+      file("leaf.ext"),
+      `basicConstraints=critical,CA:false\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=${san}\n`,
+    );
+    const key = (name: string) =>
+      openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", file(`${name}.key`));
+    const request = (name: string, subject: string) =>
+      openssl("req", "-new", "-key", file(`${name}.key`), "-subj", subject, "-out", file(`${name}.csr`));
     const sign = (name: string, by: string, extensions: string) =>
-      openssl("x509", "-req", "-in", file(`${name}.csr`), "-CA", file(`${by}.pem`), "-CAkey", file(`${by}.key`), "-CAcreateserial", "-days", "90", "-extfile", file(extensions), "-out", file(`${name}.pem`));
+      openssl(
+        "x509",
+        "-req",
+        "-in",
+        file(`${name}.csr`),
+        "-CA",
+        file(`${by}.pem`),
+        "-CAkey",
+        file(`${by}.key`),
+        "-CAcreateserial",
+        "-days",
+        "90",
+        "-extfile",
+        file(extensions),
+        "-out",
+        file(`${name}.pem`),
+      );
     for (const name of ["root", "other-root", "intermediate", "other-intermediate", "leaf"]) await key(name);
-    await openssl("req", "-x509", "-new", "-key", file("root.key"), "-subj", "/CN=imgpress test root/O=imgpress tests", "-days", "90", "-addext", "basicConstraints=critical,CA:true", "-out", file("root.pem"));
-    await openssl("req", "-x509", "-new", "-key", file("other-root.key"), "-subj", "/CN=another test root/O=imgpress tests", "-days", "90", "-addext", "basicConstraints=critical,CA:true", "-out", file("other-root.pem"));
+    await openssl(
+      "req",
+      "-x509",
+      "-new",
+      "-key",
+      file("root.key"),
+      "-subj",
+      "/CN=imgpress test root/O=imgpress tests",
+      "-days",
+      "90",
+      "-addext",
+      "basicConstraints=critical,CA:true",
+      "-out",
+      file("root.pem"),
+    );
+    await openssl(
+      "req",
+      "-x509",
+      "-new",
+      "-key",
+      file("other-root.key"),
+      "-subj",
+      "/CN=another test root/O=imgpress tests",
+      "-days",
+      "90",
+      "-addext",
+      "basicConstraints=critical,CA:true",
+      "-out",
+      file("other-root.pem"),
+    );
     await request("intermediate", "/CN=imgpress test intermediate/O=imgpress tests");
     await sign("intermediate", "root", "ca.ext");
     await request("other-intermediate", "/CN=imgpress test intermediate/O=imgpress tests");
@@ -44,7 +93,13 @@ export async function certificateChain(names: string[]): Promise<CertificateChai
     await request("leaf", `/CN=${names[0]}`);
     await sign("leaf", "intermediate", "leaf.ext");
     const read = (name: string) => readFile(file(name), "utf8");
-    const [root, intermediate, leaf, leafKey, otherIntermediate] = await Promise.all([read("root.pem"), read("intermediate.pem"), read("leaf.pem"), read("leaf.key"), read("other-intermediate.pem")]);
+    const [root, intermediate, leaf, leafKey, otherIntermediate] = await Promise.all([
+      read("root.pem"),
+      read("intermediate.pem"),
+      read("leaf.pem"),
+      read("leaf.key"),
+      read("other-intermediate.pem"),
+    ]);
     return { root, intermediate, leaf, key: leafKey, fullchain: leaf + intermediate, otherIntermediate };
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -39,12 +39,25 @@ export async function startCaddy(setup: (dir: string) => string | Promise<string
   const globals = `{\n\tadmin off\n\tauto_https off\n\tstorage file_system ${join(dir, "data")}\n\tdefault_sni 127.0.0.1\n}\n\n`;
   writeFileSync(join(dir, "Caddyfile"), globals + site);
   if (owner) for (const name of ["", ...readdirSync(dir)]) chownSync(join(dir, name), owner.uid, owner.gid);
-  const home = { HOME: dir, XDG_DATA_HOME: join(dir, "data"), XDG_CONFIG_HOME: join(dir, "config"), PATH: process.env.PATH ?? "/usr/bin:/bin" };
-  const proc = Bun.spawn([caddyBinary(), "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], { cwd: dir, env: home, stdin: "ignore", stdout: "pipe", stderr: "pipe", ...(owner ?? {}) });
+  const home = {
+    HOME: dir,
+    XDG_DATA_HOME: join(dir, "data"),
+    XDG_CONFIG_HOME: join(dir, "config"),
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+  };
+  const proc = Bun.spawn([caddyBinary(), "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], {
+    cwd: dir,
+    env: home,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    ...(owner ?? {}),
+  });
   let output = "";
-  for (const stream of [proc.stdout, proc.stderr]) void (async () => {
-    for await (const chunk of stream) output += new TextDecoder().decode(chunk);
-  })();
+  for (const stream of [proc.stdout, proc.stderr])
+    void (async () => {
+      for await (const chunk of stream) output += new TextDecoder().decode(chunk);
+    })();
   const kill = () => proc.kill("SIGKILL");
   process.on("exit", kill);
   const started = Date.now();

@@ -4,9 +4,9 @@
  */
 import { expect } from "bun:test";
 import sharp from "sharp";
-import type { Harness } from "./harness.ts";
-import { signedHeaders, type SignInput } from "./sign.ts";
 import { attachMeta } from "../../src/core/http/meta.ts";
+import type { Harness } from "./harness.ts";
+import { type SignInput, signedHeaders } from "./sign.ts";
 
 /** The conversion route. */
 export const CONVERT_PATH = "/v1/plugin/convert";
@@ -37,18 +37,29 @@ export async function formBody(fields: Record<string, FieldValue | readonly Fiel
   for (const [name, value] of Object.entries(fields)) {
     for (const v of (Array.isArray(value) ? value : [value]) as FieldValue[]) {
       if (typeof v === "string") form.append(name, v);
-      else form.append(name, new Blob([v.data as Uint8Array<ArrayBuffer>], { type: v.type ?? "application/octet-stream" }), v.filename ?? "upload.bin");
+      else
+        form.append(
+          name,
+          new Blob([v.data as Uint8Array<ArrayBuffer>], { type: v.type ?? "application/octet-stream" }),
+          v.filename ?? "upload.bin",
+        );
     }
   }
   const res = new Response(form);
   // Read the type first: Bun derives it from the body and reports null once the body is consumed.
   const contentType = res.headers.get("content-type");
-  if (!contentType?.startsWith("multipart/form-data")) throw new Error(`unexpected FormData content type: ${contentType}`);
+  if (!contentType?.startsWith("multipart/form-data"))
+    throw new Error(`unexpected FormData content type: ${contentType}`);
   return { bytes: new Uint8Array(await res.arrayBuffer()), contentType };
 }
 
 /** The usual conversion form: `image` plus optional text fields. */
-export function convertForm(image: Uint8Array, fields: Record<string, string> = {}, filename = "photo.jpg", type = "image/jpeg"): Promise<Body> {
+export function convertForm(
+  image: Uint8Array,
+  fields: Record<string, string> = {},
+  filename = "photo.jpg",
+  type = "image/jpeg",
+): Promise<Body> {
   return formBody({ image: { data: image, filename, type }, ...fields });
 }
 
@@ -71,12 +82,20 @@ export async function readResponse(res: Response): Promise<RawResponse> {
 /** POST to the conversion route through `app.handle` (no socket). */
 export async function postConvert(
   h: Harness,
-  options: { body?: BodyInit | Uint8Array | null; contentType?: string; headers?: Record<string, string>; path?: string; method?: string; ip?: string },
+  options: {
+    body?: BodyInit | Uint8Array | null;
+    contentType?: string;
+    headers?: Record<string, string>;
+    path?: string;
+    method?: string;
+    ip?: string;
+  },
 ): Promise<RawResponse> {
   const headers = new Headers(options.headers);
   if (options.contentType && !headers.has("content-type")) headers.set("content-type", options.contentType);
   // As every HTTP client sends it with a body of known size (a body without one reserves the most an upload may be).
-  if (options.body instanceof Uint8Array && !headers.has("content-length")) headers.set("content-length", String(options.body.length));
+  if (options.body instanceof Uint8Array && !headers.has("content-length"))
+    headers.set("content-length", String(options.body.length));
   const req = new Request(`http://localhost${options.path ?? CONVERT_PATH}`, {
     method: options.method ?? "POST",
     headers,
@@ -96,13 +115,28 @@ export interface Keys {
 }
 
 /** POST a multipart body with `Authorization: Bearer`. */
-export function postBearer(h: Harness, keys: Keys | string, body: Body, extra: Record<string, string> = {}): Promise<RawResponse> {
+export function postBearer(
+  h: Harness,
+  keys: Keys | string,
+  body: Body,
+  extra: Record<string, string> = {},
+): Promise<RawResponse> {
   const apiKey = typeof keys === "string" ? keys : keys.api_key;
-  return postConvert(h, { body: body.bytes, contentType: body.contentType, headers: { authorization: `Bearer ${apiKey}`, ...extra } });
+  return postConvert(h, {
+    body: body.bytes,
+    contentType: body.contentType,
+    headers: { authorization: `Bearer ${apiKey}`, ...extra },
+  });
 }
 
 /** POST a multipart body signed over its raw bytes at the harness clock (overridable), from client address `ip` when given. */
-export function postSigned(h: Harness, keys: Keys, body: Body, sign: Partial<SignInput> = {}, ip?: string): Promise<RawResponse> {
+export function postSigned(
+  h: Harness,
+  keys: Keys,
+  body: Body,
+  sign: Partial<SignInput> = {},
+  ip?: string,
+): Promise<RawResponse> {
   const headers = signedHeaders({
     apiKey: keys.api_key,
     secretKey: keys.secret_key,
@@ -121,10 +155,17 @@ export async function outputFormat(bytes: Uint8Array): Promise<string> {
 }
 
 /** 8-bit sRGB RGBA pixels; `orient` applies EXIF orientation first (for inputs). */
-export async function rgba(bytes: Uint8Array, orient = false): Promise<{ data: Buffer; width: number; height: number }> {
+export async function rgba(
+  bytes: Uint8Array,
+  orient = false,
+): Promise<{ data: Buffer; width: number; height: number }> {
   let s = sharp(bytes);
   if (orient) s = s.autoOrient();
-  const { data, info } = await s.toColourspace("srgb").ensureAlpha().raw({ depth: "uchar" }).toBuffer({ resolveWithObject: true });
+  const { data, info } = await s
+    .toColourspace("srgb")
+    .ensureAlpha()
+    .raw({ depth: "uchar" })
+    .toBuffer({ resolveWithObject: true });
   expect(info.channels).toBe(4);
   return { data, width: info.width, height: info.height };
 }
@@ -145,14 +186,26 @@ export function firstDifference(a: Uint8Array, b: Uint8Array): { index: number; 
 }
 
 /** Asserts a decoded output's container, size and alpha. */
-export async function expectImage(bytes: Uint8Array, want: { format: "webp" | "avif"; width: number; height: number; alpha?: boolean }): Promise<void> {
+export async function expectImage(
+  bytes: Uint8Array,
+  want: { format: "webp" | "avif"; width: number; height: number; alpha?: boolean },
+): Promise<void> {
   const m = await sharp(bytes).metadata();
-  const got = { format: await outputFormat(bytes), width: m.width, height: m.height, ...(want.alpha === undefined ? {} : { alpha: m.hasAlpha }) };
+  const got = {
+    format: await outputFormat(bytes),
+    width: m.width,
+    height: m.height,
+    ...(want.alpha === undefined ? {} : { alpha: m.hasAlpha }),
+  };
   expect(got).toEqual(want);
 }
 
 /** Runs async jobs at most `n` at a time (keeps CPU-heavy tables from swamping a 2-core box). */
-export async function mapLimit<T, R>(items: readonly T[], n: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  n: number,
+  fn: (item: T, i: number) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
   await Promise.all(

@@ -20,7 +20,28 @@ export interface DemoOptions {
   seed?: number;
 }
 
-const FIRST = ["anna", "ben", "chloe", "david", "elif", "farid", "grace", "hugo", "ines", "jonas", "kofi", "lena", "mateo", "nora", "omar", "priya", "quentin", "rosa", "sven", "tara"];
+const FIRST = [
+  "anna",
+  "ben",
+  "chloe",
+  "david",
+  "elif",
+  "farid",
+  "grace",
+  "hugo",
+  "ines",
+  "jonas",
+  "kofi",
+  "lena",
+  "mateo",
+  "nora",
+  "omar",
+  "priya",
+  "quentin",
+  "rosa",
+  "sven",
+  "tara",
+];
 const DOMAINS = ["example.com", "example.org", "example.net", "studio.example", "photo.example", "shop.example"];
 const SITES = ["blog", "shop", "portfolio", "news", "recipes", "travel", "gallery", "docs", "wiki", "agency"];
 /** (format, quality, share of keys using it, output/input ratio, median pipeline ms, quality guard on) */
@@ -32,7 +53,14 @@ const PROFILES = [
   { format: "avif", quality: "lossless", share: 0.1, ratio: 0.81, ms: 1600, guard: false },
 ] as const;
 /** Column order of the VALUES written below: the bucket tables' figures after their key columns. */
-const FIGURES = ["count", "bytes_in", "bytes_out", "convert_ms", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat_${i}`), "guard_encodes"].join(", ");
+const FIGURES = [
+  "count",
+  "bytes_in",
+  "bytes_out",
+  "convert_ms",
+  ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat_${i}`),
+  "guard_encodes",
+].join(", ");
 const ERRORS = [
   { code: "INVALID_IMAGE", weight: 5 },
   { code: "FILE_TOO_LARGE", weight: 3 },
@@ -49,7 +77,10 @@ const ERRORS = [
  * Returns how many bucket rows it wrote. Writes plain SQL text through the SQLite transaction, so
  * it takes the libSQL file's handle (`SqliteStore.db`); nothing on a live PostgreSQL is ever seeded.
  */
-export async function seedDemoData(db: Database, options: DemoOptions = {}): Promise<{ keys: number; buckets: number; refused: number }> {
+export async function seedDemoData(
+  db: Database,
+  options: DemoOptions = {},
+): Promise<{ keys: number; buckets: number; refused: number }> {
   let refused = 0;
   const keyCount = options.keys ?? 50;
   const days = options.days ?? 30;
@@ -67,7 +98,10 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
   await db.transaction(async (tx) => {
     const write = (statement: string) => tx.run(sql.raw(statement));
     const flushValues = async () => {
-      if (values.length) await write(`INSERT INTO usage_hourly (hour, key_id, format, quality, outcome, ${FIGURES}) VALUES ${values.join(",")}`);
+      if (values.length)
+        await write(
+          `INSERT INTO usage_hourly (hour, key_id, format, quality, outcome, ${FIGURES}) VALUES ${values.join(",")}`,
+        );
       values = [];
     };
 
@@ -78,14 +112,20 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
       const profile = pickProfile(random());
       const isBusy = k < busy;
       // Zipf: the first keys carry most of the traffic, as real deployments do.
-      const perHour = isBusy ? 40 / Math.pow(k + 1, 0.8) : 3;
-      const createdAt = isBusy ? start - Math.floor(random() * 30 * DAY_MS) : start + Math.floor(random() * (end - start));
+      const perHour = isBusy ? 40 / (k + 1) ** 0.8 : 3;
+      const createdAt = isBusy
+        ? start - Math.floor(random() * 30 * DAY_MS)
+        : start + Math.floor(random() * (end - start));
       const hours = isBusy ? range(start, end, HOUR_MS) : scatteredHours(random, Math.max(createdAt, start), end);
       const counter = { conversions: 0, bytesIn: 0, bytesOut: 0, guardEncodes: 0, lastUsed: 0 };
       for (const hour of hours) {
-        const attempts = [{ ...profile, outcome: "ok", count: Math.max(1, poisson(random, perHour * rhythm(hour, start, end))) }];
-        if (random() < 0.25) attempts.push({ ...pickProfile(random()), outcome: "ok", count: 1 + poisson(random, perHour * 0.1) });
-        if (random() < 0.05) attempts.push({ ...profile, outcome: pickError(random()), count: 1 + poisson(random, 0.5) });
+        const attempts = [
+          { ...profile, outcome: "ok", count: Math.max(1, poisson(random, perHour * rhythm(hour, start, end))) },
+        ];
+        if (random() < 0.25)
+          attempts.push({ ...pickProfile(random()), outcome: "ok", count: 1 + poisson(random, perHour * 0.1) });
+        if (random() < 0.05)
+          attempts.push({ ...profile, outcome: pickError(random()), count: 1 + poisson(random, 0.5) });
         const rows = new Map<string, (typeof attempts)[number]>();
         for (const a of attempts) {
           const id = `${a.format}|${a.quality}|${a.outcome}`;
@@ -105,12 +145,15 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
             lat[latencyBin(ms)]!++;
             if (ok && row.guard) guardEncodes += guardRuns(random);
           }
-          values.push(`(${hour},'${id}','${row.format}','${row.quality}','${row.outcome}',${row.count},${bytesIn},${bytesOut},${Math.round(convertMs)},${lat.join(",")},${guardEncodes})`);
+          values.push(
+            `(${hour},'${id}','${row.format}','${row.quality}','${row.outcome}',${row.count},${bytesIn},${bytesOut},${Math.round(convertMs)},${lat.join(",")},${guardEncodes})`,
+          );
           if (values.length === 500) await flushValues();
           buckets++;
           const totalId = `${hour},'${row.format}','${row.quality}','${row.outcome}'`;
           const total = totals.get(totalId) ?? new Array<number>(5 + LATENCY_BINS).fill(0);
-          for (const [i, n] of [row.count, bytesIn, bytesOut, Math.round(convertMs), ...lat, guardEncodes].entries()) total[i]! += n;
+          for (const [i, n] of [row.count, bytesIn, bytesOut, Math.round(convertMs), ...lat, guardEncodes].entries())
+            total[i]! += n;
           totals.set(totalId, total);
           if (ok) {
             counter.conversions += row.count;
@@ -135,41 +178,82 @@ export async function seedDemoData(db: Database, options: DemoOptions = {}): Pro
       for (const [i, n] of sums.entries()) day[i]! += n;
       days.set(dayId, day);
     }
-    for (const [table, sums] of [["usage_hourly_total", totals], ["usage_daily_total", days]] as const) {
+    for (const [table, sums] of [
+      ["usage_hourly_total", totals],
+      ["usage_daily_total", days],
+    ] as const) {
       const rows = [...sums].map(([id, values]) => `(${id},${values.join(",")})`);
       const time = table === "usage_daily_total" ? "day" : "hour";
-      for (let i = 0; i < rows.length; i += 500) await write(`INSERT INTO ${table} (${time}, format, quality, outcome, ${FIGURES}) VALUES ${rows.slice(i, i + 500).join(",")}`);
+      for (let i = 0; i < rows.length; i += 500)
+        await write(
+          `INSERT INTO ${table} (${time}, format, quality, outcome, ${FIGURES}) VALUES ${rows.slice(i, i + 500).join(",")}`,
+        );
     }
     for (let i = 0; i < keyRows.length; i += 500) {
       await write(
         `INSERT INTO api_keys (id, email, site_url, key_hash, key_prefix, secret_sealed, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes) VALUES ${keyRows.slice(i, i + 500).join(",")}`,
       );
     }
-    refused = await seedRefused(write, start, end, random, keyRows.slice(0, 20).map((row) => row.slice(2, row.indexOf("'", 2))));
+    refused = await seedRefused(
+      write,
+      start,
+      end,
+      random,
+      keyRows.slice(0, 20).map((row) => row.slice(2, row.indexOf("'", 2))),
+    );
   });
   return { keys: keyCount, buckets, refused };
 }
 
-const REFUSED_CODES = ["INVALID_SIGNATURE", "INVALID_API_KEY", "UNAUTHORIZED", "RATE_LIMITED", "TIMESTAMP_OUT_OF_RANGE", "FILE_TOO_LARGE"] as const;
+const REFUSED_CODES = [
+  "INVALID_SIGNATURE",
+  "INVALID_API_KEY",
+  "UNAUTHORIZED",
+  "RATE_LIMITED",
+  "TIMESTAMP_OUT_OF_RANGE",
+  "FILE_TOO_LARGE",
+] as const;
 
 /**
  * Refused requests at the recorder's bound every hour (usage/refusals.ts): 20 named clients (scanning
  * addresses from a pool of 300, and a few keys) plus "other", one or two codes each: the most rows a
  * year can hold short of a new code, for the page-time bench. Returns the rows written.
  */
-async function seedRefused(write: (sql: string) => Promise<unknown>, start: number, end: number, random: () => number, keyIds: string[]): Promise<number> {
+async function seedRefused(
+  write: (sql: string) => Promise<unknown>,
+  start: number,
+  end: number,
+  random: () => number,
+  keyIds: string[],
+): Promise<number> {
   const rows: string[] = [];
   for (let hour = start; hour < end; hour += HOUR_MS) {
     const clients = new Set<string>();
-    while (clients.size < 20) clients.add(random() < 0.1 && keyIds.length ? `key|${keyIds[Math.floor(random() * keyIds.length)]}` : `address|203.0.${Math.floor(random() * 2)}.${Math.floor(random() * 150)}`);
+    while (clients.size < 20)
+      clients.add(
+        random() < 0.1 && keyIds.length
+          ? `key|${keyIds[Math.floor(random() * keyIds.length)]}`
+          : `address|203.0.${Math.floor(random() * 2)}.${Math.floor(random() * 150)}`,
+      );
     for (const id of [...clients, "other|"]) {
       const [kind, client] = id.split("|") as [string, string];
-      const codes = new Set([REFUSED_CODES[Math.floor(random() * 3)]!, REFUSED_CODES[Math.floor(random() * REFUSED_CODES.length)]!]);
-      for (const code of codes) rows.push(`(${hour},'${kind}','${client}','${code}',${1 + Math.floor(random() * 40)},${hour + Math.floor(random() * HOUR_MS)})`);
+      const codes = new Set([
+        REFUSED_CODES[Math.floor(random() * 3)]!,
+        REFUSED_CODES[Math.floor(random() * REFUSED_CODES.length)]!,
+      ]);
+      for (const code of codes)
+        rows.push(
+          `(${hour},'${kind}','${client}','${code}',${1 + Math.floor(random() * 40)},${hour + Math.floor(random() * HOUR_MS)})`,
+        );
     }
   }
-  for (let i = 0; i < rows.length; i += 500) await write(`INSERT INTO refused_hourly (hour, kind, client, code, count, last_at) VALUES ${rows.slice(i, i + 500).join(",")}`);
-  await write(`INSERT INTO refused_daily_total (day, code, count) SELECT (hour / ${DAY_MS}) * ${DAY_MS}, code, sum(count) FROM refused_hourly GROUP BY 1, 2`);
+  for (let i = 0; i < rows.length; i += 500)
+    await write(
+      `INSERT INTO refused_hourly (hour, kind, client, code, count, last_at) VALUES ${rows.slice(i, i + 500).join(",")}`,
+    );
+  await write(
+    `INSERT INTO refused_daily_total (day, code, count) SELECT (hour / ${DAY_MS}) * ${DAY_MS}, code, sum(count) FROM refused_hourly GROUP BY 1, 2`,
+  );
   return rows.length;
 }
 
@@ -216,7 +300,8 @@ function scatteredHours(random: () => number, from: number, to: number): number[
   const hours = new Set<number>();
   const span = Math.floor((to - from) / HOUR_MS);
   if (span <= 0) return [];
-  for (let i = 0, n = 1 + Math.floor(random() * 6); i < n; i++) hours.add(from - (from % HOUR_MS) + Math.floor(random() * span) * HOUR_MS);
+  for (let i = 0, n = 1 + Math.floor(random() * 6); i < n; i++)
+    hours.add(from - (from % HOUR_MS) + Math.floor(random() * span) * HOUR_MS);
   return [...hours].sort((a, b) => a - b);
 }
 

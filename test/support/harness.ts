@@ -16,16 +16,16 @@ import { expect } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createApp, type App } from "../../src/app.ts";
-import { createServices, type Services } from "../../src/services.ts";
-import { loadConfig, type Config } from "../../src/core/config.ts";
-import { openStore, type Store } from "../../src/data/db/index.ts";
-import type { SqliteStore } from "../../src/data/db/sqlite.ts";
+import { type App, createApp } from "../../src/app.ts";
+import { type Config, loadConfig } from "../../src/core/config.ts";
 import { attachMeta } from "../../src/core/http/meta.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { logMailer, smtpMailer } from "../../src/core/mail/mailer.ts";
+import { openStore, type Store } from "../../src/data/db/index.ts";
+import type { SqliteStore } from "../../src/data/db/sqlite.ts";
 import { loadMasterKey } from "../../src/server/masterkey.ts";
-import { extractOtp, startSmtpSink, type SinkMessage, type SmtpSink } from "./smtp.ts";
+import { createServices, type Services } from "../../src/services.ts";
+import { extractOtp, type SinkMessage, type SmtpSink, startSmtpSink } from "./smtp.ts";
 
 /** 32 fixed bytes as hex: the master key of every harness (tests need no secrecy, only stability). */
 export const TEST_MASTER_KEY = "0f".repeat(32);
@@ -119,7 +119,11 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       IMGPRESS_LOG_LEVEL: "debug",
       ...options.env,
     });
-    store = await openStore(config.databaseUrl, { authToken: config.databaseAuthToken, poolSize: config.databasePoolSize, timeoutS: config.databaseTimeoutS });
+    store = await openStore(config.databaseUrl, {
+      authToken: config.databaseAuthToken,
+      poolSize: config.databasePoolSize,
+      timeoutS: config.databaseTimeoutS,
+    });
   } catch (err) {
     // A bad override must not leak the sink or the folder.
     if (ownSink) await smtp.close();
@@ -189,7 +193,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     services,
     store,
     get sqlite() {
-      if (store.dialect !== "sqlite") throw new Error("this harness runs on PostgreSQL: the test needs the libSQL file");
+      if (store.dialect !== "sqlite")
+        throw new Error("this harness runs on PostgreSQL: the test needs the libSQL file");
       return store as SqliteStore;
     },
     config,
@@ -197,7 +202,9 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     smtp,
     logs,
     dir,
-    dbPath: config.databaseUrl.startsWith("file:") ? config.databaseUrl.slice("file:".length) : join(dir, "imgpress.db"),
+    dbPath: config.databaseUrl.startsWith("file:")
+      ? config.databaseUrl.slice("file:".length)
+      : join(dir, "imgpress.db"),
     request,
     requestOtp,
     verifyOtp,

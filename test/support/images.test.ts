@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import sharp from "sharp";
 import { fileTypeFromBuffer } from "file-type";
+import sharp from "sharp";
 import * as img from "./images.ts";
 
 const meta = (b: Buffer) => sharp(b).metadata();
@@ -96,7 +96,10 @@ describe("realistic inputs", () => {
   });
 
   test("one-pixel images", async () => {
-    for (const [b, format] of [[await img.onePixelPng(), "png"], [await img.onePixelJpeg(), "jpeg"]] as const) {
+    for (const [b, format] of [
+      [await img.onePixelPng(), "png"],
+      [await img.onePixelJpeg(), "jpeg"],
+    ] as const) {
       const d = await img.decode(b);
       expect([d.format, d.width, d.height]).toEqual([format, 1, 1]);
       expect(img.colourDistance(img.pixelAt(d, 0, 0), img.ONE_PIXEL)).toBeLessThanOrEqual(3);
@@ -147,7 +150,9 @@ describe("hostile inputs", () => {
   });
 
   test("pngBomb's hand-built deflate stream decodes fully (multi-block)", async () => {
-    const { data, info } = await sharp(img.pngBomb(3000, 3000), { failOn: "warning" }).raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(img.pngBomb(3000, 3000), { failOn: "warning" })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     expect([info.width, info.height]).toEqual([3000, 3000]);
     expect(data.every((v) => v === 0)).toBe(true);
   });

@@ -1,5 +1,5 @@
-import sharp from "sharp";
 import { constants, crc32, deflateRawSync } from "node:zlib";
+import sharp from "sharp";
 
 /** 8-bit sRGB triple; tests compare with colourDistance because outputs are lossy. */
 export type RGB = readonly [number, number, number];
@@ -46,7 +46,9 @@ function raw(data: Buffer | Uint16Array, width: number, height: number, channels
 function photoPixels(w: number, h: number, seed = 7): Buffer {
   const r = rng(seed);
   const blobs = Array.from({ length: 6 }, () => ({
-    x: r() * w, y: r() * h, rad2: ((0.1 + 0.25 * r()) * Math.min(w, h)) ** 2,
+    x: r() * w,
+    y: r() * h,
+    rad2: ((0.1 + 0.25 * r()) * Math.min(w, h)) ** 2,
     c: [r() * 255, r() * 255, r() * 255],
   }));
   const px = Buffer.alloc(w * h * 3);
@@ -54,10 +56,13 @@ function photoPixels(w: number, h: number, seed = 7): Buffer {
     for (let x = 0; x < w; x++, i += 3) {
       const rgb = [(255 * x) / w, (255 * y) / h, 128 + 100 * Math.sin((x + 2 * y) / (w / 8 + 1))];
       for (const b of blobs) {
-        if ((x - b.x) ** 2 + (y - b.y) ** 2 < b.rad2) for (let k = 0; k < 3; k++) rgb[k] = 0.4 * rgb[k]! + 0.6 * b.c[k]!;
+        if ((x - b.x) ** 2 + (y - b.y) ** 2 < b.rad2)
+          for (let k = 0; k < 3; k++) rgb[k] = 0.4 * rgb[k]! + 0.6 * b.c[k]!;
       }
       const n = (r() - 0.5) * 30;
-      px[i] = clamp(rgb[0]! + n); px[i + 1] = clamp(rgb[1]! + n); px[i + 2] = clamp(rgb[2]! + n);
+      px[i] = clamp(rgb[0]! + n);
+      px[i + 1] = clamp(rgb[1]! + n);
+      px[i + 2] = clamp(rgb[2]! + n);
     }
   }
   return px;
@@ -82,7 +87,9 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 
 /** Photo-like JPEG so WebP/AVIF encoders do real work and sizes/quality are meaningful. */
 export function photo(width: number, height: number): Promise<Buffer> {
-  return memo(`photo:${width}x${height}`, () => raw(photoPixels(width, height), width, height, 3).jpeg({ quality: 85 }).toBuffer());
+  return memo(`photo:${width}x${height}`, () =>
+    raw(photoPixels(width, height), width, height, 3).jpeg({ quality: 85 }).toBuffer(),
+  );
 }
 
 /** RGBA PNG: left third alpha 0, middle third alpha 64..191, right third opaque — catches alpha being dropped or flattened. */
@@ -107,10 +114,14 @@ export const ORIENTATION_BACKGROUND: RGB = [40, 80, 200];
 
 /** 60x40 stored pixels, marker in the stored top-left third, EXIF Orientation = n: proves auto-orient by pixels, not tags. */
 export function orientedJpeg(orientation: number): Promise<Buffer> {
-  if (!Number.isInteger(orientation) || orientation < 1 || orientation > 8) throw new RangeError("orientation must be 1..8");
+  if (!Number.isInteger(orientation) || orientation < 1 || orientation > 8)
+    throw new RangeError("orientation must be 1..8");
   return memo(`oriented:${orientation}`, () => {
     const px = solid(60, 40, (x, y) => (x < 20 && y < 14 ? ORIENTATION_MARKER : ORIENTATION_BACKGROUND));
-    return raw(px, 60, 40, 3).withMetadata({ orientation }).jpeg({ quality: 95, chromaSubsampling: "4:4:4" }).toBuffer();
+    return raw(px, 60, 40, 3)
+      .withMetadata({ orientation })
+      .jpeg({ quality: 95, chromaSubsampling: "4:4:4" })
+      .toBuffer();
   });
 }
 
@@ -121,7 +132,16 @@ export function expectedOrientedSize(orientation: number): { width: number; heig
 
 /** Where the stored top-left marker must land once the EXIF transform is applied. */
 export function expectedMarkerCorner(orientation: number): Corner {
-  const corners: Corner[] = ["top-left", "top-right", "bottom-right", "bottom-left", "top-left", "top-right", "bottom-right", "bottom-left"];
+  const corners: Corner[] = [
+    "top-left",
+    "top-right",
+    "bottom-right",
+    "bottom-left",
+    "top-left",
+    "top-right",
+    "bottom-right",
+    "bottom-left",
+  ];
   const c = corners[orientation - 1];
   if (!c) throw new RangeError("orientation must be 1..8");
   return c;
@@ -138,7 +158,10 @@ export function markerCorner(img: Decoded): Corner | null {
 /** CMYK JPEG with an embedded CMYK ICC profile, as print-oriented tools export. */
 export function cmykJpeg(width: number, height: number): Promise<Buffer> {
   return memo(`cmyk:${width}x${height}`, () =>
-    raw(photoPixels(width, height, 3), width, height, 3).withIccProfile("cmyk").jpeg({ quality: 90 }).toBuffer(),
+    raw(photoPixels(width, height, 3), width, height, 3)
+      .withIccProfile("cmyk")
+      .jpeg({ quality: 90 })
+      .toBuffer(),
   );
 }
 
@@ -180,7 +203,14 @@ export function sixteenBitPng(width = 64, height = 64): Promise<Buffer> {
 /** Indexed-colour PNG (PLTE), the other common PNG layout besides truecolour. */
 export function palettePng(width = 64, height = 64): Promise<Buffer> {
   return memo(`palette:${width}x${height}`, () => {
-    const colours: RGB[] = [[255, 0, 0], [0, 160, 0], [0, 0, 255], [250, 200, 0], [30, 30, 30], [240, 240, 240]];
+    const colours: RGB[] = [
+      [255, 0, 0],
+      [0, 160, 0],
+      [0, 0, 255],
+      [250, 200, 0],
+      [30, 30, 30],
+      [240, 240, 240],
+    ];
     const px = solid(width, height, (x, y) => colours[(Math.floor(x / 8) + Math.floor(y / 8)) % colours.length]!);
     return raw(px, width, height, 3).png({ palette: true, colours: 16 }).toBuffer();
   });
@@ -188,7 +218,9 @@ export function palettePng(width = 64, height = 64): Promise<Buffer> {
 
 /** Adam7-interlaced PNG: decoders take a separate multi-pass path for it. */
 export function interlacedPng(width = 64, height = 48): Promise<Buffer> {
-  return memo(`adam7:${width}x${height}`, () => raw(photoPixels(width, height), width, height, 3).png({ progressive: true }).toBuffer());
+  return memo(`adam7:${width}x${height}`, () =>
+    raw(photoPixels(width, height), width, height, 3).png({ progressive: true }).toBuffer(),
+  );
 }
 
 /** Progressive JPEG: multi-scan decoding, common from web tools and phones. */
@@ -221,7 +253,17 @@ export interface P3Jpeg {
 /** 32x32 flat JPEG tagged Display P3: a correct pipeline outputs `srgb`, one that ignores ICC outputs `naive`. */
 export async function jpegWithP3Profile(): Promise<P3Jpeg> {
   const srgb: RGB = [230, 30, 30];
-  const bytes = await memo("p3", () => raw(solid(32, 32, () => srgb), 32, 32, 3).withIccProfile("p3").jpeg({ quality: 95 }).toBuffer());
+  const bytes = await memo("p3", () =>
+    raw(
+      solid(32, 32, () => srgb),
+      32,
+      32,
+      3,
+    )
+      .withIccProfile("p3")
+      .jpeg({ quality: 95 })
+      .toBuffer(),
+  );
   const stored = await sharp(bytes, { ignoreIcc: true }).raw().toBuffer();
   return { bytes, srgb, naive: [stored[0]!, stored[1]!, stored[2]!] };
 }
@@ -234,7 +276,12 @@ export async function jpegWithP3Profile(): Promise<P3Jpeg> {
 export async function png16WithP3Profile(): Promise<P3Jpeg> {
   const srgb: RGB = [230, 30, 30];
   const bytes = await memo("p3:png16", () =>
-    raw(solid(32, 32, () => srgb), 32, 32, 3)
+    raw(
+      solid(32, 32, () => srgb),
+      32,
+      32,
+      3,
+    )
       .withIccProfile("p3")
       .toColourspace("rgb16")
       .ensureAlpha(0.5)
@@ -267,7 +314,9 @@ export function pngWithMetadata(width = 32, height = 32): Promise<Buffer> {
 
 /** JPEG with EXIF (APP1), XMP and an ICC profile, all but the ICC carrying METADATA_MARKER. */
 export function jpegWithMetadata(width = 32, height = 32): Promise<Buffer> {
-  return memo(`metajpeg:${width}x${height}`, () => withPrivateMetadata(width, height).withIccProfile("srgb").jpeg().toBuffer());
+  return memo(`metajpeg:${width}x${height}`, () =>
+    withPrivateMetadata(width, height).withIccProfile("srgb").jpeg().toBuffer(),
+  );
 }
 
 /** First `fraction` of the bytes: a cut-off upload whose header still parses. */
@@ -283,7 +332,8 @@ export function truncated(bytes: Buffer, fraction: number): Buffer {
 export function pngBomb(width = 16000, height = 16000): Buffer {
   const rowBytes = 1 + Math.ceil(width / 8);
   const rowsPerBlock = Math.max(1, Math.floor(2 ** 20 / rowBytes));
-  const block = (rows: number) => deflateRawSync(Buffer.alloc(rows * rowBytes), { level: 9, finishFlush: constants.Z_FULL_FLUSH });
+  const block = (rows: number) =>
+    deflateRawSync(Buffer.alloc(rows * rowBytes), { level: 9, finishFlush: constants.Z_FULL_FLUSH });
   const full = block(rowsPerBlock);
   const parts: Buffer[] = [Buffer.from([0x78, 0xda])];
   for (let y = rowsPerBlock; y <= height; y += rowsPerBlock) parts.push(full);
@@ -295,7 +345,12 @@ export function pngBomb(width = 16000, height = 16000): Buffer {
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
   ihdr.set([1, 0, 0, 0, 0], 8); // 1-bit, greyscale, deflate, no filter, no interlace
-  return Buffer.concat([PNG_SIGNATURE, pngChunk("IHDR", ihdr), pngChunk("IDAT", Buffer.concat(parts)), pngChunk("IEND", Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk("IHDR", ihdr),
+    pngChunk("IDAT", Buffer.concat(parts)),
+    pngChunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 
 /** A PNG of signature, IHDR (8-bit RGB) declaring width x height, and IEND: no pixel data at all. */
@@ -310,7 +365,14 @@ export function pngHeaderOnly(width: number, height: number): Buffer {
 /** A few hundred bytes of JPEG whose SOF declares width x height and whose scan data is missing entirely. */
 export function jpegHeaderOnly(width = 30000, height = 30000): Promise<Buffer> {
   return memo(`jpeghdr:${width}x${height}`, async () => {
-    const jpg = await raw(solid(16, 16, () => ONE_PIXEL), 16, 16, 3).jpeg().toBuffer();
+    const jpg = await raw(
+      solid(16, 16, () => ONE_PIXEL),
+      16,
+      16,
+      3,
+    )
+      .jpeg()
+      .toBuffer();
     for (let off = 2; off + 4 <= jpg.length; off += 2 + jpg.readUInt16BE(off + 2)) {
       const marker = jpg[off + 1]!;
       if (marker >= 0xc0 && marker <= 0xc2) {
@@ -341,7 +403,9 @@ export function tiffBytes(): Promise<Buffer> {
 
 /** SVG, which sharp would rasterise (librsvg) if the service forgot to check the format. */
 export function svgBytes(): Buffer {
-  return Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64"><rect width="64" height="64" fill="red"/></svg>');
+  return Buffer.from(
+    '<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64"><rect width="64" height="64" fill="red"/></svg>',
+  );
 }
 
 /** Plain text, for uploads with a spoofed image Content-Type. */
@@ -378,7 +442,12 @@ export function pngSignatureGarbage(): Buffer {
   ihdr.writeUInt32BE(64, 0);
   ihdr.writeUInt32BE(64, 4);
   ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
-  return Buffer.concat([PNG_SIGNATURE, pngChunk("IHDR", ihdr), pngChunk("IDAT", garbage(1024, 1)), pngChunk("IEND", Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk("IHDR", ihdr),
+    pngChunk("IDAT", garbage(1024, 1)),
+    pngChunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 
 /** JPEG SOI + marker prefix then garbage: passes magic-byte sniffing, fails decoding. */
@@ -440,11 +509,20 @@ function comSegments(gap: number): Buffer[] {
 /** Stored pixels as 8-bit sRGB RGBA (ICC applied, EXIF orientation NOT applied) so tests assert on what a viewer would get. */
 export async function decode(bytes: Buffer | Uint8Array): Promise<Decoded> {
   const meta = await sharp(bytes).metadata();
-  const { data, info } = await sharp(bytes).toColourspace("srgb").ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  const { data, info } = await sharp(bytes)
+    .toColourspace("srgb")
+    .ensureAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   if (info.channels !== 4) throw new Error(`expected RGBA from decode, got ${info.channels} channels`);
   return {
-    format: meta.format, width: info.width, height: info.height,
-    channels: meta.channels, hasAlpha: meta.hasAlpha, orientation: meta.orientation, data,
+    format: meta.format,
+    width: info.width,
+    height: info.height,
+    channels: meta.channels,
+    hasAlpha: meta.hasAlpha,
+    orientation: meta.orientation,
+    data,
   };
 }
 

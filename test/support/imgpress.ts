@@ -18,13 +18,16 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { signedHeaders } from "./sign.ts";
-import { extractOtp, sixDigitRuns, type SmtpSink } from "./smtp.ts";
+import { extractOtp, type SmtpSink, sixDigitRuns } from "./smtp.ts";
 
 /** The repository root (this file is test/support/imgpress.ts). */
 export const ROOT = resolve(import.meta.dir, "../..");
 
 /** What to run: a source entry under Bun (default src/main.ts) or Deno, or a compiled executable (under `runner`, e.g. qemu). */
-export type Launch = { runtime: "bun"; entry?: string } | { runtime: "deno" } | { runtime: "binary"; file: string; runner?: string[] };
+export type Launch =
+  | { runtime: "bun"; entry?: string }
+  | { runtime: "deno" }
+  | { runtime: "binary"; file: string; runner?: string[] };
 
 /** The argv that runs `launch` (imgpress's own arguments follow); Deno's permissions must name `dataDir`. */
 export function launchCommand(launch: Launch, dataDir?: string): string[] {
@@ -46,14 +49,23 @@ export function launchCommand(launch: Launch, dataDir?: string): string[] {
  * src/deno.ts`), the one place they are written: the tests run exactly what `deno task start` runs.
  */
 export function denoStartTask(): { flags: string[]; entry: string } {
-  const config = JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")) as { tasks?: Record<string, string | { command?: string }> };
+  const config = JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")) as {
+    tasks?: Record<string, string | { command?: string }>;
+  };
   const task = config.tasks?.start;
   const command = (typeof task === "string" ? task : task?.command) ?? "";
   const words = command.trim().split(/\s+/);
   const flags = words.slice(2, -1);
   const entry = words.at(-1) ?? "";
-  if (words[0] !== "./node_modules/.bin/deno" || words[1] !== "run" || !entry.endsWith(".ts") || flags.some((f) => !f.startsWith("--"))) {
-    throw new Error(`deno.json's "start" task must read "./node_modules/.bin/deno run --flag… src/deno.ts", not "${command}"`);
+  if (
+    words[0] !== "./node_modules/.bin/deno" ||
+    words[1] !== "run" ||
+    !entry.endsWith(".ts") ||
+    flags.some((f) => !f.startsWith("--"))
+  ) {
+    throw new Error(
+      `deno.json's "start" task must read "./node_modules/.bin/deno run --flag… src/deno.ts", not "${command}"`,
+    );
   }
   return { flags, entry };
 }
@@ -106,10 +118,19 @@ export class LogBook {
   }
 
   /** Resolves with the first line from index `from` on matching `predicate`; rejects after `timeoutMs` or once `gone()` says no line can come. */
-  waitFor(predicate: (l: LogLine) => boolean, timeoutMs: number, what = "matching log line", from = 0, gone?: () => string | undefined): Promise<LogLine> {
+  waitFor(
+    predicate: (l: LogLine) => boolean,
+    timeoutMs: number,
+    what = "matching log line",
+    from = 0,
+    gone?: () => string | undefined,
+  ): Promise<LogLine> {
     return new Promise((resolveLine, reject) => {
       const done = () => (clearTimeout(timer), this.waiters.delete(poll));
-      const timer = setTimeout(() => (done(), reject(new Error(`no ${what} within ${timeoutMs} ms; output:\n${this.tail()}`))), timeoutMs);
+      const timer = setTimeout(
+        () => (done(), reject(new Error(`no ${what} within ${timeoutMs} ms; output:\n${this.tail()}`))),
+        timeoutMs,
+      );
       const poll = () => {
         const line = this.lines.slice(from).find(predicate);
         const exit = line ? undefined : gone?.();
@@ -123,7 +144,12 @@ export class LogBook {
 
   /** The last lines, for a failure message. */
   tail(n = 20): string {
-    return this.lines.slice(-n).map((l) => `  | ${l.raw.length > 400 ? `${l.raw.slice(0, 400)}…` : l.raw}`).join("\n") || "  | (no output)";
+    return (
+      this.lines
+        .slice(-n)
+        .map((l) => `  | ${l.raw.length > 400 ? `${l.raw.slice(0, 400)}…` : l.raw}`)
+        .join("\n") || "  | (no output)"
+    );
   }
 
   /** Wakes every waiter (a new line, or a process exit). */
@@ -141,7 +167,11 @@ export class Proc {
   private readonly sub: Bun.Subprocess<"ignore", "pipe", "pipe">;
   private ended: string | undefined;
 
-  constructor(cmd: string[], options: { cwd: string; env: Record<string, string>; log?: LogBook }, readonly log = options.log ?? new LogBook()) {
+  constructor(
+    cmd: string[],
+    options: { cwd: string; env: Record<string, string>; log?: LogBook },
+    readonly log = options.log ?? new LogBook(),
+  ) {
     this.sub = Bun.spawn(cmd, { cwd: options.cwd, env: options.env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     const pumps = [this.pump(this.sub.stdout, "stdout"), this.pump(this.sub.stderr, "stderr")];
     this.exited = this.sub.exited.then(async (code) => {
@@ -204,11 +234,25 @@ export class Proc {
 }
 
 /** Runs a command of `launch` (e.g. `["keys", "list"]`) to completion; killed after `timeoutMs`. */
-export async function runCommand(launch: Launch, args: string[], options: { cwd: string; env: Record<string, string>; dataDir?: string; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }> {
-  const sub = Bun.spawn([...launchCommand(launch, options.dataDir), ...args], { cwd: options.cwd, env: options.env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+export async function runCommand(
+  launch: Launch,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; dataDir?: string; timeoutMs?: number },
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const sub = Bun.spawn([...launchCommand(launch, options.dataDir), ...args], {
+    cwd: options.cwd,
+    env: options.env,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => sub.kill("SIGKILL"), options.timeoutMs ?? 60_000);
   try {
-    const [stdout, stderr, code] = await Promise.all([new Response(sub.stdout).text(), new Response(sub.stderr).text(), sub.exited]);
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(sub.stdout).text(),
+      new Response(sub.stderr).text(),
+      sub.exited,
+    ]);
     return { code, stdout, stderr };
   } finally {
     clearTimeout(timer);
@@ -228,16 +272,30 @@ export interface Multipart {
 }
 
 /** Builds a multipart/form-data body with text `fields` and the `image` part, under a fresh random boundary (so every signature differs). */
-export function multipart(fields: Record<string, string>, image: Uint8Array, filename: string, type = filename.endsWith(".png") ? "image/png" : "image/jpeg"): Multipart {
+export function multipart(
+  fields: Record<string, string>,
+  image: Uint8Array,
+  filename: string,
+  type = filename.endsWith(".png") ? "image/png" : "image/jpeg",
+): Multipart {
   const boundary = `----imgpress-${randomBytes(12).toString("hex")}`;
-  const head = Object.entries(fields).map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`);
+  const head = Object.entries(fields).map(
+    ([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`,
+  );
   const part = `--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="${filename}"\r\nContent-Type: ${type}\r\n\r\n`;
-  const body = new Uint8Array(Buffer.concat([Buffer.from(head.join("") + part), image, Buffer.from(`\r\n--${boundary}--\r\n`)]));
+  const body = new Uint8Array(
+    Buffer.concat([Buffer.from(head.join("") + part), image, Buffer.from(`\r\n--${boundary}--\r\n`)]),
+  );
   return { body, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 /** The credential headers of a conversion: a bearer key, or scheme B's signature over `body` (./sign.ts). */
-export function authHeaders(keys: Keys, auth: "bearer" | "signed", body: Uint8Array, timestamp = Math.floor(Date.now() / 1000)): Record<string, string> {
+export function authHeaders(
+  keys: Keys,
+  auth: "bearer" | "signed",
+  body: Uint8Array,
+  timestamp = Math.floor(Date.now() / 1000),
+): Record<string, string> {
   return auth === "bearer" ? { authorization: `Bearer ${keys.apiKey}` } : signedHeaders({ ...keys, timestamp, body });
 }
 
@@ -258,11 +316,21 @@ export class Client {
   fetch(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(this.headers);
     for (const [name, value] of new Headers(init.headers)) headers.set(name, value);
-    return fetch(`${this.url}${path}`, { signal: AbortSignal.timeout(this.timeoutMs), ...init, headers, ...(this.ca ? { tls: { ca: this.ca } } : {}) } as RequestInit);
+    return fetch(`${this.url}${path}`, {
+      signal: AbortSignal.timeout(this.timeoutMs),
+      ...init,
+      headers,
+      ...(this.ca ? { tls: { ca: this.ca } } : {}),
+    } as RequestInit);
   }
 
   /** Sends JSON and returns status, headers and the parsed body (the text when it is not JSON). */
-  async json(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: any }> {
+  async json(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; headers: Headers; body: any }> {
     const res = await this.fetch(path, {
       method,
       headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
@@ -277,14 +345,30 @@ export class Client {
   }
 
   /** The real one-time-code flow: request a code, read it from the mail the sink received, exchange it for keys. */
-  async obtainKeys(sink: SmtpSink, email: string, siteUrl = "https://blog.example.com"): Promise<Keys & { subject: string }> {
+  async obtainKeys(
+    sink: SmtpSink,
+    email: string,
+    siteUrl = "https://blog.example.com",
+  ): Promise<Keys & { subject: string }> {
     const seen = sink.messages.length;
     const asked = await this.json("POST", "/v1/plugin/auth/request-otp", { email, site_url: siteUrl });
-    if (asked.status !== 200 || asked.body?.status !== "success") throw new Error(`request-otp: HTTP ${asked.status} ${JSON.stringify(asked.body)}`);
-    const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= seen && m.envelopeTo.includes(email.toLowerCase()) && sixDigitRuns(m.text).length === 1, this.timeoutMs);
-    const verified = await this.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: extractOtp(mail), site_url: siteUrl });
+    if (asked.status !== 200 || asked.body?.status !== "success")
+      throw new Error(`request-otp: HTTP ${asked.status} ${JSON.stringify(asked.body)}`);
+    const mail = await sink.waitFor(
+      (m) =>
+        sink.messages.indexOf(m) >= seen &&
+        m.envelopeTo.includes(email.toLowerCase()) &&
+        sixDigitRuns(m.text).length === 1,
+      this.timeoutMs,
+    );
+    const verified = await this.json("POST", "/v1/plugin/auth/verify-otp", {
+      email,
+      otp: extractOtp(mail),
+      site_url: siteUrl,
+    });
     const { api_key: apiKey, secret_key: secretKey } = verified.body ?? {};
-    if (verified.status !== 200 || typeof apiKey !== "string" || typeof secretKey !== "string") throw new Error(`verify-otp: HTTP ${verified.status} ${JSON.stringify(verified.body)}`);
+    if (verified.status !== 200 || typeof apiKey !== "string" || typeof secretKey !== "string")
+      throw new Error(`verify-otp: HTTP ${verified.status} ${JSON.stringify(verified.body)}`);
     return { apiKey, secretKey, subject: mail.subject };
   }
 
@@ -350,7 +434,8 @@ export interface Service {
 /** Starts `imgpress serve` on 127.0.0.1 with a free port and resolves once it logs "imgpress listening". */
 export async function startService(options: ServiceOptions): Promise<Service> {
   const ownData = options.dataDir === undefined;
-  const dataDir = options.dataDir === undefined ? await mkdtemp(join(tmpdir(), "imgpress-e2e-")) : options.dataDir || undefined;
+  const dataDir =
+    options.dataDir === undefined ? await mkdtemp(join(tmpdir(), "imgpress-e2e-")) : options.dataDir || undefined;
   const env: Record<string, string> = {
     ...(options.baseEnv ?? cleanEnv()),
     IMGPRESS_PORT: "0",
@@ -368,9 +453,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const from = log.lines.length;
     proc = new Proc([...launchCommand(options.launch, dataDir), "serve"], { cwd: options.cwd ?? ROOT, env, log });
     try {
-      const line = await proc.waitForLine((l) => l.json?.msg === "imgpress listening", options.startTimeoutMs ?? 20_000, 'the "imgpress listening" line', from);
+      const line = await proc.waitForLine(
+        (l) => l.json?.msg === "imgpress listening",
+        options.startTimeoutMs ?? 20_000,
+        'the "imgpress listening" line',
+        from,
+      );
       info = line.json as unknown as Listening;
-      ca = info.url.startsWith("https:") ? await readFile(info.selfSignedCert ?? join(info.dataDir, "tls", "cert.pem"), "utf8") : "";
+      ca = info.url.startsWith("https:")
+        ? await readFile(info.selfSignedCert ?? join(info.dataDir, "tls", "cert.pem"), "utf8")
+        : "";
       client = new Client(info.url, ca, options.requestTimeoutMs);
     } catch (err) {
       // Never leave a half-started server behind (e.g. one that hangs before listening).

@@ -29,7 +29,15 @@ export function delta(before: Samples, after: Samples, key: string): number {
 
 /** Runs `promtool check <what>` with `input` on stdin (metrics) or as arguments (rules files). */
 export async function promtool(args: string[], stdin?: string): Promise<{ code: number; output: string }> {
-  const proc = Bun.spawn(["promtool", "check", ...args], { stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin), stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const proc = Bun.spawn(["promtool", "check", ...args], {
+    stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { code, output: out + err };
 }

@@ -25,7 +25,8 @@ export function mountTmpfs(size = "8m"): Tmpfs | null {
   return {
     path,
     readOnly: () => {
-      if (spawnSync("mount", ["-o", "remount,ro", path]).status !== 0) throw new Error(`cannot remount ${path} read-only`);
+      if (spawnSync("mount", ["-o", "remount,ro", path]).status !== 0)
+        throw new Error(`cannot remount ${path} read-only`);
     },
     // Lazy: libSQL may release its file handles a moment after close().
     unmount: () => (spawnSync("umount", ["-l", path]), rmSync(path, { recursive: true, force: true })),

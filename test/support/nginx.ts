@@ -44,7 +44,9 @@ export interface Nginx {
 /** Debian's nginx (`scripts/ci-setup.sh` installs it). */
 export function nginxBinary(): string {
   for (const candidate of ["/usr/sbin/nginx", "/usr/bin/nginx"]) if (existsSync(candidate)) return candidate;
-  throw new Error("nginx not found in /usr/sbin or /usr/bin: run `sh scripts/ci-setup.sh` (as root) to install Debian's nginx");
+  throw new Error(
+    "nginx not found in /usr/sbin or /usr/bin: run `sh scripts/ci-setup.sh` (as root) to install Debian's nginx",
+  );
 }
 
 /**
@@ -91,7 +93,9 @@ export async function startNginx(setup: (dir: string) => string | Promise<string
       process.off("exit", killGroup);
       const log = existsSync(join(dir, "error.log")) ? readFileSync(join(dir, "error.log"), "utf8") : "";
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`nginx did not start (exit ${proc.exitCode ?? "none, killed after 10 s"}): ${(await stderr).trim()}\n${log.trim()}`);
+      throw new Error(
+        `nginx did not start (exit ${proc.exitCode ?? "none, killed after 10 s"}): ${(await stderr).trim()}\n${log.trim()}`,
+      );
     }
     await Bun.sleep(20);
   }
@@ -102,7 +106,9 @@ export async function startNginx(setup: (dir: string) => string | Promise<string
     async requests() {
       const mark = await fetch(`http://localhost${MARK_URI}`, { unix: join(dir, MARK_SOCKET) } as RequestInit);
       if (mark.status !== 204) throw new Error(`nginx answered its log mark with ${mark.status}`);
-      return readLines(join(dir, "access.log")).map(parseAccessLine).filter((r) => r.uri !== MARK_URI);
+      return readLines(join(dir, "access.log"))
+        .map(parseAccessLine)
+        .filter((r) => r.uri !== MARK_URI);
     },
     errorLog: () => readLines(join(dir, "error.log")).join("\n"),
     async stop() {
@@ -122,7 +128,9 @@ const MARK_URI = "/.imgpress-test-log-mark";
 
 /** One worker, so round-robin over the upstreams is exact and the log is in order; every path inside the prefix. */
 function mainConfig(dir: string): string {
-  const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((t) => `    ${t}_temp_path ${join(dir, t)};`).join("\n");
+  const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]
+    .map((t) => `    ${t}_temp_path ${join(dir, t)};`)
+    .join("\n");
   return `worker_processes 1;
 events {
     worker_connections 512;
@@ -158,6 +166,7 @@ export function nobody(): { uid: number; gid: number } {
   };
   const uid = id("-u");
   const gid = id("-g");
-  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error("running as root, but there is no `nobody` user to run nginx as");
+  if (!Number.isInteger(uid) || !Number.isInteger(gid))
+    throw new Error("running as root, but there is no `nobody` user to run nginx as");
   return { uid, gid };
 }

@@ -4,7 +4,7 @@
  */
 import { expect } from "bun:test";
 import { STORAGE_RETRY_AFTER_S } from "../../src/data/db/faults.ts";
-import { convertForm, readResponse, type Body, type Keys, type RawResponse } from "./convert-helpers.ts";
+import { type Body, convertForm, type Keys, type RawResponse, readResponse } from "./convert-helpers.ts";
 import type { RunningServer } from "./server.ts";
 import { extractOtp, type SmtpSink } from "./smtp.ts";
 
@@ -13,14 +13,20 @@ export async function obtainKeys(server: RunningServer, sink: SmtpSink, email: s
   // Only mail sent after this request: an address asked for twice must not get its old code back.
   const seen = sink.messages.length;
   expect((await server.json("POST", "/v1/plugin/auth/request-otp", { email })).status).toBe(200);
-  const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= seen && m.envelopeTo.includes(email) && /code/i.test(m.subject));
+  const mail = await sink.waitFor(
+    (m) => sink.messages.indexOf(m) >= seen && m.envelopeTo.includes(email) && /code/i.test(m.subject),
+  );
   const verified = await server.json("POST", "/v1/plugin/auth/verify-otp", { email, otp: extractOtp(mail) });
   expect(verified.status).toBe(200);
   return verified.body as Keys;
 }
 
 /** POSTs one conversion with a bearer key; a connection error resolves to status 0 with the error's text. */
-export async function convertBearer(server: RunningServer, apiKey: string, body: Body): Promise<RawResponse & { error?: string }> {
+export async function convertBearer(
+  server: RunningServer,
+  apiKey: string,
+  body: Body,
+): Promise<RawResponse & { error?: string }> {
   try {
     const res = await server.fetch("/v1/plugin/convert", {
       method: "POST",
@@ -39,7 +45,9 @@ export function burstForm(image: Uint8Array): Promise<Body> {
 }
 
 /** The gate's counts from /internal/status (loopback is on the default allowlist). */
-export async function gateStats(server: RunningServer): Promise<{ admitted: number; running: number; waiting: number; receiving: number }> {
+export async function gateStats(
+  server: RunningServer,
+): Promise<{ admitted: number; running: number; waiting: number; receiving: number }> {
   const status = await server.json("GET", "/internal/status");
   return status.body.conversions;
 }

@@ -31,7 +31,8 @@ export async function closedPort(): Promise<number> {
 function pickRange(): [number, number] {
   let ephemeralLow = 32_768;
   try {
-    ephemeralLow = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || ephemeralLow;
+    ephemeralLow =
+      Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || ephemeralLow;
   } catch {
     // not Linux: the usual default
   }

@@ -14,7 +14,17 @@
  * initdb and pg_ctl run as the `postgres` system user, since PostgreSQL refuses to run as root.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { closedPort } from "./ports.ts";
@@ -69,7 +79,8 @@ export function startPostgres(): Promise<PostgresCluster> {
 
 /** Creates a fresh empty database named `<prefix>_<n>_<random>` and returns its URL (starts the cluster if needed). */
 export async function createDatabase(prefix = "test"): Promise<string> {
-  if (!/^[a-z][a-z0-9_]{0,39}$/.test(prefix)) throw new Error(`createDatabase: prefix must match [a-z][a-z0-9_]{0,39}, not "${prefix}"`);
+  if (!/^[a-z][a-z0-9_]{0,39}$/.test(prefix))
+    throw new Error(`createDatabase: prefix must match [a-z][a-z0-9_]{0,39}, not "${prefix}"`);
   const pg = await startPostgres();
   const name = `${prefix}_${++databases}_${randomBytes(4).toString("hex")}`;
   await psql(pg.adminUrl, `CREATE DATABASE "${name}"`);
@@ -82,9 +93,27 @@ export async function psql(url: string, sql: string): Promise<string> {
   const env = withoutPgEnv();
   env.PGPASSWORD = decodeURIComponent(u.password);
   env.PGCONNECT_TIMEOUT = "5";
-  const args = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", u.hostname, "-p", u.port || "5432", "-U", decodeURIComponent(u.username), "-d", decodeURIComponent(u.pathname.slice(1)), "-c", sql];
+  const args = [
+    "-X",
+    "-q",
+    "-A",
+    "-t",
+    "-v",
+    "ON_ERROR_STOP=1",
+    "-h",
+    u.hostname,
+    "-p",
+    u.port || "5432",
+    "-U",
+    decodeURIComponent(u.username),
+    "-d",
+    decodeURIComponent(u.pathname.slice(1)),
+    "-c",
+    sql,
+  ];
   const result = await run([join(serverBindir(), "psql"), ...args], { env });
-  if (result.code !== 0) throw new Error(`psql failed (exit ${result.code}): ${result.stderr.trim() || result.stdout.trim()}`);
+  if (result.code !== 0)
+    throw new Error(`psql failed (exit ${result.code}): ${result.stderr.trim() || result.stdout.trim()}`);
   return result.stdout.trim();
 }
 
@@ -107,7 +136,11 @@ export function serverBindir(): string {
     // No pg_config on PATH: fall through to Debian's layout.
   }
   const root = "/usr/lib/postgresql";
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+(\.\d+)?$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+(\.\d+)?$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   for (const v of versions) if (hasServer(join(root, v, "bin"))) return join(root, v, "bin");
   throw new Error(
     "PostgreSQL server binaries (initdb, pg_ctl, postgres, psql) not found via `pg_config --bindir` nor in /usr/lib/postgresql/*/bin: " +
@@ -119,7 +152,17 @@ async function boot(): Promise<PostgresCluster> {
   const bindir = serverBindir();
   const runAs = process.getuid?.() === 0 ? postgresUser() : undefined;
   const base = mkdtempSync(join(tmpdir(), "imgpress-pg-"));
-  const c: Cluster = { bindir, base, data: join(base, "data"), sockets: join(base, "sock"), logFile: join(base, "server.log"), port: 0, password: randomBytes(18).toString("hex"), runAs, running: false };
+  const c: Cluster = {
+    bindir,
+    base,
+    data: join(base, "data"),
+    sockets: join(base, "sock"),
+    logFile: join(base, "server.log"),
+    port: 0,
+    password: randomBytes(18).toString("hex"),
+    runAs,
+    running: false,
+  };
   current = c;
   registerExitHandlers();
   try {
@@ -128,9 +171,22 @@ async function boot(): Promise<PostgresCluster> {
     writeFileSync(pwfile, `${c.password}\n`, { mode: 0o600 });
     if (runAs) for (const p of [base, c.sockets, pwfile]) chownSync(p, runAs.uid, runAs.gid);
     chmodSync(base, 0o700);
-    const init = await runCluster(c, [join(bindir, "initdb"), "-D", c.data, "-U", PG_USER, `--pwfile=${pwfile}`, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"]);
+    const init = await runCluster(c, [
+      join(bindir, "initdb"),
+      "-D",
+      c.data,
+      "-U",
+      PG_USER,
+      `--pwfile=${pwfile}`,
+      "--auth=scram-sha-256",
+      "--encoding=UTF8",
+      "--locale=C",
+      "--no-sync",
+      "--no-instructions",
+    ]);
     rmSync(pwfile, { force: true });
-    if (init.code !== 0) throw new Error(`initdb failed (exit ${init.code}): ${init.stderr.trim() || init.stdout.trim()}`);
+    if (init.code !== 0)
+      throw new Error(`initdb failed (exit ${init.code}): ${init.stderr.trim() || init.stdout.trim()}`);
     // Another test run on the machine may pick the same port: try a few.
     for (let attempt = 1; ; attempt++) {
       c.port = await closedPort();
@@ -186,8 +242,23 @@ function signalServer(c: Cluster, signal: "SIGSTOP" | "SIGCONT"): void {
 async function startServer(c: Cluster): Promise<void> {
   if (c.running) return;
   const options = `-p ${c.port} -k ${c.sockets} -c listen_addresses=127.0.0.1 -c fsync=off`;
-  const r = await runCluster(c, [join(c.bindir, "pg_ctl"), "start", "-w", "-t", "60", "-D", c.data, "-l", c.logFile, "-o", options]);
-  if (r.code !== 0) throw new Error(`pg_ctl start failed (exit ${r.code}) on port ${c.port}: ${r.stderr.trim() || r.stdout.trim()}\nserver log:\n${logTail(c)}`);
+  const r = await runCluster(c, [
+    join(c.bindir, "pg_ctl"),
+    "start",
+    "-w",
+    "-t",
+    "60",
+    "-D",
+    c.data,
+    "-l",
+    c.logFile,
+    "-o",
+    options,
+  ]);
+  if (r.code !== 0)
+    throw new Error(
+      `pg_ctl start failed (exit ${r.code}) on port ${c.port}: ${r.stderr.trim() || r.stdout.trim()}\nserver log:\n${logTail(c)}`,
+    );
   c.running = true;
 }
 
@@ -204,7 +275,10 @@ function destroy(): void {
   current = undefined;
   if (!c) return;
   if (existsSync(join(c.data, "postmaster.pid"))) {
-    Bun.spawnSync(asClusterUser(c, [join(c.bindir, "pg_ctl"), "stop", "-w", "-t", "30", "-m", "immediate", "-D", c.data]), { cwd: c.base, env: withoutPgEnv(), stdout: "ignore", stderr: "ignore" });
+    Bun.spawnSync(
+      asClusterUser(c, [join(c.bindir, "pg_ctl"), "stop", "-w", "-t", "30", "-m", "immediate", "-D", c.data]),
+      { cwd: c.base, env: withoutPgEnv(), stdout: "ignore", stderr: "ignore" },
+    );
   }
   rmSync(c.base, { recursive: true, force: true });
 }
@@ -216,7 +290,11 @@ function registerExitHandlers(): void {
   handlersRegistered = true;
   process.on("exit", destroy);
   // pg_ctl detaches the server (its own session), so an interrupted run would leave it behind.
-  for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+  for (const [signal, code] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+    ["SIGHUP", 129],
+  ] as const) {
     process.once(signal, () => {
       destroy();
       process.exit(code);
@@ -244,14 +322,23 @@ function postgresUser(): { uid: number; gid: number } {
   const uid = id("-u");
   const gid = id("-g");
   if (!Number.isInteger(uid) || !Number.isInteger(gid)) {
-    throw new Error("running as root, but there is no `postgres` system user to run the cluster as (PostgreSQL refuses root): run `sh scripts/ci-setup.sh`");
+    throw new Error(
+      "running as root, but there is no `postgres` system user to run the cluster as (PostgreSQL refuses root): run `sh scripts/ci-setup.sh`",
+    );
   }
   return { uid, gid };
 }
 
-async function run(argv: string[], options: { cwd?: string; env: Record<string, string> }): Promise<{ code: number; stdout: string; stderr: string }> {
+async function run(
+  argv: string[],
+  options: { cwd?: string; env: Record<string, string> },
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const sub = Bun.spawn(argv, { cwd: options.cwd, env: options.env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(sub.stdout).text(), new Response(sub.stderr).text(), sub.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(sub.stdout).text(),
+    new Response(sub.stderr).text(),
+    sub.exited,
+  ]);
   return { code, stdout, stderr };
 }
 

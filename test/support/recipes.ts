@@ -28,7 +28,12 @@ export function fences(markdown: string): Fence[] {
     if (!open) continue;
     const end = lines.findIndex((l, j) => j > i && /^```\s*$/.test(l));
     if (end < 0) throw new Error(`line ${i + 1}: fence never closed`);
-    out.push({ line: i + 1, lang: open[1]!, code: lines.slice(i + 1, end).join("\n"), skipped: lines[i - 1]?.trim() === SKIP_MARKER });
+    out.push({
+      line: i + 1,
+      lang: open[1]!,
+      code: lines.slice(i + 1, end).join("\n"),
+      skipped: lines[i - 1]?.trim() === SKIP_MARKER,
+    });
     i = end;
   }
   return out;

@@ -8,10 +8,10 @@
  *   await server.stop();
  */
 import { afterAll, beforeAll } from "bun:test";
-import { startSmtpSink, type SmtpSink } from "./smtp.ts";
-import { cleanEnv, launchCommand, ROOT, runCommand, startService, type LogLine } from "./imgpress.ts";
+import { cleanEnv, type LogLine, launchCommand, ROOT, runCommand, startService } from "./imgpress.ts";
+import { type SmtpSink, startSmtpSink } from "./smtp.ts";
 
-export { denoExecutable, denoStartTask, ROOT, type LogLine } from "./imgpress.ts";
+export { denoExecutable, denoStartTask, type LogLine, ROOT } from "./imgpress.ts";
 
 /** A source runtime the end-to-end suite runs under. */
 export type E2eRuntime = "bun" | "deno";
@@ -37,7 +37,11 @@ export interface CliResult {
 
 /** Runs `imgpress <args>` to completion (e.g. `["keys", "list"]`) with `env` on top of a clean environment. */
 export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return runCommand({ runtime: e2eRuntime() }, args, { cwd: ROOT, env: { ...cleanEnv(), ...env }, dataDir: dataDirOf(args, env) });
+  return runCommand({ runtime: e2eRuntime() }, args, {
+    cwd: ROOT,
+    env: { ...cleanEnv(), ...env },
+    dataDir: dataDirOf(args, env),
+  });
 }
 
 /** The data folder a command will use: `--data-dir` wins over IMGPRESS_DATA_DIR (as in config.ts). */
@@ -72,7 +76,12 @@ export interface RunningServer {
   /** `fetch` against the server with the generated certificate as the only trusted CA. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Sends JSON and returns status, headers and the parsed body. */
-  json(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
+  json(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; body: any }>;
   /** Resolves with the first log line (past or future) matching `predicate`. */
   waitForLog(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
   /** Stops (SIGTERM, waits for exit) and starts again on the same data folder; resolves when listening. */
@@ -125,7 +134,10 @@ export function lateBound<T extends object>(what: string, current: () => T | und
   return new Proxy({} as T, {
     get(_, property) {
       const target = current();
-      if (!target) throw new Error(`${what} is not started: read it inside a test or a hook that runs after useServer's beforeAll`);
+      if (!target)
+        throw new Error(
+          `${what} is not started: read it inside a test or a hook that runs after useServer's beforeAll`,
+        );
       const value = Reflect.get(target, property, target);
       return typeof value === "function" ? value.bind(target) : value;
     },

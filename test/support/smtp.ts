@@ -159,7 +159,8 @@ export function sixDigitRuns(s: string): string[] {
 /** The one-time code of an OTP mail: the single six-digit run of its text part. Throws otherwise. */
 export function extractOtp(message: SinkMessage): string {
   const runs = sixDigitRuns(message.text);
-  if (runs.length !== 1) throw new Error(`expected exactly one 6-digit code in the mail text, found ${runs.length}: ${message.text}`);
+  if (runs.length !== 1)
+    throw new Error(`expected exactly one 6-digit code in the mail text, found ${runs.length}: ${message.text}`);
   return runs[0]!;
 }
 
@@ -266,9 +267,7 @@ function decodeWords(value: string): string {
     .replace(/(\?=)\s+(=\?)/g, "$1$2") // whitespace between adjacent encoded words is not content
     .replace(/=\?([^?]+)\?([QqBb])\?([^?]*)\?=/g, (_all, charset: string, kind: string, data: string) => {
       const bytes =
-        kind.toUpperCase() === "B"
-          ? Buffer.from(data, "base64")
-          : decodeQuotedPrintable(data.replace(/_/g, " "));
+        kind.toUpperCase() === "B" ? Buffer.from(data, "base64") : decodeQuotedPrintable(data.replace(/_/g, " "));
       return new TextDecoder(charset.toLowerCase()).decode(bytes);
     });
 }

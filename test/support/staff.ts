@@ -23,7 +23,10 @@ export interface StaffLogin {
 }
 
 /** Request options for a same-origin form post. */
-export function form(fields: Record<string, string>, extra: Partial<RequestOptions> & { headers?: Record<string, string> } = {}): RequestOptions {
+export function form(
+  fields: Record<string, string>,
+  extra: Partial<RequestOptions> & { headers?: Record<string, string> } = {},
+): RequestOptions {
   return {
     ip: LOOPBACK,
     ...extra,
@@ -44,12 +47,19 @@ export async function nextCode(h: Harness, email: string, before: number): Promi
 }
 
 /** Posts the e-mail form, waits for the mail, posts the code; returns the code answer (303 on success). */
-export async function staffCodeFlow(h: Harness, email: string, next?: string): Promise<{ res: TestResponse; code: string }> {
+export async function staffCodeFlow(
+  h: Harness,
+  email: string,
+  next?: string,
+): Promise<{ res: TestResponse; code: string }> {
   const before = h.smtp.messages.length;
   const asked = await h.request("POST", "/internal/login", form({ email, ...(next ? { next } : {}) }));
   if (asked.status !== 200) throw new Error(`POST /internal/login answered ${asked.status}: ${asked.text}`);
   const code = await nextCode(h, email, before);
-  return { res: await h.request("POST", "/internal/login/code", form({ email, code, ...(next ? { next } : {}) })), code };
+  return {
+    res: await h.request("POST", "/internal/login/code", form({ email, code, ...(next ? { next } : {}) })),
+    code,
+  };
 }
 
 /** The whole sign-in; returns the cookie and the CSRF token (read from GET /internal/api/me). */
@@ -62,10 +72,19 @@ export async function staffSignIn(h: Harness, email: string): Promise<StaffLogin
 }
 
 /** The same sign-in against a running server over HTTPS (e2e tests, the dashboard bench): the two forms, then GET /internal/api/me for the CSRF token. */
-export async function staffSignInOverHttps(server: Pick<RunningServer, "url" | "fetch">, sink: SmtpSink, email: string): Promise<StaffLogin> {
+export async function staffSignInOverHttps(
+  server: Pick<RunningServer, "url" | "fetch">,
+  sink: SmtpSink,
+  email: string,
+): Promise<StaffLogin> {
   const origin = new URL(server.url).origin;
   const post = (path: string, fields: Record<string, string>) =>
-    server.fetch(path, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin }, body: new URLSearchParams(fields).toString() });
+    server.fetch(path, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin },
+      body: new URLSearchParams(fields).toString(),
+    });
   const before = sink.messages.length;
   const asked = await post("/internal/login", { email });
   await asked.arrayBuffer();

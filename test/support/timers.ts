@@ -24,7 +24,9 @@ export function manualTimers(): ManualTimers {
     advance(ms) {
       const until = now + ms;
       for (;;) {
-        const first = [...due.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
+        const first = [...due.entries()]
+          .filter(([, t]) => t.at <= until)
+          .sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
         if (!first) break;
         due.delete(first[0]);
         now = first[1].at;

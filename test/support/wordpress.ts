@@ -12,7 +12,7 @@
  * Needs `sh scripts/ci-setup.sh` (wordpress, mariadb-server, php-mysql, php-gd). As root, mariadbd
  * runs with --user=root, since the folder is ours.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -62,12 +62,22 @@ export function stopAllWordPress(): void {
 
 /** Whether this machine has what startWordPress needs. */
 export function hasWordPress(): boolean {
-  return existsSync(join(WORDPRESS_SOURCE, "wp-load.php")) && existsSync("/usr/sbin/mariadbd") && existsSync("/usr/bin/mariadb-install-db");
+  return (
+    existsSync(join(WORDPRESS_SOURCE, "wp-load.php")) &&
+    existsSync("/usr/sbin/mariadbd") &&
+    existsSync("/usr/bin/mariadb-install-db")
+  );
 }
 
 function run(argv: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}): string {
-  const out = spawnSync(argv[0]!, argv.slice(1), { input: options.input, env: options.env ?? process.env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
-  if (out.status !== 0) throw new Error(`${argv.slice(0, 3).join(" ")} exited ${out.status}: ${out.stderr || out.stdout}`);
+  const out = spawnSync(argv[0]!, argv.slice(1), {
+    input: options.input,
+    env: options.env ?? process.env,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (out.status !== 0)
+    throw new Error(`${argv.slice(0, 3).join(" ")} exited ${out.status}: ${out.stderr || out.stdout}`);
   return out.stdout;
 }
 
@@ -100,15 +110,34 @@ export async function startWordPress(options: WordPressOptions = {}): Promise<Wo
   };
   running.add(cleanup);
   try {
-    run(["mariadb-install-db", `--datadir=${join(base, "db")}`, "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"]);
+    run([
+      "mariadb-install-db",
+      `--datadir=${join(base, "db")}`,
+      "--user=root",
+      "--auth-root-authentication-method=normal",
+      "--skip-test-db",
+      "--skip-name-resolve",
+    ]);
     const db = spawn(
       "/usr/sbin/mariadbd",
-      [`--datadir=${join(base, "db")}`, `--socket=${socket}`, "--skip-networking", "--user=root", `--pid-file=${join(base, "mariadb.pid")}`, `--log-error=${join(base, "mariadb.log")}`, "--innodb-buffer-pool-size=32M", "--skip-log-bin"],
+      [
+        `--datadir=${join(base, "db")}`,
+        `--socket=${socket}`,
+        "--skip-networking",
+        "--user=root",
+        `--pid-file=${join(base, "mariadb.pid")}`,
+        `--log-error=${join(base, "mariadb.log")}`,
+        "--innodb-buffer-pool-size=32M",
+        "--skip-log-bin",
+      ],
       { stdio: "ignore", detached: true },
     );
     children.push(db);
-    const ping = () => spawnSync("mariadb", [`--socket=${socket}`, "-uroot", "-e", "SELECT 1"], { stdio: "ignore" }).status === 0;
-    await waitFor("MariaDB", ping, 30_000, () => (existsSync(join(base, "mariadb.log")) ? readFileSync(join(base, "mariadb.log"), "utf8").slice(-500) : ""));
+    const ping = () =>
+      spawnSync("mariadb", [`--socket=${socket}`, "-uroot", "-e", "SELECT 1"], { stdio: "ignore" }).status === 0;
+    await waitFor("MariaDB", ping, 30_000, () =>
+      existsSync(join(base, "mariadb.log")) ? readFileSync(join(base, "mariadb.log"), "utf8").slice(-500) : "",
+    );
     run(["mariadb", `--socket=${socket}`, "-uroot", "-e", "CREATE DATABASE wordpress CHARACTER SET utf8mb4"]);
 
     run(["cp", "-a", WORDPRESS_SOURCE, root]);
@@ -126,7 +155,18 @@ add_filter('pre_http_request', function ($pre, $args, $url) { $host = parse_url(
     const [port] = await unusedPorts(1);
     const url = `http://127.0.0.1:${port}`;
     const salt = () => randomBytes(32).toString("hex");
-    const salts = ["AUTH_KEY", "SECURE_AUTH_KEY", "LOGGED_IN_KEY", "NONCE_KEY", "AUTH_SALT", "SECURE_AUTH_SALT", "LOGGED_IN_SALT", "NONCE_SALT"].map((k) => `define('${k}', '${salt()}');`).join("\n");
+    const salts = [
+      "AUTH_KEY",
+      "SECURE_AUTH_KEY",
+      "LOGGED_IN_KEY",
+      "NONCE_KEY",
+      "AUTH_SALT",
+      "SECURE_AUTH_SALT",
+      "LOGGED_IN_SALT",
+      "NONCE_SALT",
+    ]
+      .map((k) => `define('${k}', '${salt()}');`)
+      .join("\n");
     writeFileSync(
       join(root, "wp-config.php"),
       `<?php
@@ -163,20 +203,31 @@ require_once ABSPATH . 'wp-settings.php';
       writeFileSync(file, script);
       try {
         // Asynchronous: a test's own servers (the SMTP sink) must go on answering while PHP runs.
-        const child = Bun.spawn(["php", "-d", "display_errors=stderr", file], { env: phpEnv, stdout: "pipe", stderr: "pipe" });
-        const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+        const child = Bun.spawn(["php", "-d", "display_errors=stderr", file], {
+          env: phpEnv,
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        const [out, err, code] = await Promise.all([
+          new Response(child.stdout).text(),
+          new Response(child.stderr).text(),
+          child.exited,
+        ]);
         if (code !== 0) throw new Error(`php exited ${code}: ${err || out}`);
         return out;
       } finally {
         rmSync(file, { force: true });
       }
     };
-    await php(`require_once ABSPATH . 'wp-admin/includes/upgrade.php';
+    await php(
+      `require_once ABSPATH . 'wp-admin/includes/upgrade.php';
       $r = wp_install('A test site', '${WP_ADMIN.user}', '${WP_ADMIN.email}', true, '', '${WP_ADMIN.password}');
       update_option('uploads_use_yearmonth_folders', 1);
       switch_theme('twentytwentyone');
       update_option('show_avatars', 0);
-      echo $r['user_id'];`, "define('WP_INSTALLING', true);");
+      echo $r['user_id'];`,
+      "define('WP_INSTALLING', true);",
+    );
 
     const requests: string[] = [];
     const server = spawn("php", ["-S", `127.0.0.1:${port}`, "-t", root], {
@@ -195,7 +246,11 @@ require_once ABSPATH . 'wp-settings.php';
     };
     server.stdout!.on("data", take);
     server.stderr!.on("data", take);
-    await waitFor("php -S", () => spawnSync("curl", ["-fsS", "-o", "/dev/null", `${url}/wp-login.php`]).status === 0, 20_000);
+    await waitFor(
+      "php -S",
+      () => spawnSync("curl", ["-fsS", "-o", "/dev/null", `${url}/wp-login.php`]).status === 0,
+      20_000,
+    );
 
     return {
       url,
@@ -206,7 +261,9 @@ require_once ABSPATH . 'wp-settings.php';
       sql: (query) => run(["mariadb", `--socket=${socket}`, "-uroot", "-N", "-B", "wordpress", "-e", query]),
       async installPlugin(zip, main = "imgpress/imgpress.php") {
         run(["unzip", "-q", "-o", zip, "-d", join(root, "wp-content/plugins")]);
-        const out = await php(`require_once ABSPATH . 'wp-admin/includes/plugin.php'; $r = activate_plugin('${main}'); echo is_wp_error($r) ? $r->get_error_message() : 'ok';`);
+        const out = await php(
+          `require_once ABSPATH . 'wp-admin/includes/plugin.php'; $r = activate_plugin('${main}'); echo is_wp_error($r) ? $r->get_error_message() : 'ok';`,
+        );
         if (out.trim() !== "ok") throw new Error(`activating ${main}: ${out}`);
       },
       debugLog() {
@@ -214,7 +271,9 @@ require_once ABSPATH . 'wp-settings.php';
         return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
       },
       async stop() {
-        const exited = [server, db].map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : undefined));
+        const exited = [server, db].map((c) =>
+          c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : undefined,
+        );
         signal(server, "SIGTERM");
         signal(db, "SIGTERM");
         await Promise.all(exited);

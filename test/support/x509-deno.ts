@@ -5,4 +5,12 @@ import { summarize } from "./x509.ts";
 
 const [now, ...names] = process.argv.slice(2);
 const pair = await selfSignedCertificate(names, 3650, new Date(now!));
-console.log(JSON.stringify(summarize(pair.cert, names.filter((n) => !/^[\d.:]+$/.test(n)), names.filter((n) => /^[\d.:]+$/.test(n)))));
+console.log(
+  JSON.stringify(
+    summarize(
+      pair.cert,
+      names.filter((n) => !/^[\d.:]+$/.test(n)),
+      names.filter((n) => /^[\d.:]+$/.test(n)),
+    ),
+  ),
+);

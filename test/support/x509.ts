@@ -25,7 +25,10 @@ export function summarize(pem: string, hosts: string[], ips: string[]): Certific
     subject: cert.subject,
     issuer: cert.issuer,
     // OpenSSL (Bun, Node) prints IPv6 entries uncompressed, Deno compressed: compress them alike.
-    subjectAltName: (cert.subjectAltName ?? "").split(", ").filter(Boolean).map((e) => e.replace(/^IP Address:0:0:0:0:0:0:0:1$/, "IP Address:::1")),
+    subjectAltName: (cert.subjectAltName ?? "")
+      .split(", ")
+      .filter(Boolean)
+      .map((e) => e.replace(/^IP Address:0:0:0:0:0:0:0:1$/, "IP Address:::1")),
     validFrom: new Date(cert.validFrom).toISOString(),
     validTo: new Date(cert.validTo).toISOString(),
     keyType: cert.publicKey.asymmetricKeyType,

@@ -4,14 +4,13 @@
  * .pot is what the sources generate, and the build makes an installable archive.
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { hmacSha256Hex, sha256Hex } from "../../src/core/crypto.ts";
-import { parseMultipart } from "../../src/api/convert/multipart.ts";
-import { potIsCurrent, extract } from "../../scripts/wordpress-pot.ts";
-import { buildWordPressZip } from "../../scripts/build-wordpress.ts";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildWordPressZip } from "../../scripts/build-wordpress.ts";
+import { extract, potIsCurrent } from "../../scripts/wordpress-pot.ts";
+import { parseMultipart } from "../../src/api/convert/multipart.ts";
+import { hmacSha256Hex, sha256Hex } from "../../src/core/crypto.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const vectors = JSON.parse(readFileSync(join(ROOT, "clients/wordpress/tests/fixtures/signing-vectors.json"), "utf8"));
@@ -59,7 +58,13 @@ describe("the plugin's files", () => {
       const zip = buildWordPressZip(join(dir, "imgpress-wordpress.zip"));
       const names = Bun.spawnSync(["unzip", "-Z1", zip]).stdout.toString().trim().split("\n");
       expect(new Set(names.map((n) => n.split("/")[0]))).toEqual(new Set(["imgpress"]));
-      for (const f of ["imgpress/imgpress.php", "imgpress/uninstall.php", "imgpress/readme.txt", "imgpress/languages/imgpress.pot"]) expect(names).toContain(f);
+      for (const f of [
+        "imgpress/imgpress.php",
+        "imgpress/uninstall.php",
+        "imgpress/readme.txt",
+        "imgpress/languages/imgpress.pot",
+      ])
+        expect(names).toContain(f);
       const header = Bun.spawnSync(["unzip", "-p", zip, "imgpress/imgpress.php"]).stdout.toString();
       expect(header).toMatch(/Requires at least:\s+6\.1/);
       expect(header).toMatch(/Requires PHP:\s+7\.4/);

@@ -7,18 +7,18 @@
  * older attachments, through a server stop; a revoked key; uninstall.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import sharp from "sharp";
 import type { Page } from "playwright-core";
+import sharp from "sharp";
+import { buildWordPressZip } from "../../scripts/build-wordpress.ts";
 import { hasChromium, openBrowser, type TestBrowser } from "../support/browser.ts";
 import * as img from "../support/images.ts";
 import { closedPort, unusedPorts } from "../support/ports.ts";
-import { runCli, startServer, type RunningServer } from "../support/server.ts";
-import { extractOtp, startSmtpSink, type SmtpSink } from "../support/smtp.ts";
-import { hasWordPress, startWordPress, WP_ADMIN, type WordPress } from "../support/wordpress.ts";
-import { buildWordPressZip } from "../../scripts/build-wordpress.ts";
+import { type RunningServer, runCli, startServer } from "../support/server.ts";
+import { extractOtp, type SmtpSink, startSmtpSink } from "../support/smtp.ts";
+import { hasWordPress, startWordPress, type WordPress, WP_ADMIN } from "../support/wordpress.ts";
 
 const ready = hasWordPress() && hasChromium();
 const OLD_ATTACHMENTS = 30;
@@ -44,7 +44,12 @@ async function cron(): Promise<void> {
   await fetch(`${wp.url}/wp-cron.php`).then((r) => r.arrayBuffer());
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 500): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+  everyMs = 500,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -54,10 +59,13 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
   }
 }
 
-const meta = async (id: number, key: string) => (await wp.php(`echo wp_json_encode(get_post_meta(${id}, '${key}', true));`)).trim();
+const meta = async (id: number, key: string) =>
+  (await wp.php(`echo wp_json_encode(get_post_meta(${id}, '${key}', true));`)).trim();
 /** What the queue knows, for a failure message. */
 const diagnose = (id: number) =>
-  wp.php(`echo wp_json_encode(array('blocked' => Imgpress_Queue::blocked(), 'status' => get_option('imgpress_status'), 'backoff' => get_option('imgpress_backoff'), 'lock' => get_option('imgpress_lock'), 'next' => wp_next_scheduled('imgpress_run_queue') - time(), 'doing_cron' => get_transient('doing_cron'), 'queue' => get_post_meta(${id}, '_imgpress_queue', true) - time(), 'record' => get_post_meta(${id}, '_imgpress', true), 'error' => get_post_meta(${id}, '_imgpress_error', true)));`);
+  wp.php(
+    `echo wp_json_encode(array('blocked' => Imgpress_Queue::blocked(), 'status' => get_option('imgpress_status'), 'backoff' => get_option('imgpress_backoff'), 'lock' => get_option('imgpress_lock'), 'next' => wp_next_scheduled('imgpress_run_queue') - time(), 'doing_cron' => get_transient('doing_cron'), 'queue' => get_post_meta(${id}, '_imgpress_queue', true) - time(), 'record' => get_post_meta(${id}, '_imgpress', true), 'error' => get_post_meta(${id}, '_imgpress_error', true)));`,
+  );
 const pluginLines = () => wp.debugLog().filter((l) => l.includes("plugins/imgpress"));
 
 beforeAll(async () => {
@@ -66,13 +74,24 @@ beforeAll(async () => {
   const zip = buildWordPressZip(join(scratch, "imgpress-wordpress.zip"));
   sink = await startSmtpSink();
   const [port] = await unusedPorts(1);
-  serverEnv = { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_PORT: String(port), IMGPRESS_SIGNATURE_BODY: "strict", IMGPRESS_ALLOWED_EMAILS: "@example.com" };
+  serverEnv = {
+    IMGPRESS_SMTP_URL: sink.url,
+    IMGPRESS_PORT: String(port),
+    IMGPRESS_SIGNATURE_BODY: "strict",
+    IMGPRESS_ALLOWED_EMAILS: "@example.com",
+  };
   [server, wp] = await Promise.all([startImgpress(), startWordPress()]);
   // The library before the plugin: 30 photos at 640×480 (full, 300 and 150 wide).
   const files: string[] = [];
   for (let i = 0; i < OLD_ATTACHMENTS; i++) {
     const file = join(scratch, `old-${i}.jpg`);
-    writeFileSync(file, await sharp(await img.photo(640, 480)).modulate({ hue: i * 11 }).jpeg({ quality: 90 }).toBuffer());
+    writeFileSync(
+      file,
+      await sharp(await img.photo(640, 480))
+        .modulate({ hue: i * 11 })
+        .jpeg({ quality: 90 })
+        .toBuffer(),
+    );
     files.push(file);
   }
   await wp.php(`require_once ABSPATH . 'wp-admin/includes/media.php'; require_once ABSPATH . 'wp-admin/includes/file.php'; require_once ABSPATH . 'wp-admin/includes/image.php';
@@ -105,14 +124,19 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
       await Promise.all([page.waitForLoadState("load"), page.click("text=Trust this certificate and send me a code")]);
     }
     const notice = (await page.textContent(".imgpress-flash")) ?? "";
-    if (await page.$("button:has-text('Start again')")) await Promise.all([page.waitForLoadState("load"), page.click("button:has-text('Start again')")]);
+    if (await page.$("button:has-text('Start again')"))
+      await Promise.all([page.waitForLoadState("load"), page.click("button:has-text('Start again')")]);
     return notice;
   }
 
   test("errors a person can act on: an unreachable server, an address off the allowlist, a mail failure", async () => {
     const closed = await closedPort();
-    expect(await tryConnect(`https://127.0.0.1:${closed}`, WP_ADMIN.email)).toContain(`The imgpress server at https://127.0.0.1:${closed} did not answer. Check the address and port`);
-    expect(await tryConnect(server.url, "someone@elsewhere.test")).toContain("not on its allowlist (IMGPRESS_ALLOWED_EMAILS)");
+    expect(await tryConnect(`https://127.0.0.1:${closed}`, WP_ADMIN.email)).toContain(
+      `The imgpress server at https://127.0.0.1:${closed} did not answer. Check the address and port`,
+    );
+    expect(await tryConnect(server.url, "someone@elsewhere.test")).toContain(
+      "not on its allowlist (IMGPRESS_ALLOWED_EMAILS)",
+    );
     sink.setReject(true);
     try {
       expect(await tryConnect(server.url, "mailfail@example.com")).toContain("could not send the e-mail with the code");
@@ -133,7 +157,10 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     await page.screenshot({ path: join(scratch, "1-fingerprint.png") });
     const before = sink.messages.length;
     await page.check("input[name=matches]");
-    await Promise.all([page.waitForSelector("#imgpress-code"), page.click("text=Trust this certificate and send me a code")]);
+    await Promise.all([
+      page.waitForSelector("#imgpress-code"),
+      page.click("text=Trust this certificate and send me a code"),
+    ]);
     const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.to.includes(WP_ADMIN.email), 10_000);
     await page.fill("#imgpress-code", extractOtp(mail));
     await Promise.all([page.waitForSelector(".imgpress-status-table"), page.click("button[value=imgpress_verify]")]);
@@ -151,7 +178,12 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
   let uploaded = 0;
   test("an upload through the media uploader: every size gets valid WebP and AVIF copies; the column, the details, Remove copies and Re-optimize", async () => {
     const photo = join(scratch, "holiday.jpg");
-    writeFileSync(photo, await sharp(await img.photo(3000, 2000)).jpeg({ quality: 88 }).toBuffer());
+    writeFileSync(
+      photo,
+      await sharp(await img.photo(3000, 2000))
+        .jpeg({ quality: 88 })
+        .toBuffer(),
+    );
     await page.goto(`${wp.url}/wp-admin/media-new.php`);
     await page.setInputFiles("#plupload-upload-ui input[type=file]", photo);
     await page.waitForSelector(".media-item .edit-attachment", { timeout: 60_000 });
@@ -166,7 +198,9 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     const record = JSON.parse(await meta(uploaded, "_imgpress"));
     const sizes = Object.keys(record.sizes).sort();
     // WordPress's six sizes and the -scaled main file (the theme may add its own, e.g. post-thumbnail).
-    expect(sizes).toEqual(expect.arrayContaining(["1536x1536", "2048x2048", "full", "large", "medium", "medium_large", "thumbnail"]));
+    expect(sizes).toEqual(
+      expect.arrayContaining(["1536x1536", "2048x2048", "full", "large", "medium", "medium_large", "thumbnail"]),
+    );
     for (const name of sizes) {
       const entry = record.sizes[name];
       const file = join(wp.uploads, entry.file);
@@ -174,7 +208,12 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
       for (const format of ["avif", "webp"]) {
         expect(typeof entry[format]).toBe("number");
         const copy = await sharp(`${file}.${format}`).metadata();
-        expect({ size: name, format: copy.format === "heif" ? copy.compression : copy.format, w: copy.width, h: copy.height }).toEqual({
+        expect({
+          size: name,
+          format: copy.format === "heif" ? copy.compression : copy.format,
+          w: copy.width,
+          h: copy.height,
+        }).toEqual({
           size: name,
           format: format === "avif" ? "av1" : "webp",
           w: source.width,
@@ -207,7 +246,9 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     });
     expect(existsSync(`${medium}.avif`) && existsSync(`${medium}.webp`)).toBe(true);
     // A forged link (no valid nonce) changes nothing.
-    const forged = await page.goto(`${wp.url}/wp-admin/admin-post.php?action=imgpress_remove&id=${uploaded}&_wpnonce=0123456789`);
+    const forged = await page.goto(
+      `${wp.url}/wp-admin/admin-post.php?action=imgpress_remove&id=${uploaded}&_wpnonce=0123456789`,
+    );
     expect(forged?.status()).toBe(403);
     expect(existsSync(`${medium}.avif`)).toBe(true);
   }, 120_000);
@@ -226,7 +267,9 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     // The content image and the featured image; the image already inside a <picture> is left alone.
     expect(pictures.length).toBe(2);
     for (const p of pictures) {
-      expect(p).toMatch(/^<picture class="imgpress-picture"><source type="image\/avif" srcset="[^"]+\.jpg\.avif \d+w(, [^"]+\.jpg\.avif \d+w)+" sizes="[^"]+"><source type="image\/webp" srcset="[^"]+\.jpg\.webp \d+w/);
+      expect(p).toMatch(
+        /^<picture class="imgpress-picture"><source type="image\/avif" srcset="[^"]+\.jpg\.avif \d+w(, [^"]+\.jpg\.avif \d+w)+" sizes="[^"]+"><source type="image\/webp" srcset="[^"]+\.jpg\.webp \d+w/,
+      );
       expect(p).toMatch(/<img [^>]*srcset="[^"]+\.jpg \d+w/);
     }
     expect(html).toContain('alt="kept"');
@@ -238,7 +281,9 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     });
     await page.goto(url.trim());
     await page.waitForLoadState("networkidle");
-    const current = await page.evaluate(() => (document.querySelector(".entry-content picture img") as HTMLImageElement).currentSrc);
+    const current = await page.evaluate(
+      () => (document.querySelector(".entry-content picture img") as HTMLImageElement).currentSrc,
+    );
     expect(current).toMatch(/\.jpg\.avif$/);
     expect(avif.length).toBeGreaterThan(0);
     expect(wp.requests.some((l) => /\[200\]: GET \/wp-content\/uploads\/.+\.jpg\.avif/.test(l))).toBe(true);
@@ -248,29 +293,51 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     await page.goto(`${wp.url}/wp-admin/upload.php?page=imgpress-bulk`);
     const seen = new Set<string>();
     const watch = setInterval(() => {
-      page.getAttribute(".imgpress-bar", "aria-valuenow").then((v) => v !== null && seen.add(v), () => {});
+      page.getAttribute(".imgpress-bar", "aria-valuenow").then(
+        (v) => v !== null && seen.add(v),
+        () => {},
+      );
     }, 200);
     try {
       await page.click("#imgpress-start");
-      await until("a third of the bulk run", async () => Number(await page.getAttribute(".imgpress-bar", "aria-valuenow")) >= 20, 60_000, 200);
+      await until(
+        "a third of the bulk run",
+        async () => Number(await page.getAttribute(".imgpress-bar", "aria-valuenow")) >= 20,
+        60_000,
+        200,
+      );
       await page.screenshot({ path: join(scratch, "3-bulk-running.png") });
       const dataDir = server.dataDir;
       await server.stop({ keepData: true });
-      await until("the page saying the server does not answer", async () => ((await page.textContent("#imgpress-message")) ?? "").includes("does not answer"), 30_000, 200);
+      await until(
+        "the page saying the server does not answer",
+        async () => ((await page.textContent("#imgpress-message")) ?? "").includes("does not answer"),
+        30_000,
+        200,
+      );
       const stalled = await page.getAttribute(".imgpress-bar", "aria-valuenow");
       await Bun.sleep(3000);
       expect(await page.getAttribute(".imgpress-bar", "aria-valuenow")).toBe(stalled);
       expect(Number(stalled)).toBeLessThan(100);
       await page.screenshot({ path: join(scratch, "4-bulk-waiting.png") });
       server = await startImgpress(dataDir);
-      await until("100 %", async () => (await page.getAttribute(".imgpress-bar", "aria-valuenow")) === "100", 90_000, 300);
+      await until(
+        "100 %",
+        async () => (await page.getAttribute(".imgpress-bar", "aria-valuenow")) === "100",
+        90_000,
+        300,
+      );
     } finally {
       clearInterval(watch);
     }
     await page.screenshot({ path: join(scratch, "5-bulk-done.png") });
     expect(seen.size).toBeGreaterThanOrEqual(4);
-    expect(wp.sql("SELECT COUNT(*) FROM wp_postmeta WHERE meta_key = '_imgpress_done'").trim()).toBe(String(OLD_ATTACHMENTS + 1));
-    expect(wp.sql("SELECT COUNT(*) FROM wp_postmeta WHERE meta_key IN ('_imgpress_queue', '_imgpress_error')").trim()).toBe("0");
+    expect(wp.sql("SELECT COUNT(*) FROM wp_postmeta WHERE meta_key = '_imgpress_done'").trim()).toBe(
+      String(OLD_ATTACHMENTS + 1),
+    );
+    expect(
+      wp.sql("SELECT COUNT(*) FROM wp_postmeta WHERE meta_key IN ('_imgpress_queue', '_imgpress_error')").trim(),
+    ).toBe("0");
     expect(await page.textContent("#imgpress-count")).toContain(`${OLD_ATTACHMENTS} of ${OLD_ATTACHMENTS}`);
   }, 200_000);
 
@@ -283,7 +350,9 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     await page.setInputFiles("#plupload-upload-ui input[type=file]", photo);
     await page.waitForSelector(".media-item .edit-attachment", { timeout: 60_000 });
     const id = Number(wp.sql("SELECT MAX(ID) FROM wp_posts WHERE post_type = 'attachment'").trim());
-    expect(JSON.parse(await wp.php(`echo wp_json_encode(array_keys(wp_get_attachment_metadata(${id})['sizes']));`))).toContain("medium");
+    expect(
+      JSON.parse(await wp.php(`echo wp_json_encode(array_keys(wp_get_attachment_metadata(${id})['sizes']));`)),
+    ).toContain("medium");
     await until("the revoked state", async () => {
       await cron();
       return wp.sql("SELECT option_value FROM wp_options WHERE option_name = 'imgpress_status'").includes("revoked");
@@ -297,15 +366,24 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     expect(await meta(id, "_imgpress_queue")).not.toBe('""');
 
     // Reconnecting (the same server, its certificate confirmed again) gets a new key; the waiting upload is then optimized.
-    await Promise.all([page.waitForSelector("#imgpress-server"), page.click(".imgpress-notice-revoked a.imgpress-reconnect")]);
+    await Promise.all([
+      page.waitForSelector("#imgpress-server"),
+      page.click(".imgpress-notice-revoked a.imgpress-reconnect"),
+    ]);
     expect(await page.inputValue("#imgpress-server")).toBe(server.url);
     // Another address of the owner's: the server sends one code per address per minute.
     await page.fill("#imgpress-email", "webmaster@example.com");
     await Promise.all([page.waitForSelector(".imgpress-fingerprint code"), page.click("text=Send me a code")]);
     const before = sink.messages.length;
     await page.check("input[name=matches]");
-    await Promise.all([page.waitForSelector("#imgpress-code"), page.click("text=Trust this certificate and send me a code")]);
-    const mail = await sink.waitFor((m) => sink.messages.indexOf(m) >= before && m.to.includes("webmaster@example.com"), 10_000);
+    await Promise.all([
+      page.waitForSelector("#imgpress-code"),
+      page.click("text=Trust this certificate and send me a code"),
+    ]);
+    const mail = await sink.waitFor(
+      (m) => sink.messages.indexOf(m) >= before && m.to.includes("webmaster@example.com"),
+      10_000,
+    );
     await page.fill("#imgpress-code", extractOtp(mail));
     await Promise.all([page.waitForSelector(".imgpress-status-table"), page.click("button[value=imgpress_verify]")]);
     expect(await page.$(".imgpress-notice-revoked")).toBeNull();
@@ -323,7 +401,11 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
 
   test("deleting an attachment deletes its copies", async () => {
     const id = Number(wp.sql("SELECT MIN(ID) FROM wp_posts WHERE post_type = 'attachment'").trim());
-    const copies = JSON.parse(await wp.php(`$out = array(); foreach (Imgpress_Queue::files(${id}) as $p) { foreach (array('avif', 'webp') as $f) { if (file_exists("$p.$f")) { $out[] = "$p.$f"; } } } echo wp_json_encode($out);`)) as string[];
+    const copies = JSON.parse(
+      await wp.php(
+        `$out = array(); foreach (Imgpress_Queue::files(${id}) as $p) { foreach (array('avif', 'webp') as $f) { if (file_exists("$p.$f")) { $out[] = "$p.$f"; } } } echo wp_json_encode($out);`,
+      ),
+    ) as string[];
     expect(copies.length).toBeGreaterThanOrEqual(6);
     await wp.php(`wp_delete_attachment(${id}, true);`);
     expect(copies.filter((f) => existsSync(f))).toEqual([]);
@@ -331,7 +413,12 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
 
   test("uninstall, with the copies chosen to go too, leaves nothing of the plugin in the database or beside the images", async () => {
     const copies = join(wp.uploads);
-    const countCopies = () => Bun.spawnSync(["find", copies, "-name", "*.jpg.avif", "-o", "-name", "*.jpg.webp"]).stdout.toString().trim().split("\n").filter(Boolean).length;
+    const countCopies = () =>
+      Bun.spawnSync(["find", copies, "-name", "*.jpg.avif", "-o", "-name", "*.jpg.webp"])
+        .stdout.toString()
+        .trim()
+        .split("\n")
+        .filter(Boolean).length;
     expect(countCopies()).toBeGreaterThan(OLD_ATTACHMENTS);
     // The owner's choice, saved through the settings form (Settings API).
     await page.goto(`${wp.url}/wp-admin/options-general.php?page=imgpress`);
@@ -339,10 +426,15 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     await Promise.all([page.waitForURL(/settings-updated=true/), page.click("#submit")]);
     expect(await page.isChecked("input[name='imgpress_settings[on_uninstall]'][value=delete]")).toBe(true);
     expect(await page.isChecked("input[name='imgpress_settings[formats][]'][value=avif]")).toBe(true);
-    const out = await wp.php(`require_once ABSPATH . 'wp-admin/includes/plugin.php'; require_once ABSPATH . 'wp-admin/includes/file.php';
+    const out =
+      await wp.php(`require_once ABSPATH . 'wp-admin/includes/plugin.php'; require_once ABSPATH . 'wp-admin/includes/file.php';
       deactivate_plugins('imgpress/imgpress.php'); $r = delete_plugins(array('imgpress/imgpress.php')); echo is_wp_error($r) ? $r->get_error_message() : 'deleted';`);
     expect(out.trim()).toBe("deleted");
-    expect(wp.sql("SELECT option_name FROM wp_options WHERE option_name LIKE '%imgpress%' OR option_value LIKE '%imgpress%'").trim()).toBe("");
+    expect(
+      wp
+        .sql("SELECT option_name FROM wp_options WHERE option_name LIKE '%imgpress%' OR option_value LIKE '%imgpress%'")
+        .trim(),
+    ).toBe("");
     expect(wp.sql("SELECT DISTINCT meta_key FROM wp_postmeta WHERE meta_key LIKE '%imgpress%'").trim()).toBe("");
     expect(existsSync(join(wp.root, "wp-content/plugins/imgpress"))).toBe(false);
     expect(countCopies()).toBe(0);

@@ -21,7 +21,10 @@ export const AccountResponse = t.Object({
     bytes_saved: t.Integer({ description: "bytes_in − bytes_out (negative when outputs grew)" }),
   }),
   total: t.Object({ conversions: t.Integer(), bytes_saved: t.Integer() }),
-  max_in_progress: t.Integer({ description: "Conversions this key may have admitted at once (IMGPRESS_KEY_MAX_ADMITTED); more get 429 TOO_MANY_IN_PROGRESS" }),
+  max_in_progress: t.Integer({
+    description:
+      "Conversions this key may have admitted at once (IMGPRESS_KEY_MAX_ADMITTED); more get 429 TOO_MANY_IN_PROGRESS",
+  }),
 });
 
 /** Everything the route needs; the services are the app's own. */
@@ -51,7 +54,13 @@ export function accountRoutes(deps: AccountDeps) {
         email: detail.key.email,
         site_url: detail.key.siteUrl,
         server_version: version,
-        month: { from, conversions: totals.conversions, bytes_in: totals.bytesIn, bytes_out: totals.bytesOut, bytes_saved: totals.bytesSaved },
+        month: {
+          from,
+          conversions: totals.conversions,
+          bytes_in: totals.bytesIn,
+          bytes_out: totals.bytesOut,
+          bytes_saved: totals.bytesSaved,
+        },
         total: { conversions: detail.key.conversions, bytes_saved: detail.key.bytesSaved },
         max_in_progress: deps.keyMaxAdmitted,
       };
@@ -60,12 +69,15 @@ export function accountRoutes(deps: AccountDeps) {
       apiKey: true,
       response: {
         200: AccountResponse,
-        401: errorAnswer("UNAUTHORIZED, INVALID_API_KEY (unknown or revoked), INVALID_SIGNATURE, TIMESTAMP_OUT_OF_RANGE, REPLAYED_REQUEST, SCHEME_DISABLED"),
+        401: errorAnswer(
+          "UNAUTHORIZED, INVALID_API_KEY (unknown or revoked), INVALID_SIGNATURE, TIMESTAMP_OUT_OF_RANGE, REPLAYED_REQUEST, SCHEME_DISABLED",
+        ),
         503: errorAnswer("STORAGE_UNAVAILABLE (with Retry-After)"),
       },
       detail: {
         summary: "The calling key's prefix, owner, site and usage this month",
-        description: "For a plugin's status box. Signed requests sign GET, /plugin/account, the timestamp and the SHA-256 of the empty body.",
+        description:
+          "For a plugin's status box. Signed requests sign GET, /plugin/account, the timestamp and the SHA-256 of the empty body.",
         tags: ["credentials"],
         security: [{ bearer: [] }, { signedKey: [], signedTimestamp: [], signedSignature: [] }],
       },

@@ -1,6 +1,6 @@
+import type { Upload } from "../../conversion/service.ts";
 import { AppError } from "../../core/errors.ts";
 import type { FormPart } from "./multipart.ts";
-import type { Upload } from "../../conversion/service.ts";
 
 /** Largest accepted `image` (spec 8: 20 MB, taken as 20 MiB). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
@@ -23,21 +23,33 @@ export function readUpload(parts: FormPart[]): Upload {
   if (!image) {
     // Field names are case-sensitive: name the near miss (`Image`, `image[]`) a client sent instead.
     const near = parts.find((p) => p.name.toLowerCase().replace(/\[\]$/, "") === "image");
-    throw new AppError(400, "MISSING_IMAGE", `The multipart field \`image\` is required${near ? `; got \`${near.name.slice(0, 40)}\` (field names are case-sensitive)` : ""}.`);
+    throw new AppError(
+      400,
+      "MISSING_IMAGE",
+      `The multipart field \`image\` is required${near ? `; got \`${near.name.slice(0, 40)}\` (field names are case-sensitive)` : ""}.`,
+    );
   }
   if (image.data.length === 0) throw new AppError(400, "MISSING_IMAGE", "The `image` field is empty.");
   if (image.data.length > MAX_IMAGE_BYTES) throw fileTooLarge();
 
   const format = text("format") ?? "webp";
   if (format !== "webp" && format !== "avif") {
-    throw new AppError(400, "UNSUPPORTED_FORMAT", `format must be "webp" or "avif" (lower case); got ${JSON.stringify(format.slice(0, 20))}.`);
+    throw new AppError(
+      400,
+      "UNSUPPORTED_FORMAT",
+      `format must be "webp" or "avif" (lower case); got ${JSON.stringify(format.slice(0, 20))}.`,
+    );
   }
   const quality = text("quality") ?? "lossy";
-  if (quality !== "lossy" && quality !== "lossless") throw invalid(`quality must be "lossy" or "lossless"; got ${JSON.stringify(quality.slice(0, 20))}.`);
+  if (quality !== "lossy" && quality !== "lossless")
+    throw invalid(`quality must be "lossy" or "lossless"; got ${JSON.stringify(quality.slice(0, 20))}.`);
   const maxWidthText = text("max_width");
   let maxWidth: number | undefined;
   if (maxWidthText !== undefined) {
-    if (!/^[1-9]\d{0,8}$/.test(maxWidthText)) throw invalid(`max_width must be a positive whole number of pixels; got ${JSON.stringify(maxWidthText.slice(0, 20))}.`);
+    if (!/^[1-9]\d{0,8}$/.test(maxWidthText))
+      throw invalid(
+        `max_width must be a positive whole number of pixels; got ${JSON.stringify(maxWidthText.slice(0, 20))}.`,
+      );
     maxWidth = Number(maxWidthText);
   }
   return { image: image.data, stem: fileStem(image.filename), options: { format, quality, maxWidth } };
@@ -50,7 +62,10 @@ export function readUpload(parts: FormPart[]): Upload {
 export function fileTooLarge(formOverheadBytes?: number): AppError {
   const limit = `${MAX_IMAGE_BYTES / 1024 / 1024} MiB (${MAX_IMAGE_BYTES} bytes)`;
   // The whole body is cut off before its parts are known: it may be the other fields that pushed it over.
-  const what = formOverheadBytes === undefined ? `The image is larger than ${limit}.` : `The upload is larger than an image of ${limit} with ${formOverheadBytes / 1024} KiB of form fields around it.`;
+  const what =
+    formOverheadBytes === undefined
+      ? `The image is larger than ${limit}.`
+      : `The upload is larger than an image of ${limit} with ${formOverheadBytes / 1024} KiB of form fields around it.`;
   return new AppError(413, "FILE_TOO_LARGE", what);
 }
 

@@ -1,14 +1,20 @@
 import { Elysia } from "elysia";
-import type { ApiAuth } from "../requestauth/index.ts";
-import { clientContext } from "../../core/http/client.ts";
+import {
+  type Converted,
+  type ConvertService,
+  type Delivery,
+  requesterOf,
+  savingsPercent,
+} from "../../conversion/service.ts";
 import { readBody } from "../../core/http/body.ts";
+import { clientContext } from "../../core/http/client.ts";
+import { CONVERT_PATH } from "../../core/http/paths.ts";
+import { handedOverBody } from "../../core/http/send.ts";
+import { clientGroup } from "../../core/ipallow.ts";
+import type { ApiAuth } from "../requestauth/index.ts";
 import { convertDocs } from "./docs.ts";
 import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
 import { parseMultipart } from "./multipart.ts";
-import { handedOverBody } from "../../core/http/send.ts";
-import { clientGroup } from "../../core/ipallow.ts";
-import { CONVERT_PATH } from "../../core/http/paths.ts";
-import { requesterOf, savingsPercent, type Converted, type ConvertService, type Delivery } from "../../conversion/service.ts";
 
 /** Room for the multipart framing and the small fields around a maximum-size image. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
@@ -25,24 +31,37 @@ export interface UploadRules {
 /** POST CONVERT_PATH (spec 4.1): authenticate → reserve upload budget → read once → verify → validate → admit → convert. */
 export function convertRoutes(convert: ConvertService, keyAuth: ApiAuth, rules: UploadRules) {
   const maxBytes = MAX_IMAGE_BYTES + FORM_OVERHEAD_BYTES;
-  const bodyLimits = { maxBytes, timeoutMs: rules.timeoutMs, minBytesPerS: rules.minBytesPerS, tooLarge: () => fileTooLarge(FORM_OVERHEAD_BYTES) };
-  return new Elysia({ name: "convert" }).use(keyAuth).use(clientContext).post(
-    CONVERT_PATH,
-    async ({ request, credential, clientIp }) => {
-      const requester = requesterOf(credential.key.id, clientGroup(clientIp, rules.ipv6PrefixBits));
-      // A body without a length (chunked) may grow to the limit: it reserves that much.
-      const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-      const reserve = Number.isInteger(declared) && declared >= 0 ? Math.min(declared, maxBytes) : maxBytes;
-      const result = await convert.handle(requester, reserve, async () => {
-        const body = await readBody(request, bodyLimits);
-        await credential.verifyBody(body);
-        return readUpload(parseMultipart(body, request.headers.get("content-type")));
-      }, request.signal);
-      return imageResponse(result, rules.timeoutMs);
-    },
-    // parse "none": the body is read once, by the route, so the signature covers the exact bytes.
-    { apiKey: true, parse: "none", detail: convertDocs as never },
-  );
+  const bodyLimits = {
+    maxBytes,
+    timeoutMs: rules.timeoutMs,
+    minBytesPerS: rules.minBytesPerS,
+    tooLarge: () => fileTooLarge(FORM_OVERHEAD_BYTES),
+  };
+  return new Elysia({ name: "convert" })
+    .use(keyAuth)
+    .use(clientContext)
+    .post(
+      CONVERT_PATH,
+      async ({ request, credential, clientIp }) => {
+        const requester = requesterOf(credential.key.id, clientGroup(clientIp, rules.ipv6PrefixBits));
+        // A body without a length (chunked) may grow to the limit: it reserves that much.
+        const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+        const reserve = Number.isInteger(declared) && declared >= 0 ? Math.min(declared, maxBytes) : maxBytes;
+        const result = await convert.handle(
+          requester,
+          reserve,
+          async () => {
+            const body = await readBody(request, bodyLimits);
+            await credential.verifyBody(body);
+            return readUpload(parseMultipart(body, request.headers.get("content-type")));
+          },
+          request.signal,
+        );
+        return imageResponse(result, rules.timeoutMs);
+      },
+      // parse "none": the body is read once, by the route, so the signature covers the exact bytes.
+      { apiKey: true, parse: "none", detail: convertDocs as never },
+    );
 }
 
 // encodeURIComponent leaves '()* alone, which RFC 8187 does not allow in an ext-value.
@@ -85,7 +104,8 @@ function imageHeaders(result: Converted): Record<string, string> {
     "x-savings-percent": savingsPercent(result.originalSize, result.bytes.length),
     "x-quality": String(result.quality),
     "x-quality-reason": result.qualityReasons.join(", "),
-    "access-control-expose-headers": "X-Original-Size, X-Optimized-Size, X-Savings-Percent, X-Quality, X-Quality-Reason",
+    "access-control-expose-headers":
+      "X-Original-Size, X-Optimized-Size, X-Savings-Percent, X-Quality, X-Quality-Reason",
     "cache-control": "no-store",
   };
 }

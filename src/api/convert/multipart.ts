@@ -36,7 +36,8 @@ export function parseMultipart(body: Uint8Array, contentType: string | null): Fo
     pos += delimiter.length;
     if (buf[pos] === 0x2d && buf[pos + 1] === 0x2d) return parts; // "--" closes the body
     // A delimiter the body ends at (or after which only the line break comes) lacks its closing "--".
-    if (buf.length - pos <= 2 && buf.subarray(pos).every((byte) => byte === 0x0d || byte === 0x0a)) throw malformed('the closing boundary has no final "--" (truncated upload?)');
+    if (buf.length - pos <= 2 && buf.subarray(pos).every((byte) => byte === 0x0d || byte === 0x0a))
+      throw malformed('the closing boundary has no final "--" (truncated upload?)');
     const headerEnd = buf.indexOf(CRLF_CRLF, pos);
     if (headerEnd < 0) throw malformed("a part has no end of headers");
     const headers = buf.toString("utf8", pos, headerEnd);
@@ -45,14 +46,17 @@ export function parseMultipart(body: Uint8Array, contentType: string | null): Fo
     const disposition = /content-disposition:\s*form-data\s*;([^\r\n]*)/i.exec(headers)?.[1];
     if (disposition) {
       const name = param(disposition, "name");
-      if (name !== undefined) parts.push({ name, filename: param(disposition, "filename"), data: body.subarray(headerEnd + 4, next) });
+      if (name !== undefined)
+        parts.push({ name, filename: param(disposition, "filename"), data: body.subarray(headerEnd + 4, next) });
     }
     pos = next + 2;
   }
 }
 
 function param(disposition: string, key: string): string | undefined {
-  const match = new RegExp(`(?:^|;)\\s*${key}="((?:[^"\\\\]|\\\\.)*)"|(?:^|;)\\s*${key}=([^;\\s]+)`, "i").exec(disposition);
+  const match = new RegExp(`(?:^|;)\\s*${key}="((?:[^"\\\\]|\\\\.)*)"|(?:^|;)\\s*${key}=([^;\\s]+)`, "i").exec(
+    disposition,
+  );
   if (!match) return undefined;
   // Only \" is unescaped: browsers send Windows paths (C:\dir\p.jpg) with bare backslashes.
   return match[1] !== undefined ? match[1].replace(/\\"/g, '"') : match[2];

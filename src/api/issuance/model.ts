@@ -1,7 +1,13 @@
 import { t } from "elysia";
 
 const email = t.String({ maxLength: 320, description: "Address the code is sent to", examples: ["owner@example.com"] });
-const siteUrl = t.Optional(t.String({ maxLength: 2048, description: "URL of the site asking for access (http or https)", examples: ["https://blog.example.com"] }));
+const siteUrl = t.Optional(
+  t.String({
+    maxLength: 2048,
+    description: "URL of the site asking for access (http or https)",
+    examples: ["https://blog.example.com"],
+  }),
+);
 
 /** Body of POST /plugin/auth/request-otp (spec 2.4). */
 export const RequestOtpBody = t.Object({ email, site_url: siteUrl });

@@ -48,7 +48,11 @@ export function docsRoutes(loadScalar: () => Promise<Blob>, authSchemes: readonl
   let script: Promise<Blob> | undefined;
   const docs = new Elysia({ name: "docs" })
     // Registered before the plugin, so it applies to the plugin's document route.
-    .onAfterHandle(({ path, response }) => (path === "/v1/docs/json" && response && typeof response === "object" && !(response instanceof Response) ? tidyOpenApi(response as Record<string, unknown>, authSchemes) : undefined))
+    .onAfterHandle(({ path, response }) =>
+      path === "/v1/docs/json" && response && typeof response === "object" && !(response instanceof Response)
+        ? tidyOpenApi(response as Record<string, unknown>, authSchemes)
+        : undefined,
+    )
     .use(
       swagger({
         path: "/v1/docs",
@@ -68,9 +72,19 @@ export function docsRoutes(loadScalar: () => Promise<Blob>, authSchemes: readonl
             schemas: { Error: ErrorModel as never },
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "Authorization: Bearer <api_key>" },
-              signedKey: { type: "apiKey", in: "header", name: "x-api-key", description: "api_key, with x-timestamp and x-signature (see docs/api.md)" },
+              signedKey: {
+                type: "apiKey",
+                in: "header",
+                name: "x-api-key",
+                description: "api_key, with x-timestamp and x-signature (see docs/api.md)",
+              },
               signedTimestamp: { type: "apiKey", in: "header", name: "x-timestamp", description: "Unix seconds" },
-              signedSignature: { type: "apiKey", in: "header", name: "x-signature", description: "hex HMAC-SHA256 of METHOD\\nENDPOINT\\nTIMESTAMP\\nBODY_HASH" },
+              signedSignature: {
+                type: "apiKey",
+                in: "header",
+                name: "x-signature",
+                description: "hex HMAC-SHA256 of METHOD\\nENDPOINT\\nTIMESTAMP\\nBODY_HASH",
+              },
             },
           },
           tags: [
@@ -81,15 +95,22 @@ export function docsRoutes(loadScalar: () => Promise<Blob>, authSchemes: readonl
         },
       }),
     )
-    .get(SCALAR_ASSET, async () => {
-      script ??= loadScalar();
-      return new Response(await script, {
-        headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" },
-      });
-    }, { detail: { hide: true } });
+    .get(
+      SCALAR_ASSET,
+      async () => {
+        script ??= loadScalar();
+        return new Response(await script, {
+          headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" },
+        });
+      },
+      { detail: { hide: true } },
+    );
   // The plugin serves the page as one static Response, which no hook sees: its headers are set on it, once.
   const page = docs.routes.find((route) => route.method === "GET" && route.path === "/v1/docs")?.handler;
-  if (!(page instanceof Response)) throw new Error("@elysiajs/swagger no longer serves /v1/docs as a static Response: DOCS_PAGE_HEADERS must be set another way");
+  if (!(page instanceof Response))
+    throw new Error(
+      "@elysiajs/swagger no longer serves /v1/docs as a static Response: DOCS_PAGE_HEADERS must be set another way",
+    );
   for (const [name, value] of Object.entries(DOCS_PAGE_HEADERS)) page.headers.set(name, value);
   return docs;
 }

@@ -23,12 +23,16 @@ const EVERY_ROUTE: Record<string, string> = {
 };
 
 const RETRY_AFTER = {
-  description: "Seconds to wait before trying again: sent with RATE_LIMITED, TOO_MANY_IN_PROGRESS, SERVER_BUSY and STORAGE_UNAVAILABLE",
+  description:
+    "Seconds to wait before trying again: sent with RATE_LIMITED, TOO_MANY_IN_PROGRESS, SERVER_BUSY and STORAGE_UNAVAILABLE",
   schema: { type: "integer" },
 };
 
 /** The security schemes of each scheme `IMGPRESS_AUTH_SCHEMES` can name. */
-const SCHEME_PARTS: Record<string, string[]> = { bearer: ["bearer"], signed: ["signedKey", "signedTimestamp", "signedSignature"] };
+const SCHEME_PARTS: Record<string, string[]> = {
+  bearer: ["bearer"],
+  signed: ["signedKey", "signedTimestamp", "signedSignature"],
+};
 
 /**
  * `doc` (the plugin's document, not changed) as the service serves it, offering only the request
@@ -43,7 +47,9 @@ export function tidyOpenApi(doc: Json, schemes: readonly string[]): Json {
       // The health routes' 503 says the server is unwell, with no time to wait.
       addEveryRouteAnswers(operation, !path.startsWith("/health"));
       if (Array.isArray(operation.security)) {
-        operation.security = (operation.security as Json[]).filter((alternative) => Object.keys(alternative).every((name) => offered.has(name)));
+        operation.security = (operation.security as Json[]).filter((alternative) =>
+          Object.keys(alternative).every((name) => offered.has(name)),
+        );
       }
     }
   }
@@ -58,8 +64,13 @@ function addEveryRouteAnswers(operation: Json, retryAfter: boolean): void {
   const responses = (operation.responses ??= {}) as Record<string, Json>;
   for (const [status, code] of Object.entries(EVERY_ROUTE)) {
     const answer = responses[status];
-    if (!answer) responses[status] = { description: `Error: ${code}`, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
-    else if (!String(answer.description).includes(code.split(" ")[0]!)) answer.description = `${answer.description}, ${code}`;
+    if (!answer)
+      responses[status] = {
+        description: `Error: ${code}`,
+        content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+      };
+    else if (!String(answer.description).includes(code.split(" ")[0]!))
+      answer.description = `${answer.description}, ${code}`;
   }
   for (const status of retryAfter ? ["429", "503"] : []) {
     const answer = responses[status];
@@ -78,7 +89,8 @@ function tidyOperation(operation: Json): void {
     if (content?.["application/json"]) for (const type of GUESSED) delete content[type];
     for (const media of Object.values(content ?? {})) tidyMedia(media);
     // The error bodies' own titles; 200 is the one success the plugin leaves undescribed.
-    if (typeof answer.description !== "string") answer.description = statusTitles[Number(status)] ?? (status === "200" ? "OK" : `HTTP ${status}`);
+    if (typeof answer.description !== "string")
+      answer.description = statusTitles[Number(status)] ?? (status === "200" ? "OK" : `HTTP ${status}`);
     delete answer.title;
   }
 }

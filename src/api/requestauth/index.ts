@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import type { RequestAuthenticator } from "./service.ts";
 import { noteKey } from "../../core/http/meta.ts";
+import type { RequestAuthenticator } from "./service.ts";
 
 /**
  * Route option `apiKey: true`: authenticates the request from its headers before the body is
@@ -11,7 +11,14 @@ export function apiAuth(authenticator: RequestAuthenticator) {
     apiKey: {
       async resolve({ request }) {
         // The key named is noted on the request, so a refusal after this point is counted against it.
-        return { credential: await authenticator.fromHeaders(request.method, new URL(request.url).pathname, request.headers, (id) => noteKey(request, id)) };
+        return {
+          credential: await authenticator.fromHeaders(
+            request.method,
+            new URL(request.url).pathname,
+            request.headers,
+            (id) => noteKey(request, id),
+          ),
+        };
       },
     },
   });

@@ -1,9 +1,9 @@
-import { sha256Hex, hmacSha256Hex, timingSafeEqual } from "../../core/crypto.ts";
-import type { Store } from "../../data/db/index.ts";
-import { API_PREFIX } from "../../core/http/paths.ts";
-import { AppError } from "../../core/errors.ts";
-import type { ActiveKey, KeyService } from "../../data/keys/service.ts";
 import { lt, sql } from "drizzle-orm";
+import { hmacSha256Hex, sha256Hex, timingSafeEqual } from "../../core/crypto.ts";
+import { AppError } from "../../core/errors.ts";
+import { API_PREFIX } from "../../core/http/paths.ts";
+import type { Store } from "../../data/db/index.ts";
+import type { ActiveKey, KeyService } from "../../data/keys/service.ts";
 
 /** The two ways of presenting credentials (spec part 5). */
 export type Scheme = "bearer" | "signed";
@@ -43,31 +43,51 @@ export class RequestAuthenticator {
     const { seenSignatures } = store.tables;
     this.insertSeen = store.db
       .insert(seenSignatures)
-      .values({ keyId: sql.placeholder("keyId"), signature: sql.placeholder("signature"), expiresAt: sql.placeholder("expiresAt") })
+      .values({
+        keyId: sql.placeholder("keyId"),
+        signature: sql.placeholder("signature"),
+        expiresAt: sql.placeholder("expiresAt"),
+      })
       .onConflictDoNothing()
       .returning({ keyId: seenSignatures.keyId })
       .prepare();
   }
 
   /** Checks everything the headers alone can prove; `named` hears the id of the key named, once found (active or revoked). */
-  async fromHeaders(method: string, path: string, headers: Headers, named?: (keyId: string) => void): Promise<Credential> {
+  async fromHeaders(
+    method: string,
+    path: string,
+    headers: Headers,
+    named?: (keyId: string) => void,
+  ): Promise<Credential> {
     const signed = headers.has("x-signature") || headers.has("x-timestamp");
     const bearer = /^bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
     if (!signed && !bearer && !headers.has("x-api-key")) {
       // Sent but not one Bearer key (Basic, an empty or two-word token, two headers merged with a comma).
-      if (headers.has("authorization")) throw this.unauthorized("UNAUTHORIZED", "The Authorization header must be exactly: Bearer <api_key>.");
-      throw this.unauthorized("UNAUTHORIZED", "Missing credentials: send Authorization: Bearer <api_key>, or x-api-key, x-timestamp and x-signature.");
+      if (headers.has("authorization"))
+        throw this.unauthorized("UNAUTHORIZED", "The Authorization header must be exactly: Bearer <api_key>.");
+      throw this.unauthorized(
+        "UNAUTHORIZED",
+        "Missing credentials: send Authorization: Bearer <api_key>, or x-api-key, x-timestamp and x-signature.",
+      );
     }
     const scheme: Scheme = signed || !bearer ? "signed" : "bearer";
     if (!this.policy.schemes.includes(scheme)) {
-      throw this.unauthorized("SCHEME_DISABLED", `This server does not accept ${scheme} requests; use ${this.policy.schemes.join(" or ")}.`);
+      throw this.unauthorized(
+        "SCHEME_DISABLED",
+        `This server does not accept ${scheme} requests; use ${this.policy.schemes.join(" or ")}.`,
+      );
     }
     return scheme === "bearer" ? this.bearer(bearer!, named) : this.signed(method, path, headers, named);
   }
 
   // A 401 names the schemes this server accepts (RFC 9110 asks every 401 for a WWW-Authenticate).
   private unauthorized(code: string, message: string): AppError {
-    const challenges = this.policy.schemes.map((scheme) => (scheme === "bearer" ? 'Bearer realm="imgpress"' : 'HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature"'));
+    const challenges = this.policy.schemes.map((scheme) =>
+      scheme === "bearer"
+        ? 'Bearer realm="imgpress"'
+        : 'HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature"',
+    );
     return new AppError(401, code, message, { "www-authenticate": challenges.join(", ") });
   }
 
@@ -78,7 +98,9 @@ export class RequestAuthenticator {
    */
   async prune(): Promise<void> {
     const { seenSignatures } = this.store.tables;
-    await this.store.db.delete(seenSignatures).where(lt(seenSignatures.expiresAt, this.now() - this.policy.toleranceS * 1000));
+    await this.store.db
+      .delete(seenSignatures)
+      .where(lt(seenSignatures.expiresAt, this.now() - this.policy.toleranceS * 1000));
   }
 
   private async bearer(apiKey: string, named?: (keyId: string) => void): Promise<Credential> {
@@ -86,7 +108,12 @@ export class RequestAuthenticator {
     return { scheme: "bearer", key, verifyBody: async () => {} };
   }
 
-  private async signed(method: string, path: string, headers: Headers, named?: (keyId: string) => void): Promise<Credential> {
+  private async signed(
+    method: string,
+    path: string,
+    headers: Headers,
+    named?: (keyId: string) => void,
+  ): Promise<Credential> {
     const apiKey = headers.get("x-api-key");
     const timestamp = headers.get("x-timestamp")?.trim();
     const signature = headers.get("x-signature")?.trim().toLowerCase();
@@ -105,7 +132,14 @@ export class RequestAuthenticator {
       scheme: "signed",
       key,
       verifyBody: async (body) => {
-        const { bodyHash, coversBody } = await this.checkSignature(key, { method, path }, timestamp!, signature!, body, headers.get("content-type"));
+        const { bodyHash, coversBody } = await this.checkSignature(
+          key,
+          { method, path },
+          timestamp!,
+          signature!,
+          body,
+          headers.get("content-type"),
+        );
         // An empty-hash signature is the same for every upload signed in the same second, so
         // its replay record names the body too: two different uploads pass, a resend does not.
         await this.rememberSignature(key.id, coversBody ? signature! : `${signature}:${bodyHash}`, Number(timestamp));
@@ -120,7 +154,14 @@ export class RequestAuthenticator {
   }
 
   /** Verifies the HMAC; tells whether the matching candidate covered the body's real hash. */
-  private async checkSignature(key: ActiveKey, { method, path }: { method: string; path: string }, timestamp: string, signature: string, body: Uint8Array, contentType: string | null) {
+  private async checkSignature(
+    key: ActiveKey,
+    { method, path }: { method: string; path: string },
+    timestamp: string,
+    signature: string,
+    body: Uint8Array,
+    contentType: string | null,
+  ) {
     const secret = await key.secret();
     const bodyHash = await sha256Hex(body);
     // WordPress-style clients follow the spec's "hash of the JSON payload" and hash nothing for multipart:
@@ -140,7 +181,11 @@ export class RequestAuthenticator {
         "The signature covers the SHA-256 of an empty body, which this server does not accept (IMGPRESS_SIGNATURE_BODY=strict): sign the SHA-256 of the raw request body. See docs/api.md#signing.",
       );
     }
-    if (!matched) throw this.unauthorized("INVALID_SIGNATURE", "The signature does not match. See docs/api.md#signing for the string to sign.");
+    if (!matched)
+      throw this.unauthorized(
+        "INVALID_SIGNATURE",
+        "The signature does not match. See docs/api.md#signing for the string to sign.",
+      );
     return { bodyHash, coversBody: matched === bodyHash };
   }
 
@@ -149,7 +194,11 @@ export class RequestAuthenticator {
     const expiresAt = (timestampS + this.policy.toleranceS) * 1000 + 1000;
     // One INSERT on the shared database, whose primary key makes the check exact across processes.
     const inserted = await this.store.bounded(this.insertSeen.execute({ keyId, signature, expiresAt }));
-    if (inserted.length === 0) throw this.unauthorized("REPLAYED_REQUEST", "This signature was already used; sign each request with a fresh timestamp.");
+    if (inserted.length === 0)
+      throw this.unauthorized(
+        "REPLAYED_REQUEST",
+        "This signature was already used; sign each request with a fresh timestamp.",
+      );
   }
 }
 

@@ -11,7 +11,11 @@ class ConversionTimeout extends AppError {
     timeoutS: number,
     readonly stillRunning: Promise<unknown>,
   ) {
-    super(504, "CONVERSION_TIMEOUT", `The conversion took longer than the limit of ${timeoutS} s; try a smaller max_width or lossy quality.`);
+    super(
+      504,
+      "CONVERSION_TIMEOUT",
+      `The conversion took longer than the limit of ${timeoutS} s; try a smaller max_width or lossy quality.`,
+    );
   }
 }
 

@@ -21,8 +21,12 @@ export async function decodeRaw(pipeline: Sharp): Promise<RawImage> {
 
 /** The real encoder: sharp over raw pixels (no metadata is written). */
 export const sharpEncoder: Encoder = (image, settings) => {
-  const input = sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels as 3 | 4 } });
-  return settings.format === "webp" ? input.webp(settings.options as WebpOptions).toBuffer() : input.avif(settings.options as AvifOptions).toBuffer();
+  const input = sharp(image.data, {
+    raw: { width: image.width, height: image.height, channels: image.channels as 3 | 4 },
+  });
+  return settings.format === "webp"
+    ? input.webp(settings.options as WebpOptions).toBuffer()
+    : input.avif(settings.options as AvifOptions).toBuffer();
 };
 
 /** The real decoder: sharp, alpha kept or added so the channel count matches the source. */

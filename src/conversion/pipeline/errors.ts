@@ -1,14 +1,22 @@
 import { AppError } from "../../core/errors.ts";
 import type { Size } from "./inspect.ts";
-import { largestWidthWithin, type InputCost } from "./memory.ts";
+import { type InputCost, largestWidthWithin } from "./memory.ts";
 import { formatNames, type OutputFormat, type QualityMode } from "./presets.ts";
 
 /** 422 INVALID_IMAGE with the first line of the decoder's complaint. */
 export function invalidImage(detail: string): AppError {
   // libvips messages can be long and multi-line; the first line is what helps a client.
-  const first = detail.split("\n")[0]?.replace(/^Input (buffer|file) /, "").trim().slice(0, 200) ?? "";
+  const first =
+    detail
+      .split("\n")[0]
+      ?.replace(/^Input (buffer|file) /, "")
+      .trim()
+      .slice(0, 200) ?? "";
   // "Unknown error" (a PNG chunk's bad CRC) or "has corrupt header:" with nothing after tell a client nothing.
-  const said = first === "" || /^\(?unknown error\)?$/i.test(first) || first.endsWith(":") ? "the decoder could not read it" : first;
+  const said =
+    first === "" || /^\(?unknown error\)?$/i.test(first) || first.endsWith(":")
+      ? "the decoder could not read it"
+      : first;
   return new AppError(422, "INVALID_IMAGE", `The image is corrupt or truncated (${said}).`);
 }
 
@@ -34,10 +42,22 @@ function pixelCount(pixels: number): string {
 export function translateSharpError(err: Error): AppError {
   const message = err.message ?? "";
   if (err instanceof AppError) return err;
-  if (/timeout/i.test(message)) return new AppError(504, "CONVERSION_TIMEOUT", "The conversion took longer than the time limit; try a smaller max_width or lossy quality.");
-  if (/pixel limit/i.test(message)) return new AppError(422, "IMAGE_TOO_LARGE", "The image has more pixels than this server accepts.");
-  if (/too large for the (webp|heif|avif)/i.test(message)) return new AppError(422, "IMAGE_TOO_LARGE", "The result is too large for the output format; send a smaller max_width.");
-  if (/out of memory|cannot allocate|alloc/i.test(message)) return new AppError(500, "CONVERSION_FAILED", "The image could not be converted.");
+  if (/timeout/i.test(message))
+    return new AppError(
+      504,
+      "CONVERSION_TIMEOUT",
+      "The conversion took longer than the time limit; try a smaller max_width or lossy quality.",
+    );
+  if (/pixel limit/i.test(message))
+    return new AppError(422, "IMAGE_TOO_LARGE", "The image has more pixels than this server accepts.");
+  if (/too large for the (webp|heif|avif)/i.test(message))
+    return new AppError(
+      422,
+      "IMAGE_TOO_LARGE",
+      "The result is too large for the output format; send a smaller max_width.",
+    );
+  if (/out of memory|cannot allocate|alloc/i.test(message))
+    return new AppError(500, "CONVERSION_FAILED", "The image could not be converted.");
   return invalidImage(message);
 }
 
@@ -54,9 +74,20 @@ export function needsTooMuchMemory(
   const needs = `Converting this ${upright.width}×${upright.height} image to ${options.quality} ${formatNames[options.format]} at ${size.width}×${size.height} needs about ${mib(memoryBytes)} MiB, more than this server allows one conversion (${mib(budgetBytes)} MiB)`;
   const width = largestWidthWithin(upright, options.format, options.quality, input, budgetBytes);
   // Lossy WebP needs the least per pixel (pipeline/memory.ts), so it is the other way out.
-  const webpWidth = options.format === "webp" && options.quality === "lossy" ? 0 : largestWidthWithin(upright, "webp", "lossy", input, budgetBytes);
-  const otherWay = webpWidth > width ? ` or ask for lossy WebP${webpWidth < upright.width ? ` with max_width ${webpWidth} or less` : ", which needs the least"}` : "";
+  const webpWidth =
+    options.format === "webp" && options.quality === "lossy"
+      ? 0
+      : largestWidthWithin(upright, "webp", "lossy", input, budgetBytes);
+  const otherWay =
+    webpWidth > width
+      ? ` or ask for lossy WebP${webpWidth < upright.width ? ` with max_width ${webpWidth} or less` : ", which needs the least"}`
+      : "";
   // Decoding the upload alone would take more: no max_width helps.
-  if (width === 0) return new AppError(422, "IMAGE_TOO_LARGE", `${needs}; decoding an image this large takes more than that at any max_width, so this server cannot convert it.`);
+  if (width === 0)
+    return new AppError(
+      422,
+      "IMAGE_TOO_LARGE",
+      `${needs}; decoding an image this large takes more than that at any max_width, so this server cannot convert it.`,
+    );
   return new AppError(422, "IMAGE_TOO_LARGE", `${needs}; send max_width ${width} or less${otherWay}.`);
 }

@@ -1,7 +1,7 @@
-import { sharpDecoder, sharpEncoder, type Decoder, type EncodeSettings, type Encoder } from "./encode.ts";
 import type { AvifOptions } from "sharp";
-import { presets, type OutputFormat } from "./presets.ts";
-import { flatShare, hasFewColours, hasTranslucency, takeSample, type RawImage } from "./sample.ts";
+import { type Decoder, type Encoder, type EncodeSettings, sharpDecoder, sharpEncoder } from "./encode.ts";
+import { type OutputFormat, presets } from "./presets.ts";
+import { flatShare, hasFewColours, hasTranslucency, type RawImage, takeSample } from "./sample.ts";
 import { lumaOnWhite, meanSsim, ssimReference } from "./ssim.ts";
 
 /** Which lossy outputs the guard checks (IMGPRESS_QUALITY_GUARD). */
@@ -14,7 +14,15 @@ export type GuardMode = "off" | "avif" | "all";
  * stopped the search: best candidate so far), `original-smaller` (the body is larger than the
  * upload; added by the pipeline).
  */
-export type QualityReason = "preset" | "requested" | "alpha" | "graphic" | "detail" | "smaller-lossless" | "budget" | "original-smaller";
+export type QualityReason =
+  | "preset"
+  | "requested"
+  | "alpha"
+  | "graphic"
+  | "detail"
+  | "smaller-lossless"
+  | "budget"
+  | "original-smaller";
 
 /** What the guard chose and what it cost. */
 export interface GuardReport {
@@ -111,7 +119,12 @@ export interface GuardContext {
  * decode + preset encode cost (the encode estimated from the sample) and before `context.endAt`;
  * when the bound stops the search, the best candidate so far is returned.
  */
-export async function guardedEncode(image: RawImage, format: OutputFormat, context: GuardContext, deps: GuardDeps = realGuardDeps): Promise<{ bytes: Uint8Array; report: GuardReport }> {
+export async function guardedEncode(
+  image: RawImage,
+  format: OutputFormat,
+  context: GuardContext,
+  deps: GuardDeps = realGuardDeps,
+): Promise<{ bytes: Uint8Array; report: GuardReport }> {
   const sample = takeSample(image);
   const graphic = flatShare(sample) >= GRAPHIC_FLAT_SHARE && hasFewColours(sample, GRAPHIC_COLOUR_SHARE);
   // The AVIF preset halves the colour resolution (4:2:0, as lossy WebP always does, alpha or not),
@@ -120,7 +133,15 @@ export async function guardedEncode(image: RawImage, format: OutputFormat, conte
   // The reference's own preset meets the target by definition; only a graphic may do better lossless.
   if (format === REFERENCE.format && !graphic) {
     const bytes = await deps.encode(image, { format, options: presetOptions });
-    return { bytes, report: { quality: quality({ settings: { format, options: presetOptions } }), reasons: ["preset"], extraEncodes: 0, candidates: 1 } };
+    return {
+      bytes,
+      report: {
+        quality: quality({ settings: { format, options: presetOptions } }),
+        reasons: ["preset"],
+        extraEncodes: 0,
+        candidates: 1,
+      },
+    };
   }
   const search = await GuardSearch.start({ image, sample, format, graphic, presetOptions }, context, deps);
   await search.measureTarget();
@@ -185,7 +206,10 @@ class GuardSearch {
     search.mine.push(search.preset);
     search.presetMs = search.preset.encodeMs * search.scale;
     const budgetMs = context.decodeMs + search.presetMs;
-    search.end = Math.min(context.endAt, context.startedAt + Math.max(BUDGET_FACTOR * budgetMs, budgetMs + BUDGET_FLOOR_MS));
+    search.end = Math.min(
+      context.endAt,
+      context.startedAt + Math.max(BUDGET_FACTOR * budgetMs, budgetMs + BUDGET_FLOOR_MS),
+    );
     search.target = search.preset.score;
     // A graphic tries lossless first: it is often the smallest candidate, and on flat content often
     // faster than lossy, so neither the reference nor raises may spend the time it needs.
@@ -216,7 +240,10 @@ class GuardSearch {
         this.budgetHit = true;
         break;
       }
-      const t = await this.trial({ format: this.subject.format, options: { ...this.subject.presetOptions, quality: q } });
+      const t = await this.trial({
+        format: this.subject.format,
+        options: { ...this.subject.presetOptions, quality: q },
+      });
       this.mine.push(t);
       if (t.score < aim) lo = t;
       else this.hi = t;
@@ -225,7 +252,8 @@ class GuardSearch {
 
   /** Lossless for any image where no lossy quality reached the target (translucent images: AVIF codes alpha lossy at the colour quality). */
   async lastResortLossless(): Promise<void> {
-    if (!this.subject.graphic && this.hi === undefined && !this.budgetHit) this.skipped = !(await this.tryLossless(this.pick()));
+    if (!this.subject.graphic && this.hi === undefined && !this.budgetHit)
+      this.skipped = !(await this.tryLossless(this.pick()));
   }
 
   /** Encodes the chosen candidate in full (unless the sample was the image) and says why it was chosen. */
@@ -238,12 +266,21 @@ class GuardSearch {
     if (!this.whole) this.encodes++;
     const reasons: QualityReason[] = [];
     // Lossless is "smaller" when a lossy candidate that passed, or the preset, is at least as large.
-    if (lossless && this.mine.some((t) => (t === preset || t.score >= aim) && t.bytes.length >= chosen.bytes.length)) reasons.push("smaller-lossless");
+    if (lossless && this.mine.some((t) => (t === preset || t.score >= aim) && t.bytes.length >= chosen.bytes.length))
+      reasons.push("smaller-lossless");
     else if (chosen === preset) reasons.push("preset");
     else reasons.push(hasTranslucency(this.subject.sample) ? "alpha" : this.subject.graphic ? "graphic" : "detail");
     // Also when the time bound kept lossless from being tried.
-    if (chosen.score < target || this.skipped || (this.budgetHit && chosen === preset && preset.score < aim)) reasons.push("budget");
-    const report = { quality: lossless ? ("lossless" as const) : quality(chosen), reasons, extraEncodes: this.encodes - 1, candidates: this.tried().length, target: this.measured ? target : undefined, score: chosen.score };
+    if (chosen.score < target || this.skipped || (this.budgetHit && chosen === preset && preset.score < aim))
+      reasons.push("budget");
+    const report = {
+      quality: lossless ? ("lossless" as const) : quality(chosen),
+      reasons,
+      extraEncodes: this.encodes - 1,
+      candidates: this.tried().length,
+      target: this.measured ? target : undefined,
+      score: chosen.score,
+    };
     return { bytes, report };
   }
 
@@ -254,7 +291,14 @@ class GuardSearch {
     const bytes = await deps.encode(subject.sample, settings);
     const t1 = deps.now();
     // Lossless scores 1 by definition: no decode needed.
-    const score = settings.options.lossless ? 1 : meanSsim(this.reference, lumaOnWhite(await deps.decode(bytes, subject.sample.channels)), subject.sample.width, subject.sample.height);
+    const score = settings.options.lossless
+      ? 1
+      : meanSsim(
+          this.reference,
+          lumaOnWhite(await deps.decode(bytes, subject.sample.channels)),
+          subject.sample.width,
+          subject.sample.height,
+        );
     this.encodes++;
     this.scoreMs = Math.max(this.scoreMs, deps.now() - t1);
     return { settings, bytes, encodeMs: t1 - t0, score };
@@ -292,7 +336,9 @@ class GuardSearch {
 
   /** Raising the quality only grows the output: an affordable lossless no larger than the preset beats every lossy candidate, whatever the target. */
   private losslessWins(): boolean {
-    return this.exact !== undefined && this.affordable(this.exact) && this.exact.bytes.length <= this.preset.bytes.length;
+    return (
+      this.exact !== undefined && this.affordable(this.exact) && this.exact.bytes.length <= this.preset.bytes.length
+    );
   }
 
   private tried(): Trial[] {
@@ -307,7 +353,9 @@ class GuardSearch {
   private pick(): Trial {
     const ok = this.tried().filter((t) => t === this.preset || this.affordable(t));
     const pass = ok.filter((t) => t.score >= this.aim);
-    return pass.length ? pass.reduce((a, b) => (b.bytes.length < a.bytes.length ? b : a)) : ok.reduce((a, b) => (b.score > a.score ? b : a));
+    return pass.length
+      ? pass.reduce((a, b) => (b.bytes.length < a.bytes.length ? b : a))
+      : ok.reduce((a, b) => (b.score > a.score ? b : a));
   }
 }
 

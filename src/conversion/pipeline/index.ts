@@ -2,11 +2,11 @@ import sharp, { type Sharp } from "sharp";
 import { withDeadline } from "./deadline.ts";
 import { decodeRaw } from "./encode.ts";
 import { needsTooMuchMemory, translateSharpError } from "./errors.ts";
-import { guardedEncode, realGuardDeps, type GuardDeps, type GuardMode, type QualityReason } from "./guard.ts";
+import { type GuardDeps, type GuardMode, guardedEncode, type QualityReason, realGuardDeps } from "./guard.ts";
 import { inspect, outputSize, type Size } from "./inspect.ts";
 import { conversionMemoryBytes } from "./memory.ts";
-import { mimeTypes, presets, type OutputFormat, type QualityMode } from "./presets.ts";
-import { sniffFormat, type InputFormat } from "./sniff.ts";
+import { mimeTypes, type OutputFormat, presets, type QualityMode } from "./presets.ts";
+import { type InputFormat, sniffFormat } from "./sniff.ts";
 
 /** What to produce. */
 export interface ConvertOptions {
@@ -65,7 +65,11 @@ export interface Inspected {
  * image's dimensions, 422 when it would need more memory than the budget) before any pixel is
  * decoded, and tells the caller how large the job is.
  */
-export async function inspectUpload(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits): Promise<Inspected> {
+export async function inspectUpload(
+  input: Uint8Array,
+  options: ConvertOptions,
+  limits: ConvertLimits,
+): Promise<Inspected> {
   const inputFormat = sniffFormat(input);
   const { upright, cost, profiled16Bit } = await inspect(input, inputFormat, limits.maxPixels);
   const size = outputSize(upright, options.maxWidth, options.format);
@@ -85,12 +89,23 @@ const LIBVIPS_TIMEOUT_MAX_S = 3600;
  * formats it covers), dropping all other metadata. A pure function of its arguments; errors are
  * AppErrors with the codes of docs/api.md. `guardDeps` replaces the guard's encoder, decoder and clock.
  */
-export async function convertImage(input: Uint8Array, options: ConvertOptions, limits: ConvertLimits, guardDeps: GuardDeps = realGuardDeps): Promise<ConvertResult> {
+export async function convertImage(
+  input: Uint8Array,
+  options: ConvertOptions,
+  limits: ConvertLimits,
+  guardDeps: GuardDeps = realGuardDeps,
+): Promise<ConvertResult> {
   return convertInspected(input, await inspectUpload(input, options, limits), options, limits, guardDeps);
 }
 
 /** `convertImage` after `inspectUpload`: the caller may have used the header in between (the gate sizes the job by it). */
-export async function convertInspected(input: Uint8Array, inspected: Inspected, options: ConvertOptions, limits: ConvertLimits, guardDeps: GuardDeps = realGuardDeps): Promise<ConvertResult> {
+export async function convertInspected(
+  input: Uint8Array,
+  inspected: Inspected,
+  options: ConvertOptions,
+  limits: ConvertLimits,
+  guardDeps: GuardDeps = realGuardDeps,
+): Promise<ConvertResult> {
   const { inputFormat, upright, size } = inspected;
   // failOn "error": a truncated or corrupt file is refused rather than half-decoded. libvips'
   // own timeout stops pixel work early (freeing the CPU); withDeadline also covers the AVIF
@@ -104,9 +119,12 @@ export async function convertInspected(input: Uint8Array, inspected: Inspected, 
   // unless sRGB is named as the output profile (not attached: the output carries no metadata).
   if (inspected.profiled16Bit) pipeline = pipeline.withIccProfile("srgb", { attach: false });
   pipeline = pipeline.toColourspace("srgb");
-  const guarded = options.quality === "lossy" && (limits.qualityGuard === "all" || limits.qualityGuard === options.format);
+  const guarded =
+    options.quality === "lossy" && (limits.qualityGuard === "all" || limits.qualityGuard === options.format);
   try {
-    const work = guarded ? guardedWork(pipeline, options.format, limits.timeoutS, guardDeps) : presetWork(pipeline, options);
+    const work = guarded
+      ? guardedWork(pipeline, options.format, limits.timeoutS, guardDeps)
+      : presetWork(pipeline, options);
     const done = await withDeadline(work, limits.timeoutS);
     if (done.bytes.length > input.length) done.qualityReasons.push("original-smaller");
     return { ...done, mime: mimeTypes[options.format], inputFormat };
@@ -124,7 +142,15 @@ async function presetWork(pipeline: Sharp, options: ConvertOptions): Promise<Wor
   const { data, info } = await encoder.toBuffer({ resolveWithObject: true });
   const quality = options.quality === "lossless" ? "lossless" : (preset.quality ?? 0);
   const reasons: QualityReason[] = [options.quality === "lossless" ? "requested" : "preset"];
-  return { bytes: data, width: info.width, height: info.height, quality, qualityReasons: reasons, guardEncodes: 0, candidates: 1 };
+  return {
+    bytes: data,
+    width: info.width,
+    height: info.height,
+    quality,
+    qualityReasons: reasons,
+    guardEncodes: 0,
+    candidates: 1,
+  };
 }
 
 /** Decodes once to raw pixels, then lets the guard choose the encoder settings. */
@@ -133,5 +159,13 @@ async function guardedWork(pipeline: Sharp, format: OutputFormat, timeoutS: numb
   const image = await decodeRaw(pipeline);
   const context = { startedAt, decodeMs: deps.now() - startedAt, endAt: startedAt + timeoutS * 1000 };
   const { bytes, report } = await guardedEncode(image, format, context, deps);
-  return { bytes, width: image.width, height: image.height, quality: report.quality, qualityReasons: report.reasons, guardEncodes: report.extraEncodes, candidates: report.candidates };
+  return {
+    bytes,
+    width: image.width,
+    height: image.height,
+    quality: report.quality,
+    qualityReasons: report.reasons,
+    guardEncodes: report.extraEncodes,
+    candidates: report.candidates,
+  };
 }

@@ -1,7 +1,7 @@
 import sharp, { type Metadata } from "sharp";
 import { AppError } from "../../core/errors.ts";
 import { invalidImage, tooManyPixels } from "./errors.ts";
-import { inputCost, scaledToWidth, type InputCost } from "./memory.ts";
+import { type InputCost, inputCost, scaledToWidth } from "./memory.ts";
 import { formatNames, type OutputFormat } from "./presets.ts";
 import type { InputFormat } from "./sniff.ts";
 
@@ -33,10 +33,13 @@ export async function inspect(input: Uint8Array, expected: InputFormat, maxPixel
   } catch (err) {
     throw (expected === "png" ? pngHeaderRefusal(input, maxPixels) : null) ?? invalidImage((err as Error).message);
   }
-  if (header.format !== expected || !header.width || !header.height) throw invalidImage(`the ${expected.toUpperCase()} header could not be read`);
+  if (header.format !== expected || !header.width || !header.height)
+    throw invalidImage(`the ${expected.toUpperCase()} header could not be read`);
   if (header.width * header.height > maxPixels) throw tooManyPixels(header.width, header.height, maxPixels);
   const turned = (header.orientation ?? 1) >= 5;
-  const upright = turned ? { width: header.height, height: header.width } : { width: header.width, height: header.height };
+  const upright = turned
+    ? { width: header.height, height: header.width }
+    : { width: header.width, height: header.height };
   return { upright, cost: inputCost(header), profiled16Bit: header.depth === "ushort" && header.hasProfile === true };
 }
 
@@ -78,7 +81,11 @@ function pngHeaderRefusal(input: Uint8Array, maxPixels: number): AppError | null
   if (width === 0 || height === 0) return invalidImage(`its PNG header gives a size of ${width}×${height}`);
   if (width * height > maxPixels) return tooManyPixels(width, height, maxPixels);
   if (Math.max(width, height) > PNG_MAX_SIDE) {
-    return new AppError(422, "IMAGE_TOO_LARGE", `The image is ${width}×${height}; the PNG decoder reads at most ${PNG_MAX_SIDE} pixels per side.`);
+    return new AppError(
+      422,
+      "IMAGE_TOO_LARGE",
+      `The image is ${width}×${height}; the PNG decoder reads at most ${PNG_MAX_SIDE} pixels per side.`,
+    );
   }
   return null;
 }

@@ -42,14 +42,27 @@ export interface InputCost {
  * 4:2:0 and 4:4:4 at a small max_width, up to 3.3 more at full size; 3.5–9.6 for interlaced 8-bit
  * RGB to 16-bit RGBA; against 0.2–2.7 for the same streamed (more for a 16-bit PNG, below).
  */
-export function inputCost(header: { isProgressive?: boolean; format?: string; channels?: number; depth?: string; chromaSubsampling?: string; hasAlpha?: boolean; orientation?: number }): InputCost {
+export function inputCost(header: {
+  isProgressive?: boolean;
+  format?: string;
+  channels?: number;
+  depth?: string;
+  chromaSubsampling?: string;
+  hasAlpha?: boolean;
+  orientation?: number;
+}): InputCost {
   const alpha = header.hasAlpha === true;
   const turned = (header.orientation ?? 1) !== 1;
   const channels = header.channels ?? 4;
   const bytesPerSample = header.depth === "ushort" ? 2 : 1;
   if (header.format === "jpeg") {
-    if (header.isProgressive) return { bytesPerPixel: 2 * storedSamples(header.chromaSubsampling, channels) + 4, alpha, turned };
-    return { bytesPerPixel: channels >= 4 ? STREAMED_CMYK_BYTES_PER_INPUT_PIXEL : STREAMED_BYTES_PER_INPUT_PIXEL, alpha, turned };
+    if (header.isProgressive)
+      return { bytesPerPixel: 2 * storedSamples(header.chromaSubsampling, channels) + 4, alpha, turned };
+    return {
+      bytesPerPixel: channels >= 4 ? STREAMED_CMYK_BYTES_PER_INPUT_PIXEL : STREAMED_BYTES_PER_INPUT_PIXEL,
+      alpha,
+      turned,
+    };
   }
   if (header.isProgressive) return { bytesPerPixel: channels * bytesPerSample + 2, alpha, turned };
   // A 16-bit PNG streams at up to 3.2 bytes per pixel, up to 5.3 when turned by its orientation.
@@ -65,8 +78,17 @@ function storedSamples(subsampling: string | undefined, channels: number): numbe
 }
 
 /** About how much memory converting an image of `upright` pixels to `size` in `format` takes at its peak. */
-export function conversionMemoryBytes(upright: Size, size: Size, format: OutputFormat, quality: QualityMode, input: InputCost): number {
-  return size.width * size.height * outputBytesPerPixel(format, quality, input) + upright.width * upright.height * input.bytesPerPixel;
+export function conversionMemoryBytes(
+  upright: Size,
+  size: Size,
+  format: OutputFormat,
+  quality: QualityMode,
+  input: InputCost,
+): number {
+  return (
+    size.width * size.height * outputBytesPerPixel(format, quality, input) +
+    upright.width * upright.height * input.bytesPerPixel
+  );
 }
 
 function outputBytesPerPixel(format: OutputFormat, quality: QualityMode, input: InputCost): number {
@@ -78,12 +100,22 @@ function outputBytesPerPixel(format: OutputFormat, quality: QualityMode, input: 
  * The largest output width (`max_width`) whose conversion fits in `budgetBytes`, or 0 when none
  * does: decoding the input alone takes more (no max_width makes the decoded image smaller).
  */
-export function largestWidthWithin(upright: Size, format: OutputFormat, quality: QualityMode, input: InputCost, budgetBytes: number): number {
+export function largestWidthWithin(
+  upright: Size,
+  format: OutputFormat,
+  quality: QualityMode,
+  input: InputCost,
+  budgetBytes: number,
+): number {
   const left = budgetBytes - upright.width * upright.height * input.bytesPerPixel;
   const perWidthSquared = (outputBytesPerPixel(format, quality, input) * upright.height) / upright.width;
   let width = Math.min(upright.width, Math.floor(Math.sqrt(Math.max(0, left) / perWidthSquared)));
   // The output's height is rounded (outputSize): step down until the estimate itself fits.
-  while (width > 0 && conversionMemoryBytes(upright, scaledToWidth(upright, width), format, quality, input) > budgetBytes) width--;
+  while (
+    width > 0 &&
+    conversionMemoryBytes(upright, scaledToWidth(upright, width), format, quality, input) > budgetBytes
+  )
+    width--;
   return width;
 }
 

@@ -59,7 +59,11 @@ function withinSide(image: RawImage): RawImage {
   if (width === image.width && height === image.height) return image;
   const { channels } = image;
   const out = new Uint8Array(width * height * channels);
-  for (let y = 0; y < height; y++) out.set(image.data.subarray(y * image.width * channels, (y * image.width + width) * channels), y * width * channels);
+  for (let y = 0; y < height; y++)
+    out.set(
+      image.data.subarray(y * image.width * channels, (y * image.width + width) * channels),
+      y * width * channels,
+    );
   return { data: out, width, height, channels };
 }
 

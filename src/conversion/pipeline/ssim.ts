@@ -39,9 +39,15 @@ export function ssimReference(luma: Float64Array, width: number, height: number)
 }
 
 /** Mean SSIM of `test` against `reference` (same size, luma from lumaOnWhite). */
-export function meanSsim(reference: Float64Array | SsimReference, test: Float64Array, width: number, height: number): number {
+export function meanSsim(
+  reference: Float64Array | SsimReference,
+  test: Float64Array,
+  width: number,
+  height: number,
+): number {
   const ref = reference instanceof Float64Array ? ssimReference(reference, width, height) : reference;
-  if (ref.width !== width || ref.height !== height || test.length !== ref.luma.length) throw new Error("SSIM of images of different sizes");
+  if (ref.width !== width || ref.height !== height || test.length !== ref.luma.length)
+    throw new Error("SSIM of images of different sizes");
   const { sx, sxx } = ref;
   const [sy, syy, sxy] = integrals(test, ref.luma, width, height);
   const win = Math.min(WINDOW, width, height);

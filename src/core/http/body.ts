@@ -74,12 +74,25 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Ui
 function refuseEncoded(request: Request): void {
   const coding = request.headers.get("content-encoding")?.trim().toLowerCase();
   if (coding && coding !== "identity") {
-    throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `The body is sent with Content-Encoding: ${coding.slice(0, 40)}, which this server does not decode: send it uncompressed.`);
+    throw new AppError(
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+      `The body is sent with Content-Encoding: ${coding.slice(0, 40)}, which this server does not decode: send it uncompressed.`,
+    );
   }
   // Deno takes the chunked framing off a `gzip, chunked` body and hands over the gzip (Bun refuses it with a bare 400).
-  const transfer = request.headers.get("transfer-encoding")?.toLowerCase().split(",").map((c) => c.trim()).filter((c) => c !== "chunked" && c !== "identity" && c !== "");
+  const transfer = request.headers
+    .get("transfer-encoding")
+    ?.toLowerCase()
+    .split(",")
+    .map((c) => c.trim())
+    .filter((c) => c !== "chunked" && c !== "identity" && c !== "");
   if (transfer?.length) {
-    throw new AppError(415, "UNSUPPORTED_MEDIA_TYPE", `The body is sent with Transfer-Encoding: ${transfer.join(", ").slice(0, 40)}, which this server does not decode: send it uncompressed.`);
+    throw new AppError(
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+      `The body is sent with Transfer-Encoding: ${transfer.join(", ").slice(0, 40)}, which this server does not decode: send it uncompressed.`,
+    );
   }
 }
 
@@ -87,13 +100,23 @@ function refuseEncoded(request: Request): void {
 export const MIN_RATE_GRACE_MS = 5_000;
 
 /** Gives up (`giveUp`) once `received()` falls behind `bytesPerS` counted from the end of the grace; checked each second. */
-function watchRate(bytesPerS: number, received: () => number, giveUp: (why: AppError) => void): ReturnType<typeof setInterval> | undefined {
+function watchRate(
+  bytesPerS: number,
+  received: () => number,
+  giveUp: (why: AppError) => void,
+): ReturnType<typeof setInterval> | undefined {
   if (bytesPerS <= 0) return undefined;
   const startedAt = performance.now();
   const check = setInterval(() => {
     const pastGrace = performance.now() - startedAt - MIN_RATE_GRACE_MS;
     if (pastGrace > 0 && received() < (bytesPerS * pastGrace) / 1000) {
-      giveUp(new AppError(408, "REQUEST_TIMEOUT", `The request body arrived slower than ${Math.round(bytesPerS / 1024)} KiB/s.`));
+      giveUp(
+        new AppError(
+          408,
+          "REQUEST_TIMEOUT",
+          `The request body arrived slower than ${Math.round(bytesPerS / 1024)} KiB/s.`,
+        ),
+      );
     }
   }, 1000);
   // A pending check must not keep a stopping process alive.
@@ -102,7 +125,11 @@ function watchRate(bytesPerS: number, received: () => number, giveUp: (why: AppE
 }
 
 function slow(timeoutMs: number): AppError {
-  return new AppError(408, "REQUEST_TIMEOUT", `The request body did not arrive within ${Math.round(timeoutMs / 1000)} s.`);
+  return new AppError(
+    408,
+    "REQUEST_TIMEOUT",
+    `The request body did not arrive within ${Math.round(timeoutMs / 1000)} s.`,
+  );
 }
 
 function incomplete(why: string): AppError {

@@ -14,4 +14,6 @@ export function clientOf(request: Request): string {
 }
 
 /** Gives a router's handlers `clientIp` (one derive for the whole app: routers `.use` it for its type). */
-export const clientContext = new Elysia({ name: "client-context" }).derive({ as: "global" }, ({ request }) => ({ clientIp: clientOf(request) }));
+export const clientContext = new Elysia({ name: "client-context" }).derive({ as: "global" }, ({ request }) => ({
+  clientIp: clientOf(request),
+}));

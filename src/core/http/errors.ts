@@ -12,21 +12,35 @@ import { INTERNAL_PREFIX } from "./paths.ts";
  * STORAGE_UNAVAILABLE logged for the operator, anything else as 500 INTERNAL_ERROR logged with the request id.
  */
 export function errorHandler(logger: Logger, methods: RouteMethods = new RouteMethods()) {
-  return new Elysia({ name: "error-handler" }).error({ AppError }).onError({ as: "global" }, ({ code, error, request, route }) => {
-    const meta = requestMeta(request);
-    const id = meta.id;
-    // The metrics label errors by route too; routing has happened when an error reaches here.
-    meta.route ??= route || undefined;
-    const known = toAppError(code, error, request, methods);
-    const fault = known ? null : storageFaultCode(error);
-    // Only the two logged cases need the path: the usual 4xx answers skip the URL parse.
-    // A lost database file was logged once, when it was found: every request after it would repeat the line.
-    if (fault === FILE_LOST) logger.debug("storage unavailable", { requestId: id, fault });
-    else if (fault) logger.error("storage unavailable", { requestId: id, path: pathOf(request), fault, error: driverMessage(error) });
-    else if (!known) logger.error("unhandled error", { requestId: id, method: request.method, path: pathOf(request), error: error as Error });
-    // The code the client gets, STORAGE_UNAVAILABLE included, is the one the metrics count.
-    return answerError(request, known ?? (fault ? storageUnavailable() : internalError(id)));
-  });
+  return new Elysia({ name: "error-handler" })
+    .error({ AppError })
+    .onError({ as: "global" }, ({ code, error, request, route }) => {
+      const meta = requestMeta(request);
+      const id = meta.id;
+      // The metrics label errors by route too; routing has happened when an error reaches here.
+      meta.route ??= route || undefined;
+      const known = toAppError(code, error, request, methods);
+      const fault = known ? null : storageFaultCode(error);
+      // Only the two logged cases need the path: the usual 4xx answers skip the URL parse.
+      // A lost database file was logged once, when it was found: every request after it would repeat the line.
+      if (fault === FILE_LOST) logger.debug("storage unavailable", { requestId: id, fault });
+      else if (fault)
+        logger.error("storage unavailable", {
+          requestId: id,
+          path: pathOf(request),
+          fault,
+          error: driverMessage(error),
+        });
+      else if (!known)
+        logger.error("unhandled error", {
+          requestId: id,
+          method: request.method,
+          path: pathOf(request),
+          error: error as Error,
+        });
+      // The code the client gets, STORAGE_UNAVAILABLE included, is the one the metrics count.
+      return answerError(request, known ?? (fault ? storageUnavailable() : internalError(id)));
+    });
 }
 
 const pathOf = (request: Request) => redactPath(new URL(request.url).pathname);
@@ -110,10 +124,13 @@ function coercedQueryField(first: ValueError | undefined, request: Request): str
 function describe(first: ValueError | undefined): string {
   const members = first?.schema?.anyOf ?? [];
   const literals = members.map((s) => s.const);
-  if (literals.length && literals.every((v) => v !== undefined)) return `must be one of ${literals.map((v) => JSON.stringify(v)).join(", ")}`;
+  if (literals.length && literals.every((v) => v !== undefined))
+    return `must be one of ${literals.map((v) => JSON.stringify(v)).join(", ")}`;
   const kinds = new Set(members.map((s) => s.format ?? s.type));
   if (kinds.size && [...kinds].every((kind) => kind === "integer")) return "must be a whole number";
-  if (kinds.size && [...kinds].every((kind) => kind === "numeric" || kind === "number" || kind === "integer")) return "must be a number";
-  if (Array.isArray(first?.value) && first?.schema?.type && first.schema.type !== "array") return `expected a ${first.schema.type}, got an array`;
+  if (kinds.size && [...kinds].every((kind) => kind === "numeric" || kind === "number" || kind === "integer"))
+    return "must be a number";
+  if (Array.isArray(first?.value) && first?.schema?.type && first.schema.type !== "array")
+    return `expected a ${first.schema.type}, got an array`;
   return first?.summary ?? first?.message ?? "is invalid";
 }

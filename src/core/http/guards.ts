@@ -2,8 +2,8 @@ import { Elysia } from "elysia";
 import { AppError, notFound } from "../errors.ts";
 import type { IpAllowlist } from "../ipallow.ts";
 import type { Logger } from "../log.ts";
-import { answerError, fromTrustedProxy, requestMeta } from "./meta.ts";
 import { clientOf } from "./client.ts";
+import { answerError, fromTrustedProxy, requestMeta } from "./meta.ts";
 import { INTERNAL_PREFIX } from "./paths.ts";
 
 /**
@@ -25,7 +25,10 @@ export function httpsGuard(proxies: IpAllowlist | undefined, logger?: Pick<Logge
       missing();
       return answerError(request, new AppError(403, "HTTPS_REQUIRED", MISSING_PROTO_MESSAGE));
     }
-    return answerError(request, new AppError(403, "HTTPS_REQUIRED", "Use HTTPS: this service does not answer plain HTTP."));
+    return answerError(
+      request,
+      new AppError(403, "HTTPS_REQUIRED", "Use HTTPS: this service does not answer plain HTTP."),
+    );
   });
 }
 
@@ -33,7 +36,8 @@ export function httpsGuard(proxies: IpAllowlist | undefined, logger?: Pick<Logge
 export const MISSING_PROTO_MESSAGE =
   "The reverse proxy in front of this service sent no X-Forwarded-Proto header, so the service cannot tell whether this request arrived over HTTPS. " +
   "The proxy must set X-Forwarded-Proto: https (see docs/operations.md, 'Behind a reverse proxy').";
-const MISSING_PROTO_LOG = "refused with 403 HTTPS_REQUIRED: the proxy sent no X-Forwarded-Proto header; set X-Forwarded-Proto in the proxy's configuration (docs/operations.md, 'Behind a reverse proxy')";
+const MISSING_PROTO_LOG =
+  "refused with 403 HTTPS_REQUIRED: the proxy sent no X-Forwarded-Proto header; set X-Forwarded-Proto in the proxy's configuration (docs/operations.md, 'Behind a reverse proxy')";
 const MISSING_PROTO_LOG_EVERY_MS = 60_000;
 
 // Calls `say` at the first event and then at most once per `everyMs`, with the number of events since
@@ -96,7 +100,11 @@ export function isInternalPath(url: string): boolean {
     readings.push(decoded);
   }
   return readings.some((path) => {
-    const segments = path.toLowerCase().replaceAll("\\", "/").split("/").filter((segment) => segment !== "" && segment !== ".");
+    const segments = path
+      .toLowerCase()
+      .replaceAll("\\", "/")
+      .split("/")
+      .filter((segment) => segment !== "" && segment !== ".");
     const resolved: string[] = [];
     for (const segment of segments) {
       if (segment === "..") resolved.pop();

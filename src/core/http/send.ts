@@ -11,7 +11,12 @@ const PIECE_BYTES = 1024 * 1024;
  * handed over, or when the client went away (cancel), or after `timeoutMs` without the whole body
  * taken, when the stream fails and the runtime closes the connection. `settled` runs exactly once.
  */
-export function handedOverBody(bytes: Uint8Array, settled: () => void, timeoutMs: number, pieceBytes = PIECE_BYTES): ReadableStream<Uint8Array> {
+export function handedOverBody(
+  bytes: Uint8Array,
+  settled: () => void,
+  timeoutMs: number,
+  pieceBytes = PIECE_BYTES,
+): ReadableStream<Uint8Array> {
   let offset = 0;
   let done = false;
   const finish = () => {

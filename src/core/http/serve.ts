@@ -1,6 +1,6 @@
 import { AppError, internalError } from "../errors.ts";
-import { redactPath } from "../redact.ts";
 import type { Logger } from "../log.ts";
+import { redactPath } from "../redact.ts";
 import type { RequestCounter } from "./counter.ts";
 import { answerError, attachMeta, type RequestMeta } from "./meta.ts";
 
@@ -52,12 +52,17 @@ export function createFetchHandler(
     const request = withRoutableUrl(received, url);
     const meta = attachMeta(request, peer);
     options.counter?.tick();
-    const response = withoutBodyForHead(request, refusal(request, url) ?? (await handleSafely(handle, request, meta, logger)));
+    const response = withoutBodyForHead(
+      request,
+      refusal(request, url) ?? (await handleSafely(handle, request, meta, logger)),
+    );
     response.headers.set("x-request-id", meta.id);
     // Deno's Response.json omits the charset Bun's writes: every JSON answer is spelt one way.
-    if (response.headers.get("content-type") === "application/json") response.headers.set("content-type", "application/json;charset=utf-8");
+    if (response.headers.get("content-type") === "application/json")
+      response.headers.set("content-type", "application/json;charset=utf-8");
     // A route may set its own value first (the staff pages send Referrer-Policy: same-origin; see staff/auth.ts).
-    for (const [name, value] of Object.entries(securityHeaders)) if (!response.headers.has(name)) response.headers.set(name, value);
+    for (const [name, value] of Object.entries(securityHeaders))
+      if (!response.headers.has(name)) response.headers.set(name, value);
     if (options.hsts) response.headers.set("strict-transport-security", "max-age=31536000");
     // Once a stop began, a kept-alive connection is not used again: closed when idle as the listener
     // closes, it would reset a request the client wrote on it at that moment (unanswered, never run).
@@ -65,7 +70,14 @@ export function createFetchHandler(
     const path = redactPath(url ? url.pathname : request.url.split("?")[0]!.slice(0, 200));
     // The error code lets an operator match a client's report ("INVALID_SIGNATURE at 10:02") to its line.
     const code = meta.errorCode ? { code: meta.errorCode } : {};
-    logger.info("request", { requestId: meta.id, method: request.method, path, status: response.status, ...code, ms: Math.round((performance.now() - meta.startedAt) * 10) / 10 });
+    logger.info("request", {
+      requestId: meta.id,
+      method: request.method,
+      path,
+      status: response.status,
+      ...code,
+      ms: Math.round((performance.now() - meta.startedAt) * 10) / 10,
+    });
     options.observe?.(request, response, meta);
     return response;
   };
@@ -78,10 +90,18 @@ export function createFetchHandler(
  */
 function refusal(request: Request, url: URL | null): Response | undefined {
   if (!url || !validHost(request.headers.get("host"))) {
-    return answerError(request, new AppError(400, "INVALID_HOST", "The Host header is missing or is not a valid host name."), { connection: "close" });
+    return answerError(
+      request,
+      new AppError(400, "INVALID_HOST", "The Host header is missing or is not a valid host name."),
+      { connection: "close" },
+    );
   }
   if (headerBytes(request) > MAX_HEADER_BYTES) {
-    return answerError(request, new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`), { connection: "close" });
+    return answerError(
+      request,
+      new AppError(431, "HEADERS_TOO_LARGE", `The request headers exceed ${MAX_HEADER_BYTES / 1024} KiB.`),
+      { connection: "close" },
+    );
   }
   return undefined;
 }
@@ -108,7 +128,12 @@ function withoutBodyForHead(request: Request, response: Response): Response {
 }
 
 /** The app's answer; an error escaping the app becomes the JSON 500 (the runtime's own error page shows source code). */
-async function handleSafely(handle: (request: Request) => Promise<Response>, request: Request, meta: RequestMeta, logger: Logger): Promise<Response> {
+async function handleSafely(
+  handle: (request: Request) => Promise<Response>,
+  request: Request,
+  meta: RequestMeta,
+  logger: Logger,
+): Promise<Response> {
   try {
     return await handle(request);
   } catch (err) {
@@ -141,6 +166,7 @@ export function withRoutableUrl(request: Request, parsed = URL.parse(request.url
   if (parsed) parsed.hash = "";
   const url = parsed?.href ?? request.url;
   const pathStart = url.indexOf("/", url.indexOf("://") + 3);
-  if (pathStart !== -1 && pathStart < 11) return new Request(`${url.slice(0, url.indexOf("://") + 3)}localhost${url.slice(pathStart)}`, request);
+  if (pathStart !== -1 && pathStart < 11)
+    return new Request(`${url.slice(0, url.indexOf("://") + 3)}localhost${url.slice(pathStart)}`, request);
   return url === request.url ? request : new Request(url, request);
 }

@@ -1,6 +1,6 @@
+import type { Transporter } from "nodemailer";
 import { isLoopbackAddress } from "../ipallow.ts";
 import { scrub } from "../redact.ts";
-import type { Transporter } from "nodemailer";
 
 /** One outgoing e-mail with both a plain-text and an HTML body. */
 export interface MailMessage {
@@ -48,11 +48,18 @@ export function smtpMailer(url: string, from: string, deadlineMs = SEND_DEADLINE
     async send(message) {
       transport ??= loadTransport();
       // The signal closes the connection when it fires, whatever stage the exchange is at.
-      await (await transport).sendMail({ from, ...message, signal: AbortSignal.timeout(deadlineMs) }).catch((err: Error & { code?: string }) => {
-        const why = tlsRequired && err.code === "ETLS" ? ` (${NO_STARTTLS})` : err.code === "EABORT" ? ` (the SMTP server did not take the message within ${deadlineMs / 1000} s)` : "";
-        // The server's reply goes into the log: one that echoes the login (some do, on a failed AUTH) must not put the password there.
-        throw new Error(scrub(`${err.message}${why}`, [url]));
-      });
+      await (await transport)
+        .sendMail({ from, ...message, signal: AbortSignal.timeout(deadlineMs) })
+        .catch((err: Error & { code?: string }) => {
+          const why =
+            tlsRequired && err.code === "ETLS"
+              ? ` (${NO_STARTTLS})`
+              : err.code === "EABORT"
+                ? ` (the SMTP server did not take the message within ${deadlineMs / 1000} s)`
+                : "";
+          // The server's reply goes into the log: one that echoes the login (some do, on a failed AUTH) must not put the password there.
+          throw new Error(scrub(`${err.message}${why}`, [url]));
+        });
     },
   };
 }
@@ -96,7 +103,9 @@ export function logMailer(write: (text: string) => void = (t) => console.log(t))
   return {
     isDevelopment: true,
     async send(message) {
-      write(`\n----- e-mail (development transport, not sent) -----\nTo: ${message.to}\nSubject: ${message.subject}\n\n${message.text}\n-----\n`);
+      write(
+        `\n----- e-mail (development transport, not sent) -----\nTo: ${message.to}\nSubject: ${message.subject}\n\n${message.text}\n-----\n`,
+      );
     },
   };
 }

@@ -84,11 +84,16 @@ export class AuditLog {
     await this.db
       .insert(t)
       .values({ email, hour, attempts: 1, lastClientAddress: clientAddress })
-      .onConflictDoUpdate({ target: [t.email, t.hour], set: { attempts: sql`${t.attempts} + 1`, lastClientAddress: clientAddress } });
+      .onConflictDoUpdate({
+        target: [t.email, t.hour],
+        set: { attempts: sql`${t.attempts} + 1`, lastClientAddress: clientAddress },
+      });
   }
 
   /** The hourly counts of failed sign-ins for addresses that are not staff since `since`, newest hour first. */
-  failedSignInCounts(since: number): Promise<{ email: string; hour: number; attempts: number; lastClientAddress: string }[]> {
+  failedSignInCounts(
+    since: number,
+  ): Promise<{ email: string; hour: number; attempts: number; lastClientAddress: string }[]> {
     const t = this.failedSignIns;
     return this.db.select().from(t).where(gte(t.hour, since)).orderBy(desc(t.hour), t.email).limit(500);
   }
@@ -106,10 +111,17 @@ export class AuditLog {
     if (keepMs === 0) return 0;
     const before = now - keepMs;
     const t = this.auditEvents;
-    const [{ going } = { going: 0 }] = await this.db.select({ going: sql<number>`count(*)` }).from(t).where(lt(t.at, before));
+    const [{ going } = { going: 0 }] = await this.db
+      .select({ going: sql<number>`count(*)` })
+      .from(t)
+      .where(lt(t.at, before));
     if (Number(going) === 0) return 0;
     // Recorded before the deletion: one cut short (a stop, a crash) still left its trace, and the next prune finishes it.
-    await this.record({ type: "audit.pruned", actor: "imgpress", detail: { deleted: Number(going), before: new Date(before).toISOString(), retentionDays: this.retentionDays } });
+    await this.record({
+      type: "audit.pruned",
+      actor: "imgpress",
+      detail: { deleted: Number(going), before: new Date(before).toISOString(), retentionDays: this.retentionDays },
+    });
     let deleted = 0;
     // In slices: the first prune of a years-old trail must not hold the database (or, on a local file, the event loop) for long.
     for (;;) {

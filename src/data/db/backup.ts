@@ -1,10 +1,10 @@
-import { createClient, type Client } from "@libsql/client";
 import { Buffer } from "node:buffer";
-import { copyFile, chmod, rename, rm, writeFile } from "node:fs/promises";
-import { pathExists, statOf } from "../../core/files.ts";
-import { fileUrl } from "./location.ts";
+import { chmod, copyFile, rename, rm, writeFile } from "node:fs/promises";
+import { type Client, createClient } from "@libsql/client";
 import { timingSafeEqual } from "../../core/crypto.ts";
-import { factsOf, type DatabaseFacts } from "./inspect.ts";
+import { pathExists, statOf } from "../../core/files.ts";
+import { type DatabaseFacts, factsOf } from "./inspect.ts";
+import { fileUrl } from "./location.ts";
 import { newerDatabase } from "./migrate.ts";
 import { sqliteMigrations } from "./migrations.gen.ts";
 
@@ -106,8 +106,11 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
     // One self-contained file: the -wal folded in, and the changes below written to the file itself
     // (only the file is moved into place; the server switches it back to WAL when it opens it).
     await client.execute("PRAGMA journal_mode = DELETE");
-    const tables = new Set((await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'")).rows.map((r) => String(r[0])));
-    if (!tables.has("api_keys") || !tables.has("__drizzle_migrations")) throw new Error(`${file} is not an imgpress database`);
+    const tables = new Set(
+      (await client.execute("SELECT name FROM sqlite_master WHERE type = 'table'")).rows.map((r) => String(r[0])),
+    );
+    if (!tables.has("api_keys") || !tables.has("__drizzle_migrations"))
+      throw new Error(`${file} is not an imgpress database`);
     const facts = await factsOf(client);
     // Refused here, before it replaces anything: the restored folder could not be started by this version.
     const newer = newerDatabase(facts.newestMigration, sqliteMigrations);
@@ -116,7 +119,11 @@ export async function stageSnapshot(file: string, stage: string): Promise<Snapsh
     if (tables.has("imgpress_backup")) {
       const row = (await client.execute("SELECT master_key, created_at FROM imgpress_backup LIMIT 1")).rows[0];
       const hex = row?.[0] ? String(row[0]) : null;
-      info = { ...info, masterKey: hex ? new Uint8Array(Buffer.from(hex, "hex")) : null, createdAt: row ? Number(row[1]) : null };
+      info = {
+        ...info,
+        masterKey: hex ? new Uint8Array(Buffer.from(hex, "hex")) : null,
+        createdAt: row ? Number(row[1]) : null,
+      };
       await client.execute("DROP TABLE imgpress_backup");
     }
     client.close();
@@ -160,4 +167,3 @@ async function countKeys(client: Client): Promise<KeyPairCount> {
 async function sizeOf(path: string): Promise<number> {
   return (await statOf(path))?.size ?? 0;
 }
-

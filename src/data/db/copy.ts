@@ -1,10 +1,10 @@
 import { existsSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
-import { asc, count, getTableColumns, gt, is, sql, type SQL } from "drizzle-orm";
-import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { asc, count, getTableColumns, gt, is, type SQL, sql } from "drizzle-orm";
+import { getTableConfig, type SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { serverInUse } from "../../server/pidfile.ts";
 import { serverHoldsLock, servingLockHeld } from "../../server/servinglock.ts";
-import { fileUrl, isPostgresUrl, localPath, openStore, type DatabaseOptions } from "./index.ts";
+import { type DatabaseOptions, fileUrl, isPostgresUrl, localPath, openStore } from "./index.ts";
 import * as schema from "./schema.ts";
 import type { Database, Store } from "./store.ts";
 
@@ -50,7 +50,14 @@ export const TABLES: readonly TablePlan[] = Object.entries(schema).flatMap(([key
   const keyColumns = config.primaryKeys[0]?.columns ?? config.columns.filter((c) => c.primary);
   if (keyColumns.length === 0) throw new Error(`table ${config.name} has no primary key to page by`);
   const serial = config.columns.find((c) => c.primary && (c as { autoIncrement?: boolean }).autoIncrement === true);
-  return [{ key: key as keyof typeof schema, name: config.name, order: keyColumns.map(property), serial: serial ? property(serial) : null }];
+  return [
+    {
+      key: key as keyof typeof schema,
+      name: config.name,
+      order: keyColumns.map(property),
+      serial: serial ? property(serial) : null,
+    },
+  ];
 });
 
 /** What a copy reads and writes through: the query builder of a transaction, on either dialect. */
@@ -69,16 +76,23 @@ type Tx = Pick<Database, "select" | "insert">;
 export async function copyDatabase(from: string, to: string, options: CopyOptions = {}): Promise<TableCount[]> {
   if (databaseIdentity(from) === databaseIdentity(to)) throw new CopyRefused("--from and --to name the same database");
   const sourcePath = localPath(from);
-  if (sourcePath !== null && !existsSync(sourcePath)) throw new CopyRefused(`there is no database file at ${resolve(sourcePath)}`);
+  if (sourcePath !== null && !existsSync(sourcePath))
+    throw new CopyRefused(`there is no database file at ${resolve(sourcePath)}`);
   for (const path of [sourcePath, localPath(to)]) {
-    const inUse = path === null ? null : (serverInUse(resolve(path)) ?? ((await servingLockHeld(resolve(path))) ? serverHoldsLock(resolve(path)) : null));
+    const inUse =
+      path === null
+        ? null
+        : (serverInUse(resolve(path)) ??
+          ((await servingLockHeld(resolve(path))) ? serverHoldsLock(resolve(path)) : null));
     if (inUse !== null) throw new CopyRefused(inUse);
   }
   const source = await openStore(from, options.storeOptions);
   try {
     const target = await openStore(to, options.storeOptions);
     try {
-      return await readConsistently(source, (read) => target.db.transaction((write) => copyAll(source, read, target, write, options)));
+      return await readConsistently(source, (read) =>
+        target.db.transaction((write) => copyAll(source, read, target, write, options)),
+      );
     } finally {
       await target.shutdown();
     }
@@ -89,8 +103,10 @@ export async function copyDatabase(from: string, to: string, options: CopyOption
 
 async function copyAll(source: Store, read: Tx, target: Store, write: Tx, options: CopyOptions): Promise<TableCount[]> {
   const occupied: string[] = [];
-  for (const plan of TABLES) if ((await write.select({ one: sql`1` }).from(tableOf(target, plan)).limit(1)).length > 0) occupied.push(plan.name);
-  if (occupied.length > 0) throw new CopyRefused(`the target already holds data (${occupied.join(", ")}); migrate into an empty database`);
+  for (const plan of TABLES)
+    if ((await write.select({ one: sql`1` }).from(tableOf(target, plan)).limit(1)).length > 0) occupied.push(plan.name);
+  if (occupied.length > 0)
+    throw new CopyRefused(`the target already holds data (${occupied.join(", ")}); migrate into an empty database`);
   const pageSize = options.pageSize ?? 500;
   const counts: TableCount[] = [];
   for (const plan of TABLES) {
@@ -103,7 +119,19 @@ async function copyAll(source: Store, read: Tx, target: Store, write: Tx, option
     if (total === 0) options.onProgress?.(plan.name, 0, 0);
     for (;;) {
       // Keyset paging: each page starts after the last key read, so a page costs the same at any depth.
-      const page = await read.select().from(from).where(last ? after(order, plan.order.map((p) => last![p])) : undefined).orderBy(...order.map((c) => asc(c))).limit(pageSize);
+      const page = await read
+        .select()
+        .from(from)
+        .where(
+          last
+            ? after(
+                order,
+                plan.order.map((p) => last![p]),
+              )
+            : undefined,
+        )
+        .orderBy(...order.map((c) => asc(c)))
+        .limit(pageSize);
       if (page.length === 0) break;
       await write.insert(into).values(page as (typeof into)["$inferInsert"][]);
       copied += page.length;
@@ -115,7 +143,10 @@ async function copyAll(source: Store, read: Tx, target: Store, write: Tx, option
     counts.push({ table: plan.name, source: total, target: await rowCount(write, into) });
   }
   const wrong = counts.filter((c) => c.source !== c.target);
-  if (wrong.length > 0) throw new CopyRefused(`row counts differ after copying (${wrong.map((c) => `${c.table}: ${c.source} → ${c.target}`).join(", ")}); the target was rolled back`);
+  if (wrong.length > 0)
+    throw new CopyRefused(
+      `row counts differ after copying (${wrong.map((c) => `${c.table}: ${c.source} → ${c.target}`).join(", ")}); the target was rolled back`,
+    );
   return counts;
 }
 
@@ -126,7 +157,12 @@ async function copyAll(source: Store, read: Tx, target: Store, write: Tx, option
  */
 function readConsistently<T>(store: Store, work: (tx: Tx) => Promise<T>): Promise<T> {
   if (store.dialect === "postgres") {
-    const pg = store.db as unknown as { transaction(fn: (tx: Tx) => Promise<T>, config: { isolationLevel: "repeatable read"; accessMode: "read only" }): Promise<T> };
+    const pg = store.db as unknown as {
+      transaction(
+        fn: (tx: Tx) => Promise<T>,
+        config: { isolationLevel: "repeatable read"; accessMode: "read only" },
+      ): Promise<T>;
+    };
     return pg.transaction(work, { isolationLevel: "repeatable read", accessMode: "read only" });
   }
   return store.db.transaction((tx) => work(tx));
@@ -147,7 +183,10 @@ async function rowCount(tx: Tx, table: SQLiteTable): Promise<number> {
 /** `(a, b, …) > (x, y, …)`: rows after a key, in primary-key order (row values: SQLite ≥ 3.15 and PostgreSQL). */
 function after(columns: SQLiteColumn[], values: unknown[]): SQL {
   if (columns.length === 1) return gt(columns[0]!, values[0]);
-  return sql`(${sql.join(columns, sql`, `)}) > (${sql.join(values.map((v) => sql`${v}`), sql`, `)})`;
+  return sql`(${sql.join(columns, sql`, `)}) > (${sql.join(
+    values.map((v) => sql`${v}`),
+    sql`, `,
+  )})`;
 }
 
 function tableOf(store: Store, plan: TablePlan): SQLiteTable {
@@ -161,7 +200,8 @@ function databaseIdentity(url: string): string {
   if (path !== null) return fileUrl(existsSync(path) ? realpathSync(path) : resolve(path));
   try {
     const u = new URL(url);
-    if (isPostgresUrl(url)) return `postgres://${u.hostname.toLowerCase()}:${u.port || "5432"}/${decodeURIComponent(u.pathname.slice(1) || u.username)}`;
+    if (isPostgresUrl(url))
+      return `postgres://${u.hostname.toLowerCase()}:${u.port || "5432"}/${decodeURIComponent(u.pathname.slice(1) || u.username)}`;
     return `${u.protocol}//${u.host.toLowerCase()}${u.pathname}`;
   } catch {
     return url;

@@ -44,7 +44,10 @@ const POSTGRES_FAULT_CODES = new Set([
 ]);
 
 function postgresFault(code: string): boolean {
-  return POSTGRES_FAULT_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && POSTGRES_FAULT_CLASSES.some((c) => code.startsWith(c)));
+  return (
+    POSTGRES_FAULT_CODES.has(code) ||
+    (/^[0-9A-Z]{5}$/.test(code) && POSTGRES_FAULT_CLASSES.some((c) => code.startsWith(c)))
+  );
 }
 
 /** The code of the fault every statement meets once the database file was removed or replaced under the server. */
@@ -63,9 +66,18 @@ export const STORAGE_RETRY_AFTER_S = 30;
  * (Drizzle wraps the driver's error in its own), or null when the error is something else.
  */
 export function storageFaultCode(err: unknown): string | null {
-  for (let e = err as { code?: unknown; rawCode?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (typeof e.rawCode === "number" && STORAGE_FAULTS[e.rawCode & 0xff]) return typeof e.code === "string" ? e.code : STORAGE_FAULTS[e.rawCode & 0xff]!;
-    if (typeof e.code === "string" && Object.values(STORAGE_FAULTS).some((name) => e!.code === name || (e!.code as string).startsWith(`${name}_`))) return e.code;
+  for (
+    let e = err as { code?: unknown; rawCode?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
+    if (typeof e.rawCode === "number" && STORAGE_FAULTS[e.rawCode & 0xff])
+      return typeof e.code === "string" ? e.code : STORAGE_FAULTS[e.rawCode & 0xff]!;
+    if (
+      typeof e.code === "string" &&
+      Object.values(STORAGE_FAULTS).some((name) => e!.code === name || (e!.code as string).startsWith(`${name}_`))
+    )
+      return e.code;
     if (typeof e.code === "string" && (postgresFault(e.code) || e.code === FILE_LOST)) return e.code;
   }
   return null;
@@ -89,7 +101,9 @@ export function storageUnavailable(): AppError {
 export function driverMessage(err: unknown): string {
   let e = err as { message?: unknown; cause?: unknown } | undefined;
   for (let depth = 0; e?.cause && depth < 5; depth++) e = e.cause as typeof e;
-  return String(e?.message ?? err).split("\n")[0]!.slice(0, 200);
+  return String(e?.message ?? err)
+    .split("\n")[0]!
+    .slice(0, 200);
 }
 
 /**
@@ -99,6 +113,7 @@ export function driverMessage(err: unknown): string {
 export function storageFaultAdvice(code: string): string {
   if (code.startsWith("SQLITE_FULL")) return "the disk is full: free some space, then run it again";
   if (/^SQLITE_(BUSY|LOCKED)/.test(code)) return "another process kept the database locked: run it again";
-  if (code.startsWith("SQLITE_")) return "make the data folder and its files writable by this user (not on a read-only mount), then run it again";
+  if (code.startsWith("SQLITE_"))
+    return "make the data folder and its files writable by this user (not on a read-only mount), then run it again";
   return "the database server is unreachable or refused: check it, then run it again";
 }

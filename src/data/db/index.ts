@@ -1,6 +1,6 @@
+import { isPostgresUrl, POSTGRES_DEFAULTS } from "./location.ts";
 import type { PostgresOptions } from "./postgres.ts";
 import { openSqliteStore } from "./sqlite.ts";
-import { isPostgresUrl, POSTGRES_DEFAULTS } from "./location.ts";
 import type { Store } from "./store.ts";
 
 export { databaseFolder, FILE_DEFAULTS, fileUrl, isPostgresUrl, localPath, POSTGRES_DEFAULTS } from "./location.ts";
@@ -19,7 +19,14 @@ export async function openStore(url: string, options: DatabaseOptions = {}): Pro
   if (isPostgresUrl(url)) {
     // Loaded only when asked for: an instance on the embedded file never pays for the driver at start-up.
     const { openPostgresStore } = await import("./postgres.ts");
-    return openPostgresStore(url, { poolSize: options.poolSize ?? POSTGRES_DEFAULTS.poolSize, timeoutS: options.timeoutS ?? POSTGRES_DEFAULTS.timeoutS });
+    return openPostgresStore(url, {
+      poolSize: options.poolSize ?? POSTGRES_DEFAULTS.poolSize,
+      timeoutS: options.timeoutS ?? POSTGRES_DEFAULTS.timeoutS,
+    });
   }
-  return openSqliteStore(url, { authToken: options.authToken, lockWaitS: options.timeoutS, onFileLost: options.onFileLost });
+  return openSqliteStore(url, {
+    authToken: options.authToken,
+    lockWaitS: options.timeoutS,
+    onFileLost: options.onFileLost,
+  });
 }

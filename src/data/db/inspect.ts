@@ -1,4 +1,4 @@
-import { createClient, type Client } from "@libsql/client";
+import { type Client, createClient } from "@libsql/client";
 import { statOf } from "../../core/files.ts";
 import { fileUrl } from "./location.ts";
 

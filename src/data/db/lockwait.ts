@@ -29,7 +29,10 @@ const READS = /^\s*(SELECT|EXPLAIN)\b/i;
 
 function lockedError(waitedMs: number): Error {
   // The code is the one SQLite gives, so src/data/db/faults.ts answers 503 STORAGE_UNAVAILABLE.
-  return Object.assign(new Error(`SQLITE_BUSY: the database stayed locked by another process for ${Math.round(waitedMs)} ms`), { code: "SQLITE_BUSY" });
+  return Object.assign(
+    new Error(`SQLITE_BUSY: the database stayed locked by another process for ${Math.round(waitedMs)} ms`),
+    { code: "SQLITE_BUSY" },
+  );
 }
 
 /**
@@ -83,7 +86,10 @@ export class LockWaitingClient implements Client {
   execute(sql: string, args?: InArgs): Promise<ResultSet>;
   execute(stmtOrSql: InStatement | string, args?: InArgs): Promise<ResultSet> {
     const sql = typeof stmtOrSql === "string" ? stmtOrSql : stmtOrSql.sql;
-    return this.run(() => (typeof stmtOrSql === "string" ? this.inner.execute(stmtOrSql, args) : this.inner.execute(stmtOrSql)), !READS.test(sql));
+    return this.run(
+      () => (typeof stmtOrSql === "string" ? this.inner.execute(stmtOrSql, args) : this.inner.execute(stmtOrSql)),
+      !READS.test(sql),
+    );
   }
 
   batch(stmts: Array<InStatement | [string, InArgs?]>, mode?: TransactionMode): Promise<ResultSet[]> {
@@ -141,7 +147,13 @@ export class LockWaitingClient implements Client {
     if (!freed) return;
     const left = deadline - performance.now();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const outcome = left <= 0 ? "expired" : await Promise.race([freed.then(() => "freed" as const), new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), left)))]);
+    const outcome =
+      left <= 0
+        ? "expired"
+        : await Promise.race([
+            freed.then(() => "freed" as const),
+            new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), left))),
+          ]);
     clearTimeout(timer);
     if (outcome === "expired") throw lockedError(performance.now() - started);
   }

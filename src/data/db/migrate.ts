@@ -19,14 +19,19 @@ export async function migrateSqlite(client: Client, migrations: readonly Migrati
   // what the previous one applied before deciding what is pending.
   const tx = await client.transaction("write");
   try {
-    await tx.execute("CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
+    await tx.execute(
+      "CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)",
+    );
     const last = await tx.execute("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1");
     const newest = last.rows.length ? Number(last.rows[0]![0]) : null;
     refuseNewer(newest, migrations);
     const pending = pendingMigrations(newest, migrations);
     for (const m of pending) {
       for (const statement of statements(m)) await tx.execute(statement);
-      await tx.execute({ sql: "INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)", args: [m.hash, m.when] });
+      await tx.execute({
+        sql: "INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)",
+        args: [m.hash, m.when],
+      });
     }
     await tx.commit();
     return pending.map((m) => m.tag);
@@ -48,8 +53,12 @@ export async function migratePostgres(sql: Sql, migrations: readonly Migration[]
     // behind it, may rightly take longer than IMGPRESS_DATABASE_TIMEOUT_S.
     await tx.unsafe("SET LOCAL statement_timeout = 0");
     await tx.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
-    await tx.unsafe("CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)");
-    const [last] = await tx<{ created_at: string }[]>`SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
+    await tx.unsafe(
+      "CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)",
+    );
+    const [last] = await tx<
+      { created_at: string }[]
+    >`SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
     const newest = last ? Number(last.created_at) : null;
     refuseNewer(newest, migrations);
     const pending = pendingMigrations(newest, migrations);
@@ -90,5 +99,8 @@ function refuseNewer(newest: number | null, migrations: readonly Migration[]): v
 }
 
 function statements(m: Migration): string[] {
-  return m.sql.split("--> statement-breakpoint").map((s) => s.trim()).filter(Boolean);
+  return m.sql
+    .split("--> statement-breakpoint")
+    .map((s) => s.trim())
+    .filter(Boolean);
 }

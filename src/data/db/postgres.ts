@@ -30,7 +30,9 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     // Sent at connection start-up: no statement can hold a pooled connection past the limit.
     connection: { application_name: "imgpress", statement_timeout: options.timeoutS * 1000 },
     // int8 and numeric (counts, Unix ms, sums) as JS numbers: every value stays below 2^53.
-    types: { bigint: { to: 20, from: [20, 1700], serialize: (n: number) => String(n), parse: (s: string) => Number(s) } },
+    types: {
+      bigint: { to: 20, from: [20, 1700], serialize: (n: number) => String(n), parse: (s: string) => Number(s) },
+    },
     // "relation already exists, skipping" and the like are not for the operator's log.
     onnotice: () => {},
     // No wait before reconnecting: postgres.js's default (up to 20 s after repeated failures) held
@@ -43,7 +45,11 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     // Bounded here: a peer that answers the start-up with something else (an HTTP server on that
     // port) and closes makes postgres.js reconnect at once, for ever, without a timeout of its own.
     // A second more than the driver's own connect timeout, so its errors (refused, timed out, bad password) come first.
-    await within(client`SELECT 1`.execute(), options.timeoutS * 1000 + 1000, () => new Error(NO_STARTUP(options.timeoutS)));
+    await within(
+      client`SELECT 1`.execute(),
+      options.timeoutS * 1000 + 1000,
+      () => new Error(NO_STARTUP(options.timeoutS)),
+    );
     migrationsApplied = await migratePostgres(client, postgresMigrations);
   } catch (err) {
     // timeout 0: ends a reconnect loop at once, failing the statement it retries.
@@ -53,7 +59,9 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
   // ETIMEDOUT: a storage fault, answered 503 STORAGE_UNAVAILABLE.
   const bounded = <T>(work: Promise<T>, limitMs = Number.POSITIVE_INFINITY) => {
     const ms = Math.min(limitMs, options.timeoutS * 1000);
-    return within(work, ms, () => Object.assign(new Error(`the database did not answer within ${ms / 1000} s`), { code: "ETIMEDOUT" }));
+    return within(work, ms, () =>
+      Object.assign(new Error(`the database did not answer within ${ms / 1000} s`), { code: "ETIMEDOUT" }),
+    );
   };
   // Same names and columns as the SQLite schema (test/data/db/store.test.ts compares them), so services run unchanged.
   const db = drizzle(client, { schema }) as unknown as Database;
@@ -67,7 +75,8 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     batch: (build, batchOptions) =>
       pg.transaction(async (tx) => {
         // Only lock waits: a slow but working server still has the whole statement timeout. 55P03 when it passes.
-        if (batchOptions?.lockWaitMs !== undefined) await tx.execute(raw.raw(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(batchOptions.lockWaitMs))}`));
+        if (batchOptions?.lockWaitMs !== undefined)
+          await tx.execute(raw.raw(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(batchOptions.lockWaitMs))}`));
         const changed: number[] = [];
         for (const statement of build(tx as unknown as Database)) changed.push(changedRows(await statement));
         return changed;
@@ -87,4 +96,3 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     shutdown: () => client.end({ timeout: 5 }),
   };
 }
-

@@ -7,8 +7,8 @@
 
 import { readdir, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { DATABASE_FILE_SUFFIXES } from "./backup.ts";
 import { pathExists, replaceFile } from "../../core/files.ts";
+import { DATABASE_FILE_SUFFIXES } from "./backup.ts";
 
 /** The renames of one restore, as its plan file holds them. */
 export interface RestorePlan {
@@ -38,12 +38,14 @@ export async function writeRestorePlan(target: string, plan: RestorePlan): Promi
  * returns the old database's new name, or null when there was none.
  */
 export async function carryOutRestore(target: string, plan: RestorePlan): Promise<string | null> {
-  if (plan.asideKey && !(await pathExists(plan.asideKey)) && (await pathExists(plan.keyFile))) await rename(plan.keyFile, plan.asideKey);
+  if (plan.asideKey && !(await pathExists(plan.asideKey)) && (await pathExists(plan.keyFile)))
+    await rename(plan.keyFile, plan.asideKey);
   if (plan.keyText !== null) await replaceFile(plan.keyFile, plan.keyText, 0o600);
   // The staged copy is renamed last, in one step: while it is still there, what sits under the
   // database's names is the old database (or what is left of it), which goes aside file by file.
   if (await pathExists(plan.stage)) {
-    for (const ext of DATABASE_FILE_SUFFIXES) if (await pathExists(`${target}${ext}`)) await rename(`${target}${ext}`, `${target}${plan.suffix}${ext}`);
+    for (const ext of DATABASE_FILE_SUFFIXES)
+      if (await pathExists(`${target}${ext}`)) await rename(`${target}${ext}`, `${target}${plan.suffix}${ext}`);
     await rename(plan.stage, target);
   }
   await rm(restorePlanPath(target), { force: true });
@@ -56,7 +58,9 @@ export async function carryOutRestore(target: string, plan: RestorePlan): Promis
  */
 export async function undoRestore(target: string, plan: RestorePlan): Promise<void> {
   if (!(await pathExists(plan.stage))) throw new Error(`the restored database is in place already (${target})`);
-  for (const ext of DATABASE_FILE_SUFFIXES) if (await pathExists(`${target}${plan.suffix}${ext}`)) await rename(`${target}${plan.suffix}${ext}`, `${target}${ext}`);
+  for (const ext of DATABASE_FILE_SUFFIXES)
+    if (await pathExists(`${target}${plan.suffix}${ext}`))
+      await rename(`${target}${plan.suffix}${ext}`, `${target}${ext}`);
   if (plan.asideKey && (await pathExists(plan.asideKey))) await rename(plan.asideKey, plan.keyFile);
   else if (plan.keyText !== null) await rm(plan.keyFile, { force: true });
   await rm(restorePlanPath(target), { force: true });
@@ -87,7 +91,9 @@ export async function finishInterruptedRestore(target: string): Promise<Finished
     try {
       plan = JSON.parse(text) as RestorePlan;
     } catch {
-      throw new Error(`${planFile} (what an interrupted imgpress restore still had to do) cannot be read: run imgpress restore again with the backup, or remove the file and check the folder by hand`);
+      throw new Error(
+        `${planFile} (what an interrupted imgpress restore still had to do) cannot be read: run imgpress restore again with the backup, or remove the file and check the folder by hand`,
+      );
     }
     finished = { aside: await carryOutRestore(target, plan), asideKey: plan.asideKey };
   }
@@ -95,7 +101,8 @@ export async function finishInterruptedRestore(target: string): Promise<Finished
   const stagePrefix = `${basename(target)}.restore-`;
   const folder = dirname(target);
   for (const name of await readdir(folder)) {
-    if (name.startsWith(stagePrefix) && /^[0-9a-f-]{36}(-wal|-shm|-journal)?$/.test(name.slice(stagePrefix.length))) await rm(join(folder, name), { force: true });
+    if (name.startsWith(stagePrefix) && /^[0-9a-f-]{36}(-wal|-shm|-journal)?$/.test(name.slice(stagePrefix.length)))
+      await rm(join(folder, name), { force: true });
   }
   return finished;
 }

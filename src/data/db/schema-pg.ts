@@ -61,7 +61,10 @@ export const seenSignatures = pgTable(
     signature: text("signature").notNull(),
     expiresAt: big("expires_at").notNull(),
   },
-  (table) => [primaryKey({ columns: [table.keyId, table.signature] }), index("seen_signatures_expires").on(table.expiresAt)],
+  (table) => [
+    primaryKey({ columns: [table.keyId, table.signature] }),
+    index("seen_signatures_expires").on(table.expiresAt),
+  ],
 );
 
 const latencyColumns = () => ({
@@ -106,14 +109,18 @@ export const usageHourly = pgTable(
 );
 
 /** See schema.ts `usageHourlyTotal`. */
-export const usageHourlyTotal = pgTable("usage_hourly_total", { hour: big("hour").notNull(), ...usageColumns() }, (table) => [
-  primaryKey({ columns: [table.hour, table.format, table.quality, table.outcome] }),
-]);
+export const usageHourlyTotal = pgTable(
+  "usage_hourly_total",
+  { hour: big("hour").notNull(), ...usageColumns() },
+  (table) => [primaryKey({ columns: [table.hour, table.format, table.quality, table.outcome] })],
+);
 
 /** See schema.ts `usageDailyTotal`. */
-export const usageDailyTotal = pgTable("usage_daily_total", { day: big("day").notNull(), ...usageColumns() }, (table) => [
-  primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] }),
-]);
+export const usageDailyTotal = pgTable(
+  "usage_daily_total",
+  { day: big("day").notNull(), ...usageColumns() },
+  (table) => [primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] })],
+);
 
 /** See schema.ts `refusedHourly`. */
 export const refusedHourly = pgTable(
@@ -126,7 +133,10 @@ export const refusedHourly = pgTable(
     count: integer("count").notNull(),
     lastAt: big("last_at").notNull(),
   },
-  (table) => [primaryKey({ columns: [table.hour, table.kind, table.client, table.code] }), index("refused_hourly_client_hour").on(table.kind, table.client, table.hour)],
+  (table) => [
+    primaryKey({ columns: [table.hour, table.kind, table.client, table.code] }),
+    index("refused_hourly_client_hour").on(table.kind, table.client, table.hour),
+  ],
 );
 
 /** See schema.ts `refusedDailyTotal`. */

@@ -66,9 +66,11 @@ export const seenSignatures = sqliteTable(
     signature: text("signature").notNull(),
     expiresAt: integer("expires_at").notNull(),
   },
-  (table) => [primaryKey({ columns: [table.keyId, table.signature] }), index("seen_signatures_expires").on(table.expiresAt)],
+  (table) => [
+    primaryKey({ columns: [table.keyId, table.signature] }),
+    index("seen_signatures_expires").on(table.expiresAt),
+  ],
 );
-
 
 /**
  * Upper bounds (ms, exclusive) of the conversion-latency histogram bins; the last bin is open.
@@ -131,17 +133,21 @@ export const usageHourly = sqliteTable(
  * The same buckets summed over keys, written in the same transaction: charts of all keys read
  * ~10 rows per hour here instead of one per key in usage_hourly.
  */
-export const usageHourlyTotal = sqliteTable("usage_hourly_total", { hour: integer("hour").notNull(), ...usageColumns() }, (table) => [
-  primaryKey({ columns: [table.hour, table.format, table.quality, table.outcome] }),
-]);
+export const usageHourlyTotal = sqliteTable(
+  "usage_hourly_total",
+  { hour: integer("hour").notNull(), ...usageColumns() },
+  (table) => [primaryKey({ columns: [table.hour, table.format, table.quality, table.outcome] })],
+);
 
 /**
  * The totals again per UTC day (Unix ms of 00:00 UTC), same transaction: a year's overview or
  * daily series reads ~400 days × a few outcomes instead of ~9,600 hours × a few outcomes.
  */
-export const usageDailyTotal = sqliteTable("usage_daily_total", { day: integer("day").notNull(), ...usageColumns() }, (table) => [
-  primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] }),
-]);
+export const usageDailyTotal = sqliteTable(
+  "usage_daily_total",
+  { day: integer("day").notNull(), ...usageColumns() },
+  (table) => [primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] })],
+);
 /**
  * Refused requests on the public routes (401, 403, 413, 415, 429) per UTC hour, client and code:
  * `kind` 'key' (client = the key id the request named), 'address' (client = the IPv4 address or
@@ -159,7 +165,10 @@ export const refusedHourly = sqliteTable(
     // When the latest refusal of the row was answered (Unix ms): "last seen".
     lastAt: integer("last_at").notNull(),
   },
-  (table) => [primaryKey({ columns: [table.hour, table.kind, table.client, table.code] }), index("refused_hourly_client_hour").on(table.kind, table.client, table.hour)],
+  (table) => [
+    primaryKey({ columns: [table.hour, table.kind, table.client, table.code] }),
+    index("refused_hourly_client_hour").on(table.kind, table.client, table.hour),
+  ],
 );
 
 /**

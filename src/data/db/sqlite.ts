@@ -1,9 +1,9 @@
-import { createClient, type Client } from "@libsql/client";
-import type { SQL } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/libsql";
-import { statSync, type Stats } from "node:fs";
+import { type Stats, statSync } from "node:fs";
 import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
+import { type Client, createClient } from "@libsql/client";
+import type { SQL } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/libsql";
 import { createOwnerOnly } from "../../core/files.ts";
 import { fileLostFault } from "./faults.ts";
 import { FILE_DEFAULTS, localPath } from "./location.ts";
@@ -34,9 +34,14 @@ export async function prepareDatabaseFolder(path: string): Promise<void> {
   const folder = dirname(path);
   await mkdir(folder, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "EEXIST") throw new Error(`${folder} (the database's folder) exists but is not a folder`);
-    if (err.code === "ENOTDIR") throw new Error(`${folder} (the database's folder) cannot be created: a part of its path is a file, not a folder`);
+    if (err.code === "ENOTDIR")
+      throw new Error(
+        `${folder} (the database's folder) cannot be created: a part of its path is a file, not a folder`,
+      );
     if (err.code === "EACCES" || err.code === "EPERM" || err.code === "EROFS") {
-      throw new Error(`${folder} (the database's folder) cannot be created (${err.code}): this user may not write where it would go; choose a folder it can write with IMGPRESS_DATA_DIR`);
+      throw new Error(
+        `${folder} (the database's folder) cannot be created (${err.code}): this user may not write where it would go; choose a folder it can write with IMGPRESS_DATA_DIR`,
+      );
     }
     throw err;
   });
@@ -54,7 +59,9 @@ export async function openSqliteStore(url: string, options: SqliteOptions = {}):
     await prepareDatabaseFolder(path);
     await createOwnerOnly(path);
   }
-  const client = path ? lockWaiting(url, lockWaitS) : createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
+  const client = path
+    ? lockWaiting(url, lockWaitS)
+    : createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE });
   if (path) {
     // WAL lets the CLI read while the server writes; switching waits for a concurrently starting process.
     await client.execute("PRAGMA journal_mode = WAL");
@@ -76,7 +83,9 @@ export async function openSqliteStore(url: string, options: SqliteOptions = {}):
       const [first, ...rest] = build(db);
       if (!first) return [];
       const run = async () => (await db.batch([first, ...rest])).map(changedRows);
-      return options?.lockWaitMs !== undefined && client instanceof LockWaitingClient ? client.withLockWait(options.lockWaitMs, run) : run();
+      return options?.lockWaitMs !== undefined && client instanceof LockWaitingClient
+        ? client.withLockWait(options.lockWaitMs, run)
+        : run();
     },
     // SQLite has one writer at a time: a single check-and-write statement is already exclusive.
     runExclusive: async (_name: string, query: SQL) => changedRows(await db.run(query)),
@@ -143,8 +152,10 @@ function watchFile(path: string, opened: Stats, onChange?: (why: string | null) 
       return last; // cannot look (permissions changed): the statement itself will say what is wrong
     }
     let why: string | null = null;
-    if (!now) why = `${path} was removed while the server had it open: nothing more is written until it is back; restart the server (a new start creates an empty database where none is)`;
-    else if (now.ino !== opened.ino || now.dev !== opened.dev) why = `${path} was replaced by another file (a restore?) while the server had it open: nothing more is written into the old one; restart the server to use the new one`;
+    if (!now)
+      why = `${path} was removed while the server had it open: nothing more is written until it is back; restart the server (a new start creates an empty database where none is)`;
+    else if (now.ino !== opened.ino || now.dev !== opened.dev)
+      why = `${path} was replaced by another file (a restore?) while the server had it open: nothing more is written into the old one; restart the server to use the new one`;
     if (why !== last) onChange?.(why);
     last = why;
     return why;

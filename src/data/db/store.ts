@@ -1,6 +1,6 @@
 import type { SQL } from "drizzle-orm";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import type { BatchItem } from "drizzle-orm/batch";
+import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import type * as schema from "./schema.ts";
 
 /** The tables every service works on; src/data/db/schema-pg.ts has the same names and columns. */

@@ -20,6 +20,10 @@ export class KeyRevocation {
 
   // The events are written in the revocation's own transaction: a crash keeps both or neither.
   private recordRevoked(by: string, clientAddress: string): RecordRevoked {
-    return (db, ids) => this.audit.insert(db, ids.map((id) => ({ type: "key.revoked" as const, actor: by, subject: id, clientAddress })));
+    return (db, ids) =>
+      this.audit.insert(
+        db,
+        ids.map((id) => ({ type: "key.revoked" as const, actor: by, subject: id, clientAddress })),
+      );
   }
 }

@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
-import { and, desc, eq, getTableColumns, isNull, sql, type SQL } from "drizzle-orm";
-import { randomBytes, sha256Hex, toBase64Url, type SecretBox } from "../../core/crypto.ts";
+import { and, desc, eq, getTableColumns, isNull, type SQL, sql } from "drizzle-orm";
+import { randomBytes, type SecretBox, sha256Hex, toBase64Url } from "../../core/crypto.ts";
 import type { BatchStatement, Database, Store, Tables } from "../db/index.ts";
 import type { apiKeys } from "../db/schema.ts";
 
@@ -46,7 +46,12 @@ export class KeyService {
     this.db = store.db;
     const apiKeys = (this.apiKeys = store.tables.apiKeys);
     this.byHash = store.db
-      .select({ id: apiKeys.id, email: apiKeys.email, secretSealed: apiKeys.secretSealed, revokedAt: apiKeys.revokedAt })
+      .select({
+        id: apiKeys.id,
+        email: apiKeys.email,
+        secretSealed: apiKeys.secretSealed,
+        revokedAt: apiKeys.revokedAt,
+      })
       .from(apiKeys)
       // Revoked keys too (same unique index): a revoked key still being tried is counted against it.
       .where(eq(apiKeys.keyHash, sql.placeholder("keyHash")))
@@ -58,7 +63,11 @@ export class KeyService {
    * Issues a new pair for (email, siteUrl), revoking the previous active one in the same
    * transaction, which also runs the statement `record` makes for the new key (its audit event).
    */
-  async issue(email: string, siteUrl: string, record?: (db: Database, issued: IssuedKey) => BatchStatement): Promise<IssuedKey> {
+  async issue(
+    email: string,
+    siteUrl: string,
+    record?: (db: Database, issued: IssuedKey) => BatchStatement,
+  ): Promise<IssuedKey> {
     const id = `key_${Buffer.from(randomBytes(8)).toString("hex")}`;
     const apiKey = API_KEY_PREFIX + toBase64Url(randomBytes(32));
     const secretKey = SECRET_KEY_PREFIX + toBase64Url(randomBytes(32));
@@ -99,7 +108,11 @@ export class KeyService {
   /** Whether the current master key opens the stored secrets (checked on the newest key; true when none is stored). */
   async opensStoredSecrets(): Promise<boolean> {
     const apiKeys = this.apiKeys;
-    const [row] = await this.db.select({ id: apiKeys.id, sealed: apiKeys.secretSealed }).from(apiKeys).orderBy(desc(apiKeys.createdAt)).limit(1);
+    const [row] = await this.db
+      .select({ id: apiKeys.id, sealed: apiKeys.secretSealed })
+      .from(apiKeys)
+      .orderBy(desc(apiKeys.createdAt))
+      .limit(1);
     if (!row) return true;
     try {
       await this.box.open(row.sealed, row.id);
@@ -112,7 +125,10 @@ export class KeyService {
   /** All keys, newest first, optionally only active ones or one owner's. */
   async list(filter: { activeOnly?: boolean; email?: string } = {}): Promise<KeyRow[]> {
     const apiKeys = this.apiKeys;
-    const conditions = [filter.activeOnly ? isNull(apiKeys.revokedAt) : undefined, filter.email ? eq(apiKeys.email, filter.email) : undefined];
+    const conditions = [
+      filter.activeOnly ? isNull(apiKeys.revokedAt) : undefined,
+      filter.email ? eq(apiKeys.email, filter.email) : undefined,
+    ];
     const { keyHash: _hash, secretSealed: _sealed, ...columns } = getTableColumns(apiKeys);
     return this.db
       .select(columns)

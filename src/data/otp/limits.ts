@@ -15,7 +15,9 @@ export const otpLimits = {
 } as const;
 
 /** The longest window of these limits: rate events older than it count for none of them and may be pruned. */
-export const LONGEST_OTP_WINDOW_MS = Math.max(...Object.values(otpLimits).flatMap((rules) => rules.map((rule) => rule.windowMs)));
+export const LONGEST_OTP_WINDOW_MS = Math.max(
+  ...Object.values(otpLimits).flatMap((rules) => rules.map((rule) => rule.windowMs)),
+);
 
 /** The 429 message of a code request refused for its e-mail address (client keys and staff sign-in alike). */
 export const RECENT_CODE = "A code was requested for this e-mail address recently.";

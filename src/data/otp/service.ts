@@ -1,9 +1,9 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { hmacSha256Hex, randomBytes, randomDigits, timingSafeEqual, toHex } from "../../core/crypto.ts";
+import { DAY_MS } from "../../core/durations.ts";
 import type { Database } from "../db/index.ts";
 import type { otpCodes, staffCodes } from "../db/schema.ts";
 import type { RateLimiter, RateRule } from "../ratelimit/service.ts";
-import { DAY_MS } from "../../core/durations.ts";
 
 /** Wrong guesses after which a code is burnt. */
 export const OTP_MAX_ATTEMPTS = 5;
@@ -19,7 +19,8 @@ export const WRONG_CODES_PER_ADDRESS: readonly RateRule[] = [{ limit: 100, windo
 /** How long the limiter must keep wrong-code events (the budget's window). */
 export const WRONG_CODE_WINDOW_MS = WRONG_CODES_PER_ADDRESS[0]!.windowMs;
 
-const GUESSED_OUT = "Too many wrong codes were tried for this e-mail address in the last 24 hours: no code is checked for it, nor a new one sent, until some of them are a day old.";
+const GUESSED_OUT =
+  "Too many wrong codes were tried for this e-mail address in the last 24 hours: no code is checked for it, nor a new one sent, until some of them are a day old.";
 
 /** Where an engine counts wrong codes per address: the service's limiter, under `WRONG_CODE_BUCKETS` + its own `kind`. */
 export interface WrongCodeBudget {
@@ -147,7 +148,9 @@ export class OtpEngine<T extends CodeTable> {
 
   /** Deletes expired and burnt codes. */
   async prune(): Promise<void> {
-    await this.db.delete(this.t).where(sql`${this.t.expiresAt} <= ${this.now()} OR ${this.t.attempts} >= ${OTP_MAX_ATTEMPTS}`);
+    await this.db
+      .delete(this.t)
+      .where(sql`${this.t.expiresAt} <= ${this.now()} OR ${this.t.attempts} >= ${OTP_MAX_ATTEMPTS}`);
   }
 
   private bucketOf(email: string): string {

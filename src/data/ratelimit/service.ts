@@ -1,6 +1,6 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
-import type { Store } from "../db/index.ts";
 import { rateLimited } from "../../core/errors.ts";
+import type { Store } from "../db/index.ts";
 
 /** At most `limit` events per `windowMs` milliseconds. */
 export interface RateRule {
@@ -27,11 +27,17 @@ export class RateLimiter {
   ) {}
 
   /** Records one event in `bucket`, or throws 429 `code` (with Retry-After) if any rule is exhausted. */
-  async hit(bucket: string, rules: readonly RateRule[], code = "RATE_LIMITED", message = "Too many requests."): Promise<void> {
+  async hit(
+    bucket: string,
+    rules: readonly RateRule[],
+    code = "RATE_LIMITED",
+    message = "Too many requests.",
+  ): Promise<void> {
     const now = this.now();
     const { rateEvents } = this.store.tables;
     const conditions = rules.map(
-      (r) => sql`(SELECT count(*) FROM ${rateEvents} WHERE ${rateEvents.bucket} = ${bucket} AND ${rateEvents.at} > ${now - r.windowMs}) < ${r.limit}`,
+      (r) =>
+        sql`(SELECT count(*) FROM ${rateEvents} WHERE ${rateEvents.bucket} = ${bucket} AND ${rateEvents.at} > ${now - r.windowMs}) < ${r.limit}`,
     );
     // CASTs: PostgreSQL types a bare parameter in a SELECT list as text.
     const inserted = await this.store.runExclusive(
@@ -46,7 +52,12 @@ export class RateLimiter {
    * Throws what `hit` would throw if `bucket` is exhausted, without recording anything: asked
    * before a hit on another bucket, so that a request refused here does not use up that one.
    */
-  async check(bucket: string, rules: readonly RateRule[], code = "RATE_LIMITED", message = "Too many requests."): Promise<void> {
+  async check(
+    bucket: string,
+    rules: readonly RateRule[],
+    code = "RATE_LIMITED",
+    message = "Too many requests.",
+  ): Promise<void> {
     const now = this.now();
     const wait = await this.retryAfter(bucket, rules, now);
     if (wait > 0) throw rateLimited(code, message, wait);

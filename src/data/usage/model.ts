@@ -94,7 +94,12 @@ export const SeriesPoint = t.Object({
 export type SeriesPoint = typeof SeriesPoint.static;
 
 /** A series over a range. */
-export const Series = t.Object({ step: t.Union([t.Literal("hour"), t.Literal("day")]), from: t.Integer(), to: t.Integer(), points: t.Array(SeriesPoint) });
+export const Series = t.Object({
+  step: t.Union([t.Literal("hour"), t.Literal("day")]),
+  from: t.Integer(),
+  to: t.Integer(),
+  points: t.Array(SeriesPoint),
+});
 export type Series = typeof Series.static;
 
 /** A key as the keys table shows it (cumulative counters; never a hash or secret). */
@@ -112,7 +117,12 @@ export const KeyListRow = t.Object({
 export type KeyListRow = typeof KeyListRow.static;
 
 /** A page of keys and how many match in all. */
-export const KeysPage = t.Object({ rows: t.Array(KeyListRow), total: t.Integer(), page: t.Integer(), pageSize: t.Integer() });
+export const KeysPage = t.Object({
+  rows: t.Array(KeyListRow),
+  total: t.Integer(),
+  page: t.Integer(),
+  pageSize: t.Integer(),
+});
 export type KeysPage = typeof KeysPage.static;
 
 /** One key with its figures over a range. */

@@ -1,11 +1,11 @@
-import { eq, lt, sql, type SQL } from "drizzle-orm";
+import { eq, lt, type SQL, sql } from "drizzle-orm";
 import type { ConversionEvent, ConversionObserver } from "../../conversion/service.ts";
+import { DAY_MS, HOUR_MS } from "../../core/durations.ts";
+import type { Logger } from "../../core/log.ts";
 import type { BatchOptions, BatchStatement, Database, Store } from "../db/index.ts";
 import type { usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schema.ts";
-import type { Logger } from "../../core/log.ts";
 import { LATENCY_BINS, latencyBin } from "./latency.ts";
 import { MAX_RANGE_DAYS } from "./model.ts";
-import { DAY_MS, HOUR_MS } from "../../core/durations.ts";
 
 /**
  * How long a flush waits for a lock another process holds: it runs on a timer and a failed one
@@ -86,10 +86,26 @@ export class UsageRecorder {
     if (!bucket) {
       // Buckets of a flush in progress count too: they come back if it fails.
       if (this.pending.size + this.inFlight >= this.maxBuckets) {
-        if (this.droppedSince++ === 0) this.logger.error("usage buffer full: dropping new buckets until a flush succeeds", { buckets: this.pending.size });
+        if (this.droppedSince++ === 0)
+          this.logger.error("usage buffer full: dropping new buckets until a flush succeeds", {
+            buckets: this.pending.size,
+          });
         return;
       }
-      bucket = { hour, keyId: event.keyId, format, quality, outcome: event.outcome, count: 0, bytesIn: 0, bytesOut: 0, convertMs: 0, guardEncodes: 0, lat: new Array(LATENCY_BINS).fill(0), lastAt: 0 };
+      bucket = {
+        hour,
+        keyId: event.keyId,
+        format,
+        quality,
+        outcome: event.outcome,
+        count: 0,
+        bytesIn: 0,
+        bytesOut: 0,
+        convertMs: 0,
+        guardEncodes: 0,
+        lat: new Array(LATENCY_BINS).fill(0),
+        lastAt: 0,
+      };
       this.pending.set(id, bucket);
     }
     bucket.count++;
@@ -140,8 +156,12 @@ export class UsageRecorder {
       .catch((err: Error) => {
         // The periodic flush's warning speaks of a next flush; at a stop there is none. A flush
         // still under way when the bound gave up may yet commit: those counts are not called lost.
-        const writing = this.inFlight ? `; ${this.inFlight} more were being written when it gave up and may have been` : "";
-        throw new Error(`the last usage counts (${this.pending.size} buckets) could not be written and are lost${writing}: ${err.message}`);
+        const writing = this.inFlight
+          ? `; ${this.inFlight} more were being written when it gave up and may have been`
+          : "";
+        throw new Error(
+          `the last usage counts (${this.pending.size} buckets) could not be written and are lost${writing}: ${err.message}`,
+        );
       });
   }
 
@@ -151,7 +171,14 @@ export class UsageRecorder {
    * connection were seen to stall each other for good.
    */
   start(intervalS: number, after: () => Promise<void> = async () => {}): () => void {
-    const timer = setInterval(() => this.flush().catch(() => {}).then(after).catch(() => {}), intervalS * 1000);
+    const timer = setInterval(
+      () =>
+        this.flush()
+          .catch(() => {})
+          .then(after)
+          .catch(() => {}),
+      intervalS * 1000,
+    );
     return () => clearInterval(timer);
   }
 
@@ -186,7 +213,11 @@ export class UsageRecorder {
       this.restore(batch);
       // The first failure of an outage, then one line in sixty: a timer retrying every few seconds must not flood the log.
       if (this.failures++ % 60 === 0) {
-        this.logger.warn("usage flush failed; keeping the counts for the next flush", { error: (err as Error).message, buckets: this.pending.size, failedFlushes: this.failures });
+        this.logger.warn("usage flush failed; keeping the counts for the next flush", {
+          error: (err as Error).message,
+          buckets: this.pending.size,
+          failedFlushes: this.failures,
+        });
       }
       throw err;
     } finally {
@@ -211,7 +242,10 @@ export class UsageRecorder {
     const { apiKeys, usageHourly, usageHourlyTotal, usageDailyTotal } = this.store.tables;
     const totals = sumOver(batch, (b) => b.hour);
     const days = sumOver(batch, (b) => Math.floor(b.hour / DAY_MS) * DAY_MS);
-    const keys = new Map<string, { count: number; bytesIn: number; bytesOut: number; guardEncodes: number; lastAt: number }>();
+    const keys = new Map<
+      string,
+      { count: number; bytesIn: number; bytesOut: number; guardEncodes: number; lastAt: number }
+    >();
     // The key counters count successful conversions only, as they always have.
     for (const b of batch.filter((b) => b.outcome === "ok")) {
       const key = keys.get(b.keyId) ?? { count: 0, bytesIn: 0, bytesOut: 0, guardEncodes: 0, lastAt: 0 };
@@ -241,7 +275,10 @@ export class UsageRecorder {
         db
           .insert(usageHourly)
           .values(rows.map((b) => ({ hour: b.hour, keyId: b.keyId, ...values(b) })))
-          .onConflictDoUpdate({ target: [usageHourly.hour, usageHourly.keyId, usageHourly.format, usageHourly.quality, usageHourly.outcome], set: addExcluded(usageHourly) }),
+          .onConflictDoUpdate({
+            target: [usageHourly.hour, usageHourly.keyId, usageHourly.format, usageHourly.quality, usageHourly.outcome],
+            set: addExcluded(usageHourly),
+          }),
       );
     }
     for (const rows of chunks(totals, 400)) {
@@ -249,7 +286,15 @@ export class UsageRecorder {
         db
           .insert(usageHourlyTotal)
           .values(rows.map((b) => ({ hour: b.hour, ...values(b) })))
-          .onConflictDoUpdate({ target: [usageHourlyTotal.hour, usageHourlyTotal.format, usageHourlyTotal.quality, usageHourlyTotal.outcome], set: addExcluded(usageHourlyTotal) }),
+          .onConflictDoUpdate({
+            target: [
+              usageHourlyTotal.hour,
+              usageHourlyTotal.format,
+              usageHourlyTotal.quality,
+              usageHourlyTotal.outcome,
+            ],
+            set: addExcluded(usageHourlyTotal),
+          }),
       );
     }
     for (const rows of chunks(days, 400)) {
@@ -257,7 +302,10 @@ export class UsageRecorder {
         db
           .insert(usageDailyTotal)
           .values(rows.map((b) => ({ day: b.hour, ...values(b) })))
-          .onConflictDoUpdate({ target: [usageDailyTotal.day, usageDailyTotal.format, usageDailyTotal.quality, usageDailyTotal.outcome], set: addExcluded(usageDailyTotal) }),
+          .onConflictDoUpdate({
+            target: [usageDailyTotal.day, usageDailyTotal.format, usageDailyTotal.quality, usageDailyTotal.outcome],
+            set: addExcluded(usageDailyTotal),
+          }),
       );
     }
     for (const [id, k] of keys) {
@@ -307,8 +355,17 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 /** `column = column + excluded.column` for every summed column of a bucket table. */
-function addExcluded(table: typeof usageHourly | typeof usageHourlyTotal | typeof usageDailyTotal): Record<string, SQL> {
-  const summed = ["count", "bytesIn", "bytesOut", "convertMs", "guardEncodes", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`)] as const;
+function addExcluded(
+  table: typeof usageHourly | typeof usageHourlyTotal | typeof usageDailyTotal,
+): Record<string, SQL> {
+  const summed = [
+    "count",
+    "bytesIn",
+    "bytesOut",
+    "convertMs",
+    "guardEncodes",
+    ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`),
+  ] as const;
   return Object.fromEntries(
     summed.map((name) => {
       const column = table[name as keyof typeof table] as typeof usageHourly.count;

@@ -1,14 +1,35 @@
-import { sql, type SQL } from "drizzle-orm";
-import type { Store } from "../db/index.ts";
-import { AppError } from "../../core/errors.ts";
-import { LATENCY_BINS, latencyQuantile } from "./latency.ts";
-import { KEY_SORTS, MAX_PAGE, MAX_PAGE_SIZE, MAX_RANGE_DAYS, MAX_SEARCH_CHARS, MAX_UTC_OFFSET_MINUTES, type KeyDetail, type KeyListRow, type KeysPage, type KeysQuery, type Overview, type Series, type SeriesQuery, type UsageRange } from "./model.ts";
-import { storedSpelling } from "../../core/email.ts";
+import { type SQL, sql } from "drizzle-orm";
 import { DAY_MS, HOUR_MS, stepMs as stepWidth } from "../../core/durations.ts";
+import { storedSpelling } from "../../core/email.ts";
+import { AppError } from "../../core/errors.ts";
+import type { Store } from "../db/index.ts";
+import { LATENCY_BINS, latencyQuantile } from "./latency.ts";
+import {
+  KEY_SORTS,
+  type KeyDetail,
+  type KeyListRow,
+  type KeysPage,
+  type KeysQuery,
+  MAX_PAGE,
+  MAX_PAGE_SIZE,
+  MAX_RANGE_DAYS,
+  MAX_SEARCH_CHARS,
+  MAX_UTC_OFFSET_MINUTES,
+  type Overview,
+  type Series,
+  type SeriesQuery,
+  type UsageRange,
+} from "./model.ts";
 
 /** Summed columns of a bucket query, shared by every read; `l0…l15` are the latency bins. */
 const SUMS = sql.raw(
-  ["sum(count) AS n", "sum(bytes_in) AS bytes_in", "sum(bytes_out) AS bytes_out", "sum(guard_encodes) AS guard_encodes", ...Array.from({ length: LATENCY_BINS }, (_, i) => `sum(lat_${i}) AS l${i}`)].join(", "),
+  [
+    "sum(count) AS n",
+    "sum(bytes_in) AS bytes_in",
+    "sum(bytes_out) AS bytes_out",
+    "sum(guard_encodes) AS guard_encodes",
+    ...Array.from({ length: LATENCY_BINS }, (_, i) => `sum(lat_${i}) AS l${i}`),
+  ].join(", "),
 );
 
 interface SumRow {
@@ -46,15 +67,26 @@ export class UsageQueries {
     const errors = new Map<string, number>();
     for (const r of rows) if (r.outcome !== "ok") errors.set(r.outcome, (errors.get(r.outcome) ?? 0) + r.n);
     const volumes = volume(ok);
-    const totals = { ...volumes, errors: sum([...errors.values()]), savingsPercent: savedPercent(volumes.bytesSaved, volumes.bytesIn, 2), ...latency(ok) };
+    const totals = {
+      ...volumes,
+      errors: sum([...errors.values()]),
+      savingsPercent: savedPercent(volumes.bytesSaved, volumes.bytesIn, 2),
+      ...latency(ok),
+    };
     return {
       from,
       to,
       totals,
       byFormat: groupBy(ok, (r) => r.format).map(([format, rs]) => ({ format, ...volume(rs) })),
       byQuality: groupBy(ok, (r) => r.quality).map(([quality, rs]) => ({ quality, ...volume(rs) })),
-      byFormatQuality: groupBy(ok, (r) => `${r.format} ${r.quality}`).map(([, rs]) => ({ format: rs[0]!.format, quality: rs[0]!.quality, ...volume(rs) })),
-      errorsByCode: [...errors].map(([code, count]) => ({ code, count })).sort((a, b) => b.count - a.count || a.code.localeCompare(b.code)),
+      byFormatQuality: groupBy(ok, (r) => `${r.format} ${r.quality}`).map(([, rs]) => ({
+        format: rs[0]!.format,
+        quality: rs[0]!.quality,
+        ...volume(rs),
+      })),
+      errorsByCode: [...errors]
+        .map(([code, count]) => ({ code, count }))
+        .sort((a, b) => b.count - a.count || a.code.localeCompare(b.code)),
     };
   }
 
@@ -63,7 +95,9 @@ export class UsageQueries {
     const stepMs = stepWidth(query.step);
     const offsetMinutes = query.step === "day" ? (query.utcOffsetMinutes ?? 0) : 0;
     if (!Number.isInteger(offsetMinutes) || Math.abs(offsetMinutes) > MAX_UTC_OFFSET_MINUTES) {
-      throw invalid(`the UTC offset must be a whole number of minutes from -${MAX_UTC_OFFSET_MINUTES} to ${MAX_UTC_OFFSET_MINUTES}`);
+      throw invalid(
+        `the UTC offset must be a whole number of minutes from -${MAX_UTC_OFFSET_MINUTES} to ${MAX_UTC_OFFSET_MINUTES}`,
+      );
     }
     const offset = offsetMinutes * 60_000;
     const { from, to } = checkRange(query.from, query.to, stepMs, offset);
@@ -85,7 +119,13 @@ export class UsageQueries {
       const step = byStep.get(t) ?? [];
       const ok = step.filter((r) => r.outcome === "ok");
       const failed = step.filter((r) => r.outcome !== "ok");
-      points.push({ t, ...volume(ok), errors: sum(failed.map((r) => r.n)), errorsByCode: Object.fromEntries(failed.map((r) => [r.outcome, r.n])), ...latency(ok) });
+      points.push({
+        t,
+        ...volume(ok),
+        errors: sum(failed.map((r) => r.n)),
+        errorsByCode: Object.fromEntries(failed.map((r) => [r.outcome, r.n])),
+        ...latency(ok),
+      });
     }
     return { step: query.step, from, to, points };
   }
@@ -98,9 +138,11 @@ export class UsageQueries {
     if (order !== "asc" && order !== "desc") throw invalid("order must be asc or desc");
     const status = query.status ?? "all";
     if (!["active", "revoked", "all"].includes(status)) throw invalid("status must be active, revoked or all");
-    if (!Number.isInteger(query.page) || query.page < 1 || query.page > MAX_PAGE) throw invalid(`the page must be a whole number from 1 to ${MAX_PAGE}`);
+    if (!Number.isInteger(query.page) || query.page < 1 || query.page > MAX_PAGE)
+      throw invalid(`the page must be a whole number from 1 to ${MAX_PAGE}`);
     const pageSize = query.pageSize;
-    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) throw invalid(`the page size must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE)
+      throw invalid(`the page size must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
     const search = (query.search ?? "").trim();
     if (search.length > MAX_SEARCH_CHARS) throw invalid(`the search may be at most ${MAX_SEARCH_CHARS} characters`);
 
@@ -109,8 +151,13 @@ export class UsageQueries {
     if (status === "revoked") conditions.push(sql`revoked_at IS NOT NULL`);
     if (search) {
       // Also as addresses are stored: a domain typed in Unicode is kept in its ASCII form.
-      const patterns = [...new Set([search, storedSpelling(search)])].map((text) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-      const matches = patterns.map((p) => sql`lower(email) LIKE ${p} ESCAPE '\\' OR lower(site_url) LIKE ${p} ESCAPE '\\' OR lower(key_prefix) LIKE ${p} ESCAPE '\\'`);
+      const patterns = [...new Set([search, storedSpelling(search)])].map(
+        (text) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
+      );
+      const matches = patterns.map(
+        (p) =>
+          sql`lower(email) LIKE ${p} ESCAPE '\\' OR lower(site_url) LIKE ${p} ESCAPE '\\' OR lower(key_prefix) LIKE ${p} ESCAPE '\\'`,
+      );
       conditions.push(sql`(${sql.join(matches, sql` OR `)})`);
     }
     const where = conditions.length ? sql`WHERE ${sql.join(conditions, sql` AND `)}` : sql``;
@@ -146,7 +193,9 @@ interface RawKey {
   guard_encodes: number;
 }
 
-const KEY_COLUMNS = sql.raw("id, key_prefix, email, site_url, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes");
+const KEY_COLUMNS = sql.raw(
+  "id, key_prefix, email, site_url, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes",
+);
 
 /** The share of `bytesIn` saved, in percent rounded to `decimals`; null when nothing came in. */
 export function savedPercent(bytesSaved: number, bytesIn: number, decimals: number): number | null {
@@ -172,7 +221,18 @@ function keyRow(r: RawKey): KeyListRow {
   };
 }
 
-const BUCKET_COLUMNS = sql.raw(["format", "quality", "outcome", "count", "bytes_in", "bytes_out", "guard_encodes", ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat_${i}`)].join(", "));
+const BUCKET_COLUMNS = sql.raw(
+  [
+    "format",
+    "quality",
+    "outcome",
+    "count",
+    "bytes_in",
+    "bytes_out",
+    "guard_encodes",
+    ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat_${i}`),
+  ].join(", "),
+);
 
 /**
  * The bucket rows of [from, to) (whole hours) as a subquery with their start time `at`: one key's
@@ -180,20 +240,26 @@ const BUCKET_COLUMNS = sql.raw(["format", "quality", "outcome", "count", "bytes_
  * rows), with whole UTC days from usage_daily_total when `daily` allows and the edges by hour.
  */
 function buckets(from: number, to: number, keyId: string | undefined, { daily }: { daily: boolean }): SQL {
-  if (keyId !== undefined) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly WHERE key_id = ${keyId} AND hour >= ${from} AND hour < ${to}) AS b`;
+  if (keyId !== undefined)
+    return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly WHERE key_id = ${keyId} AND hour >= ${from} AND hour < ${to}) AS b`;
   const dayFrom = Math.ceil(from / DAY_MS) * DAY_MS;
   const dayTo = Math.floor(to / DAY_MS) * DAY_MS;
-  if (!daily || dayTo <= dayFrom) return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE hour >= ${from} AND hour < ${to}) AS b`;
+  if (!daily || dayTo <= dayFrom)
+    return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE hour >= ${from} AND hour < ${to}) AS b`;
   return sql`(SELECT day AS at, ${BUCKET_COLUMNS} FROM usage_daily_total WHERE day >= ${dayFrom} AND day < ${dayTo}
     UNION ALL SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE (hour >= ${from} AND hour < ${dayFrom}) OR (hour >= ${dayTo} AND hour < ${to})) AS b`;
 }
 
 /** Aligns [from, to) outward to whole steps and refuses empty, reversed or over-long ranges. */
 function checkRange(from: number, to: number, stepMs: number, offset: number): { from: number; to: number } {
-  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0) throw invalid("from and to must be Unix milliseconds");
+  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0)
+    throw invalid("from and to must be Unix milliseconds");
   if (to <= from) throw invalid("to must be later than from");
   if (to - from > MAX_RANGE_DAYS * DAY_MS) throw invalid(`a range may span at most ${MAX_RANGE_DAYS} days`);
-  return { from: Math.floor((from + offset) / stepMs) * stepMs - offset, to: Math.ceil((to + offset) / stepMs) * stepMs - offset };
+  return {
+    from: Math.floor((from + offset) / stepMs) * stepMs - offset,
+    to: Math.ceil((to + offset) / stepMs) * stepMs - offset,
+  };
 }
 
 function invalid(message: string): AppError {
@@ -207,7 +273,13 @@ function sum(values: number[]): number {
 function volume(rows: SumRow[]) {
   const bytesIn = sum(rows.map((r) => r.bytes_in));
   const bytesOut = sum(rows.map((r) => r.bytes_out));
-  return { conversions: sum(rows.map((r) => r.n)), bytesIn, bytesOut, bytesSaved: bytesIn - bytesOut, guardEncodes: sum(rows.map((r) => r.guard_encodes)) };
+  return {
+    conversions: sum(rows.map((r) => r.n)),
+    bytesIn,
+    bytesOut,
+    bytesSaved: bytesIn - bytesOut,
+    guardEncodes: sum(rows.map((r) => r.guard_encodes)),
+  };
 }
 
 function latency(rows: SumRow[]) {

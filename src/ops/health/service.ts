@@ -1,8 +1,8 @@
 import { statfs } from "node:fs/promises";
 import sharp from "sharp";
+import type { Logger } from "../../core/log.ts";
 import { driverMessage } from "../../data/db/faults.ts";
 import type { Database, Store } from "../../data/db/index.ts";
-import type { Logger } from "../../core/log.ts";
 import type { ReadinessChecks as ReadinessChecksModel } from "./model.ts";
 
 /** `ok`, or what is wrong, per check. */
@@ -58,14 +58,21 @@ export class Readiness {
   /** Runs (or reuses recent results of) every check. */
   async check(): Promise<ReadinessReport> {
     const now = this.clock();
-    if (!this.database || now - this.database.at >= DATABASE_CACHE_MS) this.database = { at: now, result: this.checkDatabase() };
-    if (!this.libvips || now - this.libvips.at >= LIBVIPS_CACHE_MS) this.libvips = { at: now, result: this.checkLibvips() };
-    const [database, storage, libvips] = await Promise.all([this.database.result, this.checkStorage(), this.libvips.result]);
+    if (!this.database || now - this.database.at >= DATABASE_CACHE_MS)
+      this.database = { at: now, result: this.checkDatabase() };
+    if (!this.libvips || now - this.libvips.at >= LIBVIPS_CACHE_MS)
+      this.libvips = { at: now, result: this.checkLibvips() };
+    const [database, storage, libvips] = await Promise.all([
+      this.database.result,
+      this.checkStorage(),
+      this.libvips.result,
+    ]);
     // A failure is not cached: the next probe tries again, so recovery shows at once.
     if (database !== "ok") this.database = undefined;
     if (libvips !== "ok") this.libvips = undefined;
     const checks = { database, storage, libvips, draining: this.draining() ? "shutting down" : "ok" };
-    for (const [name, value] of Object.entries(checks)) if (value === "ok" && this.logged.delete(name)) this.logger?.info("readiness check ok again", { check: name });
+    for (const [name, value] of Object.entries(checks))
+      if (value === "ok" && this.logged.delete(name)) this.logger?.info("readiness check ok again", { check: name });
     return { ready: Object.values(checks).every((v) => v === "ok"), checks };
   }
 
@@ -77,7 +84,9 @@ export class Readiness {
       const at = Date.now();
       const { heartbeat } = this.store.tables;
       // Bounded: a frozen database server must not hold the probe (nor pile up writes behind it).
-      const beat = (db: Database) => [db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } })];
+      const beat = (db: Database) => [
+        db.insert(heartbeat).values({ id: 1, at }).onConflictDoUpdate({ target: heartbeat.id, set: { at } }),
+      ];
       await this.store.bounded(this.store.batch(beat, { lockWaitMs: READY_LOCK_WAIT_MS }), DATABASE_CHECK_MS);
       return "ok";
     } catch (err) {
@@ -92,7 +101,13 @@ export class Readiness {
       const fs = await statfs(this.dataFolder);
       const free = Number(fs.bavail) * Number(fs.bsize);
       // Logged once with a cause that does not change with every byte written, not at every probe.
-      return free >= MIN_FREE_BYTES ? "ok" : this.failing("storage", `only ${free} bytes free in the data folder`, `less than ${MIN_FREE_BYTES} bytes free in ${this.dataFolder}`);
+      return free >= MIN_FREE_BYTES
+        ? "ok"
+        : this.failing(
+            "storage",
+            `only ${free} bytes free in the data folder`,
+            `less than ${MIN_FREE_BYTES} bytes free in ${this.dataFolder}`,
+          );
     } catch (err) {
       return this.failed("storage", "cannot inspect the data folder", err);
     }
@@ -100,7 +115,9 @@ export class Readiness {
 
   private async checkLibvips(): Promise<string> {
     try {
-      await sharp({ create: { width: 8, height: 8, channels: 3, background: "#808080" } }).webp().toBuffer();
+      await sharp({ create: { width: 8, height: 8, channels: 3, background: "#808080" } })
+        .webp()
+        .toBuffer();
       return "ok";
     } catch (err) {
       return this.failed("libvips", "encode failed", err);
@@ -120,4 +137,3 @@ export class Readiness {
     return what;
   }
 }
-

@@ -17,9 +17,13 @@ export function metricsRoutes(metrics: Metrics, token: string | undefined) {
     "/metrics",
     async ({ request }) => {
       if (token !== undefined && !bearerMatches(request.headers.get("authorization"), token)) {
-        throw new AppError(401, "INVALID_METRICS_TOKEN", "Send the metrics token as Authorization: Bearer <token>.", { "www-authenticate": "Bearer" });
+        throw new AppError(401, "INVALID_METRICS_TOKEN", "Send the metrics token as Authorization: Bearer <token>.", {
+          "www-authenticate": "Bearer",
+        });
       }
-      return new Response(await metrics.render(), { headers: { "content-type": CONTENT_TYPE, "cache-control": "no-store" } });
+      return new Response(await metrics.render(), {
+        headers: { "content-type": CONTENT_TYPE, "cache-control": "no-store" },
+      });
     },
     { detail: { hide: true } },
   );

@@ -26,8 +26,18 @@ export function registerProcessMetrics(registry: Registry): void {
   cpu("process_cpu_system_seconds_total", "Total system CPU time spent in seconds.", (u) => u.system);
   cpu("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", (u) => u.user + u.system);
   const startSeconds = Math.round((Date.now() - performance.now()) / 1000);
-  liveGauge(registry, "process_start_time_seconds", "Start time of the process since unix epoch in seconds.", () => startSeconds);
-  liveGauge(registry, "process_resident_memory_bytes", "Resident memory size in bytes.", () => process.memoryUsage().rss);
+  liveGauge(
+    registry,
+    "process_start_time_seconds",
+    "Start time of the process since unix epoch in seconds.",
+    () => startSeconds,
+  );
+  liveGauge(
+    registry,
+    "process_resident_memory_bytes",
+    "Resident memory size in bytes.",
+    () => process.memoryUsage().rss,
+  );
   liveGauge(registry, "process_heap_bytes", "JavaScript heap in use, in bytes.", () => process.memoryUsage().heapUsed);
   if (openFds() === null) return;
   liveGauge(registry, "process_open_fds", "Number of open file descriptors.", () => openFds() ?? 0);

@@ -3,8 +3,8 @@ import type { ConversionGate } from "../../conversion/gate.ts";
 import type { ConversionEvent } from "../../conversion/service.ts";
 import { API_PREFIX, REQUEST_OTP_PATH, VERIFY_OTP_PATH } from "../../core/http/paths.ts";
 import type { ResponseObserver } from "../../core/http/serve.ts";
-import { registerDatabaseFileGauge, registerServiceGauges, type GateSizes } from "./gauges.ts";
 import { runtime } from "../../core/version.ts";
+import { type GateSizes, registerDatabaseFileGauge, registerServiceGauges } from "./gauges.ts";
 import { registerProcessMetrics } from "./process.ts";
 
 /** One answered HTTP request, as the runtime's fetch wrapper saw it. */
@@ -32,7 +32,11 @@ const OTP_VERIFY_ROUTE = API_PREFIX + VERIFY_OTP_PATH;
 export class Metrics {
   /** The registry rendered by GET /internal/metrics. */
   readonly registry = new Registry();
-  private readonly httpRequests = this.counter("imgpress_http_requests_total", "HTTP requests answered, by method, route template and status.", ["method", "route", "status"]);
+  private readonly httpRequests = this.counter(
+    "imgpress_http_requests_total",
+    "HTTP requests answered, by method, route template and status.",
+    ["method", "route", "status"],
+  );
   private readonly httpDuration = new Histogram({
     name: "imgpress_http_request_duration_seconds",
     help: "Time from receiving a request to its response headers, by route template (upload time included).",
@@ -40,7 +44,11 @@ export class Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
-  private readonly conversions = this.counter("imgpress_conversions_total", "Authenticated conversion attempts, by format, quality and outcome (ok or the error code).", ["format", "quality", "outcome"]);
+  private readonly conversions = this.counter(
+    "imgpress_conversions_total",
+    "Authenticated conversion attempts, by format, quality and outcome (ok or the error code).",
+    ["format", "quality", "outcome"],
+  );
   private readonly conversionDuration = new Histogram({
     name: "imgpress_conversion_duration_seconds",
     help: "Time inside the conversion pipeline (decode, resize, encode) of successful conversions; upload and queue wait excluded.",
@@ -54,17 +62,46 @@ export class Metrics {
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
-  private readonly bytesIn = this.counter("imgpress_conversion_bytes_in_total", "Bytes of images received by conversion attempts.");
+  private readonly bytesIn = this.counter(
+    "imgpress_conversion_bytes_in_total",
+    "Bytes of images received by conversion attempts.",
+  );
   private readonly bytesOut = this.counter("imgpress_conversion_bytes_out_total", "Bytes of converted images sent.");
-  private readonly guardEncodes = this.counter("imgpress_quality_guard_encodes_total", "Encoder runs the quality guard added beyond each preset encode, by format.", ["format"]);
-  private readonly authFailures = this.counter("imgpress_auth_failures_total", "401 answers (bad key, signature or one-time code), by error code.", ["reason"]);
-  private readonly otpRequests = this.counter("imgpress_otp_requests_total", "Answers of request-otp: sent, or the error code.", ["outcome"]);
-  private readonly otpVerifications = this.counter("imgpress_otp_verifications_total", "Answers of verify-otp: issued, or the error code.", ["outcome"]);
-  private readonly abandoned = this.counter("imgpress_conversions_abandoned_total", "Conversion slots given back while the work of a timed-out conversion had still not stopped (presumed hung encoder).");
-  private readonly mail = this.counter("imgpress_mail_total", "E-mails handed to the mail transport: sent or failed.", ["outcome"]);
+  private readonly guardEncodes = this.counter(
+    "imgpress_quality_guard_encodes_total",
+    "Encoder runs the quality guard added beyond each preset encode, by format.",
+    ["format"],
+  );
+  private readonly authFailures = this.counter(
+    "imgpress_auth_failures_total",
+    "401 answers (bad key, signature or one-time code), by error code.",
+    ["reason"],
+  );
+  private readonly otpRequests = this.counter(
+    "imgpress_otp_requests_total",
+    "Answers of request-otp: sent, or the error code.",
+    ["outcome"],
+  );
+  private readonly otpVerifications = this.counter(
+    "imgpress_otp_verifications_total",
+    "Answers of verify-otp: issued, or the error code.",
+    ["outcome"],
+  );
+  private readonly abandoned = this.counter(
+    "imgpress_conversions_abandoned_total",
+    "Conversion slots given back while the work of a timed-out conversion had still not stopped (presumed hung encoder).",
+  );
+  private readonly mail = this.counter("imgpress_mail_total", "E-mails handed to the mail transport: sent or failed.", [
+    "outcome",
+  ]);
 
   /** `databaseFile`: the embedded database's path, or null on a database server (whose size its own tools report). */
-  constructor(gate: ConversionGate, sizes: GateSizes, databaseFile: string | null = null, runtime: string = runtimeName()) {
+  constructor(
+    gate: ConversionGate,
+    sizes: GateSizes,
+    databaseFile: string | null = null,
+    runtime: string = runtimeName(),
+  ) {
     registerProcessMetrics(this.registry);
     registerServiceGauges(this.registry, gate, sizes, runtime);
     if (databaseFile !== null) registerDatabaseFileGauge(this.registry, databaseFile);

@@ -6,7 +6,13 @@ export function tlv(tag: number, ...content: Uint8Array[]): Uint8Array {
   const body = concat(content);
   const n = body.length;
   const length =
-    n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : n < 0x10000 ? [0x82, n >> 8, n & 0xff] : [0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
+    n < 0x80
+      ? [n]
+      : n < 0x100
+        ? [0x81, n]
+        : n < 0x10000
+          ? [0x82, n >> 8, n & 0xff]
+          : [0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
   return concat([new Uint8Array([tag, ...length]), body]);
 }
 
@@ -58,7 +64,7 @@ export function oid(dotted: string): Uint8Array {
 
 /** UTCTime before 2050, GeneralizedTime after, as RFC 5280 requires. */
 export function time(date: Date): Uint8Array {
-  const iso = date.toISOString().replace(/[-:T]/g, "").slice(0, 14) + "Z";
+  const iso = `${date.toISOString().replace(/[-:T]/g, "").slice(0, 14)}Z`;
   return date.getUTCFullYear() < 2050
     ? tlv(0x17, new TextEncoder().encode(iso.slice(2)))
     : tlv(0x18, new TextEncoder().encode(iso));
@@ -66,6 +72,9 @@ export function time(date: Date): Uint8Array {
 
 /** PEM armour. */
 export function pem(label: string, der: Uint8Array): string {
-  const b64 = Buffer.from(der).toString("base64").replace(/(.{64})/g, "$1\n").trimEnd();
+  const b64 = Buffer.from(der)
+    .toString("base64")
+    .replace(/(.{64})/g, "$1\n")
+    .trimEnd();
   return `-----BEGIN ${label}-----\n${b64}\n-----END ${label}-----\n`;
 }

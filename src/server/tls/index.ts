@@ -2,15 +2,15 @@ import { Buffer } from "node:buffer";
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
-import { rootCertificates } from "node:tls";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { rootCertificates } from "node:tls";
 import type { Config } from "../../core/config.ts";
 import { sha256Hex } from "../../core/crypto.ts";
+import { DAY_MS } from "../../core/durations.ts";
 import { readOrCreate, replaceFile } from "../../core/files.ts";
 import { canonicalName, coversName, isDnsName, isWildcard } from "./names.ts";
 import { selfSignedCertificate, type TlsPair } from "./selfsigned.ts";
-import { DAY_MS } from "../../core/durations.ts";
 
 /** The certificate the server presents, with what clients will check of it. */
 export interface ServedTls extends TlsPair {
@@ -61,20 +61,37 @@ const RENEW_GENERATED_BEFORE_MS = 30 * DAY_MS;
  */
 export async function loadTls(config: Config, now = new Date()): Promise<ServedTls> {
   if (config.tlsCert && config.tlsKey) {
-    const [cert, key] = await Promise.all([readFile(config.tlsCert, "utf8"), readFile(config.tlsKey, "utf8")]).catch((err: Error) => {
-      throw new Error(`cannot read the TLS files (IMGPRESS_TLS_CERT ${config.tlsCert}, IMGPRESS_TLS_KEY ${config.tlsKey}): ${err.message}`);
-    });
+    const [cert, key] = await Promise.all([readFile(config.tlsCert, "utf8"), readFile(config.tlsKey, "utf8")]).catch(
+      (err: Error) => {
+        throw new Error(
+          `cannot read the TLS files (IMGPRESS_TLS_CERT ${config.tlsCert}, IMGPRESS_TLS_KEY ${config.tlsKey}): ${err.message}`,
+        );
+      },
+    );
     // Bun and Deno would refuse them only at listen, with an OpenSSL code that names neither file.
-    if (!cert.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`IMGPRESS_TLS_CERT ${config.tlsCert} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
-    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key)) throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} holds no PEM private key (-----BEGIN … PRIVATE KEY-----)`);
+    if (!cert.includes("-----BEGIN CERTIFICATE-----"))
+      throw new Error(`IMGPRESS_TLS_CERT ${config.tlsCert} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key))
+      throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} holds no PEM private key (-----BEGIN … PRIVATE KEY-----)`);
     // No passphrase can be given to the runtime: it would fail at listen with BAD_DECRYPT.
     if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(key)) {
-      throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is encrypted with a passphrase, which imgpress cannot be given: decrypt it (openssl pkey -in ${config.tlsKey} -out key.pem) and keep the result readable by this user only`);
+      throw new Error(
+        `IMGPRESS_TLS_KEY ${config.tlsKey} is encrypted with a passphrase, which imgpress cannot be given: decrypt it (openssl pkey -in ${config.tlsKey} -out key.pem) and keep the result readable by this user only`,
+      );
     }
     if (keyFits(cert, key) === false) {
-      throw new Error(`IMGPRESS_TLS_KEY ${config.tlsKey} is not the private key of the certificate in IMGPRESS_TLS_CERT ${config.tlsCert} (the file's first certificate must be the server's, then its intermediates)`);
+      throw new Error(
+        `IMGPRESS_TLS_KEY ${config.tlsKey} is not the private key of the certificate in IMGPRESS_TLS_CERT ${config.tlsCert} (the file's first certificate must be the server's, then its intermediates)`,
+      );
     }
-    return { cert, key, facts: certificateFacts(cert), generated: false, certPath: config.tlsCert, keyPath: config.tlsKey };
+    return {
+      cert,
+      key,
+      facts: certificateFacts(cert),
+      generated: false,
+      certPath: config.tlsCert,
+      keyPath: config.tlsKey,
+    };
   }
   return generatedTls(config, now);
 }
@@ -96,9 +113,11 @@ async function generatedTls(config: Config, now: Date): Promise<ServedTls> {
   // A name a wildcard of the certificate already covers (nas.example.lan under *.example.lan) is no reason for a new one.
   const missing = oldFacts ? wanted.filter((name) => !coversName(oldFacts.names, name)) : wanted;
   let reason: string | null = null;
-  if (!found || !oldFacts) reason = "the one in the data folder could not be read (its key or certificate is missing, damaged or not a pair)";
+  if (!found || !oldFacts)
+    reason = "the one in the data folder could not be read (its key or certificate is missing, damaged or not a pair)";
   else if (missing.length > 0) reason = `the one in the data folder lacks ${missing.join(", ")}`;
-  else if (oldFacts.notAfter.getTime() - now.getTime() < RENEW_GENERATED_BEFORE_MS) reason = `the one in the data folder ${oldFacts.notAfter <= now ? "expired" : "expires"} on ${isoSeconds(oldFacts.notAfter)}`;
+  else if (oldFacts.notAfter.getTime() - now.getTime() < RENEW_GENERATED_BEFORE_MS)
+    reason = `the one in the data folder ${oldFacts.notAfter <= now ? "expired" : "expires"} on ${isoSeconds(oldFacts.notAfter)}`;
   let pair: TlsPair;
   let replaced: Replacement | undefined;
   // (Without a pair `reason` is always set; the test on `found` is for the type checker.)
@@ -110,13 +129,24 @@ async function generatedTls(config: Config, now: Date): Promise<ServedTls> {
     await writeOwnerOnly(previous, bundle, why);
     await writeOwnerOnly(bundlePath, fresh, why);
     pair = readBundle(fresh)!;
-    replaced = { reason: why, keptAt: previous, ...(oldCert && oldFacts ? { previousSha256: await certificateFingerprint(oldCert) } : {}) };
+    replaced = {
+      reason: why,
+      keptAt: previous,
+      ...(oldCert && oldFacts ? { previousSha256: await certificateFingerprint(oldCert) } : {}),
+    };
   } else pair = found;
   const certPath = servedCertificatePath(config);
   // The copy clients are given (certificate blocks only): put right if it was edited or damaged, so it always matches what is served.
   const copy = await readOrCreate(certPath, async () => pair.cert, 0o644).catch(unwritable(certPath));
   if (copy !== pair.cert) await writeFile(certPath, pair.cert, { mode: 0o644 }).catch(unwritable(certPath));
-  return { ...pair, facts: replaced ? certificateFacts(pair.cert) : oldFacts, generated: true, certPath, keyPath: bundlePath, ...(replaced ? { replaced } : {}) };
+  return {
+    ...pair,
+    facts: replaced ? certificateFacts(pair.cert) : oldFacts,
+    generated: true,
+    certPath,
+    keyPath: bundlePath,
+    ...(replaced ? { replaced } : {}),
+  };
 }
 
 /** The certificate file clients are given: IMGPRESS_TLS_CERT, or the data folder's `tls/cert.pem` (the generated one's copy). */
@@ -126,12 +156,16 @@ export function servedCertificatePath(config: Config): string {
 
 // A read-only folder gets a sentence that says what was to be written and why.
 async function writeOwnerOnly(path: string, content: string, reason: string): Promise<void> {
-  await replaceFile(path, content, 0o600).catch(unwritable(path, `to make a new self-signed certificate, because ${reason}`));
+  await replaceFile(path, content, 0o600).catch(
+    unwritable(path, `to make a new self-signed certificate, because ${reason}`),
+  );
 }
 
 function unwritable(path: string, why = "(the copy of the certificate for clients)") {
   return (err: NodeJS.ErrnoException): never => {
-    throw new Error(`cannot write ${path} (${err.code ?? err.message}) ${why}: the data folder's tls/ must be writable by this user`);
+    throw new Error(
+      `cannot write ${path} (${err.code ?? err.message}) ${why}: the data folder's tls/ must be writable by this user`,
+    );
   };
 }
 

@@ -50,18 +50,22 @@ export function isDnsName(name: string): boolean {
  */
 export function certificateName(entry: string): string {
   if (/\s/.test(entry)) throw "separate names with commas";
-  if (entry.includes("%") && isIP(entry.replace(/%.*$/, "")) === 6) throw "a certificate cannot hold an IPv6 zone such as %eth0";
+  if (entry.includes("%") && isIP(entry.replace(/%.*$/, "")) === 6)
+    throw "a certificate cannot hold an IPv6 zone such as %eth0";
   if (entry.startsWith("[")) throw "an IPv6 address is written without brackets";
   if (/^[^:]+:\d+$/.test(entry)) throw "a name is written without a port";
   if (isIP(entry) !== 0) {
     const address = canonicalName(entry);
     const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(address);
-    const name = mapped ? [mapped[1]!, mapped[2]!].flatMap((w) => [parseInt(w, 16) >> 8, parseInt(w, 16) & 0xff]).join(".") : address;
+    const name = mapped
+      ? [mapped[1]!, mapped[2]!].flatMap((w) => [parseInt(w, 16) >> 8, parseInt(w, 16) & 0xff]).join(".")
+      : address;
     if (ADDRESSES_NO_CLIENT_USES.has(name)) throw "no client connects to this address";
     return name;
   }
   const name = canonicalName(entry);
   if (!isDnsName(name)) throw "";
-  if (name.startsWith("*.") && name.slice(2).split(".").length < 2) throw "a wildcard stands for one label under a name of two labels or more (*.example.lan): name the host itself";
+  if (name.startsWith("*.") && name.slice(2).split(".").length < 2)
+    throw "a wildcard stands for one label under a name of two labels or more (*.example.lan): name the host itself";
   return name;
 }

@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
-import { bits, concat, explicit, octets, oid, pem, seq, set, time, tlv, uint, utf8, yes } from "./der.ts";
 import { DAY_MS } from "../../core/durations.ts";
+import { bits, concat, explicit, octets, oid, pem, seq, set, time, tlv, uint, utf8, yes } from "./der.ts";
 
 /** A PEM certificate and its PKCS#8 private key. */
 export interface TlsPair {
@@ -15,12 +15,18 @@ const ECDSA_SHA256 = seq(oid("1.2.840.10045.4.3.2"));
  * for `days`, using only Web Crypto so it works in any runtime.
  */
 export async function selfSignedCertificate(names: string[], days = 3650, now = new Date()): Promise<TlsPair> {
-  const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
+    "sign",
+    "verify",
+  ])) as CryptoKeyPair;
   const spki = new Uint8Array(await crypto.subtle.exportKey("spki", keys.publicKey));
   const pkcs8 = new Uint8Array(await crypto.subtle.exportKey("pkcs8", keys.privateKey));
   const serial = crypto.getRandomValues(new Uint8Array(16));
   serial[0]! &= 0x7f;
-  const subject = seq(set(seq(oid("2.5.4.3"), utf8(names[0] ?? "imgpress"))), set(seq(oid("2.5.4.10"), utf8("imgpress self-signed"))));
+  const subject = seq(
+    set(seq(oid("2.5.4.3"), utf8(names[0] ?? "imgpress"))),
+    set(seq(oid("2.5.4.10"), utf8("imgpress self-signed"))),
+  );
   const altNames = names.map((n) => (isIP(n) ? tlv(0x87, ipBytes(n)) : tlv(0x82, new TextEncoder().encode(n))));
   const extensions = seq(
     seq(oid("2.5.29.19"), yes(), octets(seq())), // basicConstraints: not a CA
@@ -40,7 +46,9 @@ export async function selfSignedCertificate(names: string[], days = 3650, now = 
     spki,
     explicit(3, extensions),
   );
-  const raw = new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, keys.privateKey, tbs as Uint8Array<ArrayBuffer>));
+  const raw = new Uint8Array(
+    await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, keys.privateKey, tbs as Uint8Array<ArrayBuffer>),
+  );
   // Web Crypto returns r ‖ s; X.509 wants SEQUENCE { INTEGER r, INTEGER s }.
   const signature = seq(uint(raw.subarray(0, 32)), uint(raw.subarray(32)));
   return { cert: pem("CERTIFICATE", seq(tbs, ECDSA_SHA256, bits(signature))), key: pem("PRIVATE KEY", pkcs8) };

@@ -1,7 +1,15 @@
 import { readFile } from "node:fs/promises";
-import { certificateFacts, certificateFingerprint, isoSeconds, keyFits, notValidAt, type CertificateFacts, type ServedTls } from "./index.ts";
-import { coversName, isWildcard } from "./names.ts";
 import { DAY_MS } from "../../core/durations.ts";
+import {
+  type CertificateFacts,
+  certificateFacts,
+  certificateFingerprint,
+  isoSeconds,
+  keyFits,
+  notValidAt,
+  type ServedTls,
+} from "./index.ts";
+import { coversName, isWildcard } from "./names.ts";
 
 /** Within this many days of its end a certificate is warned about (Let's Encrypt renews 30 days ahead). */
 export const EXPIRY_WARNING_DAYS = 14;
@@ -21,7 +29,9 @@ export function validityWarnings(facts: CertificateFacts, now: Date, what: strin
       : "check this machine's clock";
     return [`${what} is not valid before ${isoSeconds(facts.notBefore)}: clients refuse it until then; ${fix}`];
   }
-  const fix = generated ? "restart imgpress, which then makes a new one (clients need the new cert.pem)" : "renew it and restart imgpress, which reads it at start only";
+  const fix = generated
+    ? "restart imgpress, which then makes a new one (clients need the new cert.pem)"
+    : "renew it and restart imgpress, which reads it at start only";
   const ending = (end: Date) => {
     const left = end.getTime() - now.getTime();
     if (left <= 0) return `expired on ${isoSeconds(end)}`;
@@ -30,17 +40,23 @@ export function validityWarnings(facts: CertificateFacts, now: Date, what: strin
     return `expires ${left < DAY_MS ? "within a day" : `in ${days} day${days === 1 ? "" : "s"}`} (${isoSeconds(end)})`;
   };
   const own = ending(facts.notAfter);
-  const warnings = own ? [`${what} ${own}: ${own.startsWith("expired") ? "clients that check it refuse to connect; " : ""}${fix}`] : [];
+  const warnings = own
+    ? [`${what} ${own}: ${own.startsWith("expired") ? "clients that check it refuse to connect; " : ""}${fix}`]
+    : [];
   const intermediate = facts.intermediateEnds && ending(facts.intermediateEnds);
   if (intermediate) {
-    warnings.push(`${what} comes with an intermediate certificate that ${intermediate}: clients that build the chain through it refuse the server (an extra cross-signed one that clients skip does no harm); renew the chain and restart imgpress`);
+    warnings.push(
+      `${what} comes with an intermediate certificate that ${intermediate}: clients that build the chain through it refuse the server (an extra cross-signed one that clients skip does no harm); renew the chain and restart imgpress`,
+    );
   }
   return warnings;
 }
 
 /** How the served certificate is described in its warnings. */
 export function describeServed(tls: Pick<ServedTls, "generated" | "certPath">): string {
-  return tls.generated ? `the generated certificate (${tls.certPath})` : `the certificate in IMGPRESS_TLS_CERT (${tls.certPath})`;
+  return tls.generated
+    ? `the generated certificate (${tls.certPath})`
+    : `the certificate in IMGPRESS_TLS_CERT (${tls.certPath})`;
 }
 
 /**
@@ -58,7 +74,9 @@ export function servedWarnings(tls: ServedTls, now: Date, host?: string): string
     );
   }
   if (!tls.generated && host && !isWildcard(host) && !coversName(tls.facts.names, host)) {
-    warnings.push(`${what} does not hold IMGPRESS_HOST (${host}) among its names (${tls.facts.names.join(", ")}): clients that connect by that address refuse it`);
+    warnings.push(
+      `${what} does not hold IMGPRESS_HOST (${host}) among its names (${tls.facts.names.join(", ")}): clients that connect by that address refuse it`,
+    );
   }
   return warnings;
 }
@@ -76,7 +94,11 @@ export interface WarningOptions {
  * files whether they still hold the served certificate and its key, and if not, whether a restart
  * would serve them or fail (unreadable, no certificate or key, not a pair, not valid now).
  */
-export async function certificateWarnings(tls: ServedTls, now: Date, { read = (path) => readFile(path, "utf8"), host }: WarningOptions = {}): Promise<string[]> {
+export async function certificateWarnings(
+  tls: ServedTls,
+  now: Date,
+  { read = (path) => readFile(path, "utf8"), host }: WarningOptions = {},
+): Promise<string[]> {
   const warnings = servedWarnings(tls, now, host);
   if (tls.generated) return warnings;
   const change = await changeOnDisk(tls, now, read);
@@ -85,20 +107,29 @@ export async function certificateWarnings(tls: ServedTls, now: Date, { read = (p
 
 // What a restart would do with IMGPRESS_TLS_CERT and IMGPRESS_TLS_KEY as they are now, or null while
 // they hold the served pair (rewritten with other line ends or blank lines included).
-async function changeOnDisk(tls: ServedTls, now: Date, read: (path: string) => Promise<string>): Promise<string | null> {
+async function changeOnDisk(
+  tls: ServedTls,
+  now: Date,
+  read: (path: string) => Promise<string>,
+): Promise<string | null> {
   const file = `IMGPRESS_TLS_CERT (${tls.certPath})`;
   const keyFile = `IMGPRESS_TLS_KEY (${tls.keyPath})`;
   const kept = "the certificate read at start is still served";
   const unreadable = (err: NodeJS.ErrnoException) => new Error(err.code ?? err.message);
-  const [cert, key] = await Promise.all([read(tls.certPath).catch(unreadable), tls.keyPath ? read(tls.keyPath).catch(unreadable) : new Error("not set")]);
+  const [cert, key] = await Promise.all([
+    read(tls.certPath).catch(unreadable),
+    tls.keyPath ? read(tls.keyPath).catch(unreadable) : new Error("not set"),
+  ]);
   if (cert instanceof Error) return `${file} cannot be read now (${cert.message}): a restart would fail; ${kept}`;
   const facts = certificateFacts(cert);
   if (!facts) return `${file} holds no certificate that can be read now: a restart would fail; ${kept}`;
   const changed = (await certificateFingerprint(cert)) !== (await certificateFingerprint(tls.cert));
   const what = changed ? `${file} has changed (valid until ${isoSeconds(facts.notAfter)}), but ` : "";
-  if (key instanceof Error) return `${what}${keyFile} cannot be read now (${key.message}): a restart would fail; ${kept}`;
+  if (key instanceof Error)
+    return `${what}${keyFile} cannot be read now (${key.message}): a restart would fail; ${kept}`;
   const fits = keyFits(cert, key);
-  if (fits === null) return `${what}${keyFile} holds no private key that can be read now: a restart would fail; ${kept}`;
+  if (fits === null)
+    return `${what}${keyFile} holds no private key that can be read now: a restart would fail; ${kept}`;
   if (!fits) {
     return `${what}${keyFile} is not the private key of the certificate that comes first in ${file} (the server's certificate first, then the intermediates): a restart would fail; ${kept}`;
   }
@@ -125,7 +156,11 @@ export interface WatchOptions extends WarningOptions {
  * appears and again every `repeatMs` while it holds, so a renewal that was not followed by a
  * restart, or a certificate nearing its end, is said in the log before clients are refused.
  */
-export function certificateCheck(tls: ServedTls, warn: (message: string) => void, { repeatMs = DAY_MS, now = () => new Date(), said = [], checked, ...warningOptions }: WatchOptions = {}): () => Promise<void> {
+export function certificateCheck(
+  tls: ServedTls,
+  warn: (message: string) => void,
+  { repeatMs = DAY_MS, now = () => new Date(), said = [], checked, ...warningOptions }: WatchOptions = {},
+): () => Promise<void> {
   const lastSaid = new Map<string, number>(said.map((message) => [message, now().getTime()]));
   return async () => {
     const time = now();
@@ -144,11 +179,18 @@ export function certificateCheck(tls: ServedTls, warn: (message: string) => void
 }
 
 /** Runs `certificateCheck` every `everyMs` (an hour); returns the stop. */
-export function watchCertificate(tls: ServedTls, warn: (message: string) => void, options: WatchOptions & { everyMs?: number } = {}): () => void {
+export function watchCertificate(
+  tls: ServedTls,
+  warn: (message: string) => void,
+  options: WatchOptions & { everyMs?: number } = {},
+): () => void {
   const check = certificateCheck(tls, warn, options);
   let checking: Promise<void> | null = null;
-  const timer = setInterval(() => {
-    checking ??= check().finally(() => (checking = null));
-  }, options.everyMs ?? 60 * 60_000);
+  const timer = setInterval(
+    () => {
+      checking ??= check().finally(() => (checking = null));
+    },
+    options.everyMs ?? 60 * 60_000,
+  );
   return () => clearInterval(timer);
 }

@@ -1,5 +1,11 @@
 import { t } from "elysia";
-import { KEY_SORTS, MAX_PAGE, MAX_PAGE_SIZE, MAX_SEARCH_CHARS, MAX_UTC_OFFSET_MINUTES } from "../../data/usage/model.ts";
+import {
+  KEY_SORTS,
+  MAX_PAGE,
+  MAX_PAGE_SIZE,
+  MAX_SEARCH_CHARS,
+  MAX_UTC_OFFSET_MINUTES,
+} from "../../data/usage/model.ts";
 
 /** Body of POST /internal/api/staff. */
 export const AddStaffBody = t.Object({ email: t.String({ maxLength: 320 }) });
@@ -15,7 +21,9 @@ export const AuditQuery = t.Object({
 });
 
 const range = {
-  from: t.Optional(t.String({ description: "ISO date, Unix ms, or a duration back from now (7d); default 7 days ago" })),
+  from: t.Optional(
+    t.String({ description: "ISO date, Unix ms, or a duration back from now (7d); default 7 days ago" }),
+  ),
   to: t.Optional(t.String({ description: "ISO date or Unix ms; default now" })),
 };
 

@@ -1,11 +1,11 @@
 import { memoryUsage } from "node:process";
-import { AUDIT_TYPES, parseDuration, parseIsoDate, type AuditFilter } from "../../data/audit/service.ts";
 import type { ConversionGate } from "../../conversion/gate.ts";
+import { DAY_MS } from "../../core/durations.ts";
+import { emailForLookup } from "../../core/email.ts";
 import { AppError } from "../../core/errors.ts";
 import type { RequestCounter } from "../../core/http/counter.ts";
 import { version } from "../../core/version.ts";
-import { emailForLookup } from "../../core/email.ts";
-import { DAY_MS } from "../../core/durations.ts";
+import { AUDIT_TYPES, type AuditFilter, parseDuration, parseIsoDate } from "../../data/audit/service.ts";
 
 const startedAt = Date.now();
 
@@ -21,7 +21,10 @@ export function liveState(gate: ConversionGate, requests: RequestCounter) {
 }
 
 /** Turns the audit query of the API into a filter; a malformed value is a 400 naming it. */
-export function auditFilter(query: { type?: string; staff?: string; since?: string; until?: string; before?: number; limit?: number }, now: number): AuditFilter {
+export function auditFilter(
+  query: { type?: string; staff?: string; since?: string; until?: string; before?: number; limit?: number },
+  now: number,
+): AuditFilter {
   if (query.type !== undefined && !(AUDIT_TYPES as readonly string[]).includes(query.type)) {
     throw new AppError(400, "VALIDATION_ERROR", `type: one of ${AUDIT_TYPES.join(", ")}.`);
   }
@@ -54,6 +57,11 @@ function instant(field: string, text: string, now: number): number {
   if (back !== null) return now - back;
   if (/^\d{10,}$/.test(text)) return Number(text);
   const at = parseIsoDate(text);
-  if (Number.isNaN(at)) throw new AppError(400, "VALIDATION_ERROR", `${field}: an ISO date (2030-01-31T00:00:00Z) or a duration such as 24h or 7d.`);
+  if (Number.isNaN(at))
+    throw new AppError(
+      400,
+      "VALIDATION_ERROR",
+      `${field}: an ISO date (2030-01-31T00:00:00Z) or a duration such as 24h or 7d.`,
+    );
   return at;
 }

@@ -1,5 +1,5 @@
-import { embeddedAssets } from "./assets.gen.ts";
 import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
+import { embeddedAssets } from "./assets.gen.ts";
 
 /** One embedded asset: its source name, its content-hashed path under /internal/assets/, type and text. */
 export interface Asset {

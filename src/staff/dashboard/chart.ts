@@ -5,10 +5,11 @@
  * one <title> tooltip per step. Axis times are <text data-t> elements the page script rewrites in
  * the browser's time zone.
  */
+
+import { DAY_MS } from "../../core/durations.ts";
 import { html, type SafeHtml } from "../../core/html.ts";
 import { breakable } from "./components.ts";
 import { count, utcDate, utcText } from "./format.ts";
-import { DAY_MS } from "../../core/durations.ts";
 
 /** One line or bar series; `values[i]` belongs to `times[i]` (null = no value, the line breaks). */
 export interface ChartSeries {
@@ -63,7 +64,8 @@ export function timeChart(chart: TimeChart): SafeHtml {
   const hasData = all.some((v) => v !== 0);
 
   const grid = ticks.map(
-    (v) => html`<line class="grid" x1="${PAD.left}" x2="${W - PAD.right}" y1="${r(y(v))}" y2="${r(y(v))}"/><text class="tick" x="${PAD.left - 6}" y="${r(y(v) + 4)}" text-anchor="end">${tick(fmt(v))}</text>`,
+    (v) =>
+      html`<line class="grid" x1="${PAD.left}" x2="${W - PAD.right}" y1="${r(y(v))}" y2="${r(y(v))}"/><text class="tick" x="${PAD.left - 6}" y="${r(y(v) + 4)}" text-anchor="end">${tick(fmt(v))}</text>`,
   );
   // Labels name days once the chart spans more than two of them (a week of hours reads by day).
   const span = n > 0 ? chart.times[n - 1]! - chart.times[0]! : 0;
@@ -71,9 +73,13 @@ export function timeChart(chart: TimeChart): SafeHtml {
   // Over half a year the labels name months with their year (a year's first label is last year's).
   const unit: AxisUnit = span > 180 * DAY_MS ? "month" : byDay ? "day" : "hour";
   const labels = timeLabels(chart.times, byDay && chart.stepMs < DAY_MS).map(
-    (i) => html`<text class="tick" x="${r(x(i) + (byDay && chart.stepMs < DAY_MS ? 0 : plotW / Math.max(n, 1) / 2))}" y="${H - 6}" text-anchor="middle" data-t="${chart.times[i]}" data-f="${unit}">${axisText(chart.times[i]!, unit)}</text>`,
+    (i) =>
+      html`<text class="tick" x="${r(x(i) + (byDay && chart.stepMs < DAY_MS ? 0 : plotW / Math.max(n, 1) / 2))}" y="${H - 6}" text-anchor="middle" data-t="${chart.times[i]}" data-f="${unit}">${axisText(chart.times[i]!, unit)}</text>`,
   );
-  const body = chart.kind === "bars" ? bars(chart, x, y, plotW / Math.max(n, 1), fmt) : lines(chart, x, y, plotW / Math.max(n, 1), fmt);
+  const body =
+    chart.kind === "bars"
+      ? bars(chart, x, y, plotW / Math.max(n, 1), fmt)
+      : lines(chart, x, y, plotW / Math.max(n, 1), fmt);
   const peak = totals.length ? Math.max(...totals) : 0;
   const desc = hasData
     ? `${chart.series.map((s) => `${s.name}: ${summary(s.values, chart.kind, fmt)}`).join("; ")}. ${n} steps of ${chart.stepMs >= DAY_MS ? "a day" : "an hour"}.`
@@ -96,7 +102,9 @@ function dataTable(chart: TimeChart, fmt: (n: number) => string): SafeHtml {
   const daily = chart.stepMs >= DAY_MS;
   const rows = chart.times.flatMap((t, i) =>
     chart.series.some((s) => (s.values[i] ?? 0) !== 0)
-      ? [html`<tr><th scope="row">${daily ? utcDate(t) : utcText(t).slice(0, -4)}</th>${chart.series.map((s) => html`<td class="num">${s.values[i] === null || s.values[i] === undefined ? "–" : fmt(s.values[i]!)}</td>`)}</tr>`]
+      ? [
+          html`<tr><th scope="row">${daily ? utcDate(t) : utcText(t).slice(0, -4)}</th>${chart.series.map((s) => html`<td class="num">${s.values[i] === null || s.values[i] === undefined ? "–" : fmt(s.values[i]!)}</td>`)}</tr>`,
+        ]
       : [],
   );
   // Names such as error codes (UNSUPPORTED_FORMAT) wrap at their underscores, so the columns fit the chart's width.
@@ -133,7 +141,13 @@ export function splitChart(chart: SplitChart): SafeHtml {
   return html`<figure class="chart split" id="${chart.id}"><figcaption><span class="chart-title">${chart.title}</span></figcaption>${parts}</figure>`;
 }
 
-function bars(chart: TimeChart, x: (i: number) => number, y: (v: number) => number, stepW: number, fmt: (n: number) => string): SafeHtml[] {
+function bars(
+  chart: TimeChart,
+  x: (i: number) => number,
+  y: (v: number) => number,
+  stepW: number,
+  fmt: (n: number) => string,
+): SafeHtml[] {
   const gap = stepW > 4 ? Math.min(2, stepW * 0.2) : 0;
   if (chart.times.length > 62) return barPaths(chart, x, y, stepW, gap);
   const out: SafeHtml[] = [];
@@ -143,11 +157,16 @@ function bars(chart: TimeChart, x: (i: number) => number, y: (v: number) => numb
     chart.series.forEach((s, k) => {
       const v = s.values[i] ?? 0;
       if (v <= 0) return;
-      parts.push(html`<rect class="bar s${k % TONES}" x="${r(x(i) + gap / 2)}" y="${r(y(base + v))}" width="${r(Math.max(stepW - gap, 0.5))}" height="${r(y(base) - y(base + v))}"/>`);
+      parts.push(
+        html`<rect class="bar s${k % TONES}" x="${r(x(i) + gap / 2)}" y="${r(y(base + v))}" width="${r(Math.max(stepW - gap, 0.5))}" height="${r(y(base) - y(base + v))}"/>`,
+      );
       base += v;
     });
     if (parts.length === 0) return;
-    const tip = chart.series.filter((s) => (s.values[i] ?? 0) > 0).map((s) => `${s.name}: ${fmt(s.values[i]!)}`).join(", ");
+    const tip = chart.series
+      .filter((s) => (s.values[i] ?? 0) > 0)
+      .map((s) => `${s.name}: ${fmt(s.values[i]!)}`)
+      .join(", ");
     out.push(html`<g><title>${utcText(t, chart.stepMs < DAY_MS)} — ${tip}</title>${parts}</g>`);
   });
   return out;
@@ -155,7 +174,13 @@ function bars(chart: TimeChart, x: (i: number) => number, y: (v: number) => numb
 
 // Long series: one path per series (a year of steps as separate elements with tooltips weighed
 // hundreds of kilobytes); the figure's description still gives totals and peaks.
-function barPaths(chart: TimeChart, x: (i: number) => number, y: (v: number) => number, stepW: number, gap: number): SafeHtml[] {
+function barPaths(
+  chart: TimeChart,
+  x: (i: number) => number,
+  y: (v: number) => number,
+  stepW: number,
+  gap: number,
+): SafeHtml[] {
   const base = chart.times.map(() => 0);
   const w = r(Math.max(stepW - gap, 0.5));
   return chart.series.map((s, k) => {
@@ -171,7 +196,13 @@ function barPaths(chart: TimeChart, x: (i: number) => number, y: (v: number) => 
   });
 }
 
-function lines(chart: TimeChart, x: (i: number) => number, y: (v: number) => number, stepW: number, fmt: (n: number) => string): SafeHtml[] {
+function lines(
+  chart: TimeChart,
+  x: (i: number) => number,
+  y: (v: number) => number,
+  stepW: number,
+  fmt: (n: number) => string,
+): SafeHtml[] {
   return chart.series.map((s, k) => {
     let d = "";
     let pen = false;
@@ -189,7 +220,9 @@ function lines(chart: TimeChart, x: (i: number) => number, y: (v: number) => num
       // null) always gets one, or it would not show at all.
       const lone = (s.values[i - 1] ?? null) === null && (s.values[i + 1] ?? null) === null;
       if (chart.times.length > 62 && !lone) return;
-      dots.push(html`<circle class="dot s${k % TONES}" cx="${r(cx)}" cy="${r(y(v))}" r="${chart.times.length > 60 ? 1.5 : 2.5}"><title>${utcText(chart.times[i]!, chart.stepMs < DAY_MS)} — ${s.name}: ${fmt(v)}</title></circle>`);
+      dots.push(
+        html`<circle class="dot s${k % TONES}" cx="${r(cx)}" cy="${r(y(v))}" r="${chart.times.length > 60 ? 1.5 : 2.5}"><title>${utcText(chart.times[i]!, chart.stepMs < DAY_MS)} — ${s.name}: ${fmt(v)}</title></circle>`,
+      );
     });
     return html`<path class="line s${k % TONES}" d="${d}"/>${dots}`;
   });
@@ -215,7 +248,8 @@ function summary(values: readonly (number | null)[], kind: TimeChart["kind"], fm
  */
 export function wholePercents(values: readonly number[]): number[] {
   const total = values.reduce((a, b) => a + b, 0);
-  if (total <= 0 || values.some((v) => v < 0)) return values.map((v) => (total === 0 ? 0 : Math.round((v / total) * 100)));
+  if (total <= 0 || values.some((v) => v < 0))
+    return values.map((v) => (total === 0 ? 0 : Math.round((v / total) * 100)));
   const exact = values.map((v) => (v / total) * 100);
   const whole = exact.map(Math.floor);
   const spare = 100 - whole.reduce((a, b) => a + b, 0);

@@ -14,7 +14,8 @@ export interface Figure {
 /** A row of big-number cards. */
 export function cards(figures: readonly Figure[]): SafeHtml {
   return html`<dl class="cards">${figures.map(
-    (f) => html`<div class="card"><dt>${f.label}</dt><dd data-figure="${f.id}">${f.value}${f.sub ? html`<span class="sub">${f.sub}</span>` : null}${f.delta ? html`<span class="sub delta" data-delta="${f.id}">${f.delta}</span>` : null}</dd></div>`,
+    (f) =>
+      html`<div class="card"><dt>${f.label}</dt><dd data-figure="${f.id}">${f.value}${f.sub ? html`<span class="sub">${f.sub}</span>` : null}${f.delta ? html`<span class="sub delta" data-delta="${f.id}">${f.delta}</span>` : null}</dd></div>`,
   )}</dl>`;
 }
 
@@ -52,7 +53,8 @@ export function table(opts: {
 }): SafeHtml {
   const head = opts.columns.map((c) => {
     const cls = c.numeric ? "num" : null;
-    if (!c.sort || !opts.sort) return html`<th scope="col" class="${cls}">${c.hiddenLabel ? html`<span class="sr-only">${c.label}</span>` : c.label}</th>`;
+    if (!c.sort || !opts.sort)
+      return html`<th scope="col" class="${cls}">${c.hiddenLabel ? html`<span class="sr-only">${c.label}</span>` : c.label}</th>`;
     const current = opts.sort.key === c.sort;
     // A first click sorts numbers and dates from the largest, text from A.
     const next = current ? (opts.sort.order === "asc" ? "desc" : "asc") : c.numeric ? "desc" : "asc";
@@ -67,12 +69,20 @@ export function table(opts: {
 }
 
 /** "41–60 of 1,234 keys" with previous/next links; `noun` is [one, many]. */
-export function pager(opts: { page: number; pageSize: number; total: number; href: (page: number) => string; noun: readonly [string, string] }): SafeHtml {
+export function pager(opts: {
+  page: number;
+  pageSize: number;
+  total: number;
+  href: (page: number) => string;
+  noun: readonly [string, string];
+}): SafeHtml {
   const pages = Math.max(1, Math.ceil(opts.total / opts.pageSize));
   const first = opts.total === 0 ? 0 : (opts.page - 1) * opts.pageSize + 1;
   const last = Math.min(opts.total, opts.page * opts.pageSize);
   const link = (page: number, label: string, rel: string) =>
-    page >= 1 && page <= pages && page !== opts.page ? html`<a href="${opts.href(page)}" rel="${rel}">${label}</a>` : html`<span class="disabled" aria-disabled="true">${label}</span>`;
+    page >= 1 && page <= pages && page !== opts.page
+      ? html`<a href="${opts.href(page)}" rel="${rel}">${label}</a>`
+      : html`<span class="disabled" aria-disabled="true">${label}</span>`;
   return html`<div class="pager"><span class="num">${first.toLocaleString("en-US")}–${last.toLocaleString("en-US")} of ${opts.total.toLocaleString("en-US")} ${opts.noun[opts.total === 1 ? 0 : 1]}</span>
 <nav aria-label="Pages">${link(opts.page - 1, "← Previous", "prev")}<span class="num">Page ${opts.page} of ${pages}</span>${link(opts.page + 1, "Next →", "next")}</nav></div>`;
 }

@@ -9,7 +9,9 @@ let formats: Intl.NumberFormat[] | undefined;
 
 /** `n` with exactly `decimals` decimals and thousands separators (en-US). */
 function fixed(n: number, decimals: 0 | 1 | 2): string {
-  formats ??= [0, 1, 2].map((d) => new Intl.NumberFormat("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }));
+  formats ??= [0, 1, 2].map(
+    (d) => new Intl.NumberFormat("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }),
+  );
   return formats[decimals]!.format(n);
 }
 

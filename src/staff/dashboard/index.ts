@@ -1,18 +1,18 @@
 import { Elysia } from "elysia";
-import { clientContext } from "../../core/http/client.ts";
 import { notFound as unknownRoute } from "../../core/errors.ts";
 import { html, type SafeHtml } from "../../core/html.ts";
-import { parseFormBody } from "../form.ts";
+import { clientContext } from "../../core/http/client.ts";
 import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import type { KeyRevocation } from "../../data/keys/revoke.ts";
+import { assetAt } from "../assets/index.ts";
 import { hidden, staffPage as page, type staffAuth } from "../auth.ts";
 import type { StaffDirectory } from "../directory.ts";
+import { parseFormBody } from "../form.ts";
+import { layout, type Notice, type Viewer } from "../layout.ts";
 import { CsrfForm } from "../model.ts";
 import { htmlPage, orRefusal, pageResponse } from "../pages.ts";
 import type { StaffSession } from "../sessions.ts";
-import { assetAt } from "../assets/index.ts";
 import { query as queryString } from "./components.ts";
-import { layout, type Notice, type Viewer } from "../layout.ts";
 import { EmailForm, PageQuery } from "./model.ts";
 import { activityPage } from "./pages/activity.ts";
 import { keyPage, keysPage } from "./pages/keys.ts";
@@ -46,56 +46,136 @@ function viewer(staff: StaffSession): Viewer {
 /** The dashboard pages under /internal/ (see docs/internal.md) and their embedded assets. */
 export function dashboardRoutes(deps: DashboardRouteDeps) {
   const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
-  return new Elysia({ name: "dashboard", prefix: INTERNAL_PREFIX })
-    .use(deps.auth)
-    .use(clientContext)
-    .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
-    .get("/", async ({ staff, query }) => htmlPage(overviewPage(await deps.dashboard.overview(viewer(staff), query.range))), { ...page(), query: PageQuery })
-    .get("/live/sparklines", ({ set }) => {
-      set.headers["cache-control"] = "no-store";
-      return htmlFragment(deps.dashboard.sparklines());
-    }, page())
-    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query))), { ...page(), query: PageQuery })
-    .get("/keys/:id", async ({ staff, params, query }) => {
-      const view = await deps.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
-      return view ? htmlPage(keyPage(view)) : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
-    }, { ...page(), query: PageQuery })
-    .post("/keys/:id/revoke", async ({ staff, params, query, clientIp }) => {
-      const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
-      // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
-      const range = rangeName(query.range);
-      return seeOther(`${INTERNAL_PREFIX}/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`);
-    }, { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery })
-    .get("/activity", async ({ staff, query }) => htmlPage(activityPage(await deps.dashboard.activity(viewer(staff), query))), { ...page(), query: PageQuery })
-    .get("/settings", async ({ staff, query }) => htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, notice(query.done)))), { ...page(), query: PageQuery })
-    .post("/settings/staff/add", async ({ staff, body, request, clientIp }) =>
-      settingsAction(deps, staff, request, async () => ((await deps.staff.add(body.email, staff.email, clientIp)).added ? "staff-added" : "staff-exists"), body.email),
-      { ...page(), parse: parseFormBody, body: EmailForm })
-    .post("/settings/staff/remove", async ({ staff, body, request, clientIp }) =>
-      settingsAction(deps, staff, request, async () => (await deps.staff.remove(body.email, staff.email, clientIp), "staff-removed")),
-      { ...page(), parse: parseFormBody, body: EmailForm })
-    // A mistyped address or an old bookmark: staff get a page in the dashboard's frame that leads
-    // back, not the API's JSON (the JSON API's own unknown paths stay JSON, in src/staff/api/).
-    .get("/*", ({ staff }) => htmlPage(layout({ title: "Page not found", section: null, viewer: viewer(staff), body: html`<div class="page-head"><div><h1>Page not found</h1>
-<p class="lead">There is no dashboard page at this address. It may have been typed wrong; the sections above lead on.</p></div></div>` }), 404), page());
+  return (
+    new Elysia({ name: "dashboard", prefix: INTERNAL_PREFIX })
+      .use(deps.auth)
+      .use(clientContext)
+      .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
+      .get(
+        "/",
+        async ({ staff, query }) => htmlPage(overviewPage(await deps.dashboard.overview(viewer(staff), query.range))),
+        { ...page(), query: PageQuery },
+      )
+      .get(
+        "/live/sparklines",
+        ({ set }) => {
+          set.headers["cache-control"] = "no-store";
+          return htmlFragment(deps.dashboard.sparklines());
+        },
+        page(),
+      )
+      .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query))), {
+        ...page(),
+        query: PageQuery,
+      })
+      .get(
+        "/keys/:id",
+        async ({ staff, params, query }) => {
+          const view = await deps.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
+          return view
+            ? htmlPage(keyPage(view))
+            : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
+        },
+        { ...page(), query: PageQuery },
+      )
+      .post(
+        "/keys/:id/revoke",
+        async ({ staff, params, query, clientIp }) => {
+          const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
+          // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
+          const range = rangeName(query.range);
+          return seeOther(
+            `${INTERNAL_PREFIX}/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`,
+          );
+        },
+        { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery },
+      )
+      .get(
+        "/activity",
+        async ({ staff, query }) => htmlPage(activityPage(await deps.dashboard.activity(viewer(staff), query))),
+        { ...page(), query: PageQuery },
+      )
+      .get(
+        "/settings",
+        async ({ staff, query }) =>
+          htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, notice(query.done)))),
+        { ...page(), query: PageQuery },
+      )
+      .post(
+        "/settings/staff/add",
+        async ({ staff, body, request, clientIp }) =>
+          settingsAction(
+            deps,
+            staff,
+            request,
+            async () =>
+              (await deps.staff.add(body.email, staff.email, clientIp)).added ? "staff-added" : "staff-exists",
+            body.email,
+          ),
+        { ...page(), parse: parseFormBody, body: EmailForm },
+      )
+      .post(
+        "/settings/staff/remove",
+        async ({ staff, body, request, clientIp }) =>
+          settingsAction(
+            deps,
+            staff,
+            request,
+            async () => (await deps.staff.remove(body.email, staff.email, clientIp), "staff-removed"),
+          ),
+        { ...page(), parse: parseFormBody, body: EmailForm },
+      )
+      // A mistyped address or an old bookmark: staff get a page in the dashboard's frame that leads
+      // back, not the API's JSON (the JSON API's own unknown paths stay JSON, in src/staff/api/).
+      .get(
+        "/*",
+        ({ staff }) =>
+          htmlPage(
+            layout({
+              title: "Page not found",
+              section: null,
+              viewer: viewer(staff),
+              body: html`<div class="page-head"><div><h1>Page not found</h1>
+<p class="lead">There is no dashboard page at this address. It may have been typed wrong; the sections above lead on.</p></div></div>`,
+            }),
+            404,
+          ),
+        page(),
+      )
+  );
 }
 
 /**
  * Runs a staff change; success redirects (so reloading does not repeat it), a refusal shows the
  * page with the reason and the address `typed` back in the add field, to be corrected.
  */
-function settingsAction(deps: DashboardRouteDeps, staff: StaffSession, request: Request, run: () => Promise<string>, typed = ""): Promise<Response> {
+function settingsAction(
+  deps: DashboardRouteDeps,
+  staff: StaffSession,
+  request: Request,
+  run: () => Promise<string>,
+  typed = "",
+): Promise<Response> {
   return orRefusal(
     request,
     // No #staff fragment: it scrolled the notice at the top of the page out of sight.
     async () => seeOther(`${INTERNAL_PREFIX}/settings?done=${await run()}`),
-    async (err) => htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message }), typed), err.status),
+    async (err) =>
+      htmlPage(
+        settingsPage(
+          await deps.dashboard.settings(viewer(staff), staff.id, { kind: "error", text: err.message }),
+          typed,
+        ),
+        err.status,
+      ),
   );
 }
 
 /** A piece of a page the page's script puts in place (the live panel's sparklines). */
 function htmlFragment(body: SafeHtml): Response {
-  return new Response(body.text, { headers: { "content-type": "text/html;charset=utf-8", "cache-control": "no-store" } });
+  return new Response(body.text, {
+    headers: { "content-type": "text/html;charset=utf-8", "cache-control": "no-store" },
+  });
 }
 
 function notFound(title: string, detail: string): Response {
@@ -110,5 +190,7 @@ function seeOther(location: string): Response {
 function assetResponse(file: string): Response {
   const asset = assetAt(file);
   if (!asset) throw unknownRoute();
-  return new Response(asset.body, { headers: { "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" } });
+  return new Response(asset.body, {
+    headers: { "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" },
+  });
 }

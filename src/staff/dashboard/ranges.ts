@@ -21,7 +21,10 @@ export function rangeName(raw: string | undefined): RangeName {
  * step (days at 00:00 UTC: the usage buckets are UTC hours and the server does not know the
  * browser's zone).
  */
-export function rangeBounds(name: RangeName, now: number): { from: number; to: number; step: "hour" | "day"; stepMs: number } {
+export function rangeBounds(
+  name: RangeName,
+  now: number,
+): { from: number; to: number; step: "hour" | "day"; stepMs: number } {
   const { ms, step } = RANGES[name];
   const width = stepMs(step);
   const to = Math.floor(now / width) * width + width;

@@ -1,9 +1,9 @@
 import { html, type SafeHtml } from "../../core/html.ts";
+import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import type { RefusedClient, RefusedCodes, RefusedPoint } from "../../data/usage/refused-queries.ts";
 import { timeChart } from "./chart.ts";
 import { breakable, empty, table, time } from "./components.ts";
 import { count } from "./format.ts";
-import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 
 /** The refused requests of a range as a page shows them. */
 export interface RefusedView {

@@ -1,33 +1,33 @@
 import sharp from "sharp";
 import type { Config } from "../../core/config.ts";
-import { parseIsoDate, type AuditLog } from "../../data/audit/service.ts";
-import type { liveState } from "../api/service.ts";
-import type { StaffDirectory } from "../directory.ts";
-import type { SessionService } from "../sessions.ts";
-import { KEY_SORTS, MAX_PAGE, MAX_SEARCH_CHARS, type KeysQuery } from "../../data/usage/model.ts";
-import type { UsageQueries } from "../../data/usage/service.ts";
-import type { RefusalQueries } from "../../data/usage/refused-queries.ts";
-import type { RefusedView } from "./refused.ts";
-import type { LiveHistory } from "../live-history.ts";
-import type { ReadinessReport } from "../../ops/health/service.ts";
-import { healthVerdict, type HealthVerdict } from "./health.ts";
-import { sparklines } from "./sparkline.ts";
+import { DAY_MS, stepMs } from "../../core/durations.ts";
+import { emailForLookup } from "../../core/email.ts";
 import type { SafeHtml } from "../../core/html.ts";
 import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import { runtime, version } from "../../core/version.ts";
-import { count, duration } from "./format.ts";
+import { type AuditLog, parseIsoDate } from "../../data/audit/service.ts";
+import { localPath, shown } from "../../data/db/location.ts";
+import { KEY_SORTS, type KeysQuery, MAX_PAGE, MAX_SEARCH_CHARS } from "../../data/usage/model.ts";
+import type { RefusalQueries } from "../../data/usage/refused-queries.ts";
+import type { UsageQueries } from "../../data/usage/service.ts";
+import type { ReadinessReport } from "../../ops/health/service.ts";
+import type { TlsView } from "../../server/tls/status.ts";
+import type { liveState } from "../api/service.ts";
+import type { StaffDirectory } from "../directory.ts";
 import type { Notice, Viewer } from "../layout.ts";
+import type { LiveHistory } from "../live-history.ts";
+import type { SessionService } from "../sessions.ts";
+import { describeSettings } from "../settings-view.ts";
+import { count, duration } from "./format.ts";
+import { type HealthVerdict, healthVerdict } from "./health.ts";
 import type { ActivityFilter, ActivityView } from "./pages/activity.ts";
 import type { KeysFilter, KeysView, KeyView } from "./pages/keys.ts";
 import type { LiveView } from "./pages/live.ts";
 import type { OverviewView } from "./pages/overview.ts";
 import type { SettingsView } from "./pages/settings.ts";
 import { rangeBounds, rangeName } from "./ranges.ts";
-import { localPath, shown } from "../../data/db/location.ts";
-import { describeSettings } from "../settings-view.ts";
-import type { TlsView } from "../../server/tls/status.ts";
-import { emailForLookup } from "../../core/email.ts";
-import { DAY_MS, stepMs } from "../../core/durations.ts";
+import type { RefusedView } from "./refused.ts";
+import { sparklines } from "./sparkline.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
@@ -82,7 +82,10 @@ export class DashboardService {
   /** The health line's verdict from the last 15 minutes and the state now. */
   async health(): Promise<HealthVerdict> {
     const l = this.sources.live();
-    const [ready, diskFreeBytes] = await Promise.all([this.sources.readiness(), this.sources.diskFree().catch(() => null)]);
+    const [ready, diskFreeBytes] = await Promise.all([
+      this.sources.readiness(),
+      this.sources.diskFree().catch(() => null),
+    ]);
     const validUntil = this.sources.tls()?.validUntil;
     return healthVerdict({
       recent: this.sources.history.recent(15 * 60),
@@ -110,7 +113,13 @@ export class DashboardService {
       order: q.order === "asc" ? "asc" : "desc",
       page: pageNumber(q.page),
     };
-    const query = { search: filter.q || undefined, status: filter.status, sort: filter.sort as KeysQuery["sort"], order: filter.order, pageSize: PAGE_SIZE };
+    const query = {
+      search: filter.q || undefined,
+      status: filter.status,
+      sort: filter.sort as KeysQuery["sort"],
+      order: filter.order,
+      pageSize: PAGE_SIZE,
+    };
     let keys = await this.sources.usage.keys({ ...query, page: filter.page });
     // A page past the end (an old link, keys revoked meanwhile) shows the last page instead of an empty table.
     if (keys.rows.length === 0 && keys.total > 0 && filter.page > 1) {
@@ -121,22 +130,38 @@ export class DashboardService {
   }
 
   /** One key's page over a range; null when the key does not exist. */
-  async key(viewer: Viewer, id: string, range: string | undefined, notice: Notice | null = null): Promise<KeyView | null> {
+  async key(
+    viewer: Viewer,
+    id: string,
+    range: string | undefined,
+    notice: Notice | null = null,
+  ): Promise<KeyView | null> {
     const name = rangeName(range);
     const { from, to, step } = rangeBounds(name, this.sources.now());
     const detail = await this.sources.usage.key(id, { from, to });
     if (!detail) return null;
-    const [series, refused] = await Promise.all([this.sources.usage.series({ from, to, step, keyId: id }), this.refused({ from, to, step, keyId: id })]);
+    const [series, refused] = await Promise.all([
+      this.sources.usage.series({ from, to, step, keyId: id }),
+      this.refused({ from, to, step, keyId: id }),
+    ]);
     return { viewer, detail, range: name, series, refused, notice };
   }
 
   /** Refused requests of a range: by code, over time, and (given `top`) the most refused clients. */
-  private async refused(range: { from: number; to: number; step: "hour" | "day"; keyId?: string }, top?: number): Promise<RefusedView> {
+  private async refused(
+    range: { from: number; to: number; step: "hour" | "day"; keyId?: string },
+    top?: number,
+  ): Promise<RefusedView> {
     const [codes, points, clients] = await Promise.all([
       this.sources.refusals.codes(range),
       this.sources.refusals.series(range),
       // A year of clients at the hourly bound takes ~0.3 s to rank (bench/RESULTS.md): longer ranges rank the last 30 days.
-      top === undefined ? undefined : this.sources.refusals.top({ from: Math.max(range.from, range.to - TOP_REFUSED_DAYS * DAY_MS), to: range.to }, top),
+      top === undefined
+        ? undefined
+        : this.sources.refusals.top(
+            { from: Math.max(range.from, range.to - TOP_REFUSED_DAYS * DAY_MS), to: range.to },
+            top,
+          ),
     ]);
     const topDays = range.to - range.from > TOP_REFUSED_DAYS * DAY_MS ? TOP_REFUSED_DAYS : null;
     return { codes, points, stepMs: stepMs(range.step), ...(clients ? { top: clients, topDays } : {}) };
@@ -196,7 +221,11 @@ export class DashboardService {
       staff,
       sessions,
       currentSession: sessionId,
-      settings: describeSettings(c, { reveal: false }).map((x) => ({ env: x.env, help: x.help, value: settingText(x.value) })),
+      settings: describeSettings(c, { reveal: false }).map((x) => ({
+        env: x.env,
+        help: x.help,
+        value: settingText(x.value),
+      })),
       dataDir: c.dataDir,
       database: localPath(c.databaseUrl) ?? shown(c.databaseUrl),
       versions: componentVersions(),
@@ -216,13 +245,44 @@ export class DashboardService {
       // Five minutes before the session's idle timeout: an unattended tab must let it end.
       pauseS: Math.max(60, this.sources.config.staffSessionIdleS - 300),
       fields: [
-        { label: "Conversion slots busy", path: "conversions.slotsBusy", format: "decimal", initial: l.conversions.slotsBusy.toFixed(1), suffix: `/ ${this.sources.config.concurrency}` },
-        { label: "Conversions running", path: "conversions.running", format: "int", initial: count(l.conversions.running) },
-        { label: "Waiting for a slot", path: "conversions.waiting", format: "int", initial: count(l.conversions.waiting) },
+        {
+          label: "Conversion slots busy",
+          path: "conversions.slotsBusy",
+          format: "decimal",
+          initial: l.conversions.slotsBusy.toFixed(1),
+          suffix: `/ ${this.sources.config.concurrency}`,
+        },
+        {
+          label: "Conversions running",
+          path: "conversions.running",
+          format: "int",
+          initial: count(l.conversions.running),
+        },
+        {
+          label: "Waiting for a slot",
+          path: "conversions.waiting",
+          format: "int",
+          initial: count(l.conversions.waiting),
+        },
         // Non-zero means an encoder hung and its memory may still be held (docs/operations.md, "Hung conversions").
-        { label: "Hung conversions given up", path: "conversions.abandoned", format: "int", initial: count(l.conversions.abandoned) },
-        { label: "Requests per second", path: "requests_per_second.last_10s", format: "decimal", initial: l.requests_per_second.last_10s.toFixed(1) },
-        { label: "Memory (RSS)", path: "memory.rss", format: "mib", initial: `${(l.memory.rss / 1048576).toFixed(1)} MiB` },
+        {
+          label: "Hung conversions given up",
+          path: "conversions.abandoned",
+          format: "int",
+          initial: count(l.conversions.abandoned),
+        },
+        {
+          label: "Requests per second",
+          path: "requests_per_second.last_10s",
+          format: "decimal",
+          initial: l.requests_per_second.last_10s.toFixed(1),
+        },
+        {
+          label: "Memory (RSS)",
+          path: "memory.rss",
+          format: "mib",
+          initial: `${(l.memory.rss / 1048576).toFixed(1)} MiB`,
+        },
         { label: "Uptime", path: "uptime_s", format: "uptime", initial: duration(l.uptime_s) },
         { label: "Version", path: "version", format: "text", initial: l.version },
       ],
@@ -243,7 +303,8 @@ function componentVersions(): { name: string; version: string }[] {
 
 /** A setting's value as text: lists joined, "(not set)" for nothing. */
 function settingText(value: unknown): string {
-  if (value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0)) return "(not set)";
+  if (value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0))
+    return "(not set)";
   return Array.isArray(value) ? value.join(", ") : String(value);
 }
 

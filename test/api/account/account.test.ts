@@ -4,11 +4,11 @@
  * usual 401s; listed in the OpenAPI document.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { monthStart } from "../../../src/api/account/index.ts";
+import { convertForm, type Keys, postBearer } from "../../support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "../../support/harness.ts";
 import * as img from "../../support/images.ts";
-import { convertForm, postBearer, type Keys } from "../../support/convert-helpers.ts";
 import { EMPTY_SHA256, signedHeaders } from "../../support/sign.ts";
-import { monthStart } from "../../../src/api/account/index.ts";
 
 const PATH = "/v1/plugin/account";
 let h: Harness;
@@ -54,7 +54,15 @@ describe("GET /v1/plugin/account", () => {
 
   test("a signed request signs GET, /plugin/account and the empty body's hash", async () => {
     for (const endpoint of ["/plugin/account", "/v1/plugin/account"]) {
-      const headers = signedHeaders({ ...keys, apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(), method: "GET", endpoint, bodyHash: EMPTY_SHA256 });
+      const headers = signedHeaders({
+        ...keys,
+        apiKey: keys.api_key,
+        secretKey: keys.secret_key,
+        timestamp: nowS(),
+        method: "GET",
+        endpoint,
+        bodyHash: EMPTY_SHA256,
+      });
       const res = await h.request("GET", PATH, { headers });
       expect(res.status).toBe(200);
       expect(res.body.key_prefix).toBe(keys.api_key.slice(0, 12));
@@ -72,7 +80,13 @@ describe("GET /v1/plugin/account", () => {
   });
 
   test("a signature made for the convert path is refused here", async () => {
-    const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(), method: "GET", bodyHash: EMPTY_SHA256 });
+    const headers = signedHeaders({
+      apiKey: keys.api_key,
+      secretKey: keys.secret_key,
+      timestamp: nowS(),
+      method: "GET",
+      bodyHash: EMPTY_SHA256,
+    });
     expectError(await h.request("GET", PATH, { headers }), 401, "INVALID_SIGNATURE");
   });
 
@@ -80,7 +94,11 @@ describe("GET /v1/plugin/account", () => {
     const other = await h.issueKey("gone@example.com", "https://old.example.com");
     const [row] = await h.services.keys.list({ email: "gone@example.com" });
     await h.services.keys.revoke(row!.id);
-    expectError(await h.request("GET", PATH, { headers: { authorization: `Bearer ${other.api_key}` } }), 401, "INVALID_API_KEY");
+    expectError(
+      await h.request("GET", PATH, { headers: { authorization: `Bearer ${other.api_key}` } }),
+      401,
+      "INVALID_API_KEY",
+    );
   });
 
   test("is in the OpenAPI document", async () => {

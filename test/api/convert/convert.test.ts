@@ -7,23 +7,23 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { HOLD_ABOVE_BYTES } from "../../../src/api/convert/index.ts";
 import { requesterOf } from "../../../src/conversion/service.ts";
-import { until } from "../../support/ops.ts";
-import { createHarness, expectError, type Harness } from "../../support/harness.ts";
-import * as img from "../../support/images.ts";
 import {
-  MAX_IMAGE,
+  type Body,
   convertForm,
   expectImage,
   formBody,
+  type Keys,
+  MAX_IMAGE,
   meanAbsDiff,
   postBearer,
   postConvert,
   postSigned,
-  rgba,
-  type Body,
-  type Keys,
   type RawResponse,
+  rgba,
 } from "../../support/convert-helpers.ts";
+import { createHarness, expectError, type Harness } from "../../support/harness.ts";
+import * as img from "../../support/images.ts";
+import { until } from "../../support/ops.ts";
 
 let h: Harness;
 let keys: Keys;
@@ -54,21 +54,29 @@ function handBody(parts: { headers: string; data: Uint8Array | string }[], bound
   const chunks: Uint8Array[] = [];
   const enc = new TextEncoder();
   for (const p of parts) {
-    chunks.push(enc.encode(`--${boundary}\r\n${p.headers}\r\n\r\n`), typeof p.data === "string" ? enc.encode(p.data) : p.data, enc.encode("\r\n"));
+    chunks.push(
+      enc.encode(`--${boundary}\r\n${p.headers}\r\n\r\n`),
+      typeof p.data === "string" ? enc.encode(p.data) : p.data,
+      enc.encode("\r\n"),
+    );
   }
   chunks.push(enc.encode(`--${boundary}--\r\n`));
   return { bytes: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 describe("success", () => {
-  const cases = (["webp", "avif"] as const).flatMap((format) => (["lossy", "lossless"] as const).map((quality) => ({ format, quality })));
+  const cases = (["webp", "avif"] as const).flatMap((format) =>
+    (["lossy", "lossless"] as const).map((quality) => ({ format, quality })),
+  );
 
   test.each(cases)("JPEG → $format $quality: image body and statistics headers", async ({ format, quality }) => {
     const input = await img.photo(160, 120);
     const res = await postBearer(h, keys, await convertForm(input, { format, quality }, "holiday photo.jpg"));
     expect(res.status).toBe(200);
     await expectImage(res.bytes, { format, width: 160, height: 120, alpha: false });
-    expect(meanAbsDiff((await rgba(res.bytes)).data, (await rgba(input)).data)).toBeLessThan(quality === "lossless" ? 0.001 : 8);
+    expect(meanAbsDiff((await rgba(res.bytes)).data, (await rgba(input)).data)).toBeLessThan(
+      quality === "lossless" ? 0.001 : 8,
+    );
     const hd = res.headers;
     expect(hd.get("content-type")).toBe(`image/${format}`);
     const len = hd.get("content-length");
@@ -113,7 +121,11 @@ describe("success", () => {
   });
 
   test("PNG with alpha keeps alpha over HTTP", async () => {
-    const res = await postBearer(h, keys, await convertForm(await img.pngWithAlpha(60, 40), { format: "avif" }, "logo.png", "image/png"));
+    const res = await postBearer(
+      h,
+      keys,
+      await convertForm(await img.pngWithAlpha(60, 40), { format: "avif" }, "logo.png", "image/png"),
+    );
     await expectImage(res.bytes, { format: "avif", width: 60, height: 40, alpha: true });
     expect(res.headers.get("content-disposition")).toStartWith('inline; filename="logo.avif"');
   });
@@ -189,11 +201,14 @@ describe("success", () => {
 });
 
 describe("400 UNSUPPORTED_FORMAT", () => {
-  test.each(["WEBP", "png", "", "jpg", "Avif", "webp ", " avif", "gif", "image/webp", "webp,avif"])("format=%p", async (format) => {
-    const res = await postBearer(h, keys, await convertForm(photo, { format }));
-    expectCode(res, 400, "UNSUPPORTED_FORMAT");
-    await expectHealthy();
-  });
+  test.each(["WEBP", "png", "", "jpg", "Avif", "webp ", " avif", "gif", "image/webp", "webp,avif"])(
+    "format=%p",
+    async (format) => {
+      const res = await postBearer(h, keys, await convertForm(photo, { format }));
+      expectCode(res, 400, "UNSUPPORTED_FORMAT");
+      await expectHealthy();
+    },
+  );
 });
 
 describe("400 INVALID_PARAMETER", () => {
@@ -204,12 +219,15 @@ describe("400 INVALID_PARAMETER", () => {
     await expectHealthy();
   });
 
-  test.each(["0", "-1", "1.5", "abc", "1e3", "", " 100", "100px", "0x10", "00100", "1000000000", "+5", "１００"])("max_width=%p", async (maxWidth) => {
-    const res = await postBearer(h, keys, await convertForm(photo, { max_width: maxWidth }));
-    expectCode(res, 400, "INVALID_PARAMETER");
-    expect(res.body.message).toContain("max_width");
-    await expectHealthy();
-  });
+  test.each(["0", "-1", "1.5", "abc", "1e3", "", " 100", "100px", "0x10", "00100", "1000000000", "+5", "１００"])(
+    "max_width=%p",
+    async (maxWidth) => {
+      const res = await postBearer(h, keys, await convertForm(photo, { max_width: maxWidth }));
+      expectCode(res, 400, "INVALID_PARAMETER");
+      expect(res.body.message).toContain("max_width");
+      await expectHealthy();
+    },
+  );
 
   test.each([
     ["format", { format: ["webp", "avif"] }],
@@ -224,7 +242,16 @@ describe("400 INVALID_PARAMETER", () => {
   });
 
   test("two image parts", async () => {
-    const res = await postBearer(h, keys, await formBody({ image: [{ data: photo, filename: "a.jpg" }, { data: photo, filename: "b.jpg" }] }));
+    const res = await postBearer(
+      h,
+      keys,
+      await formBody({
+        image: [
+          { data: photo, filename: "a.jpg" },
+          { data: photo, filename: "b.jpg" },
+        ],
+      }),
+    );
     expect(res.status).toBe(400);
     expect(res.body.message).toContain("image");
     await expectHealthy();
@@ -246,14 +273,19 @@ describe("400 MISSING_IMAGE", () => {
   test("the image under `Image`: the near miss is named (field names are case-sensitive)", async () => {
     const res = await postBearer(h, keys, await formBody({ Image: { data: photo, filename: "p.jpg" } }));
     expectCode(res, 400, "MISSING_IMAGE");
-    expect(res.body.message).toBe("The multipart field `image` is required; got `Image` (field names are case-sensitive).");
+    expect(res.body.message).toBe(
+      "The multipart field `image` is required; got `Image` (field names are case-sensitive).",
+    );
   });
 });
 
 describe("400 INVALID_MULTIPART", () => {
   test("a truncated multipart body (no closing boundary)", async () => {
     const b = await convertForm(photo);
-    const res = await postBearer(h, keys, { bytes: b.bytes.subarray(0, b.bytes.length - 100), contentType: b.contentType });
+    const res = await postBearer(h, keys, {
+      bytes: b.bytes.subarray(0, b.bytes.length - 100),
+      contentType: b.contentType,
+    });
     expectCode(res, 400, "INVALID_MULTIPART");
     await expectHealthy();
   });
@@ -284,7 +316,10 @@ describe("415 UNSUPPORTED_MEDIA_TYPE", () => {
     ["urlencoded", "application/x-www-form-urlencoded", () => new TextEncoder().encode("format=webp")],
     ["no Content-Type", "", () => photo],
   ])("a non-multipart request (%s)", async (_name, contentType, make) => {
-    const res = await postConvert(h, { body: make(), headers: { ...auth(), ...(contentType ? { "content-type": contentType } : {}) } });
+    const res = await postConvert(h, {
+      body: make(),
+      headers: { ...auth(), ...(contentType ? { "content-type": contentType } : {}) },
+    });
     expectCode(res, 415, "UNSUPPORTED_MEDIA_TYPE");
     await expectHealthy();
   });
@@ -293,7 +328,11 @@ describe("415 UNSUPPORTED_MEDIA_TYPE", () => {
 describe("413 FILE_TOO_LARGE", () => {
   test("a declared Content-Length over the limit", async () => {
     const b = await convertForm(photo);
-    const res = await postConvert(h, { body: b.bytes, contentType: b.contentType, headers: { ...auth(), "content-length": String(MAX_IMAGE + 1024 * 1024) } });
+    const res = await postConvert(h, {
+      body: b.bytes,
+      contentType: b.contentType,
+      headers: { ...auth(), "content-length": String(MAX_IMAGE + 1024 * 1024) },
+    });
     expectCode(res, 413, "FILE_TOO_LARGE");
     await expectHealthy();
   });
@@ -327,9 +366,15 @@ describe("413 FILE_TOO_LARGE", () => {
   });
 
   test("an image of exactly 20 MiB with 70 KB of other fields: the message says the upload, not the image, is too large", async () => {
-    const res = await postBearer(h, keys, await convertForm(img.oversizedBytes(MAX_IMAGE), { note: "a".repeat(70_000) }));
+    const res = await postBearer(
+      h,
+      keys,
+      await convertForm(img.oversizedBytes(MAX_IMAGE), { note: "a".repeat(70_000) }),
+    );
     expectCode(res, 413, "FILE_TOO_LARGE");
-    expect(res.body.message).toBe("The upload is larger than an image of 20 MiB (20971520 bytes) with 64 KiB of form fields around it.");
+    expect(res.body.message).toBe(
+      "The upload is larger than an image of 20 MiB (20971520 bytes) with 64 KiB of form fields around it.",
+    );
     await expectHealthy();
   });
 
@@ -359,7 +404,12 @@ describe("422", () => {
   // libvips' header read refuses these PNGs saying only "corrupt header:"; the answer says what the IHDR declares.
   test.each([
     [0, 100, "INVALID_IMAGE", "The image is corrupt or truncated (its PNG header gives a size of 0×100)."],
-    [268_435_455, 1, "IMAGE_TOO_LARGE", "The image is 268435455×1 (268.4 megapixels); this server accepts at most 100.0 megapixels."],
+    [
+      268_435_455,
+      1,
+      "IMAGE_TOO_LARGE",
+      "The image is 268435455×1 (268.4 megapixels); this server accepts at most 100.0 megapixels.",
+    ],
     [1, 2_000_000, "IMAGE_TOO_LARGE", "The image is 1×2000000; the PNG decoder reads at most 1000000 pixels per side."],
   ])("a PNG header declaring %p×%p → 422 %s saying why", async (width, height, code, message) => {
     const res = await postBearer(h, keys, await convertForm(img.pngHeaderOnly(width, height)));
@@ -381,7 +431,11 @@ describe("422", () => {
 
   // BUG: answered 422 INVALID_IMAGE ("corrupt or truncated") although the PNG is valid.
   test("a valid PNG wider than WebP allows (17000×200) → 422 IMAGE_TOO_LARGE", async () => {
-    const res = await postBearer(h, keys, await convertForm(img.pngBomb(17_000, 200), { format: "webp" }, "panorama.png"));
+    const res = await postBearer(
+      h,
+      keys,
+      await convertForm(img.pngBomb(17_000, 200), { format: "webp" }, "panorama.png"),
+    );
     expectCode(res, 422, "IMAGE_TOO_LARGE");
     await expectHealthy();
   });
@@ -402,38 +456,87 @@ describe("a compressed body", () => {
   test("Content-Encoding other than identity → 415 naming it; identity is read as usual", async () => {
     const form = await convertForm(photo);
     const gz = Bun.gzipSync(form.bytes as Uint8Array<ArrayBuffer>);
-    const res = await postConvert(h, { body: gz, contentType: form.contentType, headers: { ...auth(), "content-encoding": "gzip" } });
+    const res = await postConvert(h, {
+      body: gz,
+      contentType: form.contentType,
+      headers: { ...auth(), "content-encoding": "gzip" },
+    });
     expectCode(res, 415, "UNSUPPORTED_MEDIA_TYPE");
-    expect(res.body.message).toBe("The body is sent with Content-Encoding: gzip, which this server does not decode: send it uncompressed.");
-    expect((await postConvert(h, { body: form.bytes, contentType: form.contentType, headers: { ...auth(), "content-encoding": "identity" } })).status).toBe(200);
-    expectError(await h.request("POST", "/v1/plugin/auth/request-otp", { body: Bun.gzipSync(JSON.stringify({ email: "a@example.com" })), headers: { "content-type": "application/json", "content-encoding": "gzip" } }), 415, "UNSUPPORTED_MEDIA_TYPE");
+    expect(res.body.message).toBe(
+      "The body is sent with Content-Encoding: gzip, which this server does not decode: send it uncompressed.",
+    );
+    expect(
+      (
+        await postConvert(h, {
+          body: form.bytes,
+          contentType: form.contentType,
+          headers: { ...auth(), "content-encoding": "identity" },
+        })
+      ).status,
+    ).toBe(200);
+    expectError(
+      await h.request("POST", "/v1/plugin/auth/request-otp", {
+        body: Bun.gzipSync(JSON.stringify({ email: "a@example.com" })),
+        headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      }),
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+    );
     expect(h.services.gate.stats().admitted).toBe(0);
   });
 
   // Deno hands over a `gzip, chunked` body de-chunked but still compressed (Bun refuses it itself).
   test("Transfer-Encoding with a coding besides chunked → 415 naming it", async () => {
-    const json = await h.request("POST", "/v1/plugin/auth/request-otp", { body: Bun.gzipSync(JSON.stringify({ email: "a@example.com" })), headers: { "content-type": "application/json", "transfer-encoding": "gzip, chunked" } });
+    const json = await h.request("POST", "/v1/plugin/auth/request-otp", {
+      body: Bun.gzipSync(JSON.stringify({ email: "a@example.com" })),
+      headers: { "content-type": "application/json", "transfer-encoding": "gzip, chunked" },
+    });
     expectError(json, 415, "UNSUPPORTED_MEDIA_TYPE");
-    expect(json.body.message).toBe("The body is sent with Transfer-Encoding: gzip, which this server does not decode: send it uncompressed.");
+    expect(json.body.message).toBe(
+      "The body is sent with Transfer-Encoding: gzip, which this server does not decode: send it uncompressed.",
+    );
     const form = await convertForm(photo);
-    expect((await postConvert(h, { body: form.bytes, contentType: form.contentType, headers: { ...auth(), "transfer-encoding": "chunked" } })).status).toBe(200);
+    expect(
+      (
+        await postConvert(h, {
+          body: form.bytes,
+          contentType: form.contentType,
+          headers: { ...auth(), "transfer-encoding": "chunked" },
+        })
+      ).status,
+    ).toBe(200);
   });
 });
 
 describe("408 / incomplete bodies", () => {
   test("a body shorter than its Content-Length → 400 INCOMPLETE_BODY", async () => {
     const b = await convertForm(photo);
-    const res = await postConvert(h, { body: b.bytes, contentType: b.contentType, headers: { ...auth(), "content-length": String(b.bytes.length + 10) } });
+    const res = await postConvert(h, {
+      body: b.bytes,
+      contentType: b.contentType,
+      headers: { ...auth(), "content-length": String(b.bytes.length + 10) },
+    });
     expectCode(res, 400, "INCOMPLETE_BODY");
     await expectHealthy();
   });
 
   test("a body that stalls past IMGPRESS_UPLOAD_TIMEOUT_S → 408 REQUEST_TIMEOUT, and the place is freed", async () => {
-    const slow = await createHarness({ env: { IMGPRESS_UPLOAD_TIMEOUT_S: "0.2", IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "0" }, smtp: h.smtp });
+    const slow = await createHarness({
+      env: { IMGPRESS_UPLOAD_TIMEOUT_S: "0.2", IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "0" },
+      smtp: h.smtp,
+    });
     try {
       const k = await slow.issueKey("slow@example.com");
-      const stream = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(new Uint8Array(10)); } }); // never closes
-      const res = await postConvert(slow, { body: stream, contentType: "multipart/form-data; boundary=x", headers: { authorization: `Bearer ${k.api_key}` } });
+      const stream = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(new Uint8Array(10));
+        },
+      }); // never closes
+      const res = await postConvert(slow, {
+        body: stream,
+        contentType: "multipart/form-data; boundary=x",
+        headers: { authorization: `Bearer ${k.api_key}` },
+      });
       expectCode(res, 408, "REQUEST_TIMEOUT");
       expect(slow.services.gate.stats()).toMatchObject({ admitted: 0, running: 0 });
       await expectHealthy(slow, k);
@@ -458,7 +561,13 @@ describe("the gate's shares: per key, and per client address", () => {
   };
 
   // 200 MiB of upload budget: an address holds 25 MiB, and a chunked upload (no Content-Length) reserves 20 MiB and 64 KiB.
-  const env = { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "5", IMGPRESS_KEY_MAX_ADMITTED: "3", IMGPRESS_UPLOAD_TIMEOUT_S: "30", IMGPRESS_UPLOAD_BUDGET_MB: "200" };
+  const env = {
+    IMGPRESS_CONCURRENCY: "1",
+    IMGPRESS_QUEUE_SIZE: "5",
+    IMGPRESS_KEY_MAX_ADMITTED: "3",
+    IMGPRESS_UPLOAD_TIMEOUT_S: "30",
+    IMGPRESS_UPLOAD_BUDGET_MB: "200",
+  };
 
   test("an upload signed with someone else's api_key counts, until its signature is checked, against its sender's address only: the key's owner still converts", async () => {
     const shared = await createHarness({ env, smtp: h.smtp });
@@ -469,7 +578,11 @@ describe("the gate's shares: per key, and per client address", () => {
       const forged = (ip: string) => {
         const upload = stalled();
         uploads.push(upload);
-        const headers = { "x-api-key": k.api_key, "x-timestamp": String(Math.floor(shared.clock.now() / 1000)), "x-signature": "0".repeat(64) };
+        const headers = {
+          "x-api-key": k.api_key,
+          "x-timestamp": String(Math.floor(shared.clock.now() / 1000)),
+          "x-signature": "0".repeat(64),
+        };
         return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers, ip });
       };
       // Four forged uploads from four addresses: more than the key's 3 places, had they been counted as the key's.
@@ -478,7 +591,9 @@ describe("the gate's shares: per key, and per client address", () => {
       expect(shared.services.gate.stats().admitted).toBe(0);
       const second = await forged("203.0.113.9");
       expectCode(second, 429, "TOO_MANY_IN_PROGRESS");
-      expect(second.body.message).toBe("This client address already has its share of uploads in progress (by their Content-Length), whatever their keys; send the next when one has finished.");
+      expect(second.body.message).toBe(
+        "This client address already has its share of uploads in progress (by their Content-Length), whatever their keys; send the next when one has finished.",
+      );
       // The owner, signing with its secret from its own address, converts.
       expect((await postSigned(shared, k, await convertForm(photo), {}, "198.51.100.7")).status).toBe(200);
       for (const upload of uploads) upload.end();
@@ -498,15 +613,38 @@ describe("the gate's shares: per key, and per client address", () => {
       const hold = (k: Keys) => {
         const upload = stalled();
         uploads.push(upload);
-        return postConvert(shared, { body: upload.body, contentType: "multipart/form-data; boundary=x", headers: { authorization: `Bearer ${k.api_key}` }, ip: "203.0.113.9" });
+        return postConvert(shared, {
+          body: upload.body,
+          contentType: "multipart/form-data; boundary=x",
+          headers: { authorization: `Bearer ${k.api_key}` },
+          ip: "203.0.113.9",
+        });
       };
       const held = hold(a);
       await until(() => shared.services.gate.stats().receiving === 1, 5000, "the upload to be received");
       expectCode(await hold(b), 429, "TOO_MANY_IN_PROGRESS");
       // A small upload with its Content-Length still fits beside it (64 KiB counted).
       const form = await convertForm(photo);
-      expect((await postConvert(shared, { body: form.bytes, contentType: form.contentType, headers: { authorization: `Bearer ${b.api_key}` }, ip: "203.0.113.9" })).status).toBe(200);
-      expect((await postConvert(shared, { body: form.bytes, contentType: form.contentType, headers: { authorization: `Bearer ${b.api_key}` }, ip: "198.51.100.7" })).status).toBe(200);
+      expect(
+        (
+          await postConvert(shared, {
+            body: form.bytes,
+            contentType: form.contentType,
+            headers: { authorization: `Bearer ${b.api_key}` },
+            ip: "203.0.113.9",
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (
+          await postConvert(shared, {
+            body: form.bytes,
+            contentType: form.contentType,
+            headers: { authorization: `Bearer ${b.api_key}` },
+            ip: "198.51.100.7",
+          })
+        ).status,
+      ).toBe(200);
       for (const upload of uploads) upload.end();
       expect((await held).status).toBe(400);
     } finally {
@@ -522,10 +660,17 @@ describe("the gate's shares: per key, and per client address", () => {
 
 describe("a large result keeps its place in the gate until the client has taken it", () => {
   // Lossless WebP of noise: several MB, more than HOLD_ABOVE_BYTES.
-  const noisePng = () => sharp(crypto.getRandomValues(new Uint8Array(900 * 700 * 3)), { raw: { width: 900, height: 700, channels: 3 } }).png({ compressionLevel: 1 }).toBuffer();
+  const noisePng = () =>
+    sharp(crypto.getRandomValues(new Uint8Array(900 * 700 * 3)), { raw: { width: 900, height: 700, channels: 3 } })
+      .png({ compressionLevel: 1 })
+      .toBuffer();
   const send = async (on: Harness, k: Keys, bytes: Buffer) => {
     const body = await convertForm(bytes, { format: "webp", quality: "lossless" });
-    const request = new Request(`http://localhost/v1/plugin/convert`, { method: "POST", headers: { "content-type": body.contentType, authorization: `Bearer ${k.api_key}` }, body: body.bytes as Uint8Array<ArrayBuffer> });
+    const request = new Request(`http://localhost/v1/plugin/convert`, {
+      method: "POST",
+      headers: { "content-type": body.contentType, authorization: `Bearer ${k.api_key}` },
+      body: body.bytes as Uint8Array<ArrayBuffer>,
+    });
     return on.app.handle(request);
   };
 
@@ -564,7 +709,11 @@ describe("a large result keeps its place in the gate until the client has taken 
 
       const stalled = await send(held, k, input);
       expect(held.services.gate.stats().admitted).toBe(1);
-      await until(() => held.services.gate.stats().admitted === 0, 10_000, "the unread result's place to be given back at the upload timeout");
+      await until(
+        () => held.services.gate.stats().admitted === 0,
+        10_000,
+        "the unread result's place to be given back at the upload timeout",
+      );
       // The stream fails, so the runtime closes the connection instead of sending a short body.
       await expect(stalled.arrayBuffer()).rejects.toThrow("did not take the response within 0.5 s");
       await expectHealthy(held, k);
@@ -584,19 +733,32 @@ describe("a large result keeps its place in the gate until the client has taken 
 describe("503 SERVER_BUSY", () => {
   test("with the upload budget spent by an upload in progress, another client's upload is refused at once, before its body is read", async () => {
     // 21 MiB: room for one chunked upload (counted at 20 MiB and 64 KiB) and no second.
-    const busy = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "0", IMGPRESS_UPLOAD_BUDGET_MB: "21" }, smtp: h.smtp });
+    const busy = await createHarness({
+      env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "0", IMGPRESS_UPLOAD_BUDGET_MB: "21" },
+      smtp: h.smtp,
+    });
     try {
       const k = await busy.issueKey("busy@example.com");
       const full = await convertForm(photo);
       let controller!: ReadableStreamDefaultController<Uint8Array>;
       const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
       controller.enqueue(full.bytes.subarray(0, 100));
-      const first = postConvert(busy, { body: stream, contentType: full.contentType, headers: { authorization: `Bearer ${k.api_key}` }, ip: "203.0.113.9" });
+      const first = postConvert(busy, {
+        body: stream,
+        contentType: full.contentType,
+        headers: { authorization: `Bearer ${k.api_key}` },
+        ip: "203.0.113.9",
+      });
       await until(() => busy.services.gate.stats().receiving === 1, 5000, "the first upload to be received");
       // Receiving, it holds no place.
       expect(busy.services.gate.stats().admitted).toBe(0);
 
-      const second = await postConvert(busy, { body: full.bytes, contentType: full.contentType, headers: { authorization: `Bearer ${k.api_key}`, "content-length": String(1024 * 1024) }, ip: "198.51.100.7" });
+      const second = await postConvert(busy, {
+        body: full.bytes,
+        contentType: full.contentType,
+        headers: { authorization: `Bearer ${k.api_key}`, "content-length": String(1024 * 1024) },
+        ip: "198.51.100.7",
+      });
       expectCode(second, 503, "SERVER_BUSY");
       expect(second.body.message).toBe("The server is receiving as many uploads as it can hold. Retry shortly.");
       const retry = Number(second.headers.get("retry-after"));
@@ -615,10 +777,15 @@ describe("503 SERVER_BUSY", () => {
   });
 
   test("a burst against a small gate: every answer is an image or 503, and the gate drains", async () => {
-    const busy = await createHarness({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "1", IMGPRESS_KEY_MAX_ADMITTED: "2" }, smtp: h.smtp }); // one key: no per-key share
+    const busy = await createHarness({
+      env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "1", IMGPRESS_KEY_MAX_ADMITTED: "2" },
+      smtp: h.smtp,
+    }); // one key: no per-key share
     try {
       const k = await busy.issueKey("burst@example.com");
-      const bodies = await Promise.all(Array.from({ length: 6 }, (_, i) => convertForm(photo, { max_width: String(40 + i) })));
+      const bodies = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => convertForm(photo, { max_width: String(40 + i) })),
+      );
       const results = await Promise.all(bodies.map((b) => postBearer(busy, k, b)));
       for (const r of results) {
         if (r.status === 200) expect(r.headers.get("content-type")).toBe("image/webp");
@@ -639,7 +806,11 @@ describe("504 CONVERSION_TIMEOUT", () => {
     const t = await createHarness({ env: { IMGPRESS_CONVERT_TIMEOUT_S: "1" }, smtp: h.smtp });
     try {
       const k = await t.issueKey("timeout@example.com");
-      const res = await postBearer(t, k, await convertForm(img.pngBomb(10_000, 10_000), { format: "webp" }, "huge.png"));
+      const res = await postBearer(
+        t,
+        k,
+        await convertForm(img.pngBomb(10_000, 10_000), { format: "webp" }, "huge.png"),
+      );
       expectCode(res, 504, "CONVERSION_TIMEOUT");
       // The slot stays taken until the encoder really stops, then frees itself.
       for (let i = 0; i < 200 && t.services.gate.stats().running > 0; i++) await Bun.sleep(50);

@@ -5,12 +5,12 @@
  * over a real HTTPS socket.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { eq } from "drizzle-orm";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { eq } from "drizzle-orm";
 import { otpCodes } from "../../../src/data/db/schema.ts";
-import { createHarness, expectError, wrongCode, type Harness, type TestResponse } from "../../support/harness.ts";
+import { createHarness, expectError, type Harness, type TestResponse, wrongCode } from "../../support/harness.ts";
 import { holdsFor } from "../../support/ops.ts";
 import { closedPort } from "../../support/ports.ts";
 import { extractOtp } from "../../support/smtp.ts";
@@ -65,7 +65,12 @@ describe("request-otp → e-mail → verify-otp", () => {
 
     const verified = await h.verifyOtp({ email: "owner@example.com", otp: code, site_url: "https://blog.example.com" });
     expect(verified.status).toBe(200);
-    expect(verified.body).toEqual({ status: "success", api_key: expect.any(String), secret_key: expect.any(String), message: expect.any(String) });
+    expect(verified.body).toEqual({
+      status: "success",
+      api_key: expect.any(String),
+      secret_key: expect.any(String),
+      message: expect.any(String),
+    });
     // Recognisable prefixes; at least 256 bits each (43 base64url characters).
     expect(verified.body.api_key).toMatch(/^imp_[A-Za-z0-9_-]{43,}$/);
     expect(verified.body.secret_key).toMatch(/^imps_[A-Za-z0-9_-]{43,}$/);
@@ -135,7 +140,8 @@ describe("code lifetime", () => {
 
   test("five wrong guesses burn the code: the fifth answers 429, then even the right code is refused", async () => {
     const { code } = await h.obtainOtp("owner@example.com");
-    for (let i = 1; i <= 4; i++) expectError(await h.verifyOtp({ email: "owner@example.com", otp: wrongCode(code, i) }), 401, "INVALID_OTP");
+    for (let i = 1; i <= 4; i++)
+      expectError(await h.verifyOtp({ email: "owner@example.com", otp: wrongCode(code, i) }), 401, "INVALID_OTP");
     expectError(await h.verifyOtp({ email: "owner@example.com", otp: wrongCode(code, 5) }), 429, "TOO_MANY_ATTEMPTS");
     expectError(await h.verifyOtp({ email: "owner@example.com", otp: code }), 401, "INVALID_OTP");
   });
@@ -150,7 +156,8 @@ describe("code lifetime", () => {
 
   test("four wrong guesses still leave the right code usable", async () => {
     const { code } = await h.obtainOtp("owner@example.com");
-    for (let i = 1; i <= 4; i++) expectError(await h.verifyOtp({ email: "owner@example.com", otp: wrongCode(code, i) }), 401, "INVALID_OTP");
+    for (let i = 1; i <= 4; i++)
+      expectError(await h.verifyOtp({ email: "owner@example.com", otp: wrongCode(code, i) }), 401, "INVALID_OTP");
     expect((await h.verifyOtp({ email: "owner@example.com", otp: code })).status).toBe(200);
   });
 
@@ -168,7 +175,9 @@ describe("code lifetime", () => {
 
   test("concurrent verifications of one code: exactly one wins", async () => {
     const { code } = await h.obtainOtp("owner@example.com");
-    const results = await Promise.all(Array.from({ length: 5 }, () => h.verifyOtp({ email: "owner@example.com", otp: code })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => h.verifyOtp({ email: "owner@example.com", otp: code })),
+    );
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 401, 401, 401, 401]);
     for (const r of results.filter((r) => r.status !== 200)) expectError(r, 401, "INVALID_OTP");
@@ -219,7 +228,8 @@ describe("rate limits", () => {
   });
 
   test("twenty requests per client IP per hour", async () => {
-    for (let i = 0; i < 20; i++) expect((await h.requestOtp({ email: `user${i}@example.com` }, { ip: "198.51.100.7" })).status).toBe(200);
+    for (let i = 0; i < 20; i++)
+      expect((await h.requestOtp({ email: `user${i}@example.com` }, { ip: "198.51.100.7" })).status).toBe(200);
     const limited = await h.requestOtp({ email: "user20@example.com" }, { ip: "198.51.100.7" });
     expectError(limited, 429, "RATE_LIMITED");
     expect(limited.headers.get("retry-after")).toBe("3600");
@@ -228,8 +238,15 @@ describe("rate limits", () => {
   });
 
   test("an IPv6 client counts by its /64: changing the address within it does not renew the quota", async () => {
-    for (let i = 0; i < 20; i++) expect((await h.requestOtp({ email: `v6-${i}@example.com` }, { ip: `2001:db8:1:2::${(i + 1).toString(16)}` })).status).toBe(200);
-    expectError(await h.requestOtp({ email: "v6-20@example.com" }, { ip: "2001:db8:1:2:ffff:ffff:ffff:ffff" }), 429, "RATE_LIMITED");
+    for (let i = 0; i < 20; i++)
+      expect(
+        (await h.requestOtp({ email: `v6-${i}@example.com` }, { ip: `2001:db8:1:2::${(i + 1).toString(16)}` })).status,
+      ).toBe(200);
+    expectError(
+      await h.requestOtp({ email: "v6-20@example.com" }, { ip: "2001:db8:1:2:ffff:ffff:ffff:ffff" }),
+      429,
+      "RATE_LIMITED",
+    );
     // The next /64 is another network.
     expect((await h.requestOtp({ email: "v6-21@example.com" }, { ip: "2001:db8:1:3::1" })).status).toBe(200);
   });
@@ -238,7 +255,8 @@ describe("rate limits", () => {
     const ip = { ip: "198.51.100.9" };
     expect((await h.requestOtp({ email: "retry@example.com" }, ip)).status).toBe(200);
     // A client retrying in a loop: every retry is refused by the per-address limit…
-    for (let i = 0; i < 25; i++) expectError(await h.requestOtp({ email: "retry@example.com" }, ip), 429, "RATE_LIMITED");
+    for (let i = 0; i < 25; i++)
+      expectError(await h.requestOtp({ email: "retry@example.com" }, ip), 429, "RATE_LIMITED");
     // …and the IP address still has 19 requests of its 20 for other addresses.
     for (let i = 0; i < 19; i++) expect((await h.requestOtp({ email: `site${i}@example.com` }, ip)).status).toBe(200);
     const limited = await h.requestOtp({ email: "site19@example.com" }, ip);
@@ -251,9 +269,17 @@ describe("rate limits", () => {
     const limited = await h.verifyOtp({ email: "owner@example.com", otp: "000000" }, { ip: "198.51.100.7" });
     expectError(limited, 429, "RATE_LIMITED");
     expect(limited.headers.get("retry-after")).toBe("300");
-    expectError(await h.verifyOtp({ email: "owner@example.com", otp: "000000" }, { ip: "198.51.100.8" }), 401, "INVALID_OTP");
+    expectError(
+      await h.verifyOtp({ email: "owner@example.com", otp: "000000" }, { ip: "198.51.100.8" }),
+      401,
+      "INVALID_OTP",
+    );
     h.clock.advance(5 * MINUTE + 1);
-    expectError(await h.verifyOtp({ email: "owner@example.com", otp: "000000" }, { ip: "198.51.100.7" }), 401, "INVALID_OTP");
+    expectError(
+      await h.verifyOtp({ email: "owner@example.com", otp: "000000" }, { ip: "198.51.100.7" }),
+      401,
+      "INVALID_OTP",
+    );
   });
 });
 
@@ -264,7 +290,8 @@ describe("wrong codes per address over a day", () => {
       h.clock.advance(12 * MINUTE + 10 * SECOND);
       const ip = `198.51.100.${round + 1}`;
       const { code } = await h.obtainOtp(email, undefined, { ip });
-      for (let i = 0; i < 5; i++) expect((await h.verifyOtp({ email, otp: wrongCode(code, i + 1) }, { ip })).status).toBe(i < 4 ? 401 : 429);
+      for (let i = 0; i < 5; i++)
+        expect((await h.verifyOtp({ email, otp: wrongCode(code, i + 1) }, { ip })).status).toBe(i < 4 ? 401 : 429);
     }
   }
 
@@ -274,7 +301,9 @@ describe("wrong codes per address over a day", () => {
     h.clock.advance(13 * MINUTE);
     const refused = await h.requestOtp({ email }, { ip: "203.0.113.70" });
     expectError(refused, 429, "RATE_LIMITED");
-    expect(refused.body.message).toStartWith("Too many wrong codes were tried for this e-mail address in the last 24 hours");
+    expect(refused.body.message).toStartWith(
+      "Too many wrong codes were tried for this e-mail address in the last 24 hours",
+    );
     // The first wrong codes are a day old 24 h after the first round: Retry-After says when.
     const wait = Number(refused.headers.get("retry-after"));
     expect(wait).toBeGreaterThan(19 * 3600);
@@ -309,11 +338,18 @@ describe("wrong codes per address over a day", () => {
       h.clock.advance(12 * MINUTE + 10 * SECOND);
       const ip = `198.51.100.${round + 1}`;
       await h.services.staffSignIn.requestCode(email, ip);
-      await h.smtp.waitFor((m) => m.envelopeTo.includes(email) && h.smtp.messages.filter((x) => x.envelopeTo.includes(email)).length === round + 1);
-      for (let i = 0; i < 5; i++) await h.services.staffSignIn.verify({ email, code: "000000", ip, userAgent: "test" }).catch(() => {});
+      await h.smtp.waitFor(
+        (m) =>
+          m.envelopeTo.includes(email) &&
+          h.smtp.messages.filter((x) => x.envelopeTo.includes(email)).length === round + 1,
+      );
+      for (let i = 0; i < 5; i++)
+        await h.services.staffSignIn.verify({ email, code: "000000", ip, userAgent: "test" }).catch(() => {});
     }
     h.clock.advance(13 * MINUTE);
-    await expect(h.services.staffSignIn.requestCode(email, "203.0.113.90")).rejects.toThrow("Too many wrong codes were tried for this e-mail address");
+    await expect(h.services.staffSignIn.requestCode(email, "203.0.113.90")).rejects.toThrow(
+      "Too many wrong codes were tried for this e-mail address",
+    );
     // Key issuance for the same address has its own budget.
     expect((await h.requestOtp({ email }, { ip: "203.0.113.91" })).status).toBe(200);
   }, 60_000);
@@ -346,7 +382,8 @@ describe("allowlist: probing it", () => {
   test("refused addresses count against the client's hourly quota: the list cannot be tested at full speed", async () => {
     await reharness({ IMGPRESS_ALLOWED_EMAILS: "boss@corp.example" });
     const ip = "203.0.113.50";
-    for (let i = 0; i < 20; i++) expectError(await h.requestOtp({ email: `guess${i}@corp.example` }, { ip }), 403, "EMAIL_NOT_ALLOWED");
+    for (let i = 0; i < 20; i++)
+      expectError(await h.requestOtp({ email: `guess${i}@corp.example` }, { ip }), 403, "EMAIL_NOT_ALLOWED");
     const limited = await h.requestOtp({ email: "boss@corp.example" }, { ip });
     expectError(limited, 429, "RATE_LIMITED");
     expect(limited.body.message).toStartWith("Too many code requests from this IP address.");
@@ -451,7 +488,9 @@ describe("mail delivery failures → 502 MAIL_DELIVERY_FAILED, and no usable cod
     expect(verified.status).toBe(200);
     // Logged and audited with the answer: before, both came after the mail, and never when it hung.
     expect(h.logs.some((l) => JSON.parse(l).msg === "key issued")).toBe(true);
-    expect((await h.services.audit.page({ type: "key.issued" })).events.map((e) => e.actor)).toEqual(["owner@example.com"]);
+    expect((await h.services.audit.page({ type: "key.issued" })).events.map((e) => e.actor)).toEqual([
+      "owner@example.com",
+    ]);
     for (let i = 0; i < 200 && h.smtp.held() === 0; i++) await Bun.sleep(20);
     expect(h.smtp.held()).toBe(1);
     let settled = false;
@@ -465,41 +504,66 @@ describe("mail delivery failures → 502 MAIL_DELIVERY_FAILED, and no usable cod
 
 describe("request bodies", () => {
   const endpoints = [REQUEST, VERIFY];
-  const validFor = (path: string) => (path === REQUEST ? { email: "owner@example.com" } : { email: "owner@example.com", otp: "123456" });
+  const validFor = (path: string) =>
+    path === REQUEST ? { email: "owner@example.com" } : { email: "owner@example.com", otp: "123456" };
 
   test.each(endpoints)("%s: malformed JSON → 400 VALIDATION_ERROR", async (path) => {
     for (const body of ['{"email":', "{email: 'a@b.co'}", "", "nul"]) {
-      expectError(await h.request("POST", path, { body, headers: { "content-type": "application/json" } }), 400, "VALIDATION_ERROR");
+      expectError(
+        await h.request("POST", path, { body, headers: { "content-type": "application/json" } }),
+        400,
+        "VALIDATION_ERROR",
+      );
     }
   });
 
-  test.each(endpoints)("%s: valid JSON nested thousands deep → 400 VALIDATION_ERROR saying so, not that it is invalid", async (path) => {
-    const res = await h.request("POST", path, { body: `${"[".repeat(5000)}${"]".repeat(5000)}`, headers: { "content-type": "application/json" } });
-    expectError(res, 400, "VALIDATION_ERROR");
-    expect(res.body.message).toBe("The JSON body is nested too deeply.");
-  });
+  test.each(endpoints)(
+    "%s: valid JSON nested thousands deep → 400 VALIDATION_ERROR saying so, not that it is invalid",
+    async (path) => {
+      const res = await h.request("POST", path, {
+        body: `${"[".repeat(5000)}${"]".repeat(5000)}`,
+        headers: { "content-type": "application/json" },
+      });
+      expectError(res, 400, "VALIDATION_ERROR");
+      expect(res.body.message).toBe("The JSON body is nested too deeply.");
+    },
+  );
 
   test.each(endpoints)("%s: JSON that is not an object → 400 VALIDATION_ERROR", async (path) => {
     for (const json of [[], "owner@example.com", null, 42]) {
-      expectError(await h.request("POST", path, { body: JSON.stringify(json), headers: { "content-type": "application/json" } }), 400, "VALIDATION_ERROR");
+      expectError(
+        await h.request("POST", path, { body: JSON.stringify(json), headers: { "content-type": "application/json" } }),
+        400,
+        "VALIDATION_ERROR",
+      );
     }
   });
 
-  test.each(endpoints)("%s: an object with its own toString or valueOf where a string belongs → 400 VALIDATION_ERROR, not 500", async (path) => {
-    // Elysia writes a refused value into its message with a template string, which calls these.
-    for (const field of path === REQUEST ? ["email", "site_url"] : ["email", "site_url", "otp"]) {
-      for (const value of [{ toString: "a" }, { toString: 1, valueOf: 2 }, [{ toString: "x" }]]) {
-        const res = await h.request("POST", path, { body: JSON.stringify({ ...validFor(path), [field]: value }), headers: { "content-type": "application/json" } });
-        expect({ field, value, status: res.status }).toEqual({ field, value, status: 400 });
-        expectError(res, 400, "VALIDATION_ERROR");
+  test.each(endpoints)(
+    "%s: an object with its own toString or valueOf where a string belongs → 400 VALIDATION_ERROR, not 500",
+    async (path) => {
+      // Elysia writes a refused value into its message with a template string, which calls these.
+      for (const field of path === REQUEST ? ["email", "site_url"] : ["email", "site_url", "otp"]) {
+        for (const value of [{ toString: "a" }, { toString: 1, valueOf: 2 }, [{ toString: "x" }]]) {
+          const res = await h.request("POST", path, {
+            body: JSON.stringify({ ...validFor(path), [field]: value }),
+            headers: { "content-type": "application/json" },
+          });
+          expect({ field, value, status: res.status }).toEqual({ field, value, status: 400 });
+          expectError(res, 400, "VALIDATION_ERROR");
+        }
       }
-    }
-    expect((await h.request("GET", "/health")).status).toBe(200);
-  });
+      expect((await h.request("GET", "/health")).status).toBe(200);
+    },
+  );
 
   test.each(endpoints)("%s: invalid UTF-8 → 400 VALIDATION_ERROR", async (path) => {
     const body = new Uint8Array([0x7b, 0x22, 0x65, 0xff, 0xfe, 0x22, 0x7d]);
-    expectError(await h.request("POST", path, { body, headers: { "content-type": "application/json" } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await h.request("POST", path, { body, headers: { "content-type": "application/json" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
   });
 
   test.each(
@@ -519,35 +583,79 @@ describe("request bodies", () => {
   });
 
   test("application/json with a charset parameter is accepted", async () => {
-    const res = await h.request("POST", REQUEST, { body: JSON.stringify(validFor(REQUEST)), headers: { "content-type": "Application/JSON; charset=utf-8" } });
+    const res = await h.request("POST", REQUEST, {
+      body: JSON.stringify(validFor(REQUEST)),
+      headers: { "content-type": "Application/JSON; charset=utf-8" },
+    });
     expect(res.status).toBe(200);
   });
 
-  test.each(endpoints)("%s: a JSON body over 16 KiB → 413 PAYLOAD_TOO_LARGE (with and without Content-Length)", async (path) => {
-    const json = JSON.stringify({ ...validFor(path), padding: "x".repeat(17 * 1024) });
-    expectError(await h.request("POST", path, { body: json, headers: { "content-type": "application/json" } }), 413, "PAYLOAD_TOO_LARGE");
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        const bytes = new TextEncoder().encode(json);
-        for (let i = 0; i < bytes.length; i += 1024) controller.enqueue(bytes.subarray(i, i + 1024));
-        controller.close();
-      },
-    });
-    expectError(await h.request("POST", path, { body: stream, headers: { "content-type": "application/json" } }), 413, "PAYLOAD_TOO_LARGE");
-  });
+  test.each(endpoints)(
+    "%s: a JSON body over 16 KiB → 413 PAYLOAD_TOO_LARGE (with and without Content-Length)",
+    async (path) => {
+      const json = JSON.stringify({ ...validFor(path), padding: "x".repeat(17 * 1024) });
+      expectError(
+        await h.request("POST", path, { body: json, headers: { "content-type": "application/json" } }),
+        413,
+        "PAYLOAD_TOO_LARGE",
+      );
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          const bytes = new TextEncoder().encode(json);
+          for (let i = 0; i < bytes.length; i += 1024) controller.enqueue(bytes.subarray(i, i + 1024));
+          controller.close();
+        },
+      });
+      expectError(
+        await h.request("POST", path, { body: stream, headers: { "content-type": "application/json" } }),
+        413,
+        "PAYLOAD_TOO_LARGE",
+      );
+    },
+  );
 
   test.each([
     { path: REQUEST, json: {}, field: "email", note: "request-otp {}" },
     { path: REQUEST, json: { email: 5 }, field: "email", note: "request-otp { email: 5 }" },
     { path: REQUEST, json: { email: null }, field: "email", note: "request-otp { email: null }" },
-    { path: REQUEST, json: { email: ["owner@example.com"] }, field: "email", note: "request-otp { email: ['owner@example.com'] }" },
+    {
+      path: REQUEST,
+      json: { email: ["owner@example.com"] },
+      field: "email",
+      note: "request-otp { email: ['owner@example.com'] }",
+    },
     { path: REQUEST, json: { email: "x".repeat(321) }, field: "email", note: "request-otp { email: <321 chars> }" },
-    { path: REQUEST, json: { email: "owner@example.com", site_url: 5 }, field: "site_url", note: "request-otp { email: 'owner@example.com', site_url: 5 }" },
-    { path: REQUEST, json: { email: "owner@example.com", site_url: null }, field: "site_url", note: "request-otp { email: 'owner@example.com', site_url: null }" },
+    {
+      path: REQUEST,
+      json: { email: "owner@example.com", site_url: 5 },
+      field: "site_url",
+      note: "request-otp { email: 'owner@example.com', site_url: 5 }",
+    },
+    {
+      path: REQUEST,
+      json: { email: "owner@example.com", site_url: null },
+      field: "site_url",
+      note: "request-otp { email: 'owner@example.com', site_url: null }",
+    },
     { path: VERIFY, json: { otp: "123456" }, field: "email", note: "verify-otp { otp: '123456' }" },
-    { path: VERIFY, json: { email: "owner@example.com" }, field: "otp", note: "verify-otp { email: 'owner@example.com' }" },
-    { path: VERIFY, json: { email: "owner@example.com", otp: "123456", site_url: {} }, field: "site_url", note: "verify-otp { email: 'owner@example.com', otp: '123456', site_url: {} }" },
-    { path: REQUEST, json: { email: ["owner@example.com"] }, field: "email: expected a string, got an array", note: "request-otp { email: [ 'owner@example.com' ] }" },
+    {
+      path: VERIFY,
+      json: { email: "owner@example.com" },
+      field: "otp",
+      note: "verify-otp { email: 'owner@example.com' }",
+    },
+    {
+      path: VERIFY,
+      json: { email: "owner@example.com", otp: "123456", site_url: {} },
+      field: "site_url",
+      note: "verify-otp { email: 'owner@example.com', otp: '123456', site_url: {} }",
+    },
+    {
+      path: REQUEST,
+      json: { email: ["owner@example.com"] },
+      field: "email: expected a string, got an array",
+      note: "request-otp { email: [ 'owner@example.com' ] }",
+    },
   ])("$note → 400 VALIDATION_ERROR naming $field", async ({ path, json, field }) => {
     const res = await h.request("POST", path, { json });
     expectError(res, 400, "VALIDATION_ERROR");
@@ -576,7 +684,11 @@ describe("e-mail addresses", () => {
   test.each([
     { input: "owner@bücher.de", normalised: "owner@xn--bcher-kva.de", note: "IDN domain → punycode" },
     { input: "owner@MAIL.Bücher.DE", normalised: "owner@mail.xn--bcher-kva.de", note: "mixed-case IDN subdomain" },
-    { input: "Owner.Name+tag@Example.COM", normalised: "owner.name+tag@example.com", note: "case folded, plus tag kept" },
+    {
+      input: "Owner.Name+tag@Example.COM",
+      normalised: "owner.name+tag@example.com",
+      note: "case folded, plus tag kept",
+    },
     { input: "  owner@example.com  ", normalised: "owner@example.com", note: "surrounding spaces trimmed" },
     { input: "o'brien@example.com", normalised: "o'brien@example.com", note: "apostrophe" },
   ])("$note: $input is accepted as $normalised", async ({ input, normalised }) => {
@@ -628,7 +740,10 @@ describe("e-mail addresses", () => {
     { email: "owner@xn--tda.example:25", note: "a port after an IDN domain" },
     { email: "owner@xn--tda.example\u0000", note: "NUL after an IDN domain" },
     { email: "owner@ＥＸＡＭＰＬＥ.xn--tda.example", note: "full-width letters beside an IDN label" },
-    { email: `${"a".repeat(60)}@${Array.from({ length: 7 }, () => "日本語日本語日本語日本語").join(".")}.example`, note: "over 254 once the domain is ASCII" },
+    {
+      email: `${"a".repeat(60)}@${Array.from({ length: 7 }, () => "日本語日本語日本語日本語").join(".")}.example`,
+      note: "over 254 once the domain is ASCII",
+    },
   ])("$note → 400 INVALID_EMAIL", async ({ email }) => {
     expectError(await h.requestOtp({ email }), 400, "INVALID_EMAIL");
     expectError(await h.verifyOtp({ email, otp: "123456" }), 400, "INVALID_EMAIL");
@@ -705,16 +820,42 @@ describe("issued keys", () => {
 describe("every error body is exactly {error, message, code}", () => {
   test.each([
     { name: "unknown route", send: () => h.request("GET", "/v1/nope"), status: 404, code: "NOT_FOUND" },
-    { name: "another method on a route", send: () => h.request("GET", REQUEST), status: 405, code: "METHOD_NOT_ALLOWED" },
-    { name: "/internal from an unknown client", send: () => h.request("GET", "/internal/status"), status: 404, code: "NOT_FOUND" },
-    { name: "bad JSON", send: () => h.request("POST", REQUEST, { body: "{", headers: { "content-type": "application/json" } }), status: 400, code: "VALIDATION_ERROR" },
+    {
+      name: "another method on a route",
+      send: () => h.request("GET", REQUEST),
+      status: 405,
+      code: "METHOD_NOT_ALLOWED",
+    },
+    {
+      name: "/internal from an unknown client",
+      send: () => h.request("GET", "/internal/status"),
+      status: 404,
+      code: "NOT_FOUND",
+    },
+    {
+      name: "bad JSON",
+      send: () => h.request("POST", REQUEST, { body: "{", headers: { "content-type": "application/json" } }),
+      status: 400,
+      code: "VALIDATION_ERROR",
+    },
     { name: "missing field", send: () => h.requestOtp({}), status: 400, code: "VALIDATION_ERROR" },
     { name: "bad address", send: () => h.requestOtp({ email: "nope" }), status: 400, code: "INVALID_EMAIL" },
-    { name: "wrong code", send: () => h.verifyOtp({ email: "owner@example.com", otp: "123456" }), status: 401, code: "INVALID_OTP" },
-    { name: "wrong type", send: () => h.request("POST", VERIFY, { body: "x", headers: { "content-type": "text/plain" } }), status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
+    {
+      name: "wrong code",
+      send: () => h.verifyOtp({ email: "owner@example.com", otp: "123456" }),
+      status: 401,
+      code: "INVALID_OTP",
+    },
+    {
+      name: "wrong type",
+      send: () => h.request("POST", VERIFY, { body: "x", headers: { "content-type": "text/plain" } }),
+      status: 415,
+      code: "UNSUPPORTED_MEDIA_TYPE",
+    },
     {
       name: "huge body",
-      send: () => h.request("POST", VERIFY, { body: "x".repeat(20_000), headers: { "content-type": "application/json" } }),
+      send: () =>
+        h.request("POST", VERIFY, { body: "x".repeat(20_000), headers: { "content-type": "application/json" } }),
       status: 413,
       code: "PAYLOAD_TOO_LARGE",
     },
@@ -732,12 +873,21 @@ describe("every error body is exactly {error, message, code}", () => {
     ] as const) {
       const res = await h.request(method, path);
       expectError(res, 405, "METHOD_NOT_ALLOWED");
-      expect([method, path, res.headers.get("allow"), res.body.message]).toEqual([method, path, allow, `${path} answers ${allow} only. See /v1/docs for the API.`]);
+      expect([method, path, res.headers.get("allow"), res.body.message]).toEqual([
+        method,
+        path,
+        allow,
+        `${path} answers ${allow} only. See /v1/docs for the API.`,
+      ]);
     }
     // HEAD on a POST route: the same status and Allow, without a body.
     const head = await h.request("HEAD", "/v1/plugin/convert");
     expect([head.status, head.headers.get("allow")]).toEqual([405, "POST"]);
-    for (const [method, path] of [["GET", "/v1/plugin/convert/"], ["PUT", "/internal/login"], ["DELETE", "/internal/keys/abc/revoke"]] as const) {
+    for (const [method, path] of [
+      ["GET", "/v1/plugin/convert/"],
+      ["PUT", "/internal/login"],
+      ["DELETE", "/internal/keys/abc/revoke"],
+    ] as const) {
       // From loopback, inside the /internal/ allowlist.
       expectError(await h.request(method, path, { ip: "127.0.0.1" }), 404, "NOT_FOUND");
     }

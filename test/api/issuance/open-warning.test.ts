@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { openIssuanceWarning } from "../../../src/api/issuance/service.ts";
-import { startServer, type RunningServer } from "../../support/server.ts";
+import { type RunningServer, startServer } from "../../support/server.ts";
 
 const SMTP = "smtp://127.0.0.1:2525";
 
@@ -12,10 +12,22 @@ describe("openIssuanceWarning", () => {
   test.each([
     { name: "SMTP, *, 0.0.0.0", config: { smtpUrl: SMTP, allowedEmails: ["*"], host: "0.0.0.0" }, warns: true },
     { name: "SMTP, *, ::", config: { smtpUrl: SMTP, allowedEmails: ["*"], host: "::" }, warns: true },
-    { name: "SMTP, * among others, a LAN address", config: { smtpUrl: SMTP, allowedEmails: ["@example.com", "*"], host: "192.168.1.20" }, warns: true },
+    {
+      name: "SMTP, * among others, a LAN address",
+      config: { smtpUrl: SMTP, allowedEmails: ["@example.com", "*"], host: "192.168.1.20" },
+      warns: true,
+    },
     { name: "no SMTP (codes only in the log)", config: { allowedEmails: ["*"], host: "0.0.0.0" }, warns: false },
-    { name: "a list of addresses", config: { smtpUrl: SMTP, allowedEmails: ["owner@example.com", "@example.org"], host: "0.0.0.0" }, warns: false },
-    { name: "loopback 127.0.0.1 (behind a proxy on this machine)", config: { smtpUrl: SMTP, allowedEmails: ["*"], host: "127.0.0.1" }, warns: false },
+    {
+      name: "a list of addresses",
+      config: { smtpUrl: SMTP, allowedEmails: ["owner@example.com", "@example.org"], host: "0.0.0.0" },
+      warns: false,
+    },
+    {
+      name: "loopback 127.0.0.1 (behind a proxy on this machine)",
+      config: { smtpUrl: SMTP, allowedEmails: ["*"], host: "127.0.0.1" },
+      warns: false,
+    },
     { name: "loopback ::1", config: { smtpUrl: SMTP, allowedEmails: ["*"], host: "::1" }, warns: false },
     { name: "localhost", config: { smtpUrl: SMTP, allowedEmails: ["*"], host: "localhost" }, warns: false },
   ])("$name", ({ config, warns }) => {
@@ -33,7 +45,8 @@ describe("at start", () => {
     await server?.stop();
     server = undefined;
   });
-  const warnings = (s: RunningServer) => s.logs.filter((l) => l.json?.level === "warn" && String(l.json.msg).includes("obtain API keys"));
+  const warnings = (s: RunningServer) =>
+    s.logs.filter((l) => l.json?.level === "warn" && String(l.json.msg).includes("obtain API keys"));
 
   test("a server on 0.0.0.0 with SMTP and the default * logs the warning once, before it listens", async () => {
     server = await startServer({ env: { IMGPRESS_HOST: "0.0.0.0", IMGPRESS_SMTP_URL: SMTP } });

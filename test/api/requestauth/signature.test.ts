@@ -4,29 +4,34 @@
  * (also across two app instances sharing one database), scheme selection and check order.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createHarness, expectError, type Harness } from "../../support/harness.ts";
-import * as img from "../../support/images.ts";
 import {
+  type Body,
   convertForm,
   expectImage,
+  type Keys,
   postBearer,
   postConvert,
   postSigned,
-  type Body,
-  type Keys,
   type RawResponse,
 } from "../../support/convert-helpers.ts";
+import { createHarness, expectError, type Harness } from "../../support/harness.ts";
+import * as img from "../../support/images.ts";
 import { CANONICAL_ENDPOINT, EMPTY_SHA256, FULL_ENDPOINT, sha256Hex, signedHeaders } from "../../support/sign.ts";
 
 /** expectError for responses that kept their body as bytes. */
 function expect401(res: RawResponse, code: string) {
   expectError({ status: res.status, headers: res.headers, body: res.body, text: "" }, 401, code);
   // Every 401 names the schemes the server accepts (RFC 9110).
-  expect(res.headers.get("www-authenticate")).toMatch(/^(Bearer realm="imgpress"|HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature")(, |$)/);
+  expect(res.headers.get("www-authenticate")).toMatch(
+    /^(Bearer realm="imgpress"|HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature")(, |$)/,
+  );
 }
 
 async function expectConverted(res: RawResponse, format: "webp" | "avif" = "webp") {
-  expect({ status: res.status, type: res.headers.get("content-type") }).toEqual({ status: 200, type: `image/${format}` });
+  expect({ status: res.status, type: res.headers.get("content-type") }).toEqual({
+    status: 200,
+    type: `image/${format}`,
+  });
   await expectImage(res.bytes, { format, width: 64, height: 48 });
 }
 
@@ -53,14 +58,20 @@ describe("scheme A: bearer", () => {
 
   test("the scheme word is case-insensitive", async () => {
     const b = await body();
-    await expectConverted(await postConvert(h, { body: b.bytes, contentType: b.contentType, headers: { authorization: `bearer ${keys.api_key}` } }));
+    await expectConverted(
+      await postConvert(h, {
+        body: b.bytes,
+        contentType: b.contentType,
+        headers: { authorization: `bearer ${keys.api_key}` },
+      }),
+    );
   });
 
   test.each([
-    ["an unknown key with the right prefix", "imp_" + "A".repeat(43)],
+    ["an unknown key with the right prefix", `imp_${"A".repeat(43)}`],
     ["a key without the prefix", "not-a-key"],
     ["the secret key instead of the api key", "SECRET"],
-    ["an overlong key", "imp_" + "x".repeat(500)],
+    ["an overlong key", `imp_${"x".repeat(500)}`],
   ])("%s → 401 INVALID_API_KEY", async (_name, key) => {
     const res = await postBearer(h, key === "SECRET" ? keys.secret_key : key, await body());
     expect401(res, "INVALID_API_KEY");
@@ -101,37 +112,51 @@ describe("scheme B: signed", () => {
     ["another METHOD in the string to sign", { method: "GET" }],
     ["the hash of another body", { bodyHash: sha256Hex("something else") }],
     ["an uppercase-hex body hash", { bodyHash: "UPPER" }],
-  ] as [string, { secretKey?: string; method?: string; bodyHash?: string }][])("%s → 401 INVALID_SIGNATURE", async (_name, override) => {
-    const b = await body();
-    const sign = override.bodyHash === "UPPER" ? { bodyHash: sha256Hex(b.bytes).toUpperCase() } : override;
-    expect401(await postSigned(h, keys, b, sign), "INVALID_SIGNATURE");
-    await expectConverted(await postSigned(h, keys, await body()));
-  });
+  ] as [string, { secretKey?: string; method?: string; bodyHash?: string }][])(
+    "%s → 401 INVALID_SIGNATURE",
+    async (_name, override) => {
+      const b = await body();
+      const sign = override.bodyHash === "UPPER" ? { bodyHash: sha256Hex(b.bytes).toUpperCase() } : override;
+      expect401(await postSigned(h, keys, b, sign), "INVALID_SIGNATURE");
+      await expectConverted(await postSigned(h, keys, await body()));
+    },
+  );
 
   test("a body altered after signing → 401 INVALID_SIGNATURE", async () => {
     const signedFor = await body();
     const sent = await body();
-    const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(h), body: signedFor.bytes });
+    const headers = signedHeaders({
+      apiKey: keys.api_key,
+      secretKey: keys.secret_key,
+      timestamp: nowS(h),
+      body: signedFor.bytes,
+    });
     expect401(await postConvert(h, { body: sent.bytes, contentType: sent.contentType, headers }), "INVALID_SIGNATURE");
   });
 
   test("x-timestamp differing from the signed timestamp → 401 INVALID_SIGNATURE", async () => {
     const b = await body();
-    const headers = { ...signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(h), body: b.bytes }), "x-timestamp": String(nowS(h) - 1) };
+    const headers = {
+      ...signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(h), body: b.bytes }),
+      "x-timestamp": String(nowS(h) - 1),
+    };
     expect401(await postConvert(h, { body: b.bytes, contentType: b.contentType, headers }), "INVALID_SIGNATURE");
   });
 
   test("a signature that is not hex, or truncated → 401 INVALID_SIGNATURE", async () => {
     for (const signature of ["zz", "0".repeat(64), "deadbeef"]) {
       const b = await body();
-      const headers = { ...signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(h), body: b.bytes }), "x-signature": signature };
+      const headers = {
+        ...signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(h), body: b.bytes }),
+        "x-signature": signature,
+      };
       expect401(await postConvert(h, { body: b.bytes, contentType: b.contentType, headers }), "INVALID_SIGNATURE");
     }
   });
 
   test("an unknown api key → 401 INVALID_API_KEY", async () => {
     const b = await body();
-    const res = await postSigned(h, { api_key: "imp_" + "Z".repeat(43), secret_key: keys.secret_key }, b);
+    const res = await postSigned(h, { api_key: `imp_${"Z".repeat(43)}`, secret_key: keys.secret_key }, b);
     expect401(res, "INVALID_API_KEY");
   });
 
@@ -147,7 +172,8 @@ describe("scheme B: signed", () => {
     const headers = Object.fromEntries(Object.entries(all).filter(([k]) => present.includes(k)));
     const res = await postConvert(h, { body: b.bytes, contentType: b.contentType, headers });
     expect401(res, "UNAUTHORIZED");
-    for (const missing of Object.keys(all).filter((k) => !present.includes(k))) expect(res.body.message).toContain(missing);
+    for (const missing of Object.keys(all).filter((k) => !present.includes(k)))
+      expect(res.body.message).toContain(missing);
   });
 });
 
@@ -163,7 +189,9 @@ describe("no credentials → 401 UNAUTHORIZED", () => {
     const res = await postConvert(h, { body: b.bytes, contentType: b.contentType, headers });
     expect401(res, "UNAUTHORIZED");
     // A header that was sent is named as malformed, not as missing.
-    expect(res.body.message).toContain(headers.authorization === undefined ? "Missing credentials" : "must be exactly: Bearer <api_key>");
+    expect(res.body.message).toContain(
+      headers.authorization === undefined ? "Missing credentials" : "must be exactly: Bearer <api_key>",
+    );
   });
 
   test("no body either", async () => {
@@ -201,7 +229,7 @@ describe("timestamps", () => {
     ["fractional seconds", (t: number) => `${t}.5`],
     ["fraction of zero", (t: number) => `${t}.0`],
     ["milliseconds", (t: number) => `${t}000`],
-    ["exponent notation", (t: number) => (t / 1e9).toFixed(9).replace(/0+$/, "") + "e9"],
+    ["exponent notation", (t: number) => `${(t / 1e9).toFixed(9).replace(/0+$/, "")}e9`],
     ["hex", (t: number) => `0x${t.toString(16)}`],
     ["signed", (t: number) => `+${t}`],
     ["ISO date", () => "2030-01-01T00:00:00Z"],
@@ -256,7 +284,11 @@ describe("replay", () => {
   });
 
   test("two app instances sharing one database agree on replays", async () => {
-    const other = await createHarness({ env: { IMGPRESS_DATABASE_URL: `file:${h.dbPath}` }, smtp: h.smtp, clockStart: h.clock.now() });
+    const other = await createHarness({
+      env: { IMGPRESS_DATABASE_URL: `file:${h.dbPath}` },
+      smtp: h.smtp,
+      clockStart: h.clock.now(),
+    });
     try {
       const b = await body();
       const ts = nowS(h) - 11;
@@ -285,7 +317,12 @@ describe("BODY_HASH of a multipart request", () => {
     const res = await postConvert(h, {
       body: b.bytes,
       contentType: "application/octet-stream",
-      headers: signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: nowS(h), bodyHash: EMPTY_SHA256 }),
+      headers: signedHeaders({
+        apiKey: keys.api_key,
+        secretKey: keys.secret_key,
+        timestamp: nowS(h),
+        bodyHash: EMPTY_SHA256,
+      }),
     });
     expect401(res, "INVALID_SIGNATURE");
   });
@@ -297,7 +334,9 @@ describe("BODY_HASH of a multipart request", () => {
       const emptyHash = await postSigned(strict, k, await body(), { bodyHash: EMPTY_SHA256 });
       expect401(emptyHash, "INVALID_SIGNATURE");
       // Said as what it is (the CURLFile form the docs offer), not as a key or clock problem.
-      expect(emptyHash.body.message).toStartWith("The signature covers the SHA-256 of an empty body, which this server does not accept (IMGPRESS_SIGNATURE_BODY=strict)");
+      expect(emptyHash.body.message).toStartWith(
+        "The signature covers the SHA-256 of an empty body, which this server does not accept (IMGPRESS_SIGNATURE_BODY=strict)",
+      );
       // Any other wrong signature keeps the plain answer.
       const wrong = await postSigned(strict, k, await body(), { bodyHash: "0".repeat(64) });
       expect(wrong.body.message).toStartWith("The signature does not match.");
@@ -338,7 +377,9 @@ describe("IMGPRESS_AUTH_SCHEMES", () => {
       const res = await postBearer(only, k, await body());
       expect401(res, "SCHEME_DISABLED");
       expect(res.body.message).toContain("signed");
-      expect(res.headers.get("www-authenticate")).toBe('HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature"');
+      expect(res.headers.get("www-authenticate")).toBe(
+        'HMAC-SHA256 realm="imgpress", headers="x-api-key x-timestamp x-signature"',
+      );
       await expectConverted(await postSigned(only, k, await body()));
     } finally {
       await only.close();
@@ -380,15 +421,31 @@ describe("order of checks", () => {
   }
 
   test.each([
-    ["bearer, unknown key", "INVALID_API_KEY", () => ({ authorization: "Bearer imp_" + "Q".repeat(43) })],
-    ["signed, unknown key", "INVALID_API_KEY", (t: number) => ({ "x-api-key": "imp_" + "Q".repeat(43), "x-timestamp": String(t), "x-signature": "0".repeat(64) })],
-    ["signed, stale timestamp", "TIMESTAMP_OUT_OF_RANGE", (t: number) => ({ "x-api-key": keys.api_key, "x-timestamp": String(t - 10_000), "x-signature": "0".repeat(64) })],
+    ["bearer, unknown key", "INVALID_API_KEY", () => ({ authorization: `Bearer imp_${"Q".repeat(43)}` })],
+    [
+      "signed, unknown key",
+      "INVALID_API_KEY",
+      (t: number) => ({
+        "x-api-key": `imp_${"Q".repeat(43)}`,
+        "x-timestamp": String(t),
+        "x-signature": "0".repeat(64),
+      }),
+    ],
+    [
+      "signed, stale timestamp",
+      "TIMESTAMP_OUT_OF_RANGE",
+      (t: number) => ({ "x-api-key": keys.api_key, "x-timestamp": String(t - 10_000), "x-signature": "0".repeat(64) }),
+    ],
     ["no credentials", "UNAUTHORIZED", () => ({})],
   ] as const)("%s with a huge Content-Length → 401 %s without reading the body", async (_name, code, make) => {
     const watched = watchedBody();
     const res = await postConvert(h, {
       body: watched.stream,
-      headers: { ...make(nowS(h)), "content-type": "multipart/form-data; boundary=x", "content-length": String(50 * 1024 * 1024) },
+      headers: {
+        ...make(nowS(h)),
+        "content-type": "multipart/form-data; boundary=x",
+        "content-length": String(50 * 1024 * 1024),
+      },
     });
     expect401(res, code);
     expect(watched.pulled()).toBe(false);
@@ -398,7 +455,11 @@ describe("order of checks", () => {
     const watched = watchedBody();
     const res = await postConvert(h, {
       body: watched.stream,
-      headers: { authorization: `Bearer ${keys.api_key}`, "content-type": "multipart/form-data; boundary=x", "content-length": String(50 * 1024 * 1024) },
+      headers: {
+        authorization: `Bearer ${keys.api_key}`,
+        "content-type": "multipart/form-data; boundary=x",
+        "content-length": String(50 * 1024 * 1024),
+      },
     });
     expectError({ status: res.status, headers: res.headers, body: res.body, text: "" }, 413, "FILE_TOO_LARGE");
     expect(watched.pulled()).toBe(false);
@@ -406,14 +467,31 @@ describe("order of checks", () => {
 
   test("timestamp is checked before the key, the key before the signature", async () => {
     const b = await body();
-    const unknown = "imp_" + "W".repeat(43);
-    expect401(await postConvert(h, { body: b.bytes, contentType: b.contentType, headers: { "x-api-key": unknown, "x-timestamp": "1", "x-signature": "00" } }), "TIMESTAMP_OUT_OF_RANGE");
-    expect401(await postConvert(h, { body: b.bytes, contentType: b.contentType, headers: { "x-api-key": unknown, "x-timestamp": String(nowS(h)), "x-signature": "00" } }), "INVALID_API_KEY");
+    const unknown = `imp_${"W".repeat(43)}`;
+    expect401(
+      await postConvert(h, {
+        body: b.bytes,
+        contentType: b.contentType,
+        headers: { "x-api-key": unknown, "x-timestamp": "1", "x-signature": "00" },
+      }),
+      "TIMESTAMP_OUT_OF_RANGE",
+    );
+    expect401(
+      await postConvert(h, {
+        body: b.bytes,
+        contentType: b.contentType,
+        headers: { "x-api-key": unknown, "x-timestamp": String(nowS(h)), "x-signature": "00" },
+      }),
+      "INVALID_API_KEY",
+    );
   });
 
   test("signed headers win over an Authorization header (both present → signed rules apply)", async () => {
     const b = await body();
-    const headers = { authorization: `Bearer ${keys.api_key}`, ...signedHeaders({ apiKey: keys.api_key, secretKey: "imps_wrong", timestamp: nowS(h), body: b.bytes }) };
+    const headers = {
+      authorization: `Bearer ${keys.api_key}`,
+      ...signedHeaders({ apiKey: keys.api_key, secretKey: "imps_wrong", timestamp: nowS(h), body: b.bytes }),
+    };
     expect401(await postConvert(h, { body: b.bytes, contentType: b.contentType, headers }), "INVALID_SIGNATURE");
   });
 });
@@ -434,7 +512,10 @@ describe("usage metering", () => {
     await convertOnce(await body(), false);
     h.clock.advance(1000);
     const lastSuccess = h.clock.now();
-    await convertOnce(await convertForm(await img.pngWithAlpha(40, 30), { format: "avif", quality: "lossless" }, "a.png"), true);
+    await convertOnce(
+      await convertForm(await img.pngWithAlpha(40, 30), { format: "avif", quality: "lossless" }, "a.png"),
+      true,
+    );
     h.clock.advance(1000);
     // Failures do not count.
     expect((await postBearer(h, k, await convertForm(img.truncated(image, 0.5)))).status).toBe(422);

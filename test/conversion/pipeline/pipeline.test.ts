@@ -4,11 +4,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { AppError } from "../../../src/core/errors.ts";
-import { convertImage, type ConvertLimits, type ConvertOptions } from "../../../src/conversion/pipeline/index.ts";
+import { type ConvertLimits, type ConvertOptions, convertImage } from "../../../src/conversion/pipeline/index.ts";
 import { conversionMemoryBytes, inputCost } from "../../../src/conversion/pipeline/memory.ts";
-import * as img from "../../support/images.ts";
+import { AppError } from "../../../src/core/errors.ts";
 import { expectImage, firstDifference, meanAbsDiff, outputFormat, rgba } from "../../support/convert-helpers.ts";
+import * as img from "../../support/images.ts";
 
 const LIMITS: ConvertLimits = { maxPixels: 100_000_000, timeoutS: 60 };
 const FORMATS = ["webp", "avif"] as const;
@@ -81,7 +81,12 @@ describe("lossless is truly lossless", () => {
 
   test.each(cases)("$name → $format", async ({ make, format }) => {
     const input = await make();
-    const expected = await sharp(input).autoOrient().toColourspace("srgb").ensureAlpha().raw({ depth: "uchar" }).toBuffer({ resolveWithObject: true });
+    const expected = await sharp(input)
+      .autoOrient()
+      .toColourspace("srgb")
+      .ensureAlpha()
+      .raw({ depth: "uchar" })
+      .toBuffer({ resolveWithObject: true });
     const out = await convert(input, { format, quality: "lossless" });
     expect(await outputFormat(out.bytes)).toBe(format);
     const got = await rgba(out.bytes);
@@ -140,7 +145,11 @@ describe("colour management", () => {
 
   // sharp processes 16-bit images in P3: without an explicit sRGB transform the P3 numbers came out as sRGB.
   const guards = ["off", "all"] as const;
-  test.each(FORMATS.flatMap((format) => QUALITIES.flatMap((quality) => guards.map((guard) => [format, quality, guard] as const))))(
+  test.each(
+    FORMATS.flatMap((format) =>
+      QUALITIES.flatMap((quality) => guards.map((guard) => [format, quality, guard] as const)),
+    ),
+  )(
     "16-bit Display P3 PNG with alpha is converted to sRGB (%s %s, guard %s)",
     async (format, quality, qualityGuard) => {
       const p3 = await img.png16WithP3Profile();
@@ -158,7 +167,10 @@ describe("colour management", () => {
     const out = await convert(await img.greyJpeg(50, 30), { format });
     await expectImage(out.bytes, { format, width: 50, height: 30 });
     const d = await rgba(out.bytes);
-    for (let i = 0; i < d.data.length; i += 4) expect(Math.max(Math.abs(d.data[i]! - d.data[i + 1]!), Math.abs(d.data[i]! - d.data[i + 2]!))).toBeLessThanOrEqual(3);
+    for (let i = 0; i < d.data.length; i += 4)
+      expect(
+        Math.max(Math.abs(d.data[i]! - d.data[i + 1]!), Math.abs(d.data[i]! - d.data[i + 2]!)),
+      ).toBeLessThanOrEqual(3);
   });
 });
 
@@ -169,7 +181,9 @@ describe("input layouts", () => {
     ["interlaced PNG", () => img.interlacedPng(), 64, 48],
     ["progressive JPEG", () => img.progressiveJpeg(), 64, 48],
   ];
-  const cases = layouts.flatMap(([name, make, width, height]) => FORMATS.map((format) => ({ name, make, width, height, format })));
+  const cases = layouts.flatMap(([name, make, width, height]) =>
+    FORMATS.map((format) => ({ name, make, width, height, format })),
+  );
 
   test.each(cases)("$name → $format lossy decodes to the same picture", async ({ make, width, height, format }) => {
     const input = await make();
@@ -190,11 +204,15 @@ describe("input layouts", () => {
     ["PNG", img.onePixelPng],
     ["JPEG", img.onePixelJpeg],
   ] as const;
-  const tiny = onePixel.flatMap(([name, make]) => FORMATS.flatMap((format) => QUALITIES.map((quality) => ({ name, make, format, quality }))));
+  const tiny = onePixel.flatMap(([name, make]) =>
+    FORMATS.flatMap((format) => QUALITIES.map((quality) => ({ name, make, format, quality }))),
+  );
   test.each(tiny)("1×1 $name → $format $quality", async ({ make, format, quality }) => {
     const out = await convert(await make(), { format, quality, maxWidth: 1 });
     await expectImage(out.bytes, { format, width: 1, height: 1 });
-    expect(img.colourDistance(img.pixelAt(await img.decode(Buffer.from(out.bytes)), 0, 0), img.ONE_PIXEL)).toBeLessThanOrEqual(12);
+    expect(
+      img.colourDistance(img.pixelAt(await img.decode(Buffer.from(out.bytes)), 0, 0), img.ONE_PIXEL),
+    ).toBeLessThanOrEqual(12);
   });
 });
 
@@ -216,12 +234,15 @@ describe("max_width", () => {
   ];
   const all = cases.flatMap((c) => FORMATS.map((format) => ({ ...c, format })));
 
-  test.each(all)("200×150 with max_width $maxWidth → $width x $height ($format)", async ({ maxWidth, width, height, format }) => {
-    const out = await convert(await img.photo(200, 150), { format, maxWidth });
-    expect([out.width, out.height]).toEqual([width, height]);
-    await expectImage(out.bytes, { format, width, height });
-    expect(Math.abs(height - (width * 150) / 200)).toBeLessThanOrEqual(1); // aspect ratio kept
-  });
+  test.each(all)(
+    "200×150 with max_width $maxWidth → $width x $height ($format)",
+    async ({ maxWidth, width, height, format }) => {
+      const out = await convert(await img.photo(200, 150), { format, maxWidth });
+      expect([out.width, out.height]).toEqual([width, height]);
+      await expectImage(out.bytes, { format, width, height });
+      expect(Math.abs(height - (width * 150) / 200)).toBeLessThanOrEqual(1); // aspect ratio kept
+    },
+  );
 
   test("scaling keeps the picture (downscaled output ≈ downscaled input)", async () => {
     const input = await img.photo(200, 150);
@@ -241,7 +262,9 @@ describe("metadata is stripped", () => {
     ["JPEG with EXIF, XMP and ICC", img.jpegWithMetadata],
     ["PNG with eXIf, XMP and tEXt", img.pngWithMetadata],
   ] as const;
-  const cases = sources.flatMap(([name, make]) => FORMATS.flatMap((format) => QUALITIES.map((quality) => ({ name, make, format, quality }))));
+  const cases = sources.flatMap(([name, make]) =>
+    FORMATS.flatMap((format) => QUALITIES.map((quality) => ({ name, make, format, quality }))),
+  );
 
   test.each(cases)("$name → $format $quality", async ({ make, format, quality }) => {
     const input = await make();
@@ -271,17 +294,57 @@ describe("metadata is stripped", () => {
 
 describe("hostile input", () => {
   const hostile: { name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; code: string }[] = [
-    { name: "truncated JPEG (50%)", make: async () => img.truncated(await img.photo(200, 150), 0.5), status: 422, code: "INVALID_IMAGE" },
-    { name: "truncated JPEG (99%)", make: async () => img.truncated(await img.photo(200, 150), 0.99), status: 422, code: "INVALID_IMAGE" },
-    { name: "truncated JPEG (header only)", make: async () => img.truncated(await img.photo(200, 150), 0.02), status: 422, code: "INVALID_IMAGE" },
-    { name: "truncated progressive JPEG", make: async () => img.truncated(await img.progressiveJpeg(200, 150), 0.6), status: 422, code: "INVALID_IMAGE" },
-    { name: "truncated PNG (50%)", make: async () => img.truncated(await img.pngWithAlpha(200, 150), 0.5), status: 422, code: "INVALID_IMAGE" },
-    { name: "truncated PNG (95%)", make: async () => img.truncated(await img.pngWithAlpha(200, 150), 0.95), status: 422, code: "INVALID_IMAGE" },
-    { name: "truncated interlaced PNG", make: async () => img.truncated(await img.interlacedPng(200, 150), 0.7), status: 422, code: "INVALID_IMAGE" },
+    {
+      name: "truncated JPEG (50%)",
+      make: async () => img.truncated(await img.photo(200, 150), 0.5),
+      status: 422,
+      code: "INVALID_IMAGE",
+    },
+    {
+      name: "truncated JPEG (99%)",
+      make: async () => img.truncated(await img.photo(200, 150), 0.99),
+      status: 422,
+      code: "INVALID_IMAGE",
+    },
+    {
+      name: "truncated JPEG (header only)",
+      make: async () => img.truncated(await img.photo(200, 150), 0.02),
+      status: 422,
+      code: "INVALID_IMAGE",
+    },
+    {
+      name: "truncated progressive JPEG",
+      make: async () => img.truncated(await img.progressiveJpeg(200, 150), 0.6),
+      status: 422,
+      code: "INVALID_IMAGE",
+    },
+    {
+      name: "truncated PNG (50%)",
+      make: async () => img.truncated(await img.pngWithAlpha(200, 150), 0.5),
+      status: 422,
+      code: "INVALID_IMAGE",
+    },
+    {
+      name: "truncated PNG (95%)",
+      make: async () => img.truncated(await img.pngWithAlpha(200, 150), 0.95),
+      status: 422,
+      code: "INVALID_IMAGE",
+    },
+    {
+      name: "truncated interlaced PNG",
+      make: async () => img.truncated(await img.interlacedPng(200, 150), 0.7),
+      status: 422,
+      code: "INVALID_IMAGE",
+    },
     { name: "PNG signature + garbage", make: () => img.pngSignatureGarbage(), status: 422, code: "INVALID_IMAGE" },
     { name: "JPEG signature + garbage", make: () => img.jpegSignatureGarbage(), status: 422, code: "INVALID_IMAGE" },
     { name: "PNG bomb 16000×16000", make: () => img.pngBomb(), status: 422, code: "IMAGE_TOO_LARGE" },
-    { name: "JPEG header declaring 30000×30000", make: () => img.jpegHeaderOnly(), status: 422, code: "IMAGE_TOO_LARGE" },
+    {
+      name: "JPEG header declaring 30000×30000",
+      make: () => img.jpegHeaderOnly(),
+      status: 422,
+      code: "IMAGE_TOO_LARGE",
+    },
     { name: "GIF", make: () => img.gifBytes(), status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
     { name: "WebP", make: () => img.webpBytes(), status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
     { name: "BMP", make: () => img.bmpBytes(), status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
@@ -289,22 +352,32 @@ describe("hostile input", () => {
     { name: "SVG", make: () => img.svgBytes(), status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
     { name: "plain text", make: () => img.textBytes(), status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
     { name: "empty bytes", make: () => img.emptyBytes(), status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
-    { name: "two bytes of a JPEG signature", make: () => new Uint8Array([0xff, 0xd8]), status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
+    {
+      name: "two bytes of a JPEG signature",
+      make: () => new Uint8Array([0xff, 0xd8]),
+      status: 415,
+      code: "UNSUPPORTED_MEDIA_TYPE",
+    },
   ];
   const cases = hostile.flatMap((h) => FORMATS.map((format) => ({ ...h, format })));
 
-  test.each(cases)("$name → $status $code ($format), then a normal conversion works", async ({ make, status, code, format }) => {
-    const err = await rejection(convert(await make(), { format, quality: format === "avif" ? "lossy" : "lossless" }));
-    expect({ status: err.status, code: err.code }).toEqual({ status, code });
-    expect(err.message.length).toBeGreaterThan(0);
-    expect(err.message.length).toBeLessThan(400);
-    await expectHealthy();
-  });
+  test.each(cases)(
+    "$name → $status $code ($format), then a normal conversion works",
+    async ({ make, status, code, format }) => {
+      const err = await rejection(convert(await make(), { format, quality: format === "avif" ? "lossy" : "lossless" }));
+      expect({ status: err.status, code: err.code }).toEqual({ status, code });
+      expect(err.message.length).toBeGreaterThan(0);
+      expect(err.message.length).toBeLessThan(400);
+      await expectHealthy();
+    },
+  );
 
   test("the 415 message names what was sent", async () => {
     expect((await rejection(convert(await img.gifBytes()))).message).toContain("GIF");
     expect((await rejection(convert(img.bmpBytes()))).message).toContain("BMP");
-    const avif = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123" } }).avif().toBuffer();
+    const avif = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123" } })
+      .avif()
+      .toBuffer();
     expect((await rejection(convert(avif))).message).toContain("is an AVIF/HEIF file");
   });
 
@@ -328,56 +401,137 @@ describe("hostile input", () => {
     expect(err.message).toContain("1000×1000");
     expect(err.message).toContain("MiB");
     // The advice is exact: the largest max_width that fits is accepted, one more is refused.
-    const width = Number(err.message.match(/send max_width (\d+) or less or ask for lossy WebP, which needs the least\.$/)?.[1]);
+    const width = Number(
+      err.message.match(/send max_width (\d+) or less or ask for lossy WebP, which needs the least\.$/)?.[1],
+    );
     expect(width).toBeGreaterThan(500);
-    await expectImage((await convert(input, { format: "avif", maxWidth: width }, limits)).bytes, { format: "avif", width, height: width });
-    expect((await rejection(convert(input, { format: "avif", maxWidth: width + 1 }, limits))).code).toBe("IMAGE_TOO_LARGE");
-    await expectImage((await convert(input, { format: "webp" }, limits)).bytes, { format: "webp", width: 1000, height: 1000 });
-    await expectImage((await convert(input, { format: "avif", maxWidth: 500 }, limits)).bytes, { format: "avif", width: 500, height: 500 });
+    await expectImage((await convert(input, { format: "avif", maxWidth: width }, limits)).bytes, {
+      format: "avif",
+      width,
+      height: width,
+    });
+    expect((await rejection(convert(input, { format: "avif", maxWidth: width + 1 }, limits))).code).toBe(
+      "IMAGE_TOO_LARGE",
+    );
+    await expectImage((await convert(input, { format: "webp" }, limits)).bytes, {
+      format: "webp",
+      width: 1000,
+      height: 1000,
+    });
+    await expectImage((await convert(input, { format: "avif", maxWidth: 500 }, limits)).bytes, {
+      format: "avif",
+      width: 500,
+      height: 500,
+    });
   });
 
   test("the decoder's cost comes from the header: progressive JPEGs and interlaced PNGs are decoded whole, alpha costs the encoder more", async () => {
-    const pixels = sharp({ create: { width: 64, height: 48, channels: 4, background: { r: 10, g: 200, b: 90, alpha: 0.5 } } });
+    const pixels = sharp({
+      create: { width: 64, height: 48, channels: 4, background: { r: 10, g: 200, b: 90, alpha: 0.5 } },
+    });
     const cost = async (bytes: Buffer) => inputCost(await sharp(bytes).metadata());
-    expect(await cost(await pixels.clone().jpeg().toBuffer())).toEqual({ bytesPerPixel: 3, alpha: false, turned: false });
-    expect(await cost(await pixels.clone().jpeg({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 7, alpha: false, turned: false });
-    expect(await cost(await pixels.clone().jpeg({ progressive: true, chromaSubsampling: "4:4:4" }).toBuffer())).toEqual({ bytesPerPixel: 10, alpha: false, turned: false });
-    expect(await cost(await pixels.clone().toColourspace("cmyk").jpeg().toBuffer())).toEqual({ bytesPerPixel: 5, alpha: false, turned: false });
-    expect(await cost(await pixels.clone().jpeg().withMetadata({ orientation: 3 }).toBuffer())).toEqual({ bytesPerPixel: 3, alpha: false, turned: true });
+    expect(await cost(await pixels.clone().jpeg().toBuffer())).toEqual({
+      bytesPerPixel: 3,
+      alpha: false,
+      turned: false,
+    });
+    expect(await cost(await pixels.clone().jpeg({ progressive: true }).toBuffer())).toEqual({
+      bytesPerPixel: 7,
+      alpha: false,
+      turned: false,
+    });
+    expect(await cost(await pixels.clone().jpeg({ progressive: true, chromaSubsampling: "4:4:4" }).toBuffer())).toEqual(
+      { bytesPerPixel: 10, alpha: false, turned: false },
+    );
+    expect(await cost(await pixels.clone().toColourspace("cmyk").jpeg().toBuffer())).toEqual({
+      bytesPerPixel: 5,
+      alpha: false,
+      turned: false,
+    });
+    expect(await cost(await pixels.clone().jpeg().withMetadata({ orientation: 3 }).toBuffer())).toEqual({
+      bytesPerPixel: 3,
+      alpha: false,
+      turned: true,
+    });
     expect(await cost(await pixels.clone().png().toBuffer())).toEqual({ bytesPerPixel: 3, alpha: true, turned: false });
-    expect(await cost(await pixels.clone().toColourspace("rgb16").png().toBuffer())).toEqual({ bytesPerPixel: 4, alpha: true, turned: false });
-    expect(await cost(await pixels.clone().toColourspace("rgb16").png().withMetadata({ orientation: 6 }).toBuffer())).toEqual({ bytesPerPixel: 6, alpha: true, turned: true });
-    expect(await cost(await pixels.clone().removeAlpha().png({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 5, alpha: false, turned: false });
-    expect(await cost(await pixels.clone().toColourspace("rgb16").png({ progressive: true }).toBuffer())).toEqual({ bytesPerPixel: 10, alpha: true, turned: false });
+    expect(await cost(await pixels.clone().toColourspace("rgb16").png().toBuffer())).toEqual({
+      bytesPerPixel: 4,
+      alpha: true,
+      turned: false,
+    });
+    expect(
+      await cost(await pixels.clone().toColourspace("rgb16").png().withMetadata({ orientation: 6 }).toBuffer()),
+    ).toEqual({ bytesPerPixel: 6, alpha: true, turned: true });
+    expect(await cost(await pixels.clone().removeAlpha().png({ progressive: true }).toBuffer())).toEqual({
+      bytesPerPixel: 5,
+      alpha: false,
+      turned: false,
+    });
+    expect(await cost(await pixels.clone().toColourspace("rgb16").png({ progressive: true }).toBuffer())).toEqual({
+      bytesPerPixel: 10,
+      alpha: true,
+      turned: false,
+    });
     const upright = { width: 1000, height: 1000 };
     const plain = { bytesPerPixel: 3, alpha: false, turned: false };
-    expect(conversionMemoryBytes(upright, upright, "webp", "lossy", { ...plain, alpha: true })).toBeGreaterThan(conversionMemoryBytes(upright, upright, "webp", "lossy", plain));
+    expect(conversionMemoryBytes(upright, upright, "webp", "lossy", { ...plain, alpha: true })).toBeGreaterThan(
+      conversionMemoryBytes(upright, upright, "webp", "lossy", plain),
+    );
     // Turning costs one more copy of the output, not of the input: nothing at a small max_width.
-    expect(conversionMemoryBytes(upright, upright, "webp", "lossy", { ...plain, turned: true }) - conversionMemoryBytes(upright, upright, "webp", "lossy", plain)).toBe(3 * 1_000_000);
+    expect(
+      conversionMemoryBytes(upright, upright, "webp", "lossy", { ...plain, turned: true }) -
+        conversionMemoryBytes(upright, upright, "webp", "lossy", plain),
+    ).toBe(3 * 1_000_000);
   });
 
   test("an interlaced 16-bit PNG is charged its whole decoded frame at any max_width; the same pixels not interlaced fit", async () => {
-    const noise = sharp({ create: { width: 1000, height: 1000, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 }, noise: { type: "gaussian", mean: 128, sigma: 30 } } }).toColourspace("rgb16");
+    const noise = sharp({
+      create: {
+        width: 1000,
+        height: 1000,
+        channels: 4,
+        background: { r: 0, g: 0, b: 0, alpha: 1 },
+        noise: { type: "gaussian", mean: 128, sigma: 30 },
+      },
+    }).toColourspace("rgb16");
     // 1 MP at 10 bytes per pixel (8 decoded + 2) against 3 when streamed; the budget lies between.
     const limits = { ...LIMITS, memoryBudgetBytes: 6 * 2 ** 20 };
     const interlaced = await noise.clone().png({ progressive: true, compressionLevel: 1 }).toBuffer();
     const err = await rejection(convert(interlaced, { maxWidth: 10 }, limits));
     expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
-    expect(err.message).toEndWith("decoding an image this large takes more than that at any max_width, so this server cannot convert it.");
+    expect(err.message).toEndWith(
+      "decoding an image this large takes more than that at any max_width, so this server cannot convert it.",
+    );
     const streamed = await noise.clone().png({ compressionLevel: 1 }).toBuffer();
-    await expectImage((await convert(streamed, { maxWidth: 10 }, limits)).bytes, { format: "webp", width: 10, height: 10 });
+    await expectImage((await convert(streamed, { maxWidth: 10 }, limits)).bytes, {
+      format: "webp",
+      width: 10,
+      height: 10,
+    });
   });
 
   test("an image whose decoding alone exceeds the memory budget is told that no max_width helps", async () => {
-    const err = await rejection(convert(img.pngBomb(9000, 9000), { format: "webp", maxWidth: 10 }, { ...LIMITS, memoryBudgetBytes: 64 * 2 ** 20 }));
+    const err = await rejection(
+      convert(
+        img.pngBomb(9000, 9000),
+        { format: "webp", maxWidth: 10 },
+        { ...LIMITS, memoryBudgetBytes: 64 * 2 ** 20 },
+      ),
+    );
     expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
-    expect(err.message).toEndWith("decoding an image this large takes more than that at any max_width, so this server cannot convert it.");
+    expect(err.message).toEndWith(
+      "decoding an image this large takes more than that at any max_width, so this server cannot convert it.",
+    );
     await expectHealthy();
   });
 
   test("IMGPRESS_MAX_PIXELS is honoured exactly: at the limit converts, one pixel over is refused", async () => {
     const input = await img.photo(100, 50); // 5000 pixels
-    await expectImage((await convert(input, {}, { ...LIMITS, maxPixels: 5000 })).bytes, { format: "webp", width: 100, height: 50 });
+    await expectImage((await convert(input, {}, { ...LIMITS, maxPixels: 5000 })).bytes, {
+      format: "webp",
+      width: 100,
+      height: 50,
+    });
     const err = await rejection(convert(input, {}, { ...LIMITS, maxPixels: 4999 }));
     expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
   });
@@ -390,17 +544,21 @@ describe("hostile input", () => {
     { format: "webp" as const, width: 200, height: 17_000 },
     { format: "avif" as const, width: 17_000, height: 200 },
   ];
-  test.each(wide)("a valid $width x $height image → $format: 422 IMAGE_TOO_LARGE, not INVALID_IMAGE", async ({ format, width, height }) => {
-    const input = img.pngBomb(width, height); // a valid all-black PNG of 3.4 megapixels
-    expect((await sharp(input).metadata()).width).toBe(width);
-    const err = await rejection(convert(input, { format }));
-    expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
-    // The largest max_width within the format's side, which then converts.
-    const within = Number(err.message.match(/send max_width (\d+) or less\.$/)?.[1]);
-    expect(within).toBe(width > height ? (format === "avif" ? 16_384 : 16_383) : 192);
-    if (format === "webp") expect((await convert(input, { format, maxWidth: within })).bytes.length).toBeGreaterThan(0);
-    await expectHealthy();
-  });
+  test.each(wide)(
+    "a valid $width x $height image → $format: 422 IMAGE_TOO_LARGE, not INVALID_IMAGE",
+    async ({ format, width, height }) => {
+      const input = img.pngBomb(width, height); // a valid all-black PNG of 3.4 megapixels
+      expect((await sharp(input).metadata()).width).toBe(width);
+      const err = await rejection(convert(input, { format }));
+      expect({ status: err.status, code: err.code }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE" });
+      // The largest max_width within the format's side, which then converts.
+      const within = Number(err.message.match(/send max_width (\d+) or less\.$/)?.[1]);
+      expect(within).toBe(width > height ? (format === "avif" ? 16_384 : 16_383) : 192);
+      if (format === "webp")
+        expect((await convert(input, { format, maxWidth: within })).bytes.length).toBeGreaterThan(0);
+      await expectHealthy();
+    },
+  );
 
   test("max_width brings a too-wide image within WebP's limit", async () => {
     const out = await convert(img.pngBomb(17_000, 200), { format: "webp", maxWidth: 16_000 });
@@ -408,8 +566,14 @@ describe("hostile input", () => {
   });
 
   test("a small pixel limit is told in pixels, not as 0.0 megapixels", async () => {
-    const err = await rejection(convert(await img.photo(64, 48), { format: "webp" }, { maxPixels: 1000, timeoutS: 60 }));
-    expect({ status: err.status, code: err.code, message: err.message }).toEqual({ status: 422, code: "IMAGE_TOO_LARGE", message: "The image is 64×48 (3,072 pixels); this server accepts at most 1,000 pixels." });
+    const err = await rejection(
+      convert(await img.photo(64, 48), { format: "webp" }, { maxPixels: 1000, timeoutS: 60 }),
+    );
+    expect({ status: err.status, code: err.code, message: err.message }).toEqual({
+      status: 422,
+      code: "IMAGE_TOO_LARGE",
+      message: "The image is 64×48 (3,072 pixels); this server accepts at most 1,000 pixels.",
+    });
   });
 
   test("the type is sniffed from the bytes: a PNG inside a file the client called JPEG is still a PNG", async () => {
@@ -424,14 +588,20 @@ describe("time limit", () => {
   const slowInput = () => img.pngBomb(10_000, 10_000);
 
   test("a WebP conversion over IMGPRESS_CONVERT_TIMEOUT_S answers 504 CONVERSION_TIMEOUT", async () => {
-    const err = await rejection(convert(slowInput(), { format: "webp", quality: "lossy" }, { maxPixels: 100_000_000, timeoutS: 1 }));
+    const err = await rejection(
+      convert(slowInput(), { format: "webp", quality: "lossy" }, { maxPixels: 100_000_000, timeoutS: 1 }),
+    );
     expect({ status: err.status, code: err.code }).toEqual({ status: 504, code: "CONVERSION_TIMEOUT" });
     await expectHealthy();
   }, 60_000);
 
   test("a limit beyond the hour sharp accepts for libvips' own stop still converts (up to the documented day)", async () => {
     for (const timeoutS of [3600.5, 86_400]) {
-      const out = await convert(await img.photo(64, 48), { format: "webp", quality: "lossy" }, { maxPixels: 100_000_000, timeoutS });
+      const out = await convert(
+        await img.photo(64, 48),
+        { format: "webp", quality: "lossy" },
+        { maxPixels: 100_000_000, timeoutS },
+      );
       await expectImage(out.bytes, { format: "webp", width: 64, height: 48 });
     }
   });
@@ -439,7 +609,9 @@ describe("time limit", () => {
   // BUG: sharp's timeout is checked by libvips between pixel regions, but the AVIF encoder (libheif/aom)
   // runs as one call after the pixels are computed, so an AVIF conversion ignores the limit entirely.
   test("an AVIF conversion over IMGPRESS_CONVERT_TIMEOUT_S is also cut off (504)", async () => {
-    const err = await rejection(convert(slowInput(), { format: "avif", quality: "lossy" }, { maxPixels: 100_000_000, timeoutS: 1 }));
+    const err = await rejection(
+      convert(slowInput(), { format: "avif", quality: "lossy" }, { maxPixels: 100_000_000, timeoutS: 1 }),
+    );
     expect({ status: err.status, code: err.code }).toEqual({ status: 504, code: "CONVERSION_TIMEOUT" });
   }, 120_000);
 });

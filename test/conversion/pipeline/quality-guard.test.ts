@@ -6,27 +6,41 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { sharpDecoder, sharpEncoder, type EncodeSettings } from "../../../src/conversion/pipeline/encode.ts";
-import { guardedEncode, realGuardDeps, type GuardDeps } from "../../../src/conversion/pipeline/guard.ts";
+import { type EncodeSettings, sharpDecoder, sharpEncoder } from "../../../src/conversion/pipeline/encode.ts";
+import { type GuardDeps, guardedEncode, realGuardDeps } from "../../../src/conversion/pipeline/guard.ts";
 import { convertImage } from "../../../src/conversion/pipeline/index.ts";
 import { flatShare, hasFewColours, type RawImage } from "../../../src/conversion/pipeline/sample.ts";
 import { lumaOnWhite, meanSsim } from "../../../src/conversion/pipeline/ssim.ts";
+import { convertForm, type Keys, postBearer, rgba } from "../../support/convert-helpers.ts";
 import { createHarness, expectError, type Harness } from "../../support/harness.ts";
-import { convertForm, postBearer, rgba, type Keys } from "../../support/convert-helpers.ts";
 import * as img from "../../support/images.ts";
 
 function craft(width: number, height: number, channels: 3 | 4, pixel: (x: number, y: number) => number[]): RawImage {
   const data = new Uint8Array(width * height * channels);
-  for (let y = 0, p = 0; y < height; y++) for (let x = 0; x < width; x++, p += channels) data.set(pixel(x, y).slice(0, channels), p);
+  for (let y = 0, p = 0; y < height; y++)
+    for (let x = 0; x < width; x++, p += channels) data.set(pixel(x, y).slice(0, channels), p);
   return { data, width, height, channels };
 }
 
 /** Colour ramps under an alpha ramp with fine stripes: AVIF codes that alpha lossy. */
 const translucentGradient = (w: number, h: number) =>
-  craft(w, h, 4, (x, y) => [(255 * x) / w, (255 * y) / h, 128 + 60 * Math.sin(x / 3), 40 + ((200 * y) / h) * (x % 8 < 4 ? 1 : 0.6)]);
+  craft(w, h, 4, (x, y) => [
+    (255 * x) / w,
+    (255 * y) / h,
+    128 + 60 * Math.sin(x / 3),
+    40 + ((200 * y) / h) * (x % 8 < 4 ? 1 : 0.6),
+  ]);
 /** A few flat colours with hard edges and one-pixel lines, like a logo or a chart. */
 const flatGraphic = (w: number, h: number) =>
-  craft(w, h, 3, (x, y) => (x % 32 === 0 || y % 24 === 0 ? [20, 20, 20] : ((x >> 5) + (y >> 4)) % 3 === 0 ? [230, 60, 40] : ((x >> 6) ^ (y >> 5)) & 1 ? [250, 250, 250] : [40, 90, 200]));
+  craft(w, h, 3, (x, y) =>
+    x % 32 === 0 || y % 24 === 0
+      ? [20, 20, 20]
+      : ((x >> 5) + (y >> 4)) % 3 === 0
+        ? [230, 60, 40]
+        : ((x >> 6) ^ (y >> 5)) & 1
+          ? [250, 250, 250]
+          : [40, 90, 200],
+  );
 /** Gradient plus strong grain, like a high-ISO photo. */
 function noisyPhoto(w: number, h: number): RawImage {
   const r = img.rng(5);
@@ -89,16 +103,19 @@ describe("the decision", () => {
     if (report.quality === "lossless") expect(chosen).toBe(1);
     else expect(chosen).toBeGreaterThanOrEqual(target);
     const passing = [];
-    for (const c of candidates) if (c.settings.options.lossless || (await score(image, c.bytes)) >= target) passing.push(c.bytes.length);
+    for (const c of candidates)
+      if (c.settings.options.lossless || (await score(image, c.bytes)) >= target) passing.push(c.bytes.length);
     expect(bytes.length).toBe(Math.min(...passing));
   });
 
   test("the preset is kept when it already reaches the target, and a miss is raised", async () => {
     const outcomes = [];
-    for (const { image } of crafted) outcomes.push((await guardedEncode(image, "avif", context, recording().deps)).report);
+    for (const { image } of crafted)
+      outcomes.push((await guardedEncode(image, "avif", context, recording().deps)).report);
     // The crafted set covers both branches: at least one raise above the preset's 55.
     expect(outcomes.some((r) => r.quality === "lossless" || r.quality > 55)).toBe(true);
-    for (const r of outcomes) expect(r.reasons[0]).toMatch(r.quality === 55 ? /^preset$/ : /^(alpha|graphic|detail|smaller-lossless)$/);
+    for (const r of outcomes)
+      expect(r.reasons[0]).toMatch(r.quality === 55 ? /^preset$/ : /^(alpha|graphic|detail|smaller-lossless)$/);
   });
 
   test("a translucent image has its quality raised, and says alpha", async () => {
@@ -113,7 +130,11 @@ describe("the decision", () => {
     const chroma = async (image: RawImage) => {
       const { deps, calls } = recording();
       await guardedEncode(image, "avif", context, deps);
-      return new Set(calls.filter((c) => c.settings.format === "avif" && !c.settings.options.lossless).map((c) => (c.settings.options as { chromaSubsampling?: string }).chromaSubsampling));
+      return new Set(
+        calls
+          .filter((c) => c.settings.format === "avif" && !c.settings.options.lossless)
+          .map((c) => (c.settings.options as { chromaSubsampling?: string }).chromaSubsampling),
+      );
     };
     expect([...(await chroma(crafted[2]!.image))]).toEqual(["4:2:0"]);
     expect([...(await chroma(crafted[1]!.image))]).toEqual(["4:4:4"]);
@@ -138,7 +159,9 @@ describe("the decision", () => {
   test("WebP's own preset is the target: no reference encode, the preset is kept", async () => {
     const { deps, calls } = recording();
     const { report } = await guardedEncode(crafted[2]!.image, "webp", context, deps);
-    expect(calls.filter((c) => JSON.stringify(c.settings.options) === JSON.stringify({ quality: 80, effort: 4 }))).toHaveLength(1);
+    expect(
+      calls.filter((c) => JSON.stringify(c.settings.options) === JSON.stringify({ quality: 80, effort: 4 })),
+    ).toHaveLength(1);
     expect(report.quality).toBe(80);
   });
 
@@ -157,37 +180,60 @@ describe("the decision", () => {
     // Sparse stars on a smooth gradient: a small PNG, which AVIF at the preset smooths away.
     const r = img.rng(9);
     const stars = new Set(Array.from({ length: 300 }, () => Math.floor(r() * 256 * 192)));
-    const image = craft(256, 192, 3, (x, y) => (stars.has(y * 256 + x) ? [230, 230, 250] : [8, 10 + y / 10, 30 + x / 9]));
-    const input = await sharp(image.data, { raw: { width: 256, height: 192, channels: 3 } }).png({ compressionLevel: 9 }).toBuffer();
+    const image = craft(256, 192, 3, (x, y) =>
+      stars.has(y * 256 + x) ? [230, 230, 250] : [8, 10 + y / 10, 30 + x / 9],
+    );
+    const input = await sharp(image.data, { raw: { width: 256, height: 192, channels: 3 } })
+      .png({ compressionLevel: 9 })
+      .toBuffer();
     const { deps, calls } = recording();
-    const result = await convertImage(input, { format: "avif", quality: "lossy" }, { maxPixels: 1e8, timeoutS: 60, qualityGuard: "avif" }, deps);
+    const result = await convertImage(
+      input,
+      { format: "avif", quality: "lossy" },
+      { maxPixels: 1e8, timeoutS: 60, qualityGuard: "avif" },
+      deps,
+    );
     expect(result.quality === "lossless" || result.quality > 55).toBe(true);
     expect(result.bytes.length).toBeGreaterThan(input.length);
     expect(result.qualityReasons).toContain("original-smaller");
     // Exact when lossless won (then no reference is needed), else at least the reference's score.
     const reference = calls.find((c) => c.settings.format === "webp");
-    expect(await score(image, result.bytes)).toBeGreaterThanOrEqual(reference ? await score(image, reference.bytes) : 1);
+    expect(await score(image, result.bytes)).toBeGreaterThanOrEqual(
+      reference ? await score(image, reference.bytes) : 1,
+    );
   });
 });
 
 describe("graphics larger than their sample", () => {
   // Red dashes on white, like a banner or a chart: lossless codes it far smaller than any lossy setting.
-  const dashes = (w: number, h: number) => craft(w, h, 3, (x, y) => ((Math.floor(x / 7) + Math.floor(y / 9)) % 5 === 0 ? [200, 0, 0] : [255, 255, 255]));
+  const dashes = (w: number, h: number) =>
+    craft(w, h, 3, (x, y) => ((Math.floor(x / 7) + Math.floor(y / 9)) % 5 === 0 ? [200, 0, 0] : [255, 255, 255]));
   // Encoders cost 1 ms per 1000 pixels, lossless half that (on flat content it is the faster one).
-  const cost = (image: RawImage, settings: EncodeSettings) => ((settings.options.lossless ? 0.5 : 1) * image.width * image.height) / 1000;
+  const cost = (image: RawImage, settings: EncodeSettings) =>
+    ((settings.options.lossless ? 0.5 : 1) * image.width * image.height) / 1000;
 
-  test.each(["avif", "webp"] as const)("%s: lossless is tried before any raise and chosen when smaller, within the bound", async (format) => {
-    const image = dashes(1200, 800);
-    const { deps, calls, elapsed } = recording(cost);
-    const { bytes, report } = await guardedEncode(image, format, context, deps);
-    const trials = calls.filter((c) => c.image !== image && c.settings.format === format);
-    // The preset, then lossless: no lossy raise spent the time lossless needs.
-    expect(trials.map((c) => c.settings.options.lossless === true)).toEqual([false, true]);
-    expect(report.quality).toBe("lossless");
-    expect(report.reasons).toEqual(["smaller-lossless"]);
-    expect(bytes.length).toBeLessThan((await sharpEncoder(image, { format, options: format === "webp" ? { quality: 80, effort: 4 } : { quality: 55, effort: 0 } })).length);
-    expect(elapsed()).toBeLessThanOrEqual(1.5 * ((1200 * 800) / 1000));
-  });
+  test.each(["avif", "webp"] as const)(
+    "%s: lossless is tried before any raise and chosen when smaller, within the bound",
+    async (format) => {
+      const image = dashes(1200, 800);
+      const { deps, calls, elapsed } = recording(cost);
+      const { bytes, report } = await guardedEncode(image, format, context, deps);
+      const trials = calls.filter((c) => c.image !== image && c.settings.format === format);
+      // The preset, then lossless: no lossy raise spent the time lossless needs.
+      expect(trials.map((c) => c.settings.options.lossless === true)).toEqual([false, true]);
+      expect(report.quality).toBe("lossless");
+      expect(report.reasons).toEqual(["smaller-lossless"]);
+      expect(bytes.length).toBeLessThan(
+        (
+          await sharpEncoder(image, {
+            format,
+            options: format === "webp" ? { quality: 80, effort: 4 } : { quality: 55, effort: 0 },
+          })
+        ).length,
+      );
+      expect(elapsed()).toBeLessThanOrEqual(1.5 * ((1200 * 800) / 1000));
+    },
+  );
 
   test("a lossless AVIF whose trial shows it 2× slower than the preset is not chosen, however small: its full encode would break the bound", async () => {
     const image = dashes(1200, 800);
@@ -227,7 +273,10 @@ describe("the time bound", () => {
   test("the search steps up at most 25 qualities at first and tries at most 4 raises", async () => {
     const { deps, calls } = recording();
     const { report } = await guardedEncode(large, "avif", context, deps);
-    const raises = calls.filter((c) => c.image !== large && c.settings.format === "avif").map((c) => c.settings.options.quality ?? 0).slice(1);
+    const raises = calls
+      .filter((c) => c.image !== large && c.settings.format === "avif")
+      .map((c) => c.settings.options.quality ?? 0)
+      .slice(1);
     expect(raises.length).toBeGreaterThanOrEqual(1); // the noisy photo misses at the preset
     expect(raises.length).toBeLessThanOrEqual(4);
     expect(raises[0]).toBeLessThanOrEqual(80);
@@ -239,7 +288,9 @@ describe("the time bound", () => {
     const costly = (settings: EncodeSettings) => settings.format === "avif" && (settings.options.quality ?? 0) >= 80;
     const { deps, calls, elapsed } = recording((image, settings) => (costly(settings) ? 3 : 1) * slow(image));
     const { report } = await guardedEncode(large, "avif", context, deps);
-    const tried = calls.filter((c) => c.image !== large && c.settings.format === "avif").map((c) => c.settings.options.quality);
+    const tried = calls
+      .filter((c) => c.image !== large && c.settings.format === "avif")
+      .map((c) => c.settings.options.quality);
     expect(tried[1]).toBe(80);
     expect(report.quality).toBeGreaterThan(55);
     expect(report.quality).toBeLessThan(80);
@@ -307,12 +358,22 @@ describe("through convertImage", () => {
     const want = await sharp(input).ensureAlpha().raw().toBuffer();
     // `exact` keeps colour under alpha 0 in WebP; AVIF lossless compares on visible pixels too.
     if (format === "webp") expect(Buffer.compare(out.data, want)).toBe(0);
-    else for (let p = 0; p < want.length; p += 4) if (want[p + 3]! > 0) expect(out.data.subarray(p, p + 4)).toEqual(want.subarray(p, p + 4));
+    else
+      for (let p = 0; p < want.length; p += 4)
+        if (want[p + 3]! > 0) expect(out.data.subarray(p, p + 4)).toEqual(want.subarray(p, p + 4));
   });
 
   test("guard off: the preset, no extra encode", async () => {
-    const result = await convertImage(await img.photo(128, 96), { format: "avif", quality: "lossy" }, { ...limits, qualityGuard: "off" });
-    expect({ quality: result.quality, reasons: result.qualityReasons, encodes: result.guardEncodes }).toEqual({ quality: 55, reasons: ["preset"], encodes: 0 });
+    const result = await convertImage(
+      await img.photo(128, 96),
+      { format: "avif", quality: "lossy" },
+      { ...limits, qualityGuard: "off" },
+    );
+    expect({ quality: result.quality, reasons: result.qualityReasons, encodes: result.guardEncodes }).toEqual({
+      quality: 55,
+      reasons: ["preset"],
+      encodes: 0,
+    });
   });
 });
 
@@ -328,22 +389,38 @@ describe("response headers", () => {
   test("X-Quality and X-Quality-Reason are sent, exposed, and counted in the conversion event", async () => {
     const events: { guardEncodes: number }[] = [];
     h.services.convert.observe((e) => events.push(e));
-    const res = await postBearer(h, keys, await convertForm(await img.pngWithAlpha(160, 120), { format: "avif" }, "logo.png", "image/png"));
+    const res = await postBearer(
+      h,
+      keys,
+      await convertForm(await img.pngWithAlpha(160, 120), { format: "avif" }, "logo.png", "image/png"),
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("x-quality")).toMatch(/^(\d+|lossless)$/);
-    expect(res.headers.get("x-quality-reason")).toMatch(/^(preset|alpha|graphic|detail|smaller-lossless)(, (budget|original-smaller))*$/);
-    const exposed = (res.headers.get("access-control-expose-headers") ?? "").split(",").map((s) => s.trim().toLowerCase());
+    expect(res.headers.get("x-quality-reason")).toMatch(
+      /^(preset|alpha|graphic|detail|smaller-lossless)(, (budget|original-smaller))*$/,
+    );
+    const exposed = (res.headers.get("access-control-expose-headers") ?? "")
+      .split(",")
+      .map((s) => s.trim().toLowerCase());
     expect(exposed).toEqual(expect.arrayContaining(["x-quality", "x-quality-reason"]));
     expect(events.at(-1)!.guardEncodes).toBeGreaterThanOrEqual(1); // at least the WebP reference
 
-    const lossless = await postBearer(h, keys, await convertForm(await img.photo(64, 48), { format: "webp", quality: "lossless" }));
+    const lossless = await postBearer(
+      h,
+      keys,
+      await convertForm(await img.photo(64, 48), { format: "webp", quality: "lossless" }),
+    );
     expect(lossless.headers.get("x-quality")).toBe("lossless");
     expect(lossless.headers.get("x-quality-reason")).toStartWith("requested");
     expect(events.at(-1)!.guardEncodes).toBe(0);
   });
 
   test("a bad upload keeps its code with the guard on", async () => {
-    const res = await postBearer(h, keys, await convertForm(img.truncated(await img.pngWithAlpha(64, 48), 0.5), { format: "avif" }, "x.png", "image/png"));
+    const res = await postBearer(
+      h,
+      keys,
+      await convertForm(img.truncated(await img.pngWithAlpha(64, 48), 0.5), { format: "avif" }, "x.png", "image/png"),
+    );
     expectError({ status: res.status, headers: res.headers, body: res.body, text: "" }, 422, "INVALID_IMAGE");
   });
 });

@@ -10,7 +10,9 @@ import { IpAllowlist } from "../../../src/core/ipallow.ts";
 
 function guarded() {
   const warnings: { msg: string; fields?: Record<string, unknown> }[] = [];
-  const app = new Elysia().use(httpsGuard(new IpAllowlist(["127.0.0.1"]), { warn: (msg, fields) => warnings.push({ msg, fields }) })).get("/health", () => ({ status: "ok" }));
+  const app = new Elysia()
+    .use(httpsGuard(new IpAllowlist(["127.0.0.1"]), { warn: (msg, fields) => warnings.push({ msg, fields }) }))
+    .get("/health", () => ({ status: "ok" }));
   const send = async (peer: string, headers: Record<string, string>) => {
     const request = new Request("http://imgpress.test/health", { headers });
     attachMeta(request, peer);
@@ -22,11 +24,46 @@ function guarded() {
 
 describe("httpsGuard", () => {
   test.each([
-    { name: "trusted proxy, X-Forwarded-Proto: https", peer: "127.0.0.1", headers: { "x-forwarded-proto": "https" }, status: 200, message: undefined, logged: 0 },
-    { name: "trusted proxy, no X-Forwarded-Proto", peer: "127.0.0.1", headers: {}, status: 403, message: MISSING_PROTO_MESSAGE, logged: 1 },
-    { name: "trusted proxy, X-Forwarded-Proto: http (the client used HTTP)", peer: "127.0.0.1", headers: { "x-forwarded-proto": "http" }, status: 403, message: "Use HTTPS: this service does not answer plain HTTP.", logged: 0 },
-    { name: "untrusted peer, no header", peer: "203.0.113.9", headers: {}, status: 403, message: "Use HTTPS: this service does not answer plain HTTP.", logged: 0 },
-    { name: "untrusted peer claiming https", peer: "203.0.113.9", headers: { "x-forwarded-proto": "https" }, status: 403, message: "Use HTTPS: this service does not answer plain HTTP.", logged: 0 },
+    {
+      name: "trusted proxy, X-Forwarded-Proto: https",
+      peer: "127.0.0.1",
+      headers: { "x-forwarded-proto": "https" },
+      status: 200,
+      message: undefined,
+      logged: 0,
+    },
+    {
+      name: "trusted proxy, no X-Forwarded-Proto",
+      peer: "127.0.0.1",
+      headers: {},
+      status: 403,
+      message: MISSING_PROTO_MESSAGE,
+      logged: 1,
+    },
+    {
+      name: "trusted proxy, X-Forwarded-Proto: http (the client used HTTP)",
+      peer: "127.0.0.1",
+      headers: { "x-forwarded-proto": "http" },
+      status: 403,
+      message: "Use HTTPS: this service does not answer plain HTTP.",
+      logged: 0,
+    },
+    {
+      name: "untrusted peer, no header",
+      peer: "203.0.113.9",
+      headers: {},
+      status: 403,
+      message: "Use HTTPS: this service does not answer plain HTTP.",
+      logged: 0,
+    },
+    {
+      name: "untrusted peer claiming https",
+      peer: "203.0.113.9",
+      headers: { "x-forwarded-proto": "https" },
+      status: 403,
+      message: "Use HTTPS: this service does not answer plain HTTP.",
+      logged: 0,
+    },
   ])("$name", async ({ peer, headers, status, message, logged }) => {
     const { send, warnings } = guarded();
     const res = await send(peer, headers as Record<string, string>);

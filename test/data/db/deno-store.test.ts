@@ -35,12 +35,17 @@ test("deno test runs the shared-state rules on PostgreSQL, and all of them pass"
     stderr: "pipe",
   });
   const timer = setTimeout(() => sub.kill("SIGKILL"), 100_000);
-  const [stdout, stderr, code] = await Promise.all([new Response(sub.stdout).text(), new Response(sub.stderr).text(), sub.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(sub.stdout).text(),
+    new Response(sub.stderr).text(),
+    sub.exited,
+  ]);
   clearTimeout(timer);
   const output = `${stdout}\n${stderr}`;
   // Every Deno.test of the file ran and passed: none filtered out, ignored or lost to a crash.
   const declared = readFileSync(join(ROOT, FILE), "utf8").match(/^Deno\.test\("/gm)?.length ?? 0;
   const summary = /^ok \| (\d+) passed \| 0 failed/m.exec(output);
-  if (code !== 0 || !summary || Number(summary[1]) !== declared) throw new Error(`deno test exited ${sub.signalCode ?? code}, expected ${declared} passed tests:\n${output}`);
+  if (code !== 0 || !summary || Number(summary[1]) !== declared)
+    throw new Error(`deno test exited ${sub.signalCode ?? code}, expected ${declared} passed tests:\n${output}`);
   expect(declared).toBeGreaterThanOrEqual(8);
 }, 120_000);

@@ -6,11 +6,11 @@
  * reads the holder's data again (the libSQL client's connections keep no stale snapshot).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { sql } from "drizzle-orm";
-import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { storageFaultCode } from "../../../src/data/db/faults.ts";
 import { openSqliteStore, type SqliteStore } from "../../../src/data/db/sqlite.ts";
 import { hasSqlite3, holdSqliteLock, type SqliteLock } from "../../support/sqlite-lock.ts";
@@ -66,7 +66,9 @@ describe.skipIf(!hasSqlite3)("a file locked by another process", () => {
 
   test("a write past its budget fails SQLITE_BUSY, a storage fault, having written nothing; then writes work again", async () => {
     lock = await holdSqliteLock(file, "INSERT INTO t (v) VALUES ('holder')");
-    const failed = await store.batch((db) => [insert(db, "lost-1"), insert(db, "lost-2")], { lockWaitMs: 200 }).catch((err: unknown) => err);
+    const failed = await store
+      .batch((db) => [insert(db, "lost-1"), insert(db, "lost-2")], { lockWaitMs: 200 })
+      .catch((err: unknown) => err);
     expect(storageFaultCode(failed)).toStartWith("SQLITE_BUSY");
     // A plain statement (no batch) with the default budget: also waits, then runs.
     const single = store.client.execute("INSERT INTO t (v) VALUES ('single')");

@@ -4,16 +4,16 @@
  * migrator reads, so either tool can take over a database.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { createClient, type Client } from "@libsql/client";
-import { drizzle } from "drizzle-orm/libsql";
-import { migrate as drizzleMigrate } from "drizzle-orm/libsql/migrator";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Client, createClient } from "@libsql/client";
+import { drizzle } from "drizzle-orm/libsql";
+import { migrate as drizzleMigrate } from "drizzle-orm/libsql/migrator";
 import { embeddedMigrationsSource } from "../../../src/data/db/embed.ts";
-import { openSqliteStore as openStore } from "../../../src/data/db/sqlite.ts";
-import { migrateSqlite as migrate, type Migration } from "../../../src/data/db/migrate.ts";
+import { type Migration, migrateSqlite as migrate } from "../../../src/data/db/migrate.ts";
 import { sqliteMigrations as migrations } from "../../../src/data/db/migrations.gen.ts";
+import { openSqliteStore as openStore } from "../../../src/data/db/sqlite.ts";
 import { runCli } from "../../support/server.ts";
 
 const DRIZZLE_ROOT = new URL("../../../drizzle/", import.meta.url);
@@ -32,7 +32,9 @@ afterEach(async () => {
 });
 
 async function tables(c: Client = client): Promise<string[]> {
-  const rs = await c.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  const rs = await c.execute(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+  );
   return rs.rows.map((r) => String(r.name));
 }
 
@@ -51,7 +53,9 @@ describe("embedded migrations", () => {
   });
 
   test("each entry carries its SQL file's SHA-256, as drizzle-kit records it", async () => {
-    const journal = JSON.parse(await readFile(new URL("meta/_journal.json", DRIZZLE_FOLDER), "utf8")) as { entries: { tag: string; when: number }[] };
+    const journal = JSON.parse(await readFile(new URL("meta/_journal.json", DRIZZLE_FOLDER), "utf8")) as {
+      entries: { tag: string; when: number }[];
+    };
     expect(migrations.map((m) => m.tag)).toEqual(journal.entries.map((e) => e.tag));
     for (const m of migrations) {
       const sql = await readFile(new URL(`${m.tag}.sql`, DRIZZLE_FOLDER), "utf8");
@@ -92,7 +96,12 @@ describe("migrate", () => {
   test("only migrations newer than the last recorded one run", async () => {
     await migrate(client, migrations);
     const last = migrations.at(-1)!;
-    const next: Migration = { tag: "9999_probe", when: last.when + 1, hash: sha256("probe"), sql: "CREATE TABLE probe (x integer);" };
+    const next: Migration = {
+      tag: "9999_probe",
+      when: last.when + 1,
+      hash: sha256("probe"),
+      sql: "CREATE TABLE probe (x integer);",
+    };
     expect(await migrate(client, [...migrations, next])).toEqual(["9999_probe"]);
     expect(await tables()).toContain("probe");
     expect(await bookkeeping()).toHaveLength(migrations.length + 1);
@@ -141,8 +150,15 @@ describe("concurrent first starts on one fresh database", () => {
     // Real processes, several rounds: the failure is a race, so one round may pass by luck.
     for (let round = 0; round < 5; round++) {
       const dataDir = await mkdtemp(join(dir, `round${round}-`));
-      const results = await Promise.all(Array.from({ length: 4 }, () => runCli(["migrate"], { IMGPRESS_DATA_DIR: dataDir })));
-      expect(results.map((r) => (r.code === 0 ? "ok" : r.stderr.trim().split("\n").at(-1)))).toEqual(["ok", "ok", "ok", "ok"]);
+      const results = await Promise.all(
+        Array.from({ length: 4 }, () => runCli(["migrate"], { IMGPRESS_DATA_DIR: dataDir })),
+      );
+      expect(results.map((r) => (r.code === 0 ? "ok" : r.stderr.trim().split("\n").at(-1)))).toEqual([
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+      ]);
       const check = createClient({ url: `file:${join(dataDir, "imgpress.db")}` });
       try {
         expect(await bookkeeping(check)).toHaveLength(migrations.length);

@@ -21,7 +21,8 @@ describe("postgres fixture", () => {
     const pg = await startPostgres();
     const [one, two] = await Promise.all([createDatabase("fixture"), createDatabase()]);
     expect(one).not.toBe(two);
-    for (const url of [one, two]) expect(url.startsWith(`postgres://imgpress:${pg.password}@127.0.0.1:${pg.port}/`)).toBe(true);
+    for (const url of [one, two])
+      expect(url.startsWith(`postgres://imgpress:${pg.password}@127.0.0.1:${pg.port}/`)).toBe(true);
     const name = (url: string) => new URL(url).pathname.slice(1);
     expect(name(one)).toMatch(/^fixture_\d+_[0-9a-f]{8}$/);
     expect(name(two)).toMatch(/^test_\d+_[0-9a-f]{8}$/);

@@ -1,9 +1,9 @@
 /** The snapshot writer behind `imgpress backup` (src/data/db/backup.ts), on a database with some bulk. */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { createClient } from "@libsql/client";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient } from "@libsql/client";
 import { describeKeyPairs, stageSnapshot, writeSnapshot } from "../../../src/data/db/backup.ts";
 import { openSqliteStore as openStore } from "../../../src/data/db/sqlite.ts";
 

@@ -7,8 +7,8 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
-import { storageFaultCode } from "../../../src/data/db/faults.ts";
 import { createLogger } from "../../../src/core/log.ts";
+import { storageFaultCode } from "../../../src/data/db/faults.ts";
 import { otpCodes } from "../../../src/data/db/schema.ts";
 import { convertForm, postBearer, postSigned } from "../../support/convert-helpers.ts";
 import { createHarness, type Harness } from "../../support/harness.ts";
@@ -33,7 +33,9 @@ describe("a database that refuses writes (SQLITE_READONLY)", () => {
       const mails = h.smtp.messages.length;
       expectStorageUnavailable(await h.requestOtp({ email: "new@example.com" }));
       expect(h.smtp.messages.length).toBe(mails);
-      expectStorageUnavailable(await h.request("POST", "/v1/plugin/auth/verify-otp", { json: { email: "pending@example.com", otp: code } }));
+      expectStorageUnavailable(
+        await h.request("POST", "/v1/plugin/auth/verify-otp", { json: { email: "pending@example.com", otp: code } }),
+      );
       expect((await postBearer(h, keys, image)).status).toBe(200);
       expectStorageUnavailable(await postSigned(h, keys, image));
     } finally {
@@ -41,7 +43,10 @@ describe("a database that refuses writes (SQLITE_READONLY)", () => {
     }
     // Nothing was consumed during the fault: the pending code still exchanges once writes work again.
     expect(await h.store.db.select().from(otpCodes)).toHaveLength(1);
-    expect((await h.request("POST", "/v1/plugin/auth/verify-otp", { json: { email: "pending@example.com", otp: code } })).status).toBe(200);
+    expect(
+      (await h.request("POST", "/v1/plugin/auth/verify-otp", { json: { email: "pending@example.com", otp: code } }))
+        .status,
+    ).toBe(200);
     expect((await postSigned(h, keys, image)).status).toBe(200);
     expect(h.logs.some((l) => l.includes('"storage unavailable"') && l.includes("SQLITE_READONLY"))).toBe(true);
     expect(h.logs.some((l) => l.includes("unhandled error"))).toBe(false);
@@ -88,7 +93,10 @@ describe("a failed query in the log", () => {
     const lines: string[] = [];
     const logger = createLogger("error", (l) => lines.push(l));
     const driver = Object.assign(new Error('password authentication failed for user "imp"'), { code: "28P01" });
-    const wrapped = new Error('Failed query: select "at" from "rate_events" where "bucket" = $1\nparams: otp-email:z@example.com,1700000000000', { cause: driver });
+    const wrapped = new Error(
+      'Failed query: select "at" from "rate_events" where "bucket" = $1\nparams: otp-email:z@example.com,1700000000000',
+      { cause: driver },
+    );
     logger.error("unhandled error", { error: wrapped });
     const line = JSON.parse(lines[0]!);
     expect(line.error.message).toBe('database query failed: password authentication failed for user "imp"');

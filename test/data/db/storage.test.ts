@@ -6,13 +6,13 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { copyFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createServices } from "../../../src/services.ts";
 import { ConfigError } from "../../../src/core/config.ts";
 import { deriveKey, SecretBox } from "../../../src/core/crypto.ts";
+import { createLogger } from "../../../src/core/log.ts";
 import { openSqliteStore as openStore } from "../../../src/data/db/sqlite.ts";
 import { KeyService } from "../../../src/data/keys/service.ts";
-import { createLogger } from "../../../src/core/log.ts";
-import { createHarness, TEST_MASTER_KEY, type Harness } from "../../support/harness.ts";
+import { createServices } from "../../../src/services.ts";
+import { createHarness, type Harness, TEST_MASTER_KEY } from "../../support/harness.ts";
 
 let h: Harness;
 beforeEach(async () => {
@@ -46,7 +46,9 @@ async function populate() {
   h.clock.advance(61_000);
   issued.push(await h.issueKey("alice@example.com", "https://blog.example.com")); // rotates alice's first pair
   const pending = await h.obtainOtp("carol@example.com");
-  const codes = h.smtp.messages.filter((m) => /code/i.test(m.subject)).map((m) => /(?<!\d)\d{6}(?!\d)/.exec(m.text)![0]);
+  const codes = h.smtp.messages
+    .filter((m) => /code/i.test(m.subject))
+    .map((m) => /(?<!\d)\d{6}(?!\d)/.exec(m.text)![0]);
   return { issued, pending, codes };
 }
 
@@ -100,7 +102,11 @@ describe("the database file at rest", () => {
       // The service refuses the guessed key outright (the database is pinned to its own)…
       await expect(createServices(deps)).rejects.toBeInstanceOf(ConfigError);
       // …and even past that check, holding the api_key, the secret does not decrypt under another key.
-      const keys = new KeyService(store, await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")), Date.now);
+      const keys = new KeyService(
+        store,
+        await SecretBox.create(await deriveKey(deps.masterKey, "secret-box")),
+        Date.now,
+      );
       const found = await keys.findActive(issued[1]!.api_key);
       expect(found).not.toBeNull();
       await expect(found!.secret()).rejects.toThrow();

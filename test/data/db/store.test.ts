@@ -6,21 +6,21 @@
  * staff and sessions, the master-key pin. The schema twins are compared column by column.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { getTableColumns, getTableName, is, sql, Table } from "drizzle-orm";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { getTableColumns, getTableName, is, sql, Table } from "drizzle-orm";
 import { ConfigError } from "../../../src/core/config.ts";
 import { AuditLog } from "../../../src/data/audit/service.ts";
 import { openStore } from "../../../src/data/db/index.ts";
 import * as sqliteSchema from "../../../src/data/db/schema.ts";
 import * as pgSchema from "../../../src/data/db/schema-pg.ts";
-import { convertForm, postBearer, postSigned, type Keys } from "../../support/convert-helpers.ts";
-import { createHarness, expectError, wrongCode, type Harness } from "../../support/harness.ts";
+import { convertForm, type Keys, postBearer, postSigned } from "../../support/convert-helpers.ts";
+import { createHarness, expectError, type Harness, wrongCode } from "../../support/harness.ts";
 import * as img from "../../support/images.ts";
 import { createDatabase, psql } from "../../support/postgres.ts";
 import { signedHeaders } from "../../support/sign.ts";
-import { startSmtpSink, type SmtpSink } from "../../support/smtp.ts";
+import { type SmtpSink, startSmtpSink } from "../../support/smtp.ts";
 
 const folders: string[] = [];
 afterAll(async () => {
@@ -39,11 +39,18 @@ const backends: [string, () => Promise<string>][] = [
 ];
 
 /** Tables of a schema module by SQL name, each with its columns' SQL names, types left aside. */
-function shape(schema: Record<string, unknown>): Record<string, { key: string; columns: Record<string, { name: string; notNull: boolean; primary: boolean }> }> {
+function shape(
+  schema: Record<string, unknown>,
+): Record<string, { key: string; columns: Record<string, { name: string; notNull: boolean; primary: boolean }> }> {
   const tables: ReturnType<typeof shape> = {};
   for (const [key, value] of Object.entries(schema)) {
     if (!is(value, Table)) continue;
-    const columns = Object.fromEntries(Object.entries(getTableColumns(value)).map(([k, c]) => [k, { name: c.name, notNull: c.notNull, primary: c.primary }]));
+    const columns = Object.fromEntries(
+      Object.entries(getTableColumns(value)).map(([k, c]) => [
+        k,
+        { name: c.name, notNull: c.notNull, primary: c.primary },
+      ]),
+    );
     tables[getTableName(value)] = { key, columns };
   }
   return tables;
@@ -73,7 +80,10 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     url = await freshUrl();
     smtp = await startSmtpSink();
     // Started together on an empty database: the migrations of one must not trip the other.
-    [a, b] = await Promise.all([createHarness({ smtp, env: { IMGPRESS_DATABASE_URL: url } }), createHarness({ smtp, env: { IMGPRESS_DATABASE_URL: url } })]);
+    [a, b] = await Promise.all([
+      createHarness({ smtp, env: { IMGPRESS_DATABASE_URL: url } }),
+      createHarness({ smtp, env: { IMGPRESS_DATABASE_URL: url } }),
+    ]);
     image = await img.photo(96, 64);
   });
   afterAll(async () => {
@@ -84,7 +94,9 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
   test("a code requested through A is exchanged through B, exactly once when both try at the same moment", async () => {
     const email = "once@example.com";
     const { code } = await a.obtainOtp(email);
-    const tries = await Promise.all([a, b, b, a].map((h, i) => h.verifyOtp({ email, otp: code }, { ip: `198.51.100.${i + 1}` })));
+    const tries = await Promise.all(
+      [a, b, b, a].map((h, i) => h.verifyOtp({ email, otp: code }, { ip: `198.51.100.${i + 1}` })),
+    );
     expect(tries.map((r) => r.status).sort()).toEqual([200, 401, 401, 401]);
     const winner = tries.find((r) => r.status === 200)!.body as Keys;
     expect(winner.api_key).toStartWith("imp_");
@@ -95,25 +107,34 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
   test("wrong guesses spread over both instances, all at once, burn the code after five; no more than five are ever compared", async () => {
     const email = "burn@example.com";
     const { code } = await b.obtainOtp(email);
-    const guesses = Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).verifyOtp({ email, otp: wrongCode(code, 1 + i) }, { ip: `198.51.100.${20 + i}` }));
+    const guesses = Array.from({ length: 10 }, (_, i) =>
+      (i % 2 ? a : b).verifyOtp({ email, otp: wrongCode(code, 1 + i) }, { ip: `198.51.100.${20 + i}` }),
+    );
     // Wrong, or refused as burnt once the fifth has been spent: never a key.
     for (const r of await Promise.all(guesses)) expect([401, 429]).toContain(r.status);
     const table = a.store.tables.otpCodes;
-    const rows = await a.store.db.select({ attempts: table.attempts }).from(table).where(sql`${table.email} = ${email}`);
+    const rows = await a.store.db
+      .select({ attempts: table.attempts })
+      .from(table)
+      .where(sql`${table.email} = ${email}`);
     expect(rows.map((r) => r.attempts)).toEqual([5]);
     expect((await a.verifyOtp({ email, otp: code }, { ip: "198.51.100.40" })).status).not.toBe(200);
   });
 
   test("a rate limit counts both instances' events: of six simultaneous code requests for one address, exactly one passes", async () => {
     const email = "limited@example.com";
-    const all = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).requestOtp({ email }, { ip: `203.0.113.${i + 1}` })));
+    const all = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).requestOtp({ email }, { ip: `203.0.113.${i + 1}` })),
+    );
     expect(all.map((r) => r.status).sort()).toEqual([200, 429, 429, 429, 429, 429]);
     for (const r of all.filter((r) => r.status === 429)) expectError(r, 429, "RATE_LIMITED");
   });
 
   test("the limiter stays exact under a burst: of 60 simultaneous events in a bucket of 7, over both instances, exactly 7 pass", async () => {
     const rule = [{ limit: 7, windowMs: 60_000 }];
-    const outcomes = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).services.limiter.hit("burst", rule)));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).services.limiter.hit("burst", rule)),
+    );
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(7);
     for (const o of outcomes) if (o.status === "rejected") expect(o.reason.code).toBe("RATE_LIMITED");
   });
@@ -121,7 +142,12 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
   test("a signature accepted by one instance is a replay on the other", async () => {
     const keys = await a.issueKey("signer@example.com", "https://shared.example.com");
     const form = await body();
-    const headers = signedHeaders({ apiKey: keys.api_key, secretKey: keys.secret_key, timestamp: Math.floor(a.clock.now() / 1000), body: form.bytes });
+    const headers = signedHeaders({
+      apiKey: keys.api_key,
+      secretKey: keys.secret_key,
+      timestamp: Math.floor(a.clock.now() / 1000),
+      body: form.bytes,
+    });
     expect((await postSigned(a, keys, form, { timestamp: headers["x-timestamp"] })).status).toBe(200);
     const replay = await postSigned(b, keys, form, { timestamp: headers["x-timestamp"] });
     expect(replay.status).toBe(401);
@@ -169,10 +195,15 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     await Promise.all(both().map((h) => h.services.usage.flush()));
     // Flushing again adds nothing: each bucket was written once.
     await Promise.all(both().map((h) => h.services.usage.flush()));
-    const [sums] = await a.store.all<{ n: number; bo: number }>(sql`SELECT sum(count) AS n, sum(bytes_out) AS bo FROM usage_hourly WHERE key_id = ${row!.id} AND outcome = 'ok'`);
+    const [sums] = await a.store.all<{ n: number; bo: number }>(
+      sql`SELECT sum(count) AS n, sum(bytes_out) AS bo FROM usage_hourly WHERE key_id = ${row!.id} AND outcome = 'ok'`,
+    );
     expect(sums).toEqual({ n: 5, bo: sizes.reduce((x, y) => x + y, 0) });
     const [counter] = await b.services.keys.list({ email: "counted@example.com" });
-    expect({ conversions: counter!.conversions, bytesOut: counter!.bytesOut }).toEqual({ conversions: 5, bytesOut: sums!.bo });
+    expect({ conversions: counter!.conversions, bytesOut: counter!.bytesOut }).toEqual({
+      conversions: 5,
+      bytesOut: sums!.bo,
+    });
     expect(counter!.lastUsedAt).toBe(a.clock.now());
 
     const range = { from: a.clock.now() - 3_600_000, to: a.clock.now() + 3_600_000 };
@@ -183,7 +214,13 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     expect(overview.totals.p50Ms).not.toBeNull();
     const series = await a.services.usageQueries.series({ ...range, step: "hour" });
     expect(series.points.reduce((s, p) => s + p.conversions, 0)).toBeGreaterThanOrEqual(5);
-    const page = await a.services.usageQueries.keys({ page: 1, pageSize: 50, sort: "lastUsed", order: "desc", search: "COUNTED" });
+    const page = await a.services.usageQueries.keys({
+      page: 1,
+      pageSize: 50,
+      sort: "lastUsed",
+      order: "desc",
+      search: "COUNTED",
+    });
     expect(page.total).toBe(1);
     expect(page.rows[0]).toMatchObject({ email: "counted@example.com", conversions: 5, status: "active" });
     // A never-used key sorts as the oldest on both engines (PostgreSQL's DESC puts NULLs first unless told).
@@ -211,9 +248,22 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     const top = await b.services.refusalQueries.top(range, 3);
     // 32 clients on each: 20 named (the largest first), 12 folded into "other" on each instance.
     expect(top[0]).toMatchObject({ kind: "other", client: "", count: 24, mainCode: "UNAUTHORIZED" });
-    expect(top[1]).toMatchObject({ kind: "address", client: "203.0.113.5", count: 6, lastAt: hour + 2, mainCode: "INVALID_SIGNATURE" });
-    expect(await a.services.refusalQueries.codes({ ...range, keyId: "key_x" })).toEqual({ total: 2, byCode: [{ code: "INVALID_API_KEY", count: 2 }] });
-    const points = await a.services.refusalQueries.series({ from: hour - 86_400_000, to: hour + 3_600_000, step: "day" });
+    expect(top[1]).toMatchObject({
+      kind: "address",
+      client: "203.0.113.5",
+      count: 6,
+      lastAt: hour + 2,
+      mainCode: "INVALID_SIGNATURE",
+    });
+    expect(await a.services.refusalQueries.codes({ ...range, keyId: "key_x" })).toEqual({
+      total: 2,
+      byCode: [{ code: "INVALID_API_KEY", count: 2 }],
+    });
+    const points = await a.services.refusalQueries.series({
+      from: hour - 86_400_000,
+      to: hour + 3_600_000,
+      step: "day",
+    });
     expect(points.reduce((s, p) => s + p.total, 0)).toBe(68);
     const [rows] = await a.store.all<{ n: number }>(sql`SELECT count(*) AS n FROM refused_hourly WHERE hour = ${hour}`);
     expect(rows!.n).toBeLessThanOrEqual(20 + 2);
@@ -234,7 +284,10 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
 
   test("sessions: ending one and ending all report what they ended", async () => {
     await a.services.staff.add("lead@example.com", "cli");
-    const [s1, s2] = [await a.services.sessions.create("lead@example.com", "192.0.2.2", "x"), await b.services.sessions.create("lead@example.com", "192.0.2.3", "y")];
+    const [s1, s2] = [
+      await a.services.sessions.create("lead@example.com", "192.0.2.2", "x"),
+      await b.services.sessions.create("lead@example.com", "192.0.2.3", "y"),
+    ];
     expect(await b.services.sessions.end("lead@example.com", s1.id)).toBe(true);
     expect(await a.services.sessions.end("lead@example.com", s1.id)).toBe(false);
     expect(await a.services.sessions.endAll("lead@example.com")).toBe(1);
@@ -260,13 +313,18 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
   test("wrong staff codes: counted per address and hour for addresses that are not staff (over both instances), an event each for staff", async () => {
     const stranger = "not-staff@example.com";
     await a.services.staff.add("guarded@example.com", "cli");
-    const verify = (h: Harness, email: string, i: number) => h.services.staffSignIn.verify({ email, code: "000000", ip: `192.0.2.${100 + i}`, userAgent: "t" });
+    const verify = (h: Harness, email: string, i: number) =>
+      h.services.staffSignIn.verify({ email, code: "000000", ip: `192.0.2.${100 + i}`, userAgent: "t" });
     const tries = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => verify(i % 2 ? a : b, stranger, i)));
     expect(tries.map((t) => t.status)).toEqual(Array(6).fill("rejected"));
     await expect(verify(a, "guarded@example.com", 7)).rejects.toThrow(/code is wrong/);
     const hour = Math.floor(a.clock.now() / 3_600_000) * 3_600_000;
-    expect((await b.services.audit.failedSignInCounts(0)).map(({ email, hour, attempts }) => ({ email, hour, attempts }))).toEqual([{ email: stranger, hour, attempts: 6 }]);
-    expect((await b.services.audit.list({ type: "staff.sign_in_failed" })).map((e) => e.actor)).toEqual(["guarded@example.com"]);
+    expect(
+      (await b.services.audit.failedSignInCounts(0)).map(({ email, hour, attempts }) => ({ email, hour, attempts })),
+    ).toEqual([{ email: stranger, hour, attempts: 6 }]);
+    expect((await b.services.audit.list({ type: "staff.sign_in_failed" })).map((e) => e.actor)).toEqual([
+      "guarded@example.com",
+    ]);
     // The next hour is a row of its own.
     advance(3_600_000);
     await expect(verify(b, stranger, 8)).rejects.toThrow(/code is wrong/);
@@ -275,7 +333,8 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
 
   test("the audit's retention: events and failed sign-in counts older than it go, and the pruning is itself an event; 0 keeps everything", async () => {
     const now = () => a.clock.now();
-    for (const subject of ["one@example.com", "two@example.com"]) await b.services.audit.record({ type: "staff.added", actor: "cli", subject });
+    for (const subject of ["one@example.com", "two@example.com"])
+      await b.services.audit.record({ type: "staff.added", actor: "cli", subject });
     await a.services.audit.countFailedSignIn("old-stranger@example.com", "192.0.2.8");
     expect(await new AuditLog(a.store, now, 0).prune()).toBe(0);
     const before = (await a.services.audit.list({ limit: 500 })).length;
@@ -287,7 +346,11 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     expect(pruned).toBe(before);
     const left = await a.services.audit.list({ limit: 500 });
     expect(left.map((e) => e.type)).toEqual(["audit.pruned", "staff.added"]);
-    expect(left[0]!.detail).toEqual({ deleted: before, before: new Date(now() - 86_400_000).toISOString(), retentionDays: 1 });
+    expect(left[0]!.detail).toEqual({
+      deleted: before,
+      before: new Date(now() - 86_400_000).toISOString(),
+      retentionDays: 1,
+    });
     expect((await a.services.audit.failedSignInCounts(0)).map((r) => r.email)).toEqual(["recent-stranger@example.com"]);
     // Nothing older left: a second prune deletes nothing and records nothing.
     expect(await new AuditLog(a.store, now, 1).prune()).toBe(0);
@@ -297,12 +360,26 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
   test("a prune of more old events than one slice deletes every one of them, announced once", async () => {
     const old = a.clock.now() - 400 * 86_400_000;
     const { auditEvents } = a.store.tables;
-    for (let i = 0; i < 12; i++) await a.store.db.insert(auditEvents).values(Array.from({ length: 1000 }, (_, j) => ({ at: old + i * 1000 + j, type: "key.issued", actor: `bulk${j}@example.com` })));
+    for (let i = 0; i < 12; i++)
+      await a.store.db
+        .insert(auditEvents)
+        .values(
+          Array.from({ length: 1000 }, (_, j) => ({
+            at: old + i * 1000 + j,
+            type: "key.issued",
+            actor: `bulk${j}@example.com`,
+          })),
+        );
     await a.store.db.insert(auditEvents).values({ at: old + 20_000, type: "key.issued", actor: "last@example.com" });
     expect(await new AuditLog(b.store, () => a.clock.now(), 365).prune()).toBe(12_001);
-    const [left] = await a.store.all<{ n: number }>(sql`SELECT count(*) AS n FROM audit_events WHERE at < ${a.clock.now() - 365 * 86_400_000}`);
+    const [left] = await a.store.all<{ n: number }>(
+      sql`SELECT count(*) AS n FROM audit_events WHERE at < ${a.clock.now() - 365 * 86_400_000}`,
+    );
     expect(Number(left!.n)).toBe(0);
-    expect((await a.services.audit.list({ type: "audit.pruned", limit: 1 }))[0]!.detail).toMatchObject({ deleted: 12_001, retentionDays: 365 });
+    expect((await a.services.audit.list({ type: "audit.pruned", limit: 1 }))[0]!.detail).toMatchObject({
+      deleted: 12_001,
+      retentionDays: 365,
+    });
   });
 
   test("an instance holding another master key refuses to start on this database", async () => {
@@ -323,7 +400,9 @@ describe("PostgreSQL migrations", () => {
       // One store did the work and says so (the server logs it); the seven that waited applied nothing.
       const reports = stores.map((s) => s.migrationsApplied.length).sort((a, b) => b - a);
       expect(reports).toEqual([postgresMigrations.length, 0, 0, 0, 0, 0, 0, 0]);
-      expect(stores.find((s) => s.migrationsApplied.length > 0)!.migrationsApplied).toEqual(postgresMigrations.map((m) => m.tag));
+      expect(stores.find((s) => s.migrationsApplied.length > 0)!.migrationsApplied).toEqual(
+        postgresMigrations.map((m) => m.tag),
+      );
       expect(await psql(url, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'api_keys'")).toBe("1");
     } finally {
       await Promise.all(stores.map((s) => s.close()));
@@ -336,7 +415,9 @@ describe("PostgreSQL migrations", () => {
     const { postgresMigrations } = await import("../../../src/data/db/migrations.gen.ts");
     const future = postgresMigrations.at(-1)!.when + 1;
     await psql(url, `INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-version', ${future})`);
-    await expect(openStore(url, { poolSize: 1 })).rejects.toThrow(`this database was migrated by a newer imgpress (its newest migration is from ${new Date(future).toISOString()}`);
+    await expect(openStore(url, { poolSize: 1 })).rejects.toThrow(
+      `this database was migrated by a newer imgpress (its newest migration is from ${new Date(future).toISOString()}`,
+    );
     expect(await psql(url, "SELECT count(*) FROM __drizzle_migrations")).toBe(String(postgresMigrations.length + 1));
   });
 });

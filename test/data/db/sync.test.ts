@@ -17,7 +17,10 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const levels = async (s: Store, n: number) => (await Promise.all(Array.from({ length: n }, () => s.client.execute("PRAGMA synchronous")))).map((r) => Number(r.rows[0]?.[0]));
+const levels = async (s: Store, n: number) =>
+  (await Promise.all(Array.from({ length: n }, () => s.client.execute("PRAGMA synchronous")))).map((r) =>
+    Number(r.rows[0]?.[0]),
+  );
 
 test("every connection of the pool commits with synchronous = NORMAL (1), also after bursts and transactions", async () => {
   dir = await mkdtemp(join(tmpdir(), "imgpress-sync-"));

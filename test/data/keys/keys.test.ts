@@ -5,8 +5,8 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq, sql } from "drizzle-orm";
 import { apiKeys } from "../../../src/data/db/schema.ts";
-import { API_KEY_PREFIX, SECRET_KEY_PREFIX, type KeyService } from "../../../src/data/keys/service.ts";
-import { createHarness, T0, type Harness } from "../../support/harness.ts";
+import { API_KEY_PREFIX, type KeyService, SECRET_KEY_PREFIX } from "../../../src/data/keys/service.ts";
+import { createHarness, type Harness, T0 } from "../../support/harness.ts";
 
 let h: Harness;
 let keys: KeyService;
@@ -89,7 +89,10 @@ describe("findActive", () => {
     { name: "the secret_key instead of the api_key", key: (k: { secretKey: string }) => k.secretKey },
     { name: "the api_key without its prefix", key: (k: { apiKey: string }) => k.apiKey.slice(API_KEY_PREFIX.length) },
     { name: "the display prefix only", key: (k: { keyPrefix: string }) => k.keyPrefix },
-    { name: "the api_key with a changed last character", key: (k: { apiKey: string }) => k.apiKey.slice(0, -1) + (k.apiKey.endsWith("A") ? "B" : "A") },
+    {
+      name: "the api_key with a changed last character",
+      key: (k: { apiKey: string }) => k.apiKey.slice(0, -1) + (k.apiKey.endsWith("A") ? "B" : "A"),
+    },
     { name: "the api_key in another case", key: (k: { apiKey: string }) => k.apiKey.toUpperCase() },
     { name: "an empty string", key: () => "" },
     { name: "a very long string", key: () => `${API_KEY_PREFIX}${"A".repeat(10_000)}` },
@@ -110,7 +113,10 @@ describe("findActive", () => {
     const k = await keys.issue("owner@example.com", "");
     const sealed = Buffer.from((await rawRow(k.id)).secretSealed, "base64");
     sealed[sealed.length - 1]! ^= 1;
-    await h.store.db.update(apiKeys).set({ secretSealed: sealed.toString("base64") }).where(eq(apiKeys.id, k.id));
+    await h.store.db
+      .update(apiKeys)
+      .set({ secretSealed: sealed.toString("base64") })
+      .where(eq(apiKeys.id, k.id));
     await expect((await keys.findActive(k.apiKey))!.secret()).rejects.toThrow();
   });
 });
@@ -129,7 +135,10 @@ describe("revoke and revokeAllOf", () => {
   });
 
   test("revokeAllOf(email) ends every active key of that address only", async () => {
-    const mine = [await keys.issue("owner@example.com", ""), await keys.issue("owner@example.com", "https://a.example.com")];
+    const mine = [
+      await keys.issue("owner@example.com", ""),
+      await keys.issue("owner@example.com", "https://a.example.com"),
+    ];
     const theirs = await keys.issue("other@example.com", "");
     expect(await keys.revokeAllOf("owner@example.com")).toHaveLength(2);
     for (const k of mine) expect(await keys.findActive(k.apiKey)).toBeNull();
@@ -158,14 +167,31 @@ describe("list", () => {
       expect(Object.keys(row)).not.toContain("secretSealed");
     }
     const [rowB] = await keys.list({ email: "b@example.com" });
-    expect(rowB).toMatchObject({ id: b.id, email: "b@example.com", siteUrl: "https://b.example.com", keyPrefix: b.keyPrefix, createdAt: T0 + 1_000 });
+    expect(rowB).toMatchObject({
+      id: b.id,
+      email: "b@example.com",
+      siteUrl: "https://b.example.com",
+      keyPrefix: b.keyPrefix,
+      createdAt: T0 + 1_000,
+    });
     expect(rowB!.revokedAt).toBe(T0 + 2_000);
   });
 });
 
 /** One successful conversion of `keyId` as the conversion path reports it, ending now. */
 function used(keyId: string, bytesIn: number, bytesOut: number) {
-  return { keyId, format: "webp" as const, quality: "lossy" as const, outcome: "ok", bytesIn, bytesOut, queueWaitMs: 0, convertMs: 12, guardEncodes: 0, at: h.clock.now() };
+  return {
+    keyId,
+    format: "webp" as const,
+    quality: "lossy" as const,
+    outcome: "ok",
+    bytesIn,
+    bytesOut,
+    queueWaitMs: 0,
+    convertMs: 12,
+    guardEncodes: 0,
+    at: h.clock.now(),
+  };
 }
 
 describe("usage counters (written by the usage recorder's flush)", () => {
@@ -201,7 +227,9 @@ describe("a key change and its audit event are one transaction", () => {
   test("an audit insert that fails takes the issuance or the revocation back with it", async () => {
     const kept = await h.issueKey("kept@example.com");
     const [row] = await keys.list({ email: "kept@example.com" });
-    await h.store.all(sql`CREATE TRIGGER audit_refuses BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, 'audit refused'); END`);
+    await h.store.all(
+      sql`CREATE TRIGGER audit_refuses BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, 'audit refused'); END`,
+    );
     await expect(h.services.revocation.revoke(row!.id, "cli")).rejects.toThrow();
     await expect(h.services.revocation.revokeAllOf("kept@example.com", "cli")).rejects.toThrow();
     expect(await keys.findActive(kept.api_key)).not.toBeNull();

@@ -5,17 +5,17 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createClient } from "@libsql/client";
+import { Value } from "@sinclair/typebox/value";
 import { sql } from "drizzle-orm";
 import type { ConversionEvent } from "../../../src/conversion/service.ts";
 import { AppError } from "../../../src/core/errors.ts";
 import { createLogger } from "../../../src/core/log.ts";
-import { Value } from "@sinclair/typebox/value";
-import { seedDemoData } from "../../support/demo-usage.ts";
-import { KeyDetail, KeysPage, Overview, Series } from "../../../src/data/usage/model.ts";
 import { latencyBin, latencyQuantile } from "../../../src/data/usage/latency.ts";
+import { KeyDetail, KeysPage, Overview, Series } from "../../../src/data/usage/model.ts";
 import { UsageRecorder } from "../../../src/data/usage/recorder.ts";
 import { convertForm, postBearer, postSigned } from "../../support/convert-helpers.ts";
-import { createHarness, T0, type Harness } from "../../support/harness.ts";
+import { seedDemoData } from "../../support/demo-usage.ts";
+import { createHarness, type Harness, T0 } from "../../support/harness.ts";
 import * as img from "../../support/images.ts";
 import { LOOPBACK, staffJson, staffSignIn } from "../../support/staff.ts";
 
@@ -45,22 +45,47 @@ interface BucketRow {
 /** Every usage_hourly row, with the latency bins summed into `lat`. */
 async function buckets(): Promise<BucketRow[]> {
   const bins = Array.from({ length: 16 }, (_, i) => `lat_${i}`).join(" + ");
-  return h.store.all<BucketRow>(sql.raw(`SELECT hour, key_id, format, quality, outcome, count, bytes_in, bytes_out, ${bins} AS lat FROM usage_hourly ORDER BY hour, key_id, format, quality, outcome`));
+  return h.store.all<BucketRow>(
+    sql.raw(
+      `SELECT hour, key_id, format, quality, outcome, count, bytes_in, bytes_out, ${bins} AS lat FROM usage_hourly ORDER BY hour, key_id, format, quality, outcome`,
+    ),
+  );
 }
 
 /** The four stores of the same figures agree: key counters = ok buckets, totals = buckets summed over keys (and days). */
 async function expectConsistent(): Promise<void> {
-  const perKey = await h.store.all<{ id: string; conversions: number; bytes_in: number; bytes_out: number; guard_encodes: number; n: number; bi: number; bo: number; ge: number }>(sql`
+  const perKey = await h.store.all<{
+    id: string;
+    conversions: number;
+    bytes_in: number;
+    bytes_out: number;
+    guard_encodes: number;
+    n: number;
+    bi: number;
+    bo: number;
+    ge: number;
+  }>(sql`
     SELECT k.id, k.conversions, k.bytes_in, k.bytes_out, k.guard_encodes, coalesce(sum(u.count), 0) AS n, coalesce(sum(u.bytes_in), 0) AS bi, coalesce(sum(u.bytes_out), 0) AS bo, coalesce(sum(u.guard_encodes), 0) AS ge
     FROM api_keys k LEFT JOIN usage_hourly u ON u.key_id = k.id AND u.outcome = 'ok' GROUP BY k.id`);
-  for (const k of perKey) expect({ id: k.id, n: k.conversions, bi: k.bytes_in, bo: k.bytes_out, ge: k.guard_encodes }).toEqual({ id: k.id, n: k.n, bi: k.bi, bo: k.bo, ge: k.ge });
+  for (const k of perKey)
+    expect({ id: k.id, n: k.conversions, bi: k.bytes_in, bo: k.bytes_out, ge: k.guard_encodes }).toEqual({
+      id: k.id,
+      n: k.n,
+      bi: k.bi,
+      bo: k.bo,
+      ge: k.ge,
+    });
   const sums = (table: string, time = "hour", ms = "sum(convert_ms)") =>
     h.store.all(
-      sql.raw(`SELECT ${time} AS t, format, quality, outcome, sum(count) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo, ${ms} AS ms, sum(lat_3) AS l3, sum(guard_encodes) AS ge FROM ${table} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`),
+      sql.raw(
+        `SELECT ${time} AS t, format, quality, outcome, sum(count) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo, ${ms} AS ms, sum(lat_3) AS l3, sum(guard_encodes) AS ge FROM ${table} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
+      ),
     );
   expect(await sums("usage_hourly_total")).toEqual(await sums("usage_hourly"));
   // convert_ms is rounded per row written: a day's row may differ by a millisecond from its hours' rounded sum.
-  expect(await sums("usage_daily_total", "day", "0")).toEqual(await sums("usage_hourly", `hour / ${DAY} * ${DAY}`, "0"));
+  expect(await sums("usage_daily_total", "day", "0")).toEqual(
+    await sums("usage_hourly", `hour / ${DAY} * ${DAY}`, "0"),
+  );
 }
 
 /** Sum of guard_encodes per table, and of the key counters. */
@@ -75,7 +100,19 @@ async function guardSums(): Promise<Record<string, number>> {
 
 /** A conversion attempt as the conversion path reports it. */
 function attempt(keyId: string, over: Partial<ConversionEvent> = {}): ConversionEvent {
-  return { keyId, format: "webp", quality: "lossy", outcome: "ok", bytesIn: 1_000, bytesOut: 300, queueWaitMs: 0, convertMs: 20, guardEncodes: 0, at: h.clock.now(), ...over };
+  return {
+    keyId,
+    format: "webp",
+    quality: "lossy",
+    outcome: "ok",
+    bytesIn: 1_000,
+    bytesOut: 300,
+    queueWaitMs: 0,
+    convertMs: 20,
+    guardEncodes: 0,
+    at: h.clock.now(),
+    ...over,
+  };
 }
 
 function logger(lines: string[]) {
@@ -97,14 +134,18 @@ describe("recording real conversions", () => {
       expect(res.status).toBe(200);
       sizes.aWebp.push([Number(res.headers.get("x-original-size")), res.bytes.length]);
     }
-    const avif = await postSigned(h, a, await convertForm(png, { format: "avif", quality: "lossless" }, "a.png", "image/png"));
+    const avif = await postSigned(
+      h,
+      a,
+      await convertForm(png, { format: "avif", quality: "lossless" }, "a.png", "image/png"),
+    );
     expect(avif.status).toBe(200);
     sizes.aAvif.push([png.length, avif.bytes.length]);
     const broken = await postBearer(h, a, await convertForm(img.truncated(photo, 0.5)));
     expect(broken.status).toBe(422);
     const badFormat = await postBearer(h, a, await convertForm(photo, { format: "gif" }));
     expect(badFormat.status).toBe(400);
-    const unauthenticated = await postBearer(h, "imp_" + "x".repeat(43), await convertForm(photo));
+    const unauthenticated = await postBearer(h, `imp_${"x".repeat(43)}`, await convertForm(photo));
     expect(unauthenticated.status).toBe(401);
     h.clock.set(T0 + HOUR + 5 * 60_000);
     const later = await postBearer(h, b, await convertForm(photo));
@@ -121,18 +162,80 @@ describe("recording real conversions", () => {
     const rows = await buckets();
     expect(rows).toEqual(
       [
-        { hour: T0, key_id: rowA!.id, format: "webp", quality: "lossy", outcome: "ok", count: 2, bytes_in: aWebpIn, bytes_out: aWebpOut, lat: 2 },
-        { hour: T0, key_id: rowA!.id, format: "avif", quality: "lossless", outcome: "ok", count: 1, bytes_in: png.length, bytes_out: avif.bytes.length, lat: 1 },
-        { hour: T0, key_id: rowA!.id, format: "webp", quality: "lossy", outcome: broken.body.code, count: 1, bytes_in: img.truncated(photo, 0.5).length, bytes_out: 0, lat: 1 },
+        {
+          hour: T0,
+          key_id: rowA!.id,
+          format: "webp",
+          quality: "lossy",
+          outcome: "ok",
+          count: 2,
+          bytes_in: aWebpIn,
+          bytes_out: aWebpOut,
+          lat: 2,
+        },
+        {
+          hour: T0,
+          key_id: rowA!.id,
+          format: "avif",
+          quality: "lossless",
+          outcome: "ok",
+          count: 1,
+          bytes_in: png.length,
+          bytes_out: avif.bytes.length,
+          lat: 1,
+        },
+        {
+          hour: T0,
+          key_id: rowA!.id,
+          format: "webp",
+          quality: "lossy",
+          outcome: broken.body.code,
+          count: 1,
+          bytes_in: img.truncated(photo, 0.5).length,
+          bytes_out: 0,
+          lat: 1,
+        },
         // The form was refused before its fields were known: format and quality are ''.
-        { hour: T0, key_id: rowA!.id, format: "", quality: "", outcome: badFormat.body.code, count: 1, bytes_in: 0, bytes_out: 0, lat: 1 },
-        { hour: T0 + HOUR, key_id: rowB!.id, format: "webp", quality: "lossy", outcome: "ok", count: 1, bytes_in: photo.length, bytes_out: later.bytes.length, lat: 1 },
-      ].sort((x, y) => x.hour - y.hour || x.key_id.localeCompare(y.key_id) || x.format.localeCompare(y.format) || x.quality.localeCompare(y.quality) || x.outcome.localeCompare(y.outcome)),
+        {
+          hour: T0,
+          key_id: rowA!.id,
+          format: "",
+          quality: "",
+          outcome: badFormat.body.code,
+          count: 1,
+          bytes_in: 0,
+          bytes_out: 0,
+          lat: 1,
+        },
+        {
+          hour: T0 + HOUR,
+          key_id: rowB!.id,
+          format: "webp",
+          quality: "lossy",
+          outcome: "ok",
+          count: 1,
+          bytes_in: photo.length,
+          bytes_out: later.bytes.length,
+          lat: 1,
+        },
+      ].sort(
+        (x, y) =>
+          x.hour - y.hour ||
+          x.key_id.localeCompare(y.key_id) ||
+          x.format.localeCompare(y.format) ||
+          x.quality.localeCompare(y.quality) ||
+          x.outcome.localeCompare(y.outcome),
+      ),
     );
     expect(broken.body.code).toBe("INVALID_IMAGE");
     await expectConsistent();
     const [afterA] = await h.services.keys.list({ email: "a@example.com" });
-    expect(afterA).toMatchObject({ conversions: 3, bytesIn: aWebpIn + png.length, bytesOut: aWebpOut + avif.bytes.length, lastUsedAt: T0 + 10 * 60_000 });
+    expect(afterA).toMatchObject({
+      conversions: 3,
+      bytesIn: aWebpIn + png.length,
+      bytesOut: aWebpOut + avif.bytes.length,
+      lastUsedAt: T0 + 10 * 60_000,
+    });
     const [afterB] = await h.services.keys.list({ email: "b@example.com" });
     expect(afterB).toMatchObject({ conversions: 1, lastUsedAt: T0 + HOUR + 5 * 60_000 });
 
@@ -147,9 +250,13 @@ describe("recording real conversions", () => {
     const k2 = await h.services.keys.issue("two@example.com", "");
     for (let round = 0; round < 3; round++) {
       // Both keys' lossy AVIFs share a totals bucket: their guard encodes add up there.
-      h.services.usage.record(attempt(k1.id, { format: "avif", bytesIn: 100 * (round + 1), bytesOut: 10, guardEncodes: 1 }));
+      h.services.usage.record(
+        attempt(k1.id, { format: "avif", bytesIn: 100 * (round + 1), bytesOut: 10, guardEncodes: 1 }),
+      );
       h.services.usage.record(attempt(k2.id, { format: "avif", convertMs: 700, guardEncodes: round + 2 }));
-      h.services.usage.record(attempt(k2.id, { outcome: "SERVER_BUSY", format: null, quality: null, bytesIn: 0, bytesOut: 0, convertMs: 0 }));
+      h.services.usage.record(
+        attempt(k2.id, { outcome: "SERVER_BUSY", format: null, quality: null, bytesIn: 0, bytesOut: 0, convertMs: 0 }),
+      );
       h.clock.advance(25 * 60_000);
       await h.services.usage.flush();
       await expectConsistent();
@@ -161,7 +268,12 @@ describe("recording real conversions", () => {
     expect(one).toMatchObject({ conversions: 3, bytesIn: 600, bytesOut: 30 });
     // 1 + 1 + 1 of k1 and 2 + 3 + 4 of k2, in every table and each key's own counter.
     expect(await guardSums()).toEqual({ hourly: 12, hourlyTotal: 12, dailyTotal: 12, keys: 12 });
-    expect((await h.services.usageQueries.keys({ page: 1, pageSize: 10, sort: "email", order: "asc" })).rows.map((r) => [r.email, r.guardEncodes])).toEqual([
+    expect(
+      (await h.services.usageQueries.keys({ page: 1, pageSize: 10, sort: "email", order: "asc" })).rows.map((r) => [
+        r.email,
+        r.guardEncodes,
+      ]),
+    ).toEqual([
       ["one@example.com", 3],
       ["two@example.com", 9],
     ]);
@@ -187,7 +299,9 @@ describe("recording real conversions", () => {
       // A lossy AVIF encodes the WebP reference when its time bound allows; a stall on a loaded
       // machine can stop it before that, so convert more until one did (the tables must carry it).
       for (let i = 0; i < 5 && events.every((e) => e.guardEncodes === 0); i++) {
-        expect((await postBearer(g, key, await convertForm(await img.photo(96, 64), { format: "avif" }))).status).toBe(200);
+        expect((await postBearer(g, key, await convertForm(await img.photo(96, 64), { format: "avif" }))).status).toBe(
+          200,
+        );
       }
       const expected = events.reduce((n, e) => n + e.guardEncodes, 0);
       expect(expected).toBeGreaterThan(0);
@@ -198,7 +312,9 @@ describe("recording real conversions", () => {
         SELECT 'hourly' AS t, format, quality, guard_encodes AS ge FROM usage_hourly UNION ALL
         SELECT 'hourly_total', format, quality, guard_encodes FROM usage_hourly_total UNION ALL
         SELECT 'daily_total', format, quality, guard_encodes FROM usage_daily_total ORDER BY 1, 2, 3`);
-      const avif = events.filter((e) => e.format === "avif" && e.quality === "lossy").reduce((n, e) => n + e.guardEncodes, 0);
+      const avif = events
+        .filter((e) => e.format === "avif" && e.quality === "lossy")
+        .reduce((n, e) => n + e.guardEncodes, 0);
       expect(avif).toBe(expected);
       for (const t of ["daily_total", "hourly", "hourly_total"]) {
         expect(tables.filter((r) => r.t === t).map((r) => [r.format, r.quality, r.ge])).toEqual([
@@ -207,15 +323,23 @@ describe("recording real conversions", () => {
           ["webp", "lossy", 0],
         ]);
       }
-      const [counter] = await g.store.all<{ ge: number }>(sql`SELECT guard_encodes AS ge FROM api_keys WHERE email = 'guard@example.com'`);
+      const [counter] = await g.store.all<{ ge: number }>(
+        sql`SELECT guard_encodes AS ge FROM api_keys WHERE email = 'guard@example.com'`,
+      );
       expect(counter!.ge).toBe(expected);
 
       const api = (path: string) => g.request("GET", path, staffJson(staff));
       const overview = await api("/internal/api/overview?from=1d");
       expect(overview.body.totals).toMatchObject({ conversions: events.length, guardEncodes: expected });
-      expect(overview.body.byFormatQuality.find((r: { format: string; quality: string }) => r.format === "avif" && r.quality === "lossy").guardEncodes).toBe(expected);
+      expect(
+        overview.body.byFormatQuality.find(
+          (r: { format: string; quality: string }) => r.format === "avif" && r.quality === "lossy",
+        ).guardEncodes,
+      ).toBe(expected);
       const series = await api("/internal/api/usage/series?from=1d&step=hour");
-      expect(series.body.points.reduce((n: number, p: { guardEncodes: number }) => n + p.guardEncodes, 0)).toBe(expected);
+      expect(series.body.points.reduce((n: number, p: { guardEncodes: number }) => n + p.guardEncodes, 0)).toBe(
+        expected,
+      );
       const list = await api("/internal/api/keys?search=guard");
       expect(list.body.rows[0].guardEncodes).toBe(expected);
       const detail = await api(`/internal/api/keys/${list.body.rows[0].id}?from=1d`);
@@ -224,8 +348,13 @@ describe("recording real conversions", () => {
       // The dashboard: the range's total and its share of the lossy conversions.
       const perLossy = (expected / lossy).toFixed(2);
       const page = await g.request("GET", "/internal/?range=24h", { ip: LOOPBACK, headers: { cookie: staff.cookie } });
-      expect(page.text).toContain(`data-figure="guard-encodes">${expected}<span class="sub">re-encodes · ${perLossy} per lossy conversion</span>`);
-      const keyPage = await g.request("GET", `/internal/keys/${list.body.rows[0].id}?range=24h`, { ip: LOOPBACK, headers: { cookie: staff.cookie } });
+      expect(page.text).toContain(
+        `data-figure="guard-encodes">${expected}<span class="sub">re-encodes · ${perLossy} per lossy conversion</span>`,
+      );
+      const keyPage = await g.request("GET", `/internal/keys/${list.body.rows[0].id}?range=24h`, {
+        ip: LOOPBACK,
+        headers: { cookie: staff.cookie },
+      });
       expect(keyPage.text).toContain(`<dt>All-time quality guard re-encodes</dt><dd class="num-left">${expected}</dd>`);
       expect(keyPage.text).toContain(`data-figure="guard-encodes">${expected}<`);
     } finally {
@@ -238,7 +367,9 @@ describe("flush failures", () => {
   test("a refused transaction writes nothing, keeps the counts, and the next flush writes them exactly once", async () => {
     const k = await h.services.keys.issue("a@example.com", "");
     // The key counters are updated after the bucket inserts, in the same transaction: make that step fail.
-    await h.sqlite.client.execute("CREATE TRIGGER refuse_counters BEFORE UPDATE ON api_keys BEGIN SELECT RAISE(ABORT, 'refused by test'); END");
+    await h.sqlite.client.execute(
+      "CREATE TRIGGER refuse_counters BEFORE UPDATE ON api_keys BEGIN SELECT RAISE(ABORT, 'refused by test'); END",
+    );
     h.services.usage.record(attempt(k.id, { format: "avif", guardEncodes: 3 }));
     h.services.usage.record(attempt(k.id, { format: "avif", guardEncodes: 2 }));
     await expect(h.services.usage.flush()).rejects.toThrow("refused by test");
@@ -314,7 +445,8 @@ describe("flush failures", () => {
   test("a large buffer starts a flush by itself", async () => {
     const recorder = new UsageRecorder(h.store, logger([]), { flushAt: 3 }, h.clock.now);
     const k = await h.services.keys.issue("a@example.com", "");
-    for (const format of ["webp", "avif", "webp"] as const) recorder.record(attempt(k.id, { format, quality: format === "webp" ? "lossless" : "lossy" }));
+    for (const format of ["webp", "avif", "webp"] as const)
+      recorder.record(attempt(k.id, { format, quality: format === "webp" ? "lossless" : "lossy" }));
     expect(recorder.pendingBuckets).toBe(2);
     recorder.record(attempt(k.id, { outcome: "SERVER_BUSY" }));
     // No flush() call: the third bucket started one.
@@ -365,9 +497,17 @@ describe("UsageQueries on a seeded database", () => {
     await seed();
     const q = h.services.usageQueries;
     const o = await q.overview({ from: T0 - 4 * DAY, to: T0 });
-    const [counters] = await h.store.all<{ n: number; bi: number; bo: number }>(sql`SELECT sum(conversions) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo FROM api_keys`);
+    const [counters] = await h.store.all<{ n: number; bi: number; bo: number }>(
+      sql`SELECT sum(conversions) AS n, sum(bytes_in) AS bi, sum(bytes_out) AS bo FROM api_keys`,
+    );
     const [guard] = await h.store.all<{ ge: number }>(sql`SELECT sum(guard_encodes) AS ge FROM api_keys`);
-    expect(o.totals).toMatchObject({ conversions: counters!.n, bytesIn: counters!.bi, bytesOut: counters!.bo, bytesSaved: counters!.bi - counters!.bo, guardEncodes: guard!.ge });
+    expect(o.totals).toMatchObject({
+      conversions: counters!.n,
+      bytesIn: counters!.bi,
+      bytesOut: counters!.bo,
+      bytesSaved: counters!.bi - counters!.bo,
+      guardEncodes: guard!.ge,
+    });
     // The demo's guard encodes are those of lossy AVIFs (the default IMGPRESS_QUALITY_GUARD=avif), 2 to a few each.
     const avifLossy = o.byFormatQuality.find((r) => r.format === "avif" && r.quality === "lossy")!;
     expect(avifLossy.guardEncodes).toBe(o.totals.guardEncodes);
@@ -384,7 +524,17 @@ describe("UsageQueries on a seeded database", () => {
     expect(o.totals.p50Ms!).toBeGreaterThan(0);
     expect(o.totals.p95Ms!).toBeGreaterThanOrEqual(o.totals.p50Ms!);
     // A range after the data is empty, not an error.
-    expect((await q.overview({ from: T0 + DAY, to: T0 + 2 * DAY })).totals).toEqual({ conversions: 0, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0, errors: 0, savingsPercent: null, p50Ms: null, p95Ms: null });
+    expect((await q.overview({ from: T0 + DAY, to: T0 + 2 * DAY })).totals).toEqual({
+      conversions: 0,
+      bytesIn: 0,
+      bytesOut: 0,
+      bytesSaved: 0,
+      guardEncodes: 0,
+      errors: 0,
+      savingsPercent: null,
+      p50Ms: null,
+      p95Ms: null,
+    });
   });
 
   test("series: one point per step, empty steps as zeros, sums equal the overview; per key equals its counters", async () => {
@@ -394,14 +544,29 @@ describe("UsageQueries on a seeded database", () => {
     const overview = await q.overview(range);
     const hourly = await q.series({ ...range, step: "hour" });
     expect(hourly.points).toHaveLength(96);
-    expect(hourly.points[0]).toEqual({ t: T0 - 4 * DAY, conversions: 0, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0, errors: 0, errorsByCode: {}, p50Ms: null, p95Ms: null });
+    expect(hourly.points[0]).toEqual({
+      t: T0 - 4 * DAY,
+      conversions: 0,
+      bytesIn: 0,
+      bytesOut: 0,
+      bytesSaved: 0,
+      guardEncodes: 0,
+      errors: 0,
+      errorsByCode: {},
+      p50Ms: null,
+      p95Ms: null,
+    });
     expect(hourly.points.reduce((n, p) => n + p.conversions, 0)).toBe(overview.totals.conversions);
     expect(hourly.points.reduce((n, p) => n + p.errors, 0)).toBe(overview.totals.errors);
     expect(hourly.points.reduce((n, p) => n + p.guardEncodes, 0)).toBe(overview.totals.guardEncodes);
     // Each hour holds its own conversions (whole UTC days once landed on their 00:00 hour).
-    const perHour = await h.store.all<{ hour: number; n: number }>(sql`SELECT hour, sum(count) AS n FROM usage_hourly_total WHERE hour >= ${range.from} AND hour < ${range.to} GROUP BY hour`);
+    const perHour = await h.store.all<{ hour: number; n: number }>(
+      sql`SELECT hour, sum(count) AS n FROM usage_hourly_total WHERE hour >= ${range.from} AND hour < ${range.to} GROUP BY hour`,
+    );
     expect(perHour.length).toBeGreaterThan(4);
-    expect(hourly.points.filter((p) => p.conversions + p.errors > 0).map((p) => [p.t, p.conversions + p.errors])).toEqual(perHour.map((r) => [Number(r.hour), Number(r.n)]).sort((a, b) => a[0]! - b[0]!));
+    expect(
+      hourly.points.filter((p) => p.conversions + p.errors > 0).map((p) => [p.t, p.conversions + p.errors]),
+    ).toEqual(perHour.map((r) => [Number(r.hour), Number(r.n)]).sort((a, b) => a[0]! - b[0]!));
     const daily = await q.series({ ...range, step: "day", utcOffsetMinutes: 120 });
     // Days start at 22:00 UTC for UTC+2, so the range widens to five steps.
     expect(daily.points.map((p) => p.t)).toEqual([0, 1, 2, 3, 4].map((d) => T0 - 4 * DAY - 2 * HOUR + d * DAY));
@@ -437,10 +602,21 @@ describe("UsageQueries on a seeded database", () => {
     }
     expect(seen).toHaveLength(40);
     expect(new Set(seen).size).toBe(40);
-    const bySaved = (await q.keys({ page: 1, pageSize: 40, sort: "bytesSaved", order: "desc" })).rows.map((r) => r.bytesSaved);
+    const bySaved = (await q.keys({ page: 1, pageSize: 40, sort: "bytesSaved", order: "desc" })).rows.map(
+      (r) => r.bytesSaved,
+    );
     expect(bySaved).toEqual([...bySaved].sort((a, b) => b - a));
     expect((await q.keys({ page: 1, pageSize: 100 })).pageSize).toBe(100);
-    for (const bad of [{ sort: "email; DROP TABLE api_keys" }, { order: "sideways" }, { status: "deleted" }, { page: 0 }, { page: 1e300 }, { pageSize: 0 }, { pageSize: 101 }, { search: "x".repeat(201) }]) {
+    for (const bad of [
+      { sort: "email; DROP TABLE api_keys" },
+      { order: "sideways" },
+      { status: "deleted" },
+      { page: 0 },
+      { page: 1e300 },
+      { pageSize: 0 },
+      { pageSize: 101 },
+      { search: "x".repeat(201) },
+    ]) {
       const err = await q.keys({ page: 1, pageSize: 10, ...(bad as object) }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AppError);
       expect(err).toMatchObject({ status: 400, code: "VALIDATION_ERROR" });
@@ -457,7 +633,8 @@ describe("UsageQueries on a seeded database", () => {
     const revoked = await keys.issue("gone@example.com", "https://gone.example.com");
     await keys.revoke(revoked.id);
     const q = h.services.usageQueries;
-    const ids = async (search: string, status?: "active" | "revoked" | "all") => (await q.keys({ search, status, page: 1, pageSize: 50 })).rows.map((r) => r.id);
+    const ids = async (search: string, status?: "active" | "revoked" | "all") =>
+      (await q.keys({ search, status, page: 1, pageSize: 50 })).rows.map((r) => r.id);
     expect(await ids("A_B")).toEqual([underscore.id]);
     expect(await ids("%")).toEqual([percent.id]);
     expect(await ids("100%")).toEqual([percent.id]);
@@ -467,14 +644,26 @@ describe("UsageQueries on a seeded database", () => {
     expect(await ids(percent.keyPrefix.slice(2))).toEqual([percent.id]);
     expect(await ids("gone", "active")).toEqual([]);
     expect(await ids("gone", "revoked")).toEqual([revoked.id]);
-    expect((await q.keys({ search: "gone", page: 1, pageSize: 5 })).rows[0]).toMatchObject({ status: "revoked", conversions: 0, lastUsedAt: null });
+    expect((await q.keys({ search: "gone", page: 1, pageSize: 5 })).rows[0]).toMatchObject({
+      status: "revoked",
+      conversions: 0,
+      lastUsedAt: null,
+    });
   });
 
   test("ranges: reversed, empty or longer than 400 days are refused with VALIDATION_ERROR", async () => {
     const q = h.services.usageQueries;
-    for (const range of [{ from: T0, to: T0 }, { from: T0, to: T0 - 1 }, { from: T0 - 401 * DAY, to: T0 }, { from: Number.NaN, to: T0 }]) {
+    for (const range of [
+      { from: T0, to: T0 },
+      { from: T0, to: T0 - 1 },
+      { from: T0 - 401 * DAY, to: T0 },
+      { from: Number.NaN, to: T0 },
+    ]) {
       await expect(q.overview(range)).rejects.toMatchObject({ status: 400, code: "VALIDATION_ERROR" });
-      await expect(q.series({ ...range, step: "day" })).rejects.toMatchObject({ status: 400, code: "VALIDATION_ERROR" });
+      await expect(q.series({ ...range, step: "day" })).rejects.toMatchObject({
+        status: 400,
+        code: "VALIDATION_ERROR",
+      });
     }
     expect((await q.series({ from: T0 - 400 * DAY, to: T0, step: "hour" })).points).toHaveLength(9600);
   });

@@ -4,19 +4,31 @@
  * on real certificates parsed by node:crypto.
  */
 import { describe, expect, test } from "bun:test";
+import { X509Certificate } from "node:crypto";
 import { certificateFacts, certificateFingerprint, type ServedTls } from "../../../src/server/tls/index.ts";
 import { selfSignedCertificate } from "../../../src/server/tls/selfsigned.ts";
 import { TlsStatus } from "../../../src/server/tls/status.ts";
-import { X509Certificate } from "node:crypto";
-import { certificateWarnings, certificateCheck, servedWarnings, validityWarnings, watchCertificate } from "../../../src/server/tls/watch.ts";
-import { certificateChain, type CertificateChain } from "../../support/ca.ts";
+import {
+  certificateCheck,
+  certificateWarnings,
+  servedWarnings,
+  validityWarnings,
+  watchCertificate,
+} from "../../../src/server/tls/watch.ts";
+import { type CertificateChain, certificateChain } from "../../support/ca.ts";
 
 const NOW = new Date("2026-03-01T12:00:00Z");
 const DAY = 86_400_000;
 
 async function served(days: number, generated = false, issued = NOW): Promise<ServedTls> {
   const pair = await selfSignedCertificate(["imgpress.example.com"], days, issued);
-  return { ...pair, facts: certificateFacts(pair.cert)!, generated, certPath: "/etc/imgpress/cert.pem", ...(generated ? {} : { keyPath: "/etc/imgpress/key.pem" }) };
+  return {
+    ...pair,
+    facts: certificateFacts(pair.cert)!,
+    generated,
+    certPath: "/etc/imgpress/cert.pem",
+    ...(generated ? {} : { keyPath: "/etc/imgpress/key.pem" }),
+  };
 }
 
 /** The operator's two files as they are "now". */
@@ -37,14 +49,22 @@ describe("validityWarnings", () => {
   test("the days left within 14, singular and under a day", async () => {
     const tls = await served(90);
     const end = "2026-05-30T12:00:00Z";
-    expect(validityWarnings(tls.facts!, at(80), "the certificate")).toEqual([`the certificate expires in 10 days (${end}): renew it and restart imgpress, which reads it at start only`]);
-    expect(validityWarnings(tls.facts!, at(88.7), "the certificate")).toEqual([`the certificate expires in 1 day (${end}): renew it and restart imgpress, which reads it at start only`]);
-    expect(validityWarnings(tls.facts!, at(89.9), "the certificate")).toEqual([`the certificate expires within a day (${end}): renew it and restart imgpress, which reads it at start only`]);
+    expect(validityWarnings(tls.facts!, at(80), "the certificate")).toEqual([
+      `the certificate expires in 10 days (${end}): renew it and restart imgpress, which reads it at start only`,
+    ]);
+    expect(validityWarnings(tls.facts!, at(88.7), "the certificate")).toEqual([
+      `the certificate expires in 1 day (${end}): renew it and restart imgpress, which reads it at start only`,
+    ]);
+    expect(validityWarnings(tls.facts!, at(89.9), "the certificate")).toEqual([
+      `the certificate expires within a day (${end}): renew it and restart imgpress, which reads it at start only`,
+    ]);
   });
 
   test("expired, and not valid yet (a clock behind); a few minutes early is no matter", async () => {
     const tls = await served(90);
-    expect(validityWarnings(tls.facts!, at(90), "the certificate")).toEqual(["the certificate expired on 2026-05-30T12:00:00Z: clients that check it refuse to connect; renew it and restart imgpress, which reads it at start only"]);
+    expect(validityWarnings(tls.facts!, at(90), "the certificate")).toEqual([
+      "the certificate expired on 2026-05-30T12:00:00Z: clients that check it refuse to connect; renew it and restart imgpress, which reads it at start only",
+    ]);
     // The writer back-dates its certificates by an hour.
     expect(validityWarnings(tls.facts!, new Date(NOW.getTime() - 2 * 60 * 60_000), "the certificate")).toEqual([
       "the certificate is not valid before 2026-03-01T11:00:00Z: clients refuse it until then; check this machine's clock",
@@ -63,14 +83,23 @@ describe("validityWarnings: an intermediate that ends first", () => {
       "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) comes with an intermediate certificate that expires in 5 days (2026-03-06T12:00:00Z): clients that build the chain through it refuse the server (an extra cross-signed one that clients skip does no harm); renew the chain and restart imgpress",
     ]);
     // One that ends later than 14 days from now is no matter.
-    expect(validityWarnings(certificateFacts(leaf.cert + (await selfSignedCertificate(["CA"], 60, NOW)).cert)!, NOW, "x")).toEqual([]);
+    expect(
+      validityWarnings(certificateFacts(leaf.cert + (await selfSignedCertificate(["CA"], 60, NOW)).cert)!, NOW, "x"),
+    ).toEqual([]);
   });
 });
 
 describe("servedWarnings: a chain clients cannot complete (a real CA chain made by openssl)", () => {
   let chain: CertificateChain;
   const what = "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem)";
-  const operator = (cert: string): ServedTls => ({ cert, key: chain.key, facts: certificateFacts(cert)!, generated: false, certPath: "/etc/imgpress/cert.pem", keyPath: "/etc/imgpress/key.pem" });
+  const operator = (cert: string): ServedTls => ({
+    cert,
+    key: chain.key,
+    facts: certificateFacts(cert)!,
+    generated: false,
+    certPath: "/etc/imgpress/cert.pem",
+    keyPath: "/etc/imgpress/key.pem",
+  });
   const now = () => new Date();
 
   test("the server's certificate alone (certbot's cert.pem): its issuer is named, with the fix", async () => {
@@ -89,7 +118,9 @@ describe("servedWarnings: a chain clients cannot complete (a real CA chain made 
   });
 
   test("another CA's intermediate of the same name is not the issuer: its signature is checked, not only its name", () => {
-    expect(certificateFacts(chain.leaf + chain.otherIntermediate)!.missingIssuer).toBe("CN=imgpress test intermediate, O=imgpress tests");
+    expect(certificateFacts(chain.leaf + chain.otherIntermediate)!.missingIssuer).toBe(
+      "CN=imgpress test intermediate, O=imgpress tests",
+    );
   });
 
   test("a self-signed certificate (the generated one, or the operator's) needs no issuer", async () => {
@@ -100,8 +131,16 @@ describe("servedWarnings: a chain clients cannot complete (a real CA chain made 
   test("the hourly check keeps saying what the start said of the certificate itself (the dashboard shows the check's list)", async () => {
     const tls = operator(chain.leaf);
     const told: (readonly string[])[] = [];
-    await certificateCheck(tls, () => {}, { now, host: "nas.example.lan", read: files(chain.leaf, chain.key), checked: (w) => told.push(w) })();
-    expect(told[0]).toEqual([expect.stringContaining("comes without the certificate that issued it"), `${what} does not hold IMGPRESS_HOST (nas.example.lan) among its names (imgpress.example.com): clients that connect by that address refuse it`]);
+    await certificateCheck(tls, () => {}, {
+      now,
+      host: "nas.example.lan",
+      read: files(chain.leaf, chain.key),
+      checked: (w) => told.push(w),
+    })();
+    expect(told[0]).toEqual([
+      expect.stringContaining("comes without the certificate that issued it"),
+      `${what} does not hold IMGPRESS_HOST (nas.example.lan) among its names (imgpress.example.com): clients that connect by that address refuse it`,
+    ]);
   });
 });
 
@@ -110,7 +149,9 @@ describe("certificateWarnings: the operator's files on disk against the one serv
   test("the same certificate, even rewritten with other line ends: only validity", async () => {
     const tls = await served(90);
     expect(await certificateWarnings(tls, NOW, { read: files(tls.cert, tls.key) })).toEqual([]);
-    expect(await certificateWarnings(tls, NOW, { read: files(`${tls.cert.replaceAll("\n", "\r\n")}\n\n`, tls.key) })).toEqual([]);
+    expect(
+      await certificateWarnings(tls, NOW, { read: files(`${tls.cert.replaceAll("\n", "\r\n")}\n\n`, tls.key) }),
+    ).toEqual([]);
   });
 
   test("a renewal with its key, waiting for a restart: named with its end", async () => {
@@ -127,9 +168,14 @@ describe("certificateWarnings: the operator's files on disk against the one serv
     const renewed = await served(90, false, new Date(NOW.getTime() - DAY));
     const expired = await served(1, false, new Date(NOW.getTime() - 10 * DAY));
     const gone = Object.assign(new Error("no such file"), { code: "ENOENT" });
-    const said = async (cert: string | Error, key: string | Error) => (await certificateWarnings(tls, NOW, { read: files(cert, key) }))[0];
-    expect(await said(gone, tls.key)).toBe(`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) cannot be read now (ENOENT): a restart would fail; ${kept}`);
-    expect(await said("-----BEGIN CERTIFICATE-----\nMIIB", tls.key)).toBe(`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`);
+    const said = async (cert: string | Error, key: string | Error) =>
+      (await certificateWarnings(tls, NOW, { read: files(cert, key) }))[0];
+    expect(await said(gone, tls.key)).toBe(
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) cannot be read now (ENOENT): a restart would fail; ${kept}`,
+    );
+    expect(await said("-----BEGIN CERTIFICATE-----\nMIIB", tls.key)).toBe(
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`,
+    );
     // The new certificate before its key: a renewal half done; or the key half copied, or gone.
     expect(await said(renewed.cert, tls.key)).toBe(
       `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed (valid until 2026-05-29T12:00:00Z), but IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) is not the private key of the certificate that comes first in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) (the server's certificate first, then the intermediates): a restart would fail; ${kept}`,
@@ -141,7 +187,9 @@ describe("certificateWarnings: the operator's files on disk against the one serv
       `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed (valid until 2026-05-29T12:00:00Z), but IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) cannot be read now (ENOENT): a restart would fail; ${kept}`,
     );
     // The certificate as it was, its key gone bad: a restart would fail as well.
-    expect(await said(tls.cert, "")).toBe(`IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) holds no private key that can be read now: a restart would fail; ${kept}`);
+    expect(await said(tls.cert, "")).toBe(
+      `IMGPRESS_TLS_KEY (/etc/imgpress/key.pem) holds no private key that can be read now: a restart would fail; ${kept}`,
+    );
     expect(await said(expired.cert, expired.key)).toBe(
       `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) has changed, but the new certificate is not valid now (valid from 2026-02-19T11:00:00Z until 2026-02-20T12:00:00Z): a restart would serve it and clients would refuse it; ${kept}`,
     );
@@ -150,7 +198,9 @@ describe("certificateWarnings: the operator's files on disk against the one serv
   test("a certificate whose validity could not be read at start: only the files are compared", async () => {
     const tls = { ...(await served(1)), facts: null };
     expect(await certificateWarnings(tls, NOW, { read: files(tls.cert, tls.key) })).toEqual([]);
-    expect(await certificateWarnings(tls, NOW, { read: files("other", tls.key) })).toEqual([`IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`]);
+    expect(await certificateWarnings(tls, NOW, { read: files("other", tls.key) })).toEqual([
+      `IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem) holds no certificate that can be read now: a restart would fail; ${kept}`,
+    ]);
   });
 
   test("the generated certificate is never compared with a file, and a restart alone renews it", async () => {
@@ -170,7 +220,11 @@ describe("certificateCheck: one check, as the hourly timer runs it", () => {
     let onDiskKey = tls.key;
     const renewed = next.cert;
     const said: string[] = [];
-    const check = certificateCheck(tls, (m) => said.push(m), { repeatMs: 10 * DAY, now: () => new Date(clock), read: async (path) => (path.endsWith("cert.pem") ? onDisk : onDiskKey) });
+    const check = certificateCheck(tls, (m) => said.push(m), {
+      repeatMs: 10 * DAY,
+      now: () => new Date(clock),
+      read: async (path) => (path.endsWith("cert.pem") ? onDisk : onDiskKey),
+    });
     await check();
     expect(said).toEqual([]);
     onDisk = renewed;
@@ -198,7 +252,11 @@ describe("certificateCheck: one check, as the hourly timer runs it", () => {
     const startup = validityWarnings(tls.facts!, NOW, "the certificate in IMGPRESS_TLS_CERT (/etc/imgpress/cert.pem)");
     expect(startup).toHaveLength(1);
     const said: string[] = [];
-    await certificateCheck(tls, (m) => said.push(m), { now: () => NOW, read: files(tls.cert, tls.key), said: startup })();
+    await certificateCheck(tls, (m) => said.push(m), {
+      now: () => NOW,
+      read: files(tls.cert, tls.key),
+      said: startup,
+    })();
     expect(said).toEqual([]);
     await certificateCheck(tls, (m) => said.push(m), { now: () => NOW, read: files(tls.cert, tls.key) })();
     expect(said).toEqual(startup);
@@ -207,7 +265,11 @@ describe("certificateCheck: one check, as the hourly timer runs it", () => {
   test("every check tells its warnings (the dashboard shows them), logged or not", async () => {
     const tls = await served(10);
     const told: (readonly string[])[] = [];
-    const check = certificateCheck(tls, () => {}, { now: () => NOW, read: files(tls.cert, tls.key), checked: (w) => told.push(w) });
+    const check = certificateCheck(tls, () => {}, {
+      now: () => NOW,
+      read: files(tls.cert, tls.key),
+      checked: (w) => told.push(w),
+    });
     await check();
     await check();
     expect(told).toHaveLength(2);
@@ -217,7 +279,11 @@ describe("certificateCheck: one check, as the hourly timer runs it", () => {
   test("the timer runs the check until stopped", async () => {
     const tls = await served(10);
     const said: string[] = [];
-    const stop = watchCertificate(tls, (m) => said.push(m), { everyMs: 1, now: () => NOW, read: files(tls.cert, tls.key) });
+    const stop = watchCertificate(tls, (m) => said.push(m), {
+      everyMs: 1,
+      now: () => NOW,
+      read: files(tls.cert, tls.key),
+    });
     for (let i = 0; i < 500 && said.length === 0; i++) await Bun.sleep(5);
     stop();
     expect(said).toHaveLength(1);
@@ -231,7 +297,14 @@ describe("TlsStatus: what the dashboard shows", () => {
     const tls = await served(10, true);
     await status.serving(tls, ["first"]);
     const fingerprint = new X509Certificate(tls.cert).fingerprint256;
-    expect(status.view()).toEqual({ source: "generated", certPath: "/etc/imgpress/cert.pem", validUntil: "2026-03-11T12:00:00.000Z", names: ["imgpress.example.com"], sha256: fingerprint, warnings: ["first"] });
+    expect(status.view()).toEqual({
+      source: "generated",
+      certPath: "/etc/imgpress/cert.pem",
+      validUntil: "2026-03-11T12:00:00.000Z",
+      names: ["imgpress.example.com"],
+      sha256: fingerprint,
+      warnings: ["first"],
+    });
     status.warn([]);
     expect(status.view()!.warnings).toEqual([]);
     await status.serving(undefined, []);

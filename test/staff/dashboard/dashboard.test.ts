@@ -5,19 +5,19 @@
 import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { loadConfig } from "../../../src/core/config.ts";
+import { html } from "../../../src/core/html.ts";
+import { redactUrl } from "../../../src/core/redact.ts";
+import type { KeyListRow, Overview, Series } from "../../../src/data/usage/model.ts";
+import { embeddedAssetsSource } from "../../../src/staff/assets/embed.ts";
 import { assetAt, assetUrl } from "../../../src/staff/assets/index.ts";
 import { niceTicks, splitChart, timeChart, wholePercents } from "../../../src/staff/dashboard/chart.ts";
-import { embeddedAssetsSource } from "../../../src/staff/assets/embed.ts";
 import { bytes, count, duration, ms, percent, ratio, utcText } from "../../../src/staff/dashboard/format.ts";
 import { activityPage } from "../../../src/staff/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../../../src/staff/dashboard/pages/keys.ts";
-import type { RefusedView } from "../../../src/staff/dashboard/refused.ts";
-import { html } from "../../../src/core/html.ts";
 import { overviewPage } from "../../../src/staff/dashboard/pages/overview.ts";
 import { settingsPage } from "../../../src/staff/dashboard/pages/settings.ts";
+import type { RefusedView } from "../../../src/staff/dashboard/refused.ts";
 import { describeSettings } from "../../../src/staff/settings-view.ts";
-import { redactUrl } from "../../../src/core/redact.ts";
-import type { KeyListRow, Overview, Series } from "../../../src/data/usage/model.ts";
 
 const HOUR = 3_600_000;
 const T = Date.UTC(2030, 0, 1);
@@ -30,7 +30,18 @@ function series(values: number[]): Series {
     step: "hour",
     from: T,
     to: T + values.length * HOUR,
-    points: values.map((n, i) => ({ t: T + i * HOUR, conversions: n, bytesIn: n * 1000, bytesOut: n * 400, bytesSaved: n * 600, guardEncodes: 2 * n, errors: i === 0 ? 2 : 0, errorsByCode: (i === 0 ? { "<b>X</b>": 2 } : {}) as Record<string, number>, p50Ms: n ? 50 : null, p95Ms: n ? 90 : null })),
+    points: values.map((n, i) => ({
+      t: T + i * HOUR,
+      conversions: n,
+      bytesIn: n * 1000,
+      bytesOut: n * 400,
+      bytesSaved: n * 600,
+      guardEncodes: 2 * n,
+      errors: i === 0 ? 2 : 0,
+      errorsByCode: (i === 0 ? { "<b>X</b>": 2 } : {}) as Record<string, number>,
+      p50Ms: n ? 50 : null,
+      p95Ms: n ? 90 : null,
+    })),
   };
 }
 
@@ -38,15 +49,48 @@ function overview(conversions: number): Overview {
   return {
     from: T,
     to: T + 24 * HOUR,
-    totals: { conversions, bytesIn: conversions * 1000, bytesOut: conversions * 400, bytesSaved: conversions * 600, guardEncodes: 2 * conversions, errors: 2, savingsPercent: conversions ? 60 : null, p50Ms: 50, p95Ms: 90 },
-    byFormat: conversions ? [{ format: "<i>webp</i>", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 2 * conversions }] : [],
-    byQuality: conversions ? [{ quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 2 * conversions }] : [],
-    byFormatQuality: conversions ? [{ format: "<i>webp</i>", quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 2 * conversions }] : [],
+    totals: {
+      conversions,
+      bytesIn: conversions * 1000,
+      bytesOut: conversions * 400,
+      bytesSaved: conversions * 600,
+      guardEncodes: 2 * conversions,
+      errors: 2,
+      savingsPercent: conversions ? 60 : null,
+      p50Ms: 50,
+      p95Ms: 90,
+    },
+    byFormat: conversions
+      ? [{ format: "<i>webp</i>", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 2 * conversions }]
+      : [],
+    byQuality: conversions
+      ? [{ quality: "lossy", conversions, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 2 * conversions }]
+      : [],
+    byFormatQuality: conversions
+      ? [
+          {
+            format: "<i>webp</i>",
+            quality: "lossy",
+            conversions,
+            bytesIn: 0,
+            bytesOut: 0,
+            bytesSaved: 0,
+            guardEncodes: 2 * conversions,
+          },
+        ]
+      : [],
     errorsByCode: [{ code: "<b>X</b>", count: 2 }],
   };
 }
 
-const live = { src: "/internal/api/live", sparkSrc: "/internal/live/sparklines", spark: html`<i>spark</i>`, everyS: 5, pauseS: 1500, fields: [{ label: "Version", path: "version", format: "text" as const, initial: "<v>" }] };
+const live = {
+  src: "/internal/api/live",
+  sparkSrc: "/internal/live/sparklines",
+  spark: html`<i>spark</i>`,
+  everyS: 5,
+  pauseS: 1500,
+  fields: [{ label: "Version", path: "version", format: "text" as const, initial: "<v>" }],
+};
 const key: KeyListRow = {
   id: "key_1",
   prefix: "imp_abcd",
@@ -65,11 +109,24 @@ const key: KeyListRow = {
 
 /** Refused requests with attacker-chosen text in the key's e-mail and the code. */
 const refused: RefusedView = {
-  codes: { total: 5, byCode: [{ code: "INVALID_SIGNATURE", count: 4 }, { code: "<b>X</b>", count: 1 }] },
+  codes: {
+    total: 5,
+    byCode: [
+      { code: "INVALID_SIGNATURE", count: 4 },
+      { code: "<b>X</b>", count: 1 },
+    ],
+  },
   points: [{ t: T, total: 5, byCode: { INVALID_SIGNATURE: 4, "<b>X</b>": 1 } }],
   stepMs: 3_600_000,
   top: [
-    { kind: "key", client: "key_<i>", count: 4, lastAt: T, mainCode: "INVALID_SIGNATURE", key: { prefix: "imp_abc", email: XSS_EMAIL } },
+    {
+      kind: "key",
+      client: "key_<i>",
+      count: 4,
+      lastAt: T,
+      mainCode: "INVALID_SIGNATURE",
+      key: { prefix: "imp_abc", email: XSS_EMAIL },
+    },
     { kind: "address", client: "2001:db8::/64", count: 1, lastAt: T, mainCode: "<b>X</b>" },
   ],
 };
@@ -77,13 +134,27 @@ const refused: RefusedView = {
 /** Every page, rendered with attacker-chosen text wherever data goes. */
 function allPages(): Record<string, string> {
   return {
-    overview: overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1, 0, 4]), refused, live }).text,
-    keys: keysPage({ viewer, filter: { q: XSS_EMAIL, status: "all", sort: "created", order: "desc", page: 1 }, keys: { rows: [key], total: 1, page: 1, pageSize: 50 } }).text,
+    overview: overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1, 0, 4]), refused, live })
+      .text,
+    keys: keysPage({
+      viewer,
+      filter: { q: XSS_EMAIL, status: "all", sort: "created", order: "desc", page: 1 },
+      keys: { rows: [key], total: 1, page: 1, pageSize: 50 },
+    }).text,
     key: keyPage({ viewer, detail: { key, usage: overview(3) }, range: "24h", series: series([3]), refused }).text,
     activity: activityPage({
       viewer,
       filter: { type: "", staff: XSS_EMAIL, from: "", to: "", before: null },
-      rows: [{ at: T, type: "staff.sign_in_failed", actor: XSS_EMAIL, subject: XSS_SITE, clientAddress: "127.0.0.1", detail: { reason: "<script>" } }],
+      rows: [
+        {
+          at: T,
+          type: "staff.sign_in_failed",
+          actor: XSS_EMAIL,
+          subject: XSS_SITE,
+          clientAddress: "127.0.0.1",
+          detail: { reason: "<script>" },
+        },
+      ],
       older: null,
       types: ["staff.sign_in"],
       staff: [XSS_EMAIL],
@@ -99,7 +170,14 @@ function allPages(): Record<string, string> {
       database: "/data/<dir>/imgpress.db",
       versions: [{ name: "imgpress", version: "<1>" }],
       // An operator's certificate file may name anything, and its path is the operator's.
-      tls: { source: "file", certPath: "/etc/<tls>/cert.pem", validUntil: "2030-02-01T00:00:00.000Z", names: [XSS_SITE], sha256: "AB:CD", warnings: [XSS_SITE] },
+      tls: {
+        source: "file",
+        certPath: "/etc/<tls>/cert.pem",
+        validUntil: "2030-02-01T00:00:00.000Z",
+        names: [XSS_SITE],
+        sha256: "AB:CD",
+        warnings: [XSS_SITE],
+      },
     }).text,
   };
 }
@@ -130,27 +208,55 @@ describe("formats", () => {
 
 describe("charts", () => {
   test("a time chart carries its data, a title and a description for screen readers", () => {
-    const svg = timeChart({ id: "c", title: "Conversions", kind: "bars", times: [T, T + HOUR, T + 2 * HOUR], stepMs: HOUR, series: [{ name: "Conversions", values: [2, 0, 5] }] }).text;
+    const svg = timeChart({
+      id: "c",
+      title: "Conversions",
+      kind: "bars",
+      times: [T, T + HOUR, T + 2 * HOUR],
+      stepMs: HOUR,
+      series: [{ name: "Conversions", values: [2, 0, 5] }],
+    }).text;
     expect(svg).toContain('data-points="3"');
     expect(svg).toContain('data-nonzero="2"');
     expect(svg).toContain('data-peak="5"');
     expect(svg).toContain('aria-labelledby="c-t c-d"');
-    expect(svg).toContain("<title id=\"c-t\">Conversions</title>");
+    expect(svg).toContain('<title id="c-t">Conversions</title>');
     expect(svg).toContain("total 7, peak 5 per step");
     expect(svg.match(/<rect class="bar/g)?.length).toBe(2);
     expect(svg).not.toContain("No data in this range");
   });
 
   test("an empty chart says so; lines break over missing values", () => {
-    const empty = timeChart({ id: "e", title: "Latency", kind: "lines", times: [T, T + HOUR], stepMs: HOUR, series: [{ name: "p50", values: [null, null] }] }).text;
+    const empty = timeChart({
+      id: "e",
+      title: "Latency",
+      kind: "lines",
+      times: [T, T + HOUR],
+      stepMs: HOUR,
+      series: [{ name: "p50", values: [null, null] }],
+    }).text;
     expect(empty).toContain("No data in this range");
-    const broken = timeChart({ id: "b", title: "Latency", kind: "lines", times: [T, T + HOUR, T + 2 * HOUR], stepMs: HOUR, series: [{ name: "p50", values: [5, null, 7] }] }).text;
+    const broken = timeChart({
+      id: "b",
+      title: "Latency",
+      kind: "lines",
+      times: [T, T + HOUR, T + 2 * HOUR],
+      stepMs: HOUR,
+      series: [{ name: "p50", values: [5, null, 7] }],
+    }).text;
     expect(broken.match(/<path class="line s0" d="([^"]*)"/)![1]!.match(/M/g)?.length).toBe(2);
   });
 
   test("a year of bars is one path per series, with the figures still on the SVG", () => {
     const times = Array.from({ length: 365 }, (_, i) => T + i * 86_400_000);
-    const svg = timeChart({ id: "y", title: "Conversions", kind: "bars", times, stepMs: 86_400_000, series: [{ name: "Conversions", values: times.map((_, i) => i % 2) }] }).text;
+    const svg = timeChart({
+      id: "y",
+      title: "Conversions",
+      kind: "bars",
+      times,
+      stepMs: 86_400_000,
+      series: [{ name: "Conversions", values: times.map((_, i) => i % 2) }],
+    }).text;
     expect(svg.match(/<path class="bar s0" d="[^"]+"/g)?.length).toBe(1);
     expect(svg).not.toContain("<rect");
     expect(svg).toContain('data-points="365"');
@@ -177,18 +283,48 @@ describe("charts", () => {
       ],
     }).text;
     const table = chart.slice(chart.indexOf("<details"));
-    expect(table).toContain('<summary>Bytes as a table</summary>');
-    expect(table).toContain('<th scope="col">Hour (UTC)</th><th scope="col" class="num">In</th><th scope="col" class="num">Out</th>');
-    const rows = [...table.matchAll(/<tr><th scope="row">([^<]+)<\/th>(.*?)<\/tr>/g)].map((m) => [m[1], m[2]!.replace(/<[^>]+>/g, " ").trim().split(/\s+/).join(" ")]);
+    expect(table).toContain("<summary>Bytes as a table</summary>");
+    expect(table).toContain(
+      '<th scope="col">Hour (UTC)</th><th scope="col" class="num">In</th><th scope="col" class="num">Out</th>',
+    );
+    const rows = [...table.matchAll(/<tr><th scope="row">([^<]+)<\/th>(.*?)<\/tr>/g)].map((m) => [
+      m[1],
+      m[2]!
+        .replace(/<[^>]+>/g, " ")
+        .trim()
+        .split(/\s+/)
+        .join(" "),
+    ]);
     expect(rows).toEqual([
       [utcText(T + 3_600_000).slice(0, -4), "1200 B 300 B"],
       [utcText(T + 7_200_000).slice(0, -4), "– 50 B"],
     ]);
-    expect(timeChart({ id: "e", title: "Empty", kind: "bars", times, stepMs: 3_600_000, series: [{ name: "x", values: [0, 0, 0] }] }).text).not.toContain("<details");
+    expect(
+      timeChart({
+        id: "e",
+        title: "Empty",
+        kind: "bars",
+        times,
+        stepMs: 3_600_000,
+        series: [{ name: "x", values: [0, 0, 0] }],
+      }).text,
+    ).not.toContain("<details");
   });
 
   test("split bars are proportional to their values", () => {
-    const svg = splitChart({ id: "s", title: "By format", parts: [{ title: "Format", items: [{ label: "webp", value: 30 }, { label: "avif", value: 10 }] }] }).text;
+    const svg = splitChart({
+      id: "s",
+      title: "By format",
+      parts: [
+        {
+          title: "Format",
+          items: [
+            { label: "webp", value: 30 },
+            { label: "avif", value: 10 },
+          ],
+        },
+      ],
+    }).text;
     const widths = [...svg.matchAll(/<rect[^>]* width="([\d.]+)"/g)].map((m) => Number(m[1]));
     expect(widths[0]! / widths[1]!).toBeCloseTo(3, 1);
     expect(svg).toContain("(75 %)");
@@ -209,8 +345,18 @@ describe("charts", () => {
   ])("count ticks step by whole numbers: peak %p", (hi, ticks) => expect(niceTicks(0, hi, 1)).toEqual(ticks));
 
   test("a count chart with a peak of 1 labels its axis 0 and 1, each once", () => {
-    const svg = timeChart({ id: "c", title: "Conversions", times: [0, 3_600_000], stepMs: 3_600_000, series: [{ name: "ok", values: [1, 0] }], kind: "bars" }).text;
-    expect([...svg.matchAll(/<text class="tick"[^>]*text-anchor="end">([^<]*)</g)].map((m) => m[1])).toEqual(["0", "1"]);
+    const svg = timeChart({
+      id: "c",
+      title: "Conversions",
+      times: [0, 3_600_000],
+      stepMs: 3_600_000,
+      series: [{ name: "ok", values: [1, 0] }],
+      kind: "bars",
+    }).text;
+    expect([...svg.matchAll(/<text class="tick"[^>]*text-anchor="end">([^<]*)</g)].map((m) => m[1])).toEqual([
+      "0",
+      "1",
+    ]);
   });
 });
 
@@ -222,14 +368,23 @@ describe("pages render data as text", () => {
     expect(page).not.toContain("<i>webp");
     expect(page).toContain("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;@x.io");
     // The only scripts are the external, hashed ones; no inline style either.
-    expect([...page.matchAll(/<script[^>]*>/g)].map((m) => m[0])).toEqual([`<script src="${assetUrl("dashboard.js")}" defer>`]);
+    expect([...page.matchAll(/<script[^>]*>/g)].map((m) => m[0])).toEqual([
+      `<script src="${assetUrl("dashboard.js")}" defer>`,
+    ]);
     expect(page).not.toMatch(/ style=|<style/);
     expect(page).not.toMatch(/<[^>]*\son[a-z]+=/);
     expect(page).toContain('name="csrf" value="tok&quot;en"');
   });
 
   test("the overview without conversions explains where to start", () => {
-    const page = overviewPage({ viewer, range: "7d", overview: { ...overview(0), errorsByCode: [], totals: { ...overview(0).totals, errors: 0 } }, series: series([0]), refused, live }).text;
+    const page = overviewPage({
+      viewer,
+      range: "7d",
+      overview: { ...overview(0), errorsByCode: [], totals: { ...overview(0).totals, errors: 0 } },
+      series: series([0]),
+      refused,
+      live,
+    }).text;
     expect(page).toContain("No conversions yet");
     expect(page).toContain('<a href="/v1/docs">/v1/docs</a>');
   });
@@ -247,15 +402,31 @@ describe("pages render data as text", () => {
     const page = overviewPage({ viewer, range: "24h", overview: mixed, series: series([10]), refused, live }).text;
     expect(page).toMatch(/data-figure="guard-encodes">29<span class="sub">re-encodes · 3\.63 per lossy conversion</);
     // Without lossy conversions there is nothing to divide by.
-    const none = { ...o, totals: { ...o.totals, guardEncodes: 0 }, byQuality: [{ quality: "lossless", conversions: 10, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 }] };
-    expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), refused, live }).text).toMatch(/data-figure="guard-encodes">0<span class="sub">re-encodes · – per lossy conversion</);
-    const keyText = keyPage({ viewer, detail: { key: { ...key, guardEncodes: 1234 }, usage: mixed }, range: "24h", series: series([10]), refused }).text;
-    expect(keyText).toContain("<dt>All-time quality guard re-encodes</dt><dd class=\"num-left\">1,234</dd>");
+    const none = {
+      ...o,
+      totals: { ...o.totals, guardEncodes: 0 },
+      byQuality: [{ quality: "lossless", conversions: 10, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 }],
+    };
+    expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), refused, live }).text).toMatch(
+      /data-figure="guard-encodes">0<span class="sub">re-encodes · – per lossy conversion</,
+    );
+    const keyText = keyPage({
+      viewer,
+      detail: { key: { ...key, guardEncodes: 1234 }, usage: mixed },
+      range: "24h",
+      series: series([10]),
+      refused,
+    }).text;
+    expect(keyText).toContain('<dt>All-time quality guard re-encodes</dt><dd class="num-left">1,234</dd>');
     expect(keyText).toContain('data-figure="guard-encodes">29<');
   });
 
   test("the keys page without keys explains how keys are issued", () => {
-    const page = keysPage({ viewer, filter: { q: "", status: "all", sort: "created", order: "desc", page: 1 }, keys: { rows: [], total: 0, page: 1, pageSize: 50 } }).text;
+    const page = keysPage({
+      viewer,
+      filter: { q: "", status: "all", sort: "created", order: "desc", page: 1 },
+      keys: { rows: [], total: 0, page: 1, pageSize: 50 },
+    }).text;
     expect(page).toContain("No keys yet");
   });
 });
@@ -271,7 +442,8 @@ describe("settings show no secret", () => {
   test("every secret is redacted, the rest stays readable", () => {
     const rows = describeSettings(loadConfig({ ...secrets, IMGPRESS_DATA_DIR: "/srv/imgpress" }), { reveal: false });
     const text = JSON.stringify(rows);
-    for (const needle of ["ab".repeat(32), "Sup3r-s3cret", "tok-in-url-123", "db-token-456"]) expect(text).not.toContain(needle);
+    for (const needle of ["ab".repeat(32), "Sup3r-s3cret", "tok-in-url-123", "db-token-456"])
+      expect(text).not.toContain(needle);
     const value = (env: string) => rows.find((r) => r.env === env)?.value;
     expect(value("IMGPRESS_SMTP_URL")).toBe("smtps://mailer:******@smtp.example.com:465");
     expect(value("IMGPRESS_DATABASE_URL")).toBe("libsql://db.example.com?authToken=******");
@@ -319,10 +491,22 @@ describe("activity filters", () => {
 
 describe("wholePercents", () => {
   test.each([
-    [[5, 3], [63, 37]],
-    [[1, 1, 1], [34, 33, 33]],
-    [[30, 10], [75, 25]],
-    [[0, 0], [0, 0]],
+    [
+      [5, 3],
+      [63, 37],
+    ],
+    [
+      [1, 1, 1],
+      [34, 33, 33],
+    ],
+    [
+      [30, 10],
+      [75, 25],
+    ],
+    [
+      [0, 0],
+      [0, 0],
+    ],
     [[7], [100]],
   ])("%p → %p, adding up to 100", (values, percents) => {
     expect(wholePercents(values)).toEqual(percents);
@@ -332,8 +516,18 @@ describe("wholePercents", () => {
 describe("axis labels", () => {
   const DAY = 86_400_000;
   const labels = (days: number, stepMs: number) => {
-    const times = Array.from({ length: Math.round((days * DAY) / stepMs) }, (_, i) => Date.UTC(2025, 10, 25) + i * stepMs);
-    const svg = timeChart({ id: "a", title: "t", times, stepMs, series: [{ name: "ok", values: times.map(() => 1) }], kind: "bars" }).text;
+    const times = Array.from(
+      { length: Math.round((days * DAY) / stepMs) },
+      (_, i) => Date.UTC(2025, 10, 25) + i * stepMs,
+    );
+    const svg = timeChart({
+      id: "a",
+      title: "t",
+      times,
+      stepMs,
+      series: [{ name: "ok", values: times.map(() => 1) }],
+      kind: "bars",
+    }).text;
     return [...svg.matchAll(/data-f="(\w+)">([^<]*)</g)].map((m) => `${m[1]} ${m[2]}`);
   };
   test("a year's chart names months with their year; a week's, days; a day's, hours", () => {
@@ -349,8 +543,18 @@ test("refused requests: the top clients link a key to its page and name an addre
   expect(page).toMatch(/<tr data-client="key_&lt;i&gt;"><td><a href="\/internal\/keys\/key_%3Ci%3E">/);
   expect(page).toMatch(/<tr data-client="2001:db8::\/64">/);
   expect(page).toContain("Rejected requests by code");
-  const keyText = keyPage({ viewer, detail: { key, usage: overview(3) }, range: "24h", series: series([3]), refused }).text;
-  expect(keyText).toMatch(/data-figure="refused">5 <span class="muted">\(INVALID_SIGNATURE 4, &lt;b&gt;X&lt;\/b&gt; 1\)/);
+  const keyText = keyPage({
+    viewer,
+    detail: { key, usage: overview(3) },
+    range: "24h",
+    series: series([3]),
+    refused,
+  }).text;
+  expect(keyText).toMatch(
+    /data-figure="refused">5 <span class="muted">\(INVALID_SIGNATURE 4, &lt;b&gt;X&lt;\/b&gt; 1\)/,
+  );
   const none = { ...refused, codes: { total: 0, byCode: [] }, top: [] };
-  expect(overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1]), refused: none, live }).text).toContain("No request to the public API was refused in this range.");
+  expect(
+    overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1]), refused: none, live }).text,
+  ).toContain("No request to the public API was refused in this range.");
 });

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { assetUrl } from "../../../src/staff/assets/index.ts";
 import { convertForm, postBearer } from "../../support/convert-helpers.ts";
-import { createHarness, TEST_MASTER_KEY, type Harness } from "../../support/harness.ts";
+import { createHarness, type Harness, TEST_MASTER_KEY } from "../../support/harness.ts";
 import * as img from "../../support/images.ts";
-import { form, LOOPBACK, staffSignIn, type StaffLogin } from "../../support/staff.ts";
+import { form, LOOPBACK, type StaffLogin, staffSignIn } from "../../support/staff.ts";
 
 const BOSS = "boss@example.com";
 const DB_TOKEN = "db-secret-token-5150";
@@ -18,12 +18,19 @@ let boss: StaffLogin;
 let key: { api_key: string; secret_key: string };
 let keyId: string;
 
-const page = (path: string, s: StaffLogin | null = boss) => h.request("GET", path, { ip: LOOPBACK, headers: s ? { cookie: s.cookie } : {} });
-const post = (path: string, fields: Record<string, string>, s: StaffLogin = boss, headers: Record<string, string> = {}) =>
-  h.request("POST", path, form(fields, { headers: { cookie: s.cookie, ...headers } }));
+const page = (path: string, s: StaffLogin | null = boss) =>
+  h.request("GET", path, { ip: LOOPBACK, headers: s ? { cookie: s.cookie } : {} });
+const post = (
+  path: string,
+  fields: Record<string, string>,
+  s: StaffLogin = boss,
+  headers: Record<string, string> = {},
+) => h.request("POST", path, form(fields, { headers: { cookie: s.cookie, ...headers } }));
 
 beforeAll(async () => {
-  h = await createHarness({ env: { IMGPRESS_STAFF_EMAILS: BOSS, IMGPRESS_DATABASE_AUTH_TOKEN: DB_TOKEN, IMGPRESS_METRICS_TOKEN: METRICS_TOKEN } });
+  h = await createHarness({
+    env: { IMGPRESS_STAFF_EMAILS: BOSS, IMGPRESS_DATABASE_AUTH_TOKEN: DB_TOKEN, IMGPRESS_METRICS_TOKEN: METRICS_TOKEN },
+  });
   boss = await staffSignIn(h, BOSS);
   key = await h.issueKey("o'neil&co@example.com", "https://shop.example/blog");
   keyId = (await h.services.keys.list()).find((k) => k.email === "o'neil&co@example.com")!.id;
@@ -136,7 +143,9 @@ describe("assets", () => {
     expect(res.headers.get("content-type")).toBe("text/css; charset=utf-8");
     expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     expect(res.text).toContain("prefers-color-scheme");
-    expect((await h.request("GET", url.replace(/\.[0-9a-f]{10}\./, ".0000000000."), { ip: LOOPBACK })).status).toBe(404);
+    expect((await h.request("GET", url.replace(/\.[0-9a-f]{10}\./, ".0000000000."), { ip: LOOPBACK })).status).toBe(
+      404,
+    );
     expect((await h.request("GET", url, { ip: "203.0.113.9" })).status).toBe(404);
   });
 });
@@ -145,7 +154,9 @@ describe("revoke from the key page", () => {
   test("refused without the CSRF token or from another origin; nothing changes", async () => {
     const noToken = await post(`/internal/keys/${keyId}/revoke`, {});
     expect(noToken.status).toBe(403);
-    const foreign = await post(`/internal/keys/${keyId}/revoke`, { csrf: boss.csrf }, boss, { origin: "https://evil.example" });
+    const foreign = await post(`/internal/keys/${keyId}/revoke`, { csrf: boss.csrf }, boss, {
+      origin: "https://evil.example",
+    });
     expect(foreign.status).toBe(403);
     expect((await h.services.keys.findActive(key.api_key)) !== null).toBe(true);
   });
@@ -166,12 +177,16 @@ describe("revoke from the key page", () => {
   test("viewed over 7 days, the page comes back over 7 days; its form says so", async () => {
     const other = await h.issueKey("ranged@example.com");
     const id = (await h.services.keys.list()).find((k) => k.email === "ranged@example.com")!.id;
-    expect((await page(`/internal/keys/${id}?range=7d`)).text).toContain(`action="/internal/keys/${id}/revoke?range=7d"`);
+    expect((await page(`/internal/keys/${id}?range=7d`)).text).toContain(
+      `action="/internal/keys/${id}/revoke?range=7d"`,
+    );
     const res = await post(`/internal/keys/${id}/revoke?range=7d`, { csrf: boss.csrf });
     expect(res.headers.get("location")).toBe(`/internal/keys/${id}?range=7d&done=revoked`);
     expect((await h.services.keys.findActive(other.api_key)) === null).toBe(true);
     // An unknown range is the default, left out.
-    expect((await post(`/internal/keys/${id}/revoke?range=forever`, { csrf: boss.csrf })).headers.get("location")).toBe(`/internal/keys/${id}`);
+    expect((await post(`/internal/keys/${id}/revoke?range=forever`, { csrf: boss.csrf })).headers.get("location")).toBe(
+      `/internal/keys/${id}`,
+    );
   });
 });
 
@@ -181,7 +196,9 @@ describe("staff from the settings page", () => {
     expect(added.status).toBe(303);
     // To the top of the page, where the notice is (a #staff fragment scrolled it out of sight).
     expect(added.headers.get("location")).toBe("/internal/settings?done=staff-added");
-    expect((await page(added.headers.get("location")!)).text).toContain('role="status" tabindex="-1" data-notice id="notice">Staff member added');
+    expect((await page(added.headers.get("location")!)).text).toContain(
+      'role="status" tabindex="-1" data-notice id="notice">Staff member added',
+    );
     expect((await page(added.headers.get("location")!)).text).toContain("colleague@example.com");
     const colleague = await staffSignIn(h, "colleague@example.com");
     expect((await page("/internal/", colleague)).status).toBe(200);

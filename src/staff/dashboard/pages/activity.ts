@@ -1,8 +1,8 @@
-import type { AuditEvent } from "../../../data/audit/service.ts";
 import { html, type SafeHtml } from "../../../core/html.ts";
-import { empty, query, table, time } from "../components.ts";
-import { layout, type Viewer } from "../../layout.ts";
 import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
+import type { AuditEvent } from "../../../data/audit/service.ts";
+import { layout, type Viewer } from "../../layout.ts";
+import { empty, query, table, time } from "../components.ts";
 
 /** One audit event as the activity table shows it. */
 export type ActivityRow = Omit<AuditEvent, "id">;
@@ -47,11 +47,14 @@ function detailText(detail: Record<string, unknown>): string {
 /** /internal/activity: the audit trail, newest first, with filters and paging. */
 export function activityPage(v: ActivityView): SafeHtml {
   const f = v.filter;
-  const option = (value: string, current: string, label = value) => html`<option value="${value}"${value === current ? html` selected` : null}>${label}</option>`;
+  const option = (value: string, current: string, label = value) =>
+    html`<option value="${value}"${value === current ? html` selected` : null}>${label}</option>`;
   const filtered = f.type !== "" || f.staff !== "" || f.from !== "" || f.to !== "";
   const dash = html`<span class="muted">–</span>`;
   const rows = v.rows.map(
-    (r) => html`<tr><td class="nowrap">${time(r.at)}</td><td class="nowrap"><span class="mono">${r.type}</span></td><td class="email">${r.actor || dash}</td>
+    (
+      r,
+    ) => html`<tr><td class="nowrap">${time(r.at)}</td><td class="nowrap"><span class="mono">${r.type}</span></td><td class="email">${r.actor || dash}</td>
 <td class="about wrap-anywhere">${r.subject || dash}${Object.keys(r.detail).length ? html`<br><span class="muted">${detailText(r.detail)}</span>` : null}</td><td class="mono nowrap">${r.clientAddress}</td></tr>`,
   );
   const first = f.before === null;
@@ -59,12 +62,20 @@ export function activityPage(v: ActivityView): SafeHtml {
     v.rows.length === 0
       ? html`<div class="panel">${
           filtered || !first
-            ? empty("No event matches these filters", html`<p><a href="${INTERNAL_PREFIX}/activity">Show all activity</a></p>`)
-            : empty("No activity yet", html`<p>Sign-ins, staff changes, issued and revoked keys appear here as they happen.</p>`)
+            ? empty(
+                "No event matches these filters",
+                html`<p><a href="${INTERNAL_PREFIX}/activity">Show all activity</a></p>`,
+              )
+            : empty(
+                "No activity yet",
+                html`<p>Sign-ins, staff changes, issued and revoked keys appear here as they happen.</p>`,
+              )
         }</div>`
       : html`${table({ caption: "Audit events, newest first", columns: [{ label: "When" }, { label: "Event" }, { label: "By" }, { label: "About" }, { label: "Address" }], rows })}
 <div class="pager"><span>${v.rows.length} ${v.rows.length === 1 ? "event" : "events"} on this page${first ? ", newest first" : ""}</span><nav aria-label="Pages">${
-          first ? html`<span class="disabled" aria-disabled="true">Newest</span>` : html`<a href="${activityHref({ ...f, before: null })}">Newest</a>`
+          first
+            ? html`<span class="disabled" aria-disabled="true">Newest</span>`
+            : html`<a href="${activityHref({ ...f, before: null })}">Newest</a>`
         }${v.older === null ? html`<span class="disabled" aria-disabled="true">Older →</span>` : html`<a href="${activityHref({ ...f, before: v.older })}" rel="next">Older →</a>`}</nav></div>`;
   const body = html`<div class="page-head"><div><h1>Activity</h1><p class="lead">The audit trail: sign-ins, staff changes, issued and revoked keys. ${v.retentionDays ? `Events older than ${v.retentionDays} ${v.retentionDays === 1 ? "day are" : "days are"} deleted (IMGPRESS_AUDIT_RETENTION_DAYS).` : "Every event is kept (IMGPRESS_AUDIT_RETENTION_DAYS is 0)."}</p></div></div>
 ${v.problem ? html`<p class="notice error" role="alert">${v.problem}</p>` : null}

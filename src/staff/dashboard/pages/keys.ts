@@ -1,13 +1,12 @@
 import { html, type SafeHtml } from "../../../core/html.ts";
+import { API_PREFIX, INTERNAL_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
+import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
 import { badge, empty, pager, query, table, time } from "../components.ts";
 import { bytes, count } from "../format.ts";
-import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
+import { type RefusedView, refusedChart } from "../refused.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
-import { API_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
-import { refusedChart, type RefusedView } from "../refused.ts";
-import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 
 /** The keys table's state as the URL carries it. */
 export interface KeysFilter {
@@ -55,13 +54,20 @@ function row(k: KeyListRow): SafeHtml {
 export function keysPage(v: KeysView): SafeHtml {
   const f = v.filter;
   const filtered = f.q !== "" || f.status !== "all";
-  const statusOption = (value: KeysFilter["status"], label: string) => html`<option value="${value}"${f.status === value ? html` selected` : null}>${label}</option>`;
+  const statusOption = (value: KeysFilter["status"], label: string) =>
+    html`<option value="${value}"${f.status === value ? html` selected` : null}>${label}</option>`;
   const list =
     v.keys.total === 0
       ? html`<div class="panel">${
           filtered
-            ? empty("No key matches", html`<p>Nothing matches ${f.q ? html`“${f.q}”` : "this filter"}. <a href="${INTERNAL_PREFIX}/keys">Show all keys</a></p>`)
-            : empty("No keys yet", html`<p>Keys are issued when a client exchanges an e-mailed code at <code>${API_PREFIX}${VERIFY_OTP_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`)
+            ? empty(
+                "No key matches",
+                html`<p>Nothing matches ${f.q ? html`“${f.q}”` : "this filter"}. <a href="${INTERNAL_PREFIX}/keys">Show all keys</a></p>`,
+              )
+            : empty(
+                "No keys yet",
+                html`<p>Keys are issued when a client exchanges an e-mailed code at <code>${API_PREFIX}${VERIFY_OTP_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`,
+              )
         }</div>`
       : html`${table({
           caption: "API keys",
@@ -115,7 +121,11 @@ ${figures(u)}
 ${
   nothing
     ? html`<div class="panel">${empty("No conversions in this range", html`<p>This key converted nothing in the last ${RANGES[v.range].label}.</p>`)}</div>`
-    : html`<div class="charts">${seriesCharts("key", v.series, u.errorsByCode.map((e) => e.code))}${splitCharts("key", u)}</div>`
+    : html`<div class="charts">${seriesCharts(
+        "key",
+        v.series,
+        u.errorsByCode.map((e) => e.code),
+      )}${splitCharts("key", u)}</div>`
 }
 ${v.refused.codes.total > 0 ? html`<h2>Refused requests</h2><div class="charts">${refusedChart("key-refused", v.refused)}</div>` : null}`;
   return layout({ title: `Key ${k.prefix}`, section: "keys", viewer: v.viewer, body, notice: v.notice });

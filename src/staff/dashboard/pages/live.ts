@@ -31,7 +31,8 @@ export function liveSection(live: LiveView): SafeHtml {
 <h2 id="live-title"><span class="dot" aria-hidden="true"></span>Live <span class="status" data-live-status>every ${live.everyS} s</span></h2>
 <p class="sr-only" data-live-announce aria-live="polite"></p>
 <dl>${live.fields.map(
-    (f) => html`<div><dt>${f.label}</dt><dd><span data-live="${f.path}" data-format="${f.format}">${f.initial}</span>${f.suffix ? html` <span class="muted">${f.suffix}</span>` : null}</dd></div>`,
+    (f) =>
+      html`<div><dt>${f.label}</dt><dd><span data-live="${f.path}" data-format="${f.format}">${f.initial}</span>${f.suffix ? html` <span class="muted">${f.suffix}</span>` : null}</dd></div>`,
   )}</dl>
 <h3 class="spark-title">Last 10 minutes</h3><div data-spark-src="${live.sparkSrc}">${live.spark}</div></section>`;
 }

@@ -1,17 +1,16 @@
+import { stepMs } from "../../../core/durations.ts";
 import { html, type SafeHtml } from "../../../core/html.ts";
+import { API_PREFIX, CONVERT_PATH, INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 import type { Overview, Series } from "../../../data/usage/model.ts";
+import { savedPercent } from "../../../data/usage/service.ts";
+import { layout, type Viewer } from "../../layout.ts";
 import { splitChart, timeChart } from "../chart.ts";
 import { cards, empty } from "../components.ts";
 import { bytes, count, ms, percent, ratio } from "../format.ts";
-import { layout, type Viewer } from "../../layout.ts";
+import { type HealthVerdict, healthLine } from "../health.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
-import { liveSection, type LiveView } from "./live.ts";
-import { API_PREFIX, CONVERT_PATH } from "../../../core/http/paths.ts";
-import { stepMs } from "../../../core/durations.ts";
-import { savedPercent } from "../../../data/usage/service.ts";
-import { refusedChart, topRefused, type RefusedView } from "../refused.ts";
-import { healthLine, type HealthVerdict } from "../health.ts";
-import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
+import { type RefusedView, refusedChart, topRefused } from "../refused.ts";
+import { type LiveView, liveSection } from "./live.ts";
 
 /** Everything the overview page shows. */
 export interface OverviewView {
@@ -38,24 +37,44 @@ export function change(now: number | null, before: number | null, period: string
   if (now === null || before === null) return `– vs previous ${period}`;
   if (before === 0) return now === 0 ? `no change vs previous ${period}` : `▲ new vs previous ${period}`;
   const pct = Math.round(((now - before) / Math.abs(before)) * 100);
-  return pct === 0 ? `no change vs previous ${period}` : `${pct > 0 ? "▲" : "▼"} ${Math.abs(pct)} % vs previous ${period}`;
+  return pct === 0
+    ? `no change vs previous ${period}`
+    : `${pct > 0 ? "▲" : "▼"} ${Math.abs(pct)} % vs previous ${period}`;
 }
 
 /** The big figures of a range: conversions, bytes in/out/saved, savings, latency, quality guard re-encodes; with `previous`, each one's change. */
 export function figures(o: Overview, previous?: { overview: Overview; period: string }): SafeHtml {
   const t = o.totals;
   const p = previous?.overview.totals;
-  const delta = (pick: (x: Overview["totals"]) => number | null) => (p && previous ? { delta: change(pick(t), pick(p), previous.period) } : {});
+  const delta = (pick: (x: Overview["totals"]) => number | null) =>
+    p && previous ? { delta: change(pick(t), pick(p), previous.period) } : {};
   // Per lossy conversion: lossless output never passes through the guard.
   const lossy = o.byQuality.find((q) => q.quality === "lossy")?.conversions ?? 0;
   return cards([
-    { id: "conversions", label: "Conversions", value: count(t.conversions), sub: `${count(t.errors)} ${t.errors === 1 ? "error" : "errors"}`, ...delta((x) => x.conversions) },
+    {
+      id: "conversions",
+      label: "Conversions",
+      value: count(t.conversions),
+      sub: `${count(t.errors)} ${t.errors === 1 ? "error" : "errors"}`,
+      ...delta((x) => x.conversions),
+    },
     { id: "bytes-in", label: "Bytes in", value: bytes(t.bytesIn), ...delta((x) => x.bytesIn) },
     { id: "bytes-out", label: "Bytes out", value: bytes(t.bytesOut), ...delta((x) => x.bytesOut) },
     { id: "bytes-saved", label: "Bytes saved", value: bytes(t.bytesSaved), ...delta((x) => x.bytesSaved) },
     { id: "savings", label: "Savings", value: percent(t.savingsPercent), ...delta((x) => x.savingsPercent) },
-    { id: "latency", label: "Latency p50 / p95", value: `${ms(t.p50Ms)}`, sub: `p95 ${ms(t.p95Ms)}`, ...delta((x) => x.p50Ms) },
-    { id: "guard-encodes", label: "Quality guard", value: count(t.guardEncodes), sub: `re-encodes · ${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion` },
+    {
+      id: "latency",
+      label: "Latency p50 / p95",
+      value: `${ms(t.p50Ms)}`,
+      sub: `p95 ${ms(t.p95Ms)}`,
+      ...delta((x) => x.p50Ms),
+    },
+    {
+      id: "guard-encodes",
+      label: "Quality guard",
+      value: count(t.guardEncodes),
+      sub: `re-encodes · ${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion`,
+    },
   ]);
 }
 
@@ -68,10 +87,19 @@ export function seriesCharts(prefix: string, series: Series, errorCodes: readonl
   const shown = errorCodes.slice(0, 5);
   const errorSeries = shown.map((code) => ({ name: code, values: p.map((x) => x.errorsByCode[code] ?? 0) }));
   if (errorCodes.length > shown.length) {
-    errorSeries.push({ name: "other", values: p.map((x) => x.errors - shown.reduce((s, c) => s + (x.errorsByCode[c] ?? 0), 0)) });
+    errorSeries.push({
+      name: "other",
+      values: p.map((x) => x.errors - shown.reduce((s, c) => s + (x.errorsByCode[c] ?? 0), 0)),
+    });
   }
   return [
-    timeChart({ ...base, id: `${prefix}-conversions`, title: "Conversions", kind: "bars", series: [{ name: "Conversions", values: p.map((x) => x.conversions) }] }),
+    timeChart({
+      ...base,
+      id: `${prefix}-conversions`,
+      title: "Conversions",
+      kind: "bars",
+      series: [{ name: "Conversions", values: p.map((x) => x.conversions) }],
+    }),
     timeChart({
       ...base,
       id: `${prefix}-bytes`,
@@ -145,7 +173,11 @@ ${
         "No conversions yet",
         html`<p>Nothing was converted in the last ${RANGES[v.range].label}. Clients get a key with the e-mailed code and send images to <code>${API_PREFIX}${CONVERT_PATH}</code> — see the API docs at <a href="${API_PREFIX}/docs">${API_PREFIX}/docs</a>.</p>`,
       )}</div>`
-    : html`<div class="charts">${seriesCharts("overview", v.series, v.overview.errorsByCode.map((e) => e.code))}${splitCharts("overview", v.overview)}${refused}</div>`
+    : html`<div class="charts">${seriesCharts(
+        "overview",
+        v.series,
+        v.overview.errorsByCode.map((e) => e.code),
+      )}${splitCharts("overview", v.overview)}${refused}</div>`
 }
 ${nothing && refused ? html`<div class="charts">${refused}</div>` : null}`;
   return layout({ title: "Overview", section: "overview", viewer: v.viewer, body });

@@ -1,10 +1,10 @@
 import { html, type SafeHtml } from "../../../core/html.ts";
+import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
+import type { TlsView } from "../../../server/tls/status.ts";
 import type { StaffMember } from "../../directory.ts";
+import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../../layout.ts";
 import type { SessionRow } from "../../sessions.ts";
 import { badge, breakable, EMAIL_BREAKS, empty, table, time } from "../components.ts";
-import type { TlsView } from "../../../server/tls/status.ts";
-import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../../layout.ts";
-import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
 export type StaffRow = StaffMember;
@@ -38,7 +38,9 @@ export interface SettingsView {
 /** /internal/settings: staff (add/remove), sessions, configuration (redacted), storage, versions. */
 export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const staffRows = v.staff.map(
-    (s) => html`<tr><td class="email">${breakable(s.email, EMAIL_BREAKS)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
+    (
+      s,
+    ) => html`<tr><td class="email">${breakable(s.email, EMAIL_BREAKS)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
 <td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${breakable(s.addedBy, EMAIL_BREAKS)}` : null}`}</td>
 <td>${
       s.source === "database"
@@ -47,7 +49,9 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
     }</td></tr>`,
   );
   const sessionRows = v.sessions.map(
-    (s) => html`<tr><td class="mono">${s.id}${s.id === v.currentSession ? html` ${badge("this browser", "active")}` : null}</td><td class="mono">${s.clientAddress}</td>
+    (
+      s,
+    ) => html`<tr><td class="mono">${s.id}${s.id === v.currentSession ? html` ${badge("this browser", "active")}` : null}</td><td class="mono">${s.clientAddress}</td>
 <td class="wrap-anywhere about">${s.userAgent}</td><td class="num">${time(s.createdAt)}</td><td class="num">${time(s.lastSeenAt)}</td></tr>`,
   );
   const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
@@ -60,7 +64,17 @@ ${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }
 ${
   v.sessions.length === 0
     ? html`<div class="panel">${empty("No active session", "")}</div>`
-    : table({ caption: "Your active sessions", columns: [{ label: "Session" }, { label: "Address" }, { label: "Browser" }, { label: "Signed in", numeric: true }, { label: "Last seen", numeric: true }], rows: sessionRows })
+    : table({
+        caption: "Your active sessions",
+        columns: [
+          { label: "Session" },
+          { label: "Address" },
+          { label: "Browser" },
+          { label: "Signed in", numeric: true },
+          { label: "Last seen", numeric: true },
+        ],
+        rows: sessionRows,
+      })
 }
 <form class="inline-form" method="post" action="${INTERNAL_PREFIX}/logout/everywhere" data-confirm="Sign out ${v.viewer.email} in every browser, this one included?">${csrfField(v.viewer)}
 <button type="submit" class="danger">Sign out everywhere</button><span class="muted">Ends every session of ${v.viewer.email}, this one included.</span></form>
@@ -71,7 +85,10 @@ ${table({
   compact: true,
   columns: [{ label: "Variable" }, { label: "Value" }],
   className: "settings-table",
-  rows: v.settings.map((s) => html`<tr><td><span class="mono">${breakable(s.env)}</span><span class="sr-only">: </span><span class="setting-help">${breakable(s.help)}</span></td><td class="mono">${breakable(s.value)}</td></tr>`),
+  rows: v.settings.map(
+    (s) =>
+      html`<tr><td><span class="mono">${breakable(s.env)}</span><span class="sr-only">: </span><span class="setting-help">${breakable(s.help)}</span></td><td class="mono">${breakable(s.value)}</td></tr>`,
+  ),
 })}
 <div class="grid-2">
 <section class="panel" aria-labelledby="storage-title"><h2 id="storage-title">Storage</h2><dl class="facts"><dt>Data folder</dt><dd class="mono">${v.dataDir}</dd><dt>Database</dt><dd class="mono">${v.database}</dd></dl></section>
@@ -90,7 +107,8 @@ const TLS_SOURCES: Record<TlsView["source"], string> = {
 // What clients are shown at the handshake, and what is wrong with it, so staff can hand out the
 // fingerprint or see a renewal waiting for a restart without reading the log.
 function tlsPanel(tls: TlsView): SafeHtml {
-  const fact = (label: string, value: SafeHtml | string | undefined) => (value === undefined ? null : html`<dt>${label}</dt><dd>${value}</dd>`);
+  const fact = (label: string, value: SafeHtml | string | undefined) =>
+    value === undefined ? null : html`<dt>${label}</dt><dd>${value}</dd>`;
   return html`<section class="panel" aria-labelledby="tls-title"><h2 id="tls-title">TLS certificate</h2>
 ${tls.warnings.map((w) => html`<p class="notice error"><strong>Warning:</strong> ${w}</p>`)}<dl class="facts">${fact("Served", TLS_SOURCES[tls.source])}${fact("File", tls.certPath && html`<span class="mono">${breakable(tls.certPath)}</span>`)}${fact(
     "Valid until",
