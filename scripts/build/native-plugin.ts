@@ -149,9 +149,9 @@ export function nativePlugin(t: ResolvedTarget, report: NativeReport): BunPlugin
       // when run from node_modules. Embed the target's copy.
       build.onLoad({ filter: /[\\/]node_modules[\\/]sharp[\\/]dist[\\/]utility\.[cm]js$/ }, async ({ path }) => {
         let text = await Bun.file(path).text();
-        // biome-ignore lint/suspicious/noTemplateCurlyInString: the text of the library's source, matched as written
         text = replaceOnce(
           text,
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: the text of the library's source, matched as written
           "require(`@img/sharp-libvips-${runtimePlatform}/versions`)",
           "__imgpressVersions",
           path,

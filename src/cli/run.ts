@@ -26,13 +26,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
     if (flags.help || words[0] === "help") return (out(help(words[0] === "help" ? words.slice(1) : words)), 0);
     if (flags.version) return (out(`imgpress ${version} (${runtime.name})`), 0);
     checkUsage(parsed);
-    const exposed = secretFlags(flags);
-    if (exposed.length > 0) {
-      const flagList = exposed.map((e) => e.flag).join(", ");
-      err(
-        `imgpress: warning: ${flagList} on the command line ${exposed.length === 1 ? "is" : "are"} visible to every user of this machine (ps) and kept in shell history; use ${exposed.map((e) => e.instead).join("; ")} instead`,
-      );
-    }
+    warnOfSecretFlags(flags, err);
     const [command = "serve", ...rest] = words;
     // The server and the database (which unpack the native libraries) load only now: --help and --version work without them.
     if (command === "serve") return await (await import("../server/server.ts")).serve(flags, runtime);
@@ -43,7 +37,7 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
         err,
       });
     if (command === "restore")
-      return await (await import("./backup.ts")).runRestore(loadConfig(runtime.env, flags), rest[0], flags, {
+      return await (await import("./restore.ts")).runRestore(loadConfig(runtime.env, flags), rest[0], flags, {
         out,
         err,
       });
@@ -81,19 +75,35 @@ export async function runMain(argv: readonly string[], runtime: Runtime): Promis
       booted.store.close();
     }
   } catch (e) {
-    if (e instanceof ConfigError) return (err(`imgpress: ${e.message}`), 2);
-    if (e instanceof UsageError)
-      return (err(`imgpress: ${e.message.replace(/\.$/, "")}; see imgpress ${helpTopic(argv)}--help`), 2);
-    // A statement the database refused: Drizzle's message would print it and its parameters (addresses), not why.
-    const message = (e as Error).message;
-    const fault = /^Failed query:/.test(message) ? storageFaultCode(e) : null;
-    if (fault)
-      return (
-        err(`imgpress: the database refused this (${fault}: ${driverMessage(e)}); ${storageFaultAdvice(fault)}`), 1
-      );
-    err(`imgpress: ${/^Failed query:/.test(message) ? driverMessage(e) : message}`);
-    return 1;
+    return failure(e, argv, err);
   }
+}
+
+// The exit status and the one line a failed command ends with: 2 for a command line or setting it
+// cannot read, 1 for the rest.
+function failure(e: unknown, argv: readonly string[], err: (line: string) => void): number {
+  if (e instanceof ConfigError) return (err(`imgpress: ${e.message}`), 2);
+  if (e instanceof UsageError)
+    return (err(`imgpress: ${e.message.replace(/\.$/, "")}; see imgpress ${helpTopic(argv)}--help`), 2);
+  // A statement the database refused: Drizzle's message would print it and its parameters (addresses), not why.
+  const message = (e as Error).message;
+  const fault = /^Failed query:/.test(message) ? storageFaultCode(e) : null;
+  if (fault)
+    return (
+      err(`imgpress: the database refused this (${fault}: ${driverMessage(e)}); ${storageFaultAdvice(fault)}`), 1
+    );
+  err(`imgpress: ${/^Failed query:/.test(message) ? driverMessage(e) : message}`);
+  return 1;
+}
+
+// A secret given as a flag is visible to every user of the machine (ps) and kept in shell history.
+function warnOfSecretFlags(flags: Parameters<typeof secretFlags>[0], err: (line: string) => void): void {
+  const exposed = secretFlags(flags);
+  if (exposed.length === 0) return;
+  const flagList = exposed.map((e) => e.flag).join(", ");
+  err(
+    `imgpress: warning: ${flagList} on the command line ${exposed.length === 1 ? "is" : "are"} visible to every user of this machine (ps) and kept in shell history; use ${exposed.map((e) => e.instead).join("; ")} instead`,
+  );
 }
 
 // `imgpress help` alone, or with a command that does not exist, prints the overview; an unknown

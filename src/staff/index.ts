@@ -31,6 +31,27 @@ const minutes = STAFF_CODE_TTL_S / 60;
 export function staffRoutes(deps: StaffRouteDeps) {
   const leave = (token: string, location: string) =>
     new Response(null, { status: 303, headers: { location, "set-cookie": sessionCookie(token, deps.sessionMaxS) } });
+  return signInRoutes(deps, leave)
+    .post(
+      SIGN_OUT_ROUTE,
+      async ({ staff, clientIp }) => {
+        await deps.signIn.signOut(staff, clientIp);
+        return leave("", `${INTERNAL_PREFIX}/login`);
+      },
+      { ...staffPage(), parse: parseFormBody, body: CsrfForm },
+    )
+    .post(
+      "/logout/everywhere",
+      async ({ staff, clientIp }) => {
+        await deps.signIn.signOutEverywhere(staff.email, clientIp);
+        return leave("", `${INTERNAL_PREFIX}/login`);
+      },
+      { ...staffPage(), parse: parseFormBody, body: CsrfForm },
+    );
+}
+
+// The login form, the code it sends and the code form, which ends in a session cookie (`leave`).
+function signInRoutes(deps: StaffRouteDeps, leave: (token: string, location: string) => Response) {
   return new Elysia({ name: "staff", prefix: INTERNAL_PREFIX })
     .use(deps.auth)
     .use(clientContext)
@@ -92,22 +113,6 @@ export function staffRoutes(deps: StaffRouteDeps) {
           },
         ),
       { parse: parseFormBody, body: CodeForm, ...hidden() },
-    )
-    .post(
-      SIGN_OUT_ROUTE,
-      async ({ staff, clientIp }) => {
-        await deps.signIn.signOut(staff, clientIp);
-        return leave("", `${INTERNAL_PREFIX}/login`);
-      },
-      { ...staffPage(), parse: parseFormBody, body: CsrfForm },
-    )
-    .post(
-      "/logout/everywhere",
-      async ({ staff, clientIp }) => {
-        await deps.signIn.signOutEverywhere(staff.email, clientIp);
-        return leave("", `${INTERNAL_PREFIX}/login`);
-      },
-      { ...staffPage(), parse: parseFormBody, body: CsrfForm },
     );
 }
 

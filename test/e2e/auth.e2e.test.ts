@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type RunningServer, runCli, startServer, useServer } from "../support/server.ts";
-import { extractOtp, type SinkMessage, sixDigitRuns, } from "../support/smtp.ts";
+import { extractOtp, type SinkMessage, sixDigitRuns } from "../support/smtp.ts";
 
 const { server, sink } = useServer();
 /** Every code and key the tests saw, for the "nothing secret in the logs" check. */

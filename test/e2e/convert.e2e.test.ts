@@ -23,7 +23,7 @@ import {
 import * as img from "../support/images.ts";
 import { ROOT, useServer } from "../support/server.ts";
 import { CANONICAL_ENDPOINT, EMPTY_SHA256, signedHeaders } from "../support/sign.ts";
-import { extractOtp, } from "../support/smtp.ts";
+import { extractOtp } from "../support/smtp.ts";
 
 let keys: Keys;
 let tmp: string;

@@ -12,7 +12,7 @@ import * as img from "../support/images.ts";
 import { burstForm, convertBearer, obtainKeys } from "../support/ops.ts";
 import { useServer } from "../support/server.ts";
 import { signedHeaders } from "../support/sign.ts";
-import { extractOtp, } from "../support/smtp.ts";
+import { extractOtp } from "../support/smtp.ts";
 
 const { server, sink } = useServer({ env: { IMGPRESS_CONCURRENCY: "1", IMGPRESS_QUEUE_SIZE: "8" } });
 let signer: Keys;

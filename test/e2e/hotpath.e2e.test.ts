@@ -12,7 +12,7 @@ import { createClient } from "@libsql/client";
 import * as img from "../support/images.ts";
 import { authHeaders, type Keys, multipart, type Service, startService } from "../support/imgpress.ts";
 import { e2eRuntime, runCli, useSmtpSink } from "../support/server.ts";
-import { extractOtp, } from "../support/smtp.ts";
+import { extractOtp } from "../support/smtp.ts";
 
 const sink = useSmtpSink();
 let thumbs: Buffer[];

@@ -11,7 +11,7 @@ import * as img from "../support/images.ts";
 import { delta, parseMetrics, promtool } from "../support/metrics.ts";
 import { until } from "../support/ops.ts";
 import { e2eRuntime, runCli, startServer, useServer } from "../support/server.ts";
-import { extractOtp, } from "../support/smtp.ts";
+import { extractOtp } from "../support/smtp.ts";
 
 const { server, sink } = useServer();
 let keys: Keys;

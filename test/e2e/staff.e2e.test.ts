@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { convertForm } from "../support/convert-helpers.ts";
 import { photo } from "../support/images.ts";
 import { runCli, startServer, useServer } from "../support/server.ts";
-import { extractOtp, } from "../support/smtp.ts";
+import { extractOtp } from "../support/smtp.ts";
 import { staffSignInOverHttps } from "../support/staff.ts";
 
 const { server, sink } = useServer();

@@ -10,7 +10,7 @@ import { openSqliteStore as openStore } from "../../src/data/db/sqlite.ts";
 import { convertForm, type Keys, readResponse } from "../support/convert-helpers.ts";
 import * as img from "../support/images.ts";
 import { type RunningServer, runCli, startServer, useSmtpSink } from "../support/server.ts";
-import { extractOtp, } from "../support/smtp.ts";
+import { extractOtp } from "../support/smtp.ts";
 
 const sink = useSmtpSink();
 let photo: Buffer;

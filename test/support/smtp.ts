@@ -180,7 +180,7 @@ export function parseMessage(bytes: Buffer, session?: SMTPServerSession): SinkMe
   const envelope = session?.envelope;
   return {
     envelopeTo: envelope ? envelope.rcptTo.map((a) => a.address.toLowerCase()) : [],
-    envelopeFrom: envelope && envelope.mailFrom ? envelope.mailFrom.address : "",
+    envelopeFrom: envelope?.mailFrom ? envelope.mailFrom.address : "",
     to: decodeWords(root.headers.get("to") ?? ""),
     from: decodeWords(root.headers.get("from") ?? ""),
     subject: decodeWords(root.headers.get("subject") ?? ""),

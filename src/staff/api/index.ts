@@ -35,97 +35,10 @@ export interface InternalDeps {
 
 /** The JSON API under /internal/ (allowlisted; /internal/api/… also needs a staff session, see docs/internal.md). */
 export function internalRoutes(deps: InternalDeps) {
-  const live = () => liveState(deps.gate, deps.requests);
   return (
     new Elysia({ name: "internal", prefix: INTERNAL_PREFIX })
-      .use(deps.auth)
-      .use(clientContext)
-      .get("/status", live, hidden())
-      .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api())
-      .get("/api/live", live, api())
-      .get("/api/settings", () => ({ settings: describeSettings(deps.config, { reveal: false }) }), api())
-      .get("/api/staff", async () => ({ staff: await deps.staff.list() }), api())
-      .post("/api/staff", async ({ body, staff, clientIp }) => deps.staff.add(body.email, staff.email, clientIp), {
-        ...api(),
-        parse: parseJsonBody,
-        body: AddStaffBody,
-      })
-      .delete(
-        "/api/staff/:email",
-        async ({ params, staff, clientIp }) => deps.staff.remove(params.email, staff.email, clientIp),
-        api(),
-      )
-      .get(
-        "/api/sessions",
-        async ({ staff }) => ({ current: staff.id, sessions: await deps.sessions.list(staff.email) }),
-        api(),
-      )
-      .post(
-        "/api/sessions/sign-out-everywhere",
-        async ({ staff, clientIp }) => ({ ended: await deps.signIn.signOutEverywhere(staff.email, clientIp) }),
-        api(),
-      )
-      .get(
-        "/api/audit",
-        async ({ query }) => {
-          const { events, nextBefore } = await deps.audit.page(auditFilter(query, deps.now()));
-          return { events, next_before: nextBefore };
-        },
-        { ...api(), query: AuditQuery },
-      )
-      .get(
-        "/api/overview",
-        ({ query }) => deps.usage.overview({ ...usageRange(query, deps.now()), keyId: query.key_id }),
-        { ...api(), query: OverviewQuery },
-      )
-      .get(
-        "/api/usage/series",
-        ({ query }) =>
-          deps.usage.series({
-            ...usageRange(query, deps.now()),
-            keyId: query.key_id,
-            step: query.step ?? "hour",
-            utcOffsetMinutes: query.utc_offset_minutes,
-          }),
-        { ...api(), query: SeriesQueryParams },
-      )
-      .get(
-        "/api/keys",
-        ({ query }) =>
-          deps.usage.keys({
-            search: query.search,
-            sort: query.sort,
-            order: query.order,
-            status: query.status,
-            page: query.page ?? 1,
-            pageSize: query.page_size ?? 50,
-          }),
-        { ...api(), query: KeysQueryParams },
-      )
-      .get(
-        "/api/keys/:id",
-        async ({ params, query }) => {
-          const detail = await deps.usage.key(
-            params.id,
-            query.from === undefined && query.to === undefined ? undefined : usageRange(query, deps.now()),
-          );
-          notFoundUnless(detail !== null, "KEY_NOT_FOUND", `No key with id ${params.id}.`);
-          return detail;
-        },
-        { ...api(), query: KeyQuery },
-      )
-      .post(
-        "/api/keys/:id/revoke",
-        async ({ params, staff, clientIp }) => {
-          notFoundUnless(
-            await deps.revocation.revoke(params.id, staff.email, clientIp),
-            "KEY_NOT_FOUND",
-            `No active key with id ${params.id}.`,
-          );
-          return { revoked: params.id };
-        },
-        api(),
-      )
+      .use(peopleRoutes(deps))
+      .use(usageRoutes(deps))
       // Unknown API paths answer in JSON, as any unknown route does, not with the dashboard's 404 page.
       .get(
         "/api/*",
@@ -135,4 +48,97 @@ export function internalRoutes(deps: InternalDeps) {
         hidden(),
       )
   );
+}
+
+// Who is signed in, the staff list, sessions, the audit trail, settings and the live state.
+function peopleRoutes(deps: InternalDeps) {
+  const live = () => liveState(deps.gate, deps.requests);
+  return new Elysia({ name: "internal-people" })
+    .use(deps.auth)
+    .use(clientContext)
+    .get("/status", live, hidden())
+    .get("/api/me", ({ staff }) => ({ email: staff.email, session_id: staff.id, csrf_token: staff.csrf }), api())
+    .get("/api/live", live, api())
+    .get("/api/settings", () => ({ settings: describeSettings(deps.config, { reveal: false }) }), api())
+    .get("/api/staff", async () => ({ staff: await deps.staff.list() }), api())
+    .post("/api/staff", async ({ body, staff, clientIp }) => deps.staff.add(body.email, staff.email, clientIp), {
+      ...api(),
+      parse: parseJsonBody,
+      body: AddStaffBody,
+    })
+    .delete(
+      "/api/staff/:email",
+      async ({ params, staff, clientIp }) => deps.staff.remove(params.email, staff.email, clientIp),
+      api(),
+    )
+    .get(
+      "/api/sessions",
+      async ({ staff }) => ({ current: staff.id, sessions: await deps.sessions.list(staff.email) }),
+      api(),
+    )
+    .post(
+      "/api/sessions/sign-out-everywhere",
+      async ({ staff, clientIp }) => ({ ended: await deps.signIn.signOutEverywhere(staff.email, clientIp) }),
+      api(),
+    )
+    .get(
+      "/api/audit",
+      async ({ query }) => {
+        const { events, nextBefore } = await deps.audit.page(auditFilter(query, deps.now()));
+        return { events, next_before: nextBefore };
+      },
+      { ...api(), query: AuditQuery },
+    );
+}
+
+// Usage over a period, the keys and one key, and revoking it.
+function usageRoutes(deps: InternalDeps) {
+  return new Elysia({ name: "internal-usage" })
+    .use(deps.auth)
+    .use(clientContext)
+    .get(
+      "/api/overview",
+      ({ query }) => deps.usage.overview({ ...usageRange(query, deps.now()), keyId: query.key_id }),
+      {
+        ...api(),
+        query: OverviewQuery,
+      },
+    )
+    .get(
+      "/api/usage/series",
+      ({ query }) =>
+        deps.usage.series({
+          ...usageRange(query, deps.now()),
+          keyId: query.key_id,
+          step: query.step ?? "hour",
+          utcOffsetMinutes: query.utc_offset_minutes,
+        }),
+      { ...api(), query: SeriesQueryParams },
+    )
+    .get("/api/keys", ({ query }) => deps.usage.keys(keysPage(query)), { ...api(), query: KeysQueryParams })
+    .get(
+      "/api/keys/:id",
+      async ({ params, query }) => {
+        const range = query.from === undefined && query.to === undefined ? undefined : usageRange(query, deps.now());
+        const detail = await deps.usage.key(params.id, range);
+        notFoundUnless(detail !== null, "KEY_NOT_FOUND", `No key with id ${params.id}.`);
+        return detail;
+      },
+      { ...api(), query: KeyQuery },
+    )
+    .post(
+      "/api/keys/:id/revoke",
+      async ({ params, staff, clientIp }) => {
+        const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
+        notFoundUnless(revoked, "KEY_NOT_FOUND", `No active key with id ${params.id}.`);
+        return { revoked: params.id };
+      },
+      api(),
+    );
+}
+
+// The keys list's query in the service's terms (page 1 of 50 unless asked).
+function keysPage(query: typeof KeysQueryParams.static) {
+  const { search, sort, order, status } = query;
+  return { search, sort, order, status, page: query.page ?? 1, pageSize: query.page_size ?? 50 };
 }

@@ -45,104 +45,110 @@ function viewer(staff: StaffSession): Viewer {
 
 /** The dashboard pages under /internal/ (see docs/internal.md) and their embedded assets. */
 export function dashboardRoutes(deps: DashboardRouteDeps) {
-  const notice = (done: string | undefined) => (done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null);
   return (
     new Elysia({ name: "dashboard", prefix: INTERNAL_PREFIX })
       .use(deps.auth)
-      .use(clientContext)
+      .use(pageRoutes(deps))
+      .use(actionRoutes(deps))
       .get("/assets/:file", ({ params }) => assetResponse(params.file), hidden())
-      .get(
-        "/",
-        async ({ staff, query }) => htmlPage(overviewPage(await deps.dashboard.overview(viewer(staff), query.range))),
-        { ...page(), query: PageQuery },
-      )
-      .get(
-        "/live/sparklines",
-        ({ set }) => {
-          set.headers["cache-control"] = "no-store";
-          return htmlFragment(deps.dashboard.sparklines());
-        },
-        page(),
-      )
-      .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query))), {
-        ...page(),
-        query: PageQuery,
-      })
-      .get(
-        "/keys/:id",
-        async ({ staff, params, query }) => {
-          const view = await deps.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
-          return view
-            ? htmlPage(keyPage(view))
-            : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
-        },
-        { ...page(), query: PageQuery },
-      )
-      .post(
-        "/keys/:id/revoke",
-        async ({ staff, params, query, clientIp }) => {
-          const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
-          // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
-          const range = rangeName(query.range);
-          return seeOther(
-            `${INTERNAL_PREFIX}/keys/${encodeURIComponent(params.id)}${queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null })}`,
-          );
-        },
-        { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery },
-      )
-      .get(
-        "/activity",
-        async ({ staff, query }) => htmlPage(activityPage(await deps.dashboard.activity(viewer(staff), query))),
-        { ...page(), query: PageQuery },
-      )
-      .get(
-        "/settings",
-        async ({ staff, query }) =>
-          htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, notice(query.done)))),
-        { ...page(), query: PageQuery },
-      )
-      .post(
-        "/settings/staff/add",
-        async ({ staff, body, request, clientIp }) =>
-          settingsAction(
-            deps,
-            staff,
-            request,
-            async () =>
-              (await deps.staff.add(body.email, staff.email, clientIp)).added ? "staff-added" : "staff-exists",
-            body.email,
-          ),
-        { ...page(), parse: parseFormBody, body: EmailForm },
-      )
-      .post(
-        "/settings/staff/remove",
-        async ({ staff, body, request, clientIp }) =>
-          settingsAction(
-            deps,
-            staff,
-            request,
-            async () => (await deps.staff.remove(body.email, staff.email, clientIp), "staff-removed"),
-          ),
-        { ...page(), parse: parseFormBody, body: EmailForm },
-      )
       // A mistyped address or an old bookmark: staff get a page in the dashboard's frame that leads
       // back, not the API's JSON (the JSON API's own unknown paths stay JSON, in src/staff/api/).
-      .get(
-        "/*",
-        ({ staff }) =>
-          htmlPage(
-            layout({
-              title: "Page not found",
-              section: null,
-              viewer: viewer(staff),
-              body: html`<div class="page-head"><div><h1>Page not found</h1>
-<p class="lead">There is no dashboard page at this address. It may have been typed wrong; the sections above lead on.</p></div></div>`,
-            }),
-            404,
-          ),
-        page(),
-      )
+      .get("/*", ({ staff }) => htmlPage(pageNotFound(viewer(staff)), 404), page())
   );
+}
+
+// The pages staff read: overview, keys, one key, activity, settings, and the live panel's sparklines.
+function pageRoutes(deps: DashboardRouteDeps) {
+  return new Elysia({ name: "dashboard-pages" })
+    .use(deps.auth)
+    .get(
+      "/",
+      async ({ staff, query }) => htmlPage(overviewPage(await deps.dashboard.overview(viewer(staff), query.range))),
+      { ...page(), query: PageQuery },
+    )
+    .get(
+      "/live/sparklines",
+      ({ set }) => {
+        set.headers["cache-control"] = "no-store";
+        return htmlFragment(deps.dashboard.sparklines());
+      },
+      page(),
+    )
+    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query))), {
+      ...page(),
+      query: PageQuery,
+    })
+    .get(
+      "/keys/:id",
+      async ({ staff, params, query }) => {
+        const view = await deps.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
+        return view
+          ? htmlPage(keyPage(view))
+          : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
+      },
+      { ...page(), query: PageQuery },
+    )
+    .get(
+      "/activity",
+      async ({ staff, query }) => htmlPage(activityPage(await deps.dashboard.activity(viewer(staff), query))),
+      { ...page(), query: PageQuery },
+    )
+    .get(
+      "/settings",
+      async ({ staff, query }) =>
+        htmlPage(settingsPage(await deps.dashboard.settings(viewer(staff), staff.id, notice(query.done)))),
+      { ...page(), query: PageQuery },
+    );
+}
+
+// The forms staff send: revoke a key, add or remove a staff member.
+function actionRoutes(deps: DashboardRouteDeps) {
+  return new Elysia({ name: "dashboard-actions" })
+    .use(deps.auth)
+    .use(clientContext)
+    .post(
+      "/keys/:id/revoke",
+      async ({ staff, params, query, clientIp }) => {
+        const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
+        // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
+        const range = rangeName(query.range);
+        const back = queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null });
+        return seeOther(`${INTERNAL_PREFIX}/keys/${encodeURIComponent(params.id)}${back}`);
+      },
+      { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery },
+    )
+    .post(
+      "/settings/staff/add",
+      async ({ staff, body, request, clientIp }) => {
+        const added = async () =>
+          (await deps.staff.add(body.email, staff.email, clientIp)).added ? "staff-added" : "staff-exists";
+        return settingsAction(deps, staff, request, added, body.email);
+      },
+      { ...page(), parse: parseFormBody, body: EmailForm },
+    )
+    .post(
+      "/settings/staff/remove",
+      async ({ staff, body, request, clientIp }) => {
+        const removed = async () => (await deps.staff.remove(body.email, staff.email, clientIp), "staff-removed");
+        return settingsAction(deps, staff, request, removed);
+      },
+      { ...page(), parse: parseFormBody, body: EmailForm },
+    );
+}
+
+/** The confirmation named by `done` in the URL, if it is one of DONE's. */
+function notice(done: string | undefined): Notice | null {
+  return done !== undefined && Object.hasOwn(DONE, done) ? DONE[done]! : null;
+}
+
+function pageNotFound(who: Viewer) {
+  return layout({
+    title: "Page not found",
+    section: null,
+    viewer: who,
+    body: html`<div class="page-head"><div><h1>Page not found</h1>
+<p class="lead">There is no dashboard page at this address. It may have been typed wrong; the sections above lead on.</p></div></div>`,
+  });
 }
 
 /**

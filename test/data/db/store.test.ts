@@ -361,15 +361,13 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     const old = a.clock.now() - 400 * 86_400_000;
     const { auditEvents } = a.store.tables;
     for (let i = 0; i < 12; i++)
-      await a.store.db
-        .insert(auditEvents)
-        .values(
-          Array.from({ length: 1000 }, (_, j) => ({
-            at: old + i * 1000 + j,
-            type: "key.issued",
-            actor: `bulk${j}@example.com`,
-          })),
-        );
+      await a.store.db.insert(auditEvents).values(
+        Array.from({ length: 1000 }, (_, j) => ({
+          at: old + i * 1000 + j,
+          type: "key.issued",
+          actor: `bulk${j}@example.com`,
+        })),
+      );
     await a.store.db.insert(auditEvents).values({ at: old + 20_000, type: "key.issued", actor: "last@example.com" });
     expect(await new AuditLog(b.store, () => a.clock.now(), 365).prune()).toBe(12_001);
     const [left] = await a.store.all<{ n: number }>(
