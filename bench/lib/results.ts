@@ -101,6 +101,8 @@ export const PROFILE_BLOCK = /<!-- profile bench:start[^>]*-->[\s\S]*?<!-- profi
 
 /** The "A locked database" section that bench/lock.ts writes (a server while the sqlite3 CLI holds the file's lock). */
 export const LOCK_BLOCK = /<!-- lock bench:start[^>]*-->[\s\S]*?<!-- lock bench:end -->/;
+/** The "Slow uploads" section that bench/slow-uploads.ts writes (its own servers under attack). */
+export const SLOW_UPLOADS_BLOCK = /<!-- slow uploads bench:start[^>]*-->[\s\S]*?<!-- slow uploads bench:end -->/;
 /** The "WordPress plugin bulk run" section that bench/wordpress.ts writes (it starts its own WordPress). */
 export const WORDPRESS_BLOCK = /<!-- wordpress bench:start[^>]*-->[\s\S]*?<!-- wordpress bench:end -->/;
 
@@ -120,6 +122,7 @@ export const KEPT_BLOCKS = [
   DASHBOARD_BLOCK,
   POSTGRES_BLOCK,
   LOCK_BLOCK,
+  SLOW_UPLOADS_BLOCK,
   WORDPRESS_BLOCK,
 ];
 
