@@ -55,6 +55,9 @@ try {
     ),
   );
   const limit = Number(account.max_in_progress);
+  // Without the limit the direct run would have no pool: a figure of nothing, said as a failure instead.
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new Error(`the plugin's GET /v1/plugin/account answered no max_in_progress: ${JSON.stringify(account)}`);
   // The key pair, for the direct run: opened the way the plugin opens it.
   const keys = JSON.parse(
     await wp.php(

@@ -175,6 +175,15 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
     expect(await page.content()).not.toContain("imps_");
   }, 60_000);
 
+  test("the account asked for again within the same second is answered, not refused as a replayed signature", async () => {
+    const answers = JSON.parse(
+      await wp.php(
+        "echo wp_json_encode(array(Imgpress_Connection::account(true), Imgpress_Connection::account(true), Imgpress_Connection::account(true)));",
+      ),
+    ) as { max_in_progress?: number; errors?: unknown }[];
+    expect(answers.map((a) => a.errors ?? typeof a.max_in_progress)).toEqual(["number", "number", "number"]);
+  });
+
   let uploaded = 0;
   test("an upload through the media uploader: every size gets valid WebP and AVIF copies; the column, the details, Remove copies and Re-optimize", async () => {
     const photo = join(scratch, "holiday.jpg");

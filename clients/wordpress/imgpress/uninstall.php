@@ -33,7 +33,7 @@ if ( is_array( $imgpress_settings ) && isset( $imgpress_settings['on_uninstall']
 	}
 }
 
-foreach ( array( 'imgpress_settings', 'imgpress_connection', 'imgpress_pending', 'imgpress_status', 'imgpress_bulk', 'imgpress_paused', 'imgpress_backoff', 'imgpress_limit', 'imgpress_limit_max', 'imgpress_lock' ) as $imgpress_option ) {
+foreach ( array( 'imgpress_settings', 'imgpress_connection', 'imgpress_pending', 'imgpress_status', 'imgpress_bulk', 'imgpress_paused', 'imgpress_backoff', 'imgpress_limit', 'imgpress_limit_max', 'imgpress_lock', 'imgpress_last_signed' ) as $imgpress_option ) {
 	delete_option( $imgpress_option );
 }
 $wpdb->query( "DELETE FROM {$wpdb->options} WHERE option_name LIKE '\\_transient\\_imgpress\\_%' OR option_name LIKE '\\_transient\\_timeout\\_imgpress\\_%'" ); // phpcs:ignore WordPress.DB.DirectDatabaseQuery

@@ -17,6 +17,8 @@ class Imgpress_Client {
 	const CONVERT_TIMEOUT = 120;
 	/** Seconds for the small JSON routes. */
 	const JSON_TIMEOUT = 20;
+	/** Option: the last timestamp each signed GET endpoint was signed with (see unused_second). */
+	const LAST_SIGNED = 'imgpress_last_signed';
 
 	/** @var float Seconds this PHP request spent waiting on the server's answers (bench/wordpress.ts tells WordPress's own time apart with it). */
 	public static $convert_seconds = 0.0;
@@ -100,8 +102,27 @@ class Imgpress_Client {
 	public function get_signed( $endpoint ) {
 		$args            = $this->base_args( self::JSON_TIMEOUT );
 		$args['method']  = 'GET';
-		$args['headers'] = Imgpress_Signer::headers( $this->api_key, $this->secret, 'GET', $endpoint, '', time() );
+		$args['headers'] = Imgpress_Signer::headers( $this->api_key, $this->secret, 'GET', $endpoint, '', self::unused_second( $endpoint ) );
 		return $this->send( $this->base . $endpoint, $args );
+	}
+
+	/**
+	 * A timestamp no earlier signed GET of $endpoint used. Two empty-body GETs of one endpoint in the
+	 * same second sign the same string, and the server refuses the second as a replay: it takes the
+	 * next second instead (the server accepts a clock minutes ahead; never more than 60 s here).
+	 *
+	 * @param string $endpoint e.g. /plugin/account.
+	 * @return int Unix seconds.
+	 */
+	private static function unused_second( $endpoint ) {
+		$used = get_option( self::LAST_SIGNED, array() );
+		$used = is_array( $used ) ? $used : array();
+		$last = isset( $used[ $endpoint ] ) ? (int) $used[ $endpoint ] : 0;
+		$now  = time();
+		$ts   = min( max( $now, $last + 1 ), $now + 60 );
+		$used[ $endpoint ] = $ts;
+		update_option( self::LAST_SIGNED, $used, false );
+		return $ts;
 	}
 
 	/**
