@@ -170,6 +170,9 @@ describe("revoke from the key page", () => {
     expect(after.text).toContain('<span class="badge revoked">revoked</span>');
     const [event] = await h.services.audit.list({ type: "key.revoked" });
     expect(event).toMatchObject({ actor: BOSS, subject: keyId });
+    expect((await page("/internal/activity?type=key.revoked")).text).toContain(
+      `href="/internal/keys/${keyId}">${keyId}</a>`,
+    );
     const body = await convertForm(await img.photo(32, 24), { format: "webp" });
     expect((await postBearer(h, key, body)).status).toBe(401);
   });
