@@ -13,6 +13,7 @@ import { CsrfForm } from "../model.ts";
 import { htmlPage, orRefusal, pageResponse } from "../pages.ts";
 import type { StaffSession } from "../sessions.ts";
 import { query as queryString } from "./components.ts";
+import { keysFilter, keysFilterParams } from "./keys-filter.ts";
 import { EmailForm, PageQuery } from "./model.ts";
 import { activityPage } from "./pages/activity.ts";
 import { keyPage, keysPage } from "./pages/keys.ts";
@@ -81,7 +82,7 @@ function pageRoutes(deps: DashboardRouteDeps) {
     .get(
       "/keys/:id",
       async ({ staff, params, query }) => {
-        const view = await deps.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
+        const view = await deps.dashboard.key(viewer(staff), params.id, query, notice(query.done));
         return view
           ? htmlPage(keyPage(view))
           : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
@@ -112,7 +113,11 @@ function actionRoutes(deps: DashboardRouteDeps) {
         const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
         // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
         const range = rangeName(query.range);
-        const back = queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null });
+        const back = queryString({
+          range: range === "24h" ? null : range,
+          ...keysFilterParams(keysFilter(query)),
+          done: revoked ? "revoked" : null,
+        });
         return seeOther(`${INTERNAL_PREFIX}/keys/${encodeURIComponent(params.id)}${back}`);
       },
       { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery },

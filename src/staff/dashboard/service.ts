@@ -7,7 +7,6 @@ import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import { runtime, version } from "../../core/version.ts";
 import { type AuditLog, parseIsoDate } from "../../data/audit/service.ts";
 import { localPath, shown } from "../../data/db/location.ts";
-import { KEY_SORTS, type KeysQuery, MAX_PAGE, MAX_SEARCH_CHARS } from "../../data/usage/model.ts";
 import type { RefusalQueries } from "../../data/usage/refused-queries.ts";
 import type { UsageQueries } from "../../data/usage/service.ts";
 import type { ReadinessReport } from "../../ops/health/service.ts";
@@ -20,8 +19,9 @@ import type { SessionService } from "../sessions.ts";
 import { describeSettings } from "../settings-view.ts";
 import { count, duration } from "./format.ts";
 import { type HealthVerdict, healthVerdict } from "./health.ts";
+import { keysFilter } from "./keys-filter.ts";
 import type { ActivityFilter, ActivityView } from "./pages/activity.ts";
-import type { KeysFilter, KeysView, KeyView } from "./pages/keys.ts";
+import type { KeysView, KeyView } from "./pages/keys.ts";
 import type { LiveView } from "./pages/live.ts";
 import type { OverviewView } from "./pages/overview.ts";
 import type { SettingsView } from "./pages/settings.ts";
@@ -106,17 +106,11 @@ export class DashboardService {
 
   /** The keys table for the query string's search, status, sort, order and page. */
   async keys(viewer: Viewer, q: Record<string, string | undefined>): Promise<KeysView> {
-    const filter: KeysFilter = {
-      q: (q.q ?? "").trim().slice(0, MAX_SEARCH_CHARS),
-      status: q.status === "active" || q.status === "revoked" ? q.status : "all",
-      sort: (KEY_SORTS as readonly string[]).includes(q.sort ?? "") ? q.sort! : "created",
-      order: q.order === "asc" ? "asc" : "desc",
-      page: pageNumber(q.page),
-    };
+    const filter = keysFilter(q);
     const query = {
       search: filter.q || undefined,
       status: filter.status,
-      sort: filter.sort as KeysQuery["sort"],
+      sort: filter.sort,
       order: filter.order,
       pageSize: PAGE_SIZE,
     };
@@ -129,14 +123,14 @@ export class DashboardService {
     return { viewer, filter, keys };
   }
 
-  /** One key's page over a range; null when the key does not exist. */
+  /** One key's page over a range, with the keys list's filter it came from (`back`); null when the key does not exist. */
   async key(
     viewer: Viewer,
     id: string,
-    range: string | undefined,
+    q: Record<string, string | undefined>,
     notice: Notice | null = null,
   ): Promise<KeyView | null> {
-    const name = rangeName(range);
+    const name = rangeName(q.range);
     const { from, to, step } = rangeBounds(name, this.sources.now());
     const detail = await this.sources.usage.key(id, { from, to });
     if (!detail) return null;
@@ -144,7 +138,7 @@ export class DashboardService {
       this.sources.usage.series({ from, to, step, keyId: id }),
       this.refused({ from, to, step, keyId: id }),
     ]);
-    return { viewer, detail, range: name, series, refused, notice };
+    return { viewer, detail, range: name, series, refused, notice, back: keysFilter(q) };
   }
 
   /** Refused requests of a range: by code, over time, and (given `top`) the most refused clients. */
@@ -306,9 +300,4 @@ function settingText(value: unknown): string {
   if (value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0))
     return "(not set)";
   return Array.isArray(value) ? value.join(", ") : String(value);
-}
-
-function pageNumber(raw: string | undefined): number {
-  const n = Number(raw);
-  return Number.isSafeInteger(n) && n >= 1 && n <= MAX_PAGE ? n : 1;
 }

@@ -224,3 +224,30 @@ describe("staff from the settings page", () => {
     expect(bad.text).toContain('name="email" value="not an address" required');
   });
 });
+
+describe("the way back to the keys list", () => {
+  const filter = "q=back%40example.com&status=active&sort=email&order=asc";
+  const inPage = filter.replaceAll("&", "&amp;");
+
+  test("a key's link in the list carries the list's filter; its page's '← All keys' and revoke form keep it", async () => {
+    await h.issueKey("back@example.com");
+    const id = (await h.services.keys.list()).find((k) => k.email === "back@example.com")!.id;
+    expect((await page(`/internal/keys?${filter}`)).text).toContain(`href="/internal/keys/${id}?${inPage}"`);
+    const keyPage = (await page(`/internal/keys/${id}?${filter}`)).text;
+    expect(keyPage).toContain(`<a href="/internal/keys?${inPage}">← All keys</a>`);
+    expect(keyPage).toContain(`href="/internal/keys/${id}?range=7d&amp;${inPage}"`);
+    expect(keyPage).toContain(`action="/internal/keys/${id}/revoke?${inPage}"`);
+    const res = await post(`/internal/keys/${id}/revoke?range=30d&${filter}`, { csrf: boss.csrf });
+    expect(res.headers.get("location")).toBe(`/internal/keys/${id}?range=30d&${filter}&done=revoked`);
+  });
+
+  test("values the list would not accept are not carried back: only the list's own defaults", async () => {
+    const id = (await h.services.keys.list()).find((k) => k.email === "back@example.com")!.id;
+    const odd = "status=%3Cb%3E&sort=javascript%3Aalert(1)&order=up&page=-2";
+    const text = (await page(`/internal/keys/${id}?${odd}`)).text;
+    expect(text).toContain('<a href="/internal/keys">← All keys</a>');
+    expect(text).not.toContain("javascript");
+    const res = await post(`/internal/keys/${id}/revoke?${odd}`, { csrf: boss.csrf });
+    expect(res.headers.get("location")).toBe(`/internal/keys/${id}`);
+  });
+});

@@ -2,20 +2,12 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, INTERNAL_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
-import { badge, empty, pager, query, table, time } from "../components.ts";
+import { badge, empty, keyPageHref, pager, query, table, time } from "../components.ts";
 import { bytes, count } from "../format.ts";
+import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart } from "../refused.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
-
-/** The keys table's state as the URL carries it. */
-export interface KeysFilter {
-  q: string;
-  status: "all" | "active" | "revoked";
-  sort: string;
-  order: "asc" | "desc";
-  page: number;
-}
 
 /** Everything the keys page shows. */
 export interface KeysView {
@@ -35,17 +27,9 @@ const COLUMNS = [
   { label: "Status" },
 ] as const;
 
-/** The href of the keys page for a filter (defaults left out). */
-function keysHref(f: KeysFilter): string {
-  return `${INTERNAL_PREFIX}/keys${query({ q: f.q, status: f.status === "all" ? "" : f.status, sort: f.sort === "created" ? "" : f.sort, order: f.order === "desc" ? "" : f.order, page: f.page === 1 ? "" : f.page })}`;
-}
-
-function keyHref(row: KeyListRow): string {
-  return `${INTERNAL_PREFIX}/keys/${encodeURIComponent(row.id)}`;
-}
-
-function row(k: KeyListRow): SafeHtml {
-  return html`<tr><td class="nowrap"><a class="mono" href="${keyHref(k)}">${k.prefix}…</a></td><td class="email">${k.email}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
+// A key's link carries the list's filter, so its page's "← All keys" returns to the same list.
+function row(k: KeyListRow, back: KeysFilter): SafeHtml {
+  return html`<tr><td class="nowrap"><a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a></td><td class="email">${k.email}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
 <td class="num">${time(k.createdAt, "date")}</td><td class="num">${time(k.lastUsedAt)}</td><td class="num">${count(k.conversions)}</td><td class="num">${bytes(k.bytesSaved)}</td>
 <td>${badge(k.status, k.status)}</td></tr>`;
 }
@@ -72,8 +56,12 @@ export function keysPage(v: KeysView): SafeHtml {
       : html`${table({
           caption: "API keys",
           columns: COLUMNS,
-          rows: v.keys.rows.map(row),
-          sort: { key: f.sort, order: f.order, href: (sort, order) => keysHref({ ...f, sort, order, page: 1 }) },
+          rows: v.keys.rows.map((k) => row(k, f)),
+          sort: {
+            key: f.sort,
+            order: f.order,
+            href: (sort, order) => keysHref({ ...f, sort: sort as KeysFilter["sort"], order, page: 1 }),
+          },
         })}${pager({ page: v.keys.page, pageSize: v.keys.pageSize, total: v.keys.total, noun: ["key", "keys"], href: (page) => keysHref({ ...f, page }) })}`;
   const body = html`<div class="page-head"><div><h1>Keys</h1><p class="lead">Every issued API key with its use so far.</p></div></div>
 <form class="filters" method="get" action="${INTERNAL_PREFIX}/keys" role="search">
@@ -93,21 +81,25 @@ export interface KeyView {
   series: Series;
   refused: RefusedView;
   notice?: Notice | null;
+  /** The keys list this page was reached from, for "← All keys" and the forms (default: the whole list). */
+  back?: KeysFilter;
 }
 
 /** /internal/keys/:id: the key's facts, its figures and charts over a range, and Revoke. */
 export function keyPage(v: KeyView): SafeHtml {
   const k = v.detail.key;
   const u = v.detail.usage;
-  const href = (r: RangeName) => `${INTERNAL_PREFIX}/keys/${encodeURIComponent(k.id)}?range=${r}`;
+  const back = v.back ?? keysFilter({});
+  const keep = keysFilterParams(back);
+  const href = (r: RangeName) => `${keyPageHref(k.id)}${query({ range: r, ...keep })}`;
   const nothing = u.totals.conversions === 0 && u.totals.errors === 0;
   const revoke =
     k.status === "active"
       ? html`<section class="panel danger-zone" aria-labelledby="revoke-title"><h2 id="revoke-title">Revoke this key</h2>
 <p class="muted">Its next request is refused with 401. The client must obtain a new key with the e-mailed code. This cannot be undone.</p>
-<form method="post" action="${INTERNAL_PREFIX}/keys/${encodeURIComponent(k.id)}/revoke${v.range === "24h" ? "" : `?range=${v.range}`}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
+<form method="post" action="${keyPageHref(k.id)}/revoke${query({ range: v.range === "24h" ? null : v.range, ...keep })}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
       : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
-  const body = html`<p><a href="${INTERNAL_PREFIX}/keys">← All keys</a></p>
+  const body = html`<p><a href="${keysHref(back)}">← All keys</a></p>
 <div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead wrap-anywhere">${k.email}${k.siteUrl ? html` · ${k.siteUrl}` : null}</p></div>${badge(k.status, k.status)}</div>
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
