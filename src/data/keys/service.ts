@@ -137,6 +137,13 @@ export class KeyService {
       .orderBy(desc(apiKeys.createdAt));
   }
 
+  /** The address key `id` belongs to (active or revoked); null when there is no such key. */
+  async ownerOf(id: string): Promise<string | null> {
+    const apiKeys = this.apiKeys;
+    const [row] = await this.db.select({ email: apiKeys.email }).from(apiKeys).where(eq(apiKeys.id, id)).limit(1);
+    return row?.email ?? null;
+  }
+
   /**
    * Revokes one key by id; returns false when no active key has that id. `record` runs in the same
    * transaction when the key was revoked (its audit event).

@@ -138,7 +138,8 @@ export class DashboardService {
       this.sources.usage.series({ from, to, step, keyId: id }),
       this.refused({ from, to, step, keyId: id }),
     ]);
-    return { viewer, detail, range: name, series, refused, notice, back: keysFilter(q) };
+    const revokedAll = q.done === "revoked-all" && /^\d{1,6}$/.test(q.revoked ?? "") ? Number(q.revoked) : null;
+    return { viewer, detail, range: name, series, refused, notice, back: keysFilter(q), revokedAll };
   }
 
   /** Refused requests of a range: by code, over time, and (given `top`) the most refused clients. */

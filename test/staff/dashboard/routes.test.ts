@@ -251,3 +251,43 @@ describe("the way back to the keys list", () => {
     expect(res.headers.get("location")).toBe(`/internal/keys/${id}`);
   });
 });
+
+describe("revoke all keys of an address from a key's page", () => {
+  const OWNER = "many@example.com";
+  const owned = async () => (await h.services.keys.list({ email: OWNER })).map((k) => k.id);
+
+  test("refused without the CSRF token; not ticked, nothing is revoked and the page says why", async () => {
+    // Two sites, two active keys (the second as `imgpress keys create` makes it: one code a minute per address).
+    await h.issueKey(OWNER, "https://one.example");
+    await h.services.issuance.issueForOperator({ email: OWNER, siteUrl: "https://two.example", by: "cli" });
+    const [id] = await owned();
+    expect((await post(`/internal/keys/${id}/revoke-all`, { confirm: "yes" })).status).toBe(403);
+    const unticked = await post(`/internal/keys/${id}/revoke-all?range=7d`, { csrf: boss.csrf });
+    expect(unticked.headers.get("location")).toBe(`/internal/keys/${id}?range=7d&done=revoke-all-unconfirmed`);
+    expect((await page(unticked.headers.get("location")!)).text).toContain("Nothing was revoked: tick the box");
+    expect((await h.services.keys.list({ email: OWNER, activeOnly: true })).length).toBe(2);
+  });
+
+  test("ticked: every active key of the address is revoked and audited as the CLI's revoke-email; others stay", async () => {
+    const bystander = await h.issueKey("bystander@example.com");
+    const [id, other] = await owned();
+    const keyPage = (await page(`/internal/keys/${id}?q=many`)).text;
+    expect(keyPage).toContain(`action="/internal/keys/${id}/revoke-all?q=many"`);
+    expect(keyPage).toContain('name="confirm" value="yes" required');
+    const res = await post(`/internal/keys/${id}/revoke-all?q=many`, { csrf: boss.csrf, confirm: "yes" });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe(`/internal/keys/${id}?q=many&done=revoked-all&revoked=2`);
+    expect((await page(res.headers.get("location")!)).text).toContain("2 keys of many@example.com revoked.");
+    expect(await h.services.keys.list({ email: OWNER, activeOnly: true })).toEqual([]);
+    const events = await h.services.audit.list({ type: "key.revoked", actor: BOSS });
+    expect(events.filter((e) => e.subject === id || e.subject === other).length).toBe(2);
+    expect((await h.services.keys.findActive(bystander.api_key)) !== null).toBe(true);
+  });
+
+  test("the notice is worded by the page: a count that is not a number shows nothing", async () => {
+    const [id] = await owned();
+    const text = (await page(`/internal/keys/${id}?done=revoked-all&revoked=%3Cb%3Eevil`)).text;
+    expect(text).not.toContain("evil");
+    expect(text).not.toContain("revoked.</");
+  });
+});

@@ -5,6 +5,7 @@ import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
 import { badge, empty, keyPageHref, pager, query, table, time } from "../components.ts";
 import { bytes, count } from "../format.ts";
 import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
+import { CONFIRM_REVOKE_ALL } from "../model.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart } from "../refused.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
@@ -83,6 +84,22 @@ export interface KeyView {
   notice?: Notice | null;
   /** The keys list this page was reached from, for "← All keys" and the forms (default: the whole list). */
   back?: KeysFilter;
+  /** Keys just revoked by "revoke all keys of this address" (the notice then names the address). */
+  revokedAll?: number | null;
+}
+
+/** "Revoke all keys of this address": confirmed by a checkbox the browser requires and the server checks. */
+function revokeAllForm(v: KeyView, action: string): SafeHtml {
+  const email = v.detail.key.email;
+  return html`<section class="panel danger-zone" aria-labelledby="revoke-all-title"><h2 id="revoke-all-title">Revoke all keys of this address</h2>
+<p class="muted">Every active key of ${email}, on every site, is refused from its next request. The owner must obtain new keys with e-mailed codes. This cannot be undone.</p>
+<form method="post" action="${action}">${csrfField(v.viewer)}<label class="check"><input type="checkbox" name="confirm" value="${CONFIRM_REVOKE_ALL}" required> Yes, revoke every active key of ${email}</label>
+<button type="submit" class="danger">Revoke all keys of this address</button></form></section>`;
+}
+
+/** The notice of "revoke all keys of this address", worded here from the count and the key's own address. */
+function revokedAllNotice(n: number, email: string): Notice {
+  return { kind: "info", text: `${count(n)} ${n === 1 ? "key" : "keys"} of ${email} revoked.` };
 }
 
 /** /internal/keys/:id: the key's facts, its figures and charts over a range, and Revoke. */
@@ -93,11 +110,13 @@ export function keyPage(v: KeyView): SafeHtml {
   const keep = keysFilterParams(back);
   const href = (r: RangeName) => `${keyPageHref(k.id)}${query({ range: r, ...keep })}`;
   const nothing = u.totals.conversions === 0 && u.totals.errors === 0;
+  const actions = (name: string) =>
+    `${keyPageHref(k.id)}/${name}${query({ range: v.range === "24h" ? null : v.range, ...keep })}`;
   const revoke =
     k.status === "active"
       ? html`<section class="panel danger-zone" aria-labelledby="revoke-title"><h2 id="revoke-title">Revoke this key</h2>
 <p class="muted">Its next request is refused with 401. The client must obtain a new key with the e-mailed code. This cannot be undone.</p>
-<form method="post" action="${keyPageHref(k.id)}/revoke${query({ range: v.range === "24h" ? null : v.range, ...keep })}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
+<form method="post" action="${actions("revoke")}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
       : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
   const body = html`<p><a href="${keysHref(back)}">← All keys</a></p>
 <div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead wrap-anywhere">${k.email}${k.siteUrl ? html` · ${k.siteUrl}` : null}</p></div>${badge(k.status, k.status)}</div>
@@ -106,7 +125,7 @@ export function keyPage(v: KeyView): SafeHtml {
 <dt>All-time conversions</dt><dd class="num-left">${count(k.conversions)}</dd><dt>All-time bytes saved</dt><dd>${bytes(k.bytesSaved)}</dd>
 <dt>Refused in the last ${RANGES[v.range].label}</dt><dd class="num-left" data-figure="refused">${count(v.refused.codes.total)}${v.refused.codes.byCode.length ? html` <span class="muted">(${v.refused.codes.byCode.map((c) => `${c.code} ${count(c.count)}`).join(", ")})</span>` : null}</dd>
 <dt>All-time quality guard re-encodes</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd></dl></section>
-${revoke}</div>
+<div>${revoke}${revokeAllForm(v, actions("revoke-all"))}</div></div>
 <div class="page-head"><h2>Usage in the last ${RANGES[v.range].label}</h2>${rangeSwitch(v.range, href)}</div>
 ${figures(u)}
 <h2 class="sr-only">Charts</h2>
@@ -120,5 +139,6 @@ ${
       )}${splitCharts("key", u)}</div>`
 }
 ${v.refused.codes.total > 0 ? html`<h2>Refused requests</h2><div class="charts">${refusedChart("key-refused", v.refused)}</div>` : null}`;
-  return layout({ title: `Key ${k.prefix}`, section: "keys", viewer: v.viewer, body, notice: v.notice });
+  const notice = v.revokedAll != null ? revokedAllNotice(v.revokedAll, k.email) : v.notice;
+  return layout({ title: `Key ${k.prefix}`, section: "keys", viewer: v.viewer, body, notice });
 }
