@@ -28,6 +28,14 @@ export const API_KEY_PREFIX = "imp_";
 /** Recognisable prefix of a secret key (signing requests), likewise. */
 export const SECRET_KEY_PREFIX = "imps_";
 
+/** Characters after the recognisable prefix of an api_key or a secret_key: 32 random bytes in base64url. */
+export const KEY_BODY_CHARS = 43;
+
+/** The key_prefix of an api_key: its first characters, enough to tell keys apart in lists and logs. */
+export function keyPrefixOf(apiKey: string): string {
+  return apiKey.slice(0, API_KEY_PREFIX.length + 8);
+}
+
 /** Writes what a revocation of `ids` records (their audit events) on the revocation's transaction. */
 export type RecordRevoked = (db: Database, ids: string[]) => PromiseLike<unknown>;
 
@@ -71,7 +79,7 @@ export class KeyService {
     const id = `key_${Buffer.from(randomBytes(8)).toString("hex")}`;
     const apiKey = API_KEY_PREFIX + toBase64Url(randomBytes(32));
     const secretKey = SECRET_KEY_PREFIX + toBase64Url(randomBytes(32));
-    const keyPrefix = apiKey.slice(0, API_KEY_PREFIX.length + 8);
+    const keyPrefix = keyPrefixOf(apiKey);
     const row = {
       id,
       email,

@@ -12,6 +12,7 @@ import { layout, type Notice, type Viewer } from "../layout.ts";
 import { htmlPage, orRefusal, pageResponse, seeOther } from "../pages.ts";
 import type { StaffSession } from "../sessions.ts";
 import { keyActionRoutes } from "./key-actions.ts";
+import { keysFilter, keysHref, searchInsteadOfCredential } from "./keys-filter.ts";
 import { EmailForm, PageQuery } from "./model.ts";
 import { activityPage } from "./pages/activity.ts";
 import { keyPage, keysPage } from "./pages/keys.ts";
@@ -31,6 +32,14 @@ export interface DashboardRouteDeps {
 /** Fixed confirmations after a form (never text from the URL: a link must not be able to put words on the page). */
 const DONE: Record<string, Notice> = {
   revoked: { kind: "info", text: "Key revoked: its next request is refused." },
+  "secret-not-searched": {
+    kind: "error",
+    text: "That looked like a secret key: it was not searched for, and it is not shown.",
+  },
+  "api-key-by-prefix": {
+    kind: "info",
+    text: "That looked like a whole API key: it was searched for by its key prefix.",
+  },
   "revoke-all-unconfirmed": {
     kind: "error",
     text: "Nothing was revoked: tick the box to confirm revoking every key of this address.",
@@ -76,10 +85,16 @@ function pageRoutes(deps: DashboardRouteDeps) {
       },
       page(),
     )
-    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query))), {
-      ...page(),
-      query: PageQuery,
-    })
+    .get(
+      "/keys",
+      async ({ staff, query }) => {
+        // A pasted key goes to a URL without it before anything shows it (a page, the address bar, the history).
+        const instead = searchInsteadOfCredential(query.q ?? "");
+        if (instead) return seeOther(keysHref({ ...keysFilter(query), q: instead.q, page: 1 }, instead.done));
+        return htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query, notice(query.done))));
+      },
+      { ...page(), query: PageQuery },
+    )
     .get(
       "/keys/:id",
       async ({ staff, params, query }) => {

@@ -105,7 +105,7 @@ export class DashboardService {
   }
 
   /** The keys table for the query string's search, status, sort, order and page. */
-  async keys(viewer: Viewer, q: Record<string, string | undefined>): Promise<KeysView> {
+  async keys(viewer: Viewer, q: Record<string, string | undefined>, notice: Notice | null = null): Promise<KeysView> {
     const filter = keysFilter(q);
     const query = {
       search: filter.q || undefined,
@@ -120,7 +120,7 @@ export class DashboardService {
       filter.page = Math.ceil(keys.total / PAGE_SIZE);
       keys = await this.sources.usage.keys({ ...query, page: filter.page });
     }
-    return { viewer, filter, keys };
+    return { viewer, filter, keys, notice };
   }
 
   /** One key's page over a range, with the keys list's filter it came from (`back`); null when the key does not exist. */

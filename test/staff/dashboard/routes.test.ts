@@ -291,3 +291,37 @@ describe("revoke all keys of an address from a key's page", () => {
     expect(text).not.toContain("revoked.</");
   });
 });
+
+describe("a key pasted into the keys search", () => {
+  test("a whole API key is searched by its key prefix, the key itself never shown", async () => {
+    const pasted = await h.issueKey("pasted@example.com");
+    const prefix = pasted.api_key.slice(0, 12);
+    const res = await page(`/internal/keys?q=${encodeURIComponent(` ${pasted.api_key} `)}&status=active&page=3`);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe(`/internal/keys?q=${prefix}&status=active&done=api-key-by-prefix`);
+    const list = (await page(res.headers.get("location")!)).text;
+    expect(list).toContain("pasted@example.com");
+    expect(list).toContain("searched for by its key prefix");
+    expect(list).not.toContain(pasted.api_key);
+  });
+
+  test("a secret key, whole or in part, is not searched for, and neither the page nor the URL shows it", async () => {
+    const pasted = await h.issueKey("secret@example.com");
+    for (const typed of [pasted.secret_key, `key: ${pasted.secret_key.slice(0, 30)}`]) {
+      const res = await page(`/internal/keys?q=${encodeURIComponent(typed)}&sort=email`);
+      expect(res.status).toBe(303);
+      expect(res.headers.get("location")).toBe("/internal/keys?sort=email&done=secret-not-searched");
+      const list = (await page(res.headers.get("location")!)).text;
+      expect(list).toContain("That looked like a secret key: it was not searched for, and it is not shown.");
+      expect(list).not.toContain(pasted.secret_key.slice(5, 20));
+    }
+  });
+
+  test("a key prefix, or a key of the wrong length, is searched as typed", async () => {
+    for (const typed of ["imp_abcdefgh", `imp_${"a".repeat(42)}`, "imps_short"]) {
+      const res = await page(`/internal/keys?q=${encodeURIComponent(typed)}`);
+      expect(res.status).toBe(200);
+      expect(res.text).toContain(`value="${typed}"`);
+    }
+  });
+});

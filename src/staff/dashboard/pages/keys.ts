@@ -15,6 +15,7 @@ export interface KeysView {
   viewer: Viewer;
   filter: KeysFilter;
   keys: KeysPage;
+  notice?: Notice | null;
 }
 
 const COLUMNS = [
@@ -71,7 +72,7 @@ export function keysPage(v: KeysView): SafeHtml {
 ${f.sort !== "created" ? html`<input type="hidden" name="sort" value="${f.sort}">` : null}${f.order !== "desc" ? html`<input type="hidden" name="order" value="${f.order}">` : null}
 <button type="submit">Search</button></form>
 ${list}`;
-  return layout({ title: "Keys", section: "keys", viewer: v.viewer, body });
+  return layout({ title: "Keys", section: "keys", viewer: v.viewer, body, notice: v.notice });
 }
 
 /** Everything a key's page shows. */
