@@ -27,6 +27,7 @@ import type { OverviewView } from "./pages/overview.ts";
 import type { SettingsView } from "./pages/settings.ts";
 import { rangeBounds, rangeName } from "./ranges.ts";
 import type { RefusedView } from "./refused.ts";
+import { keyRotation } from "./rotation.ts";
 import { sparklines } from "./sparkline.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
@@ -34,7 +35,7 @@ export interface DashboardSources {
   usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
   /** Refused requests of the public routes (usage/refusals.ts). */
   refusals: Pick<RefusalQueries, "codes" | "series" | "top">;
-  audit: Pick<AuditLog, "page" | "retentionDays">;
+  audit: Pick<AuditLog, "page" | "list" | "retentionDays">;
   auditTypes: readonly string[];
   staff: Pick<StaffDirectory, "list">;
   sessions: Pick<SessionService, "list">;
@@ -134,12 +135,13 @@ export class DashboardService {
     const { from, to, step } = rangeBounds(name, this.sources.now());
     const detail = await this.sources.usage.key(id, { from, to });
     if (!detail) return null;
-    const [series, refused] = await Promise.all([
+    const [series, refused, rotation] = await Promise.all([
       this.sources.usage.series({ from, to, step, keyId: id }),
       this.refused({ from, to, step, keyId: id }),
+      keyRotation(this.sources.audit, id),
     ]);
     const revokedAll = q.done === "revoked-all" && /^\d{1,6}$/.test(q.revoked ?? "") ? Number(q.revoked) : null;
-    return { viewer, detail, range: name, series, refused, notice, back: keysFilter(q), revokedAll };
+    return { viewer, detail, range: name, series, refused, notice, back: keysFilter(q), revokedAll, rotation };
   }
 
   /** Refused requests of a range: by code, over time, and (given `top`) the most refused clients. */

@@ -325,3 +325,31 @@ describe("a key pasted into the keys search", () => {
     }
   });
 });
+
+describe("a key rotated by a new code", () => {
+  test("its key.revoked event names why and its successor; both pages link to each other", async () => {
+    const ROTATED = "rotated@example.com";
+    await h.issueKey(ROTATED, "https://rotated.example");
+    const [old] = await h.services.keys.list({ email: ROTATED });
+    h.clock.advance(61_000);
+    await h.issueKey(ROTATED, "https://rotated.example");
+    const current = (await h.services.keys.list({ email: ROTATED, activeOnly: true }))[0]!;
+    const [revoked] = await h.services.audit.list({ type: "key.revoked", subject: old!.id });
+    expect(revoked).toMatchObject({ actor: ROTATED, detail: { reason: "rotated", replacedBy: current.id } });
+    const [issued] = await h.services.audit.list({ type: "key.issued", subject: current.id });
+    expect(issued!.detail).toMatchObject({ keyPrefix: current.keyPrefix, replaces: [old!.id] });
+    const link = (id: string) => `<a class="mono" href="/internal/keys/${id}">${id}</a>`;
+    expect((await page(`/internal/keys/${old!.id}`)).text).toContain(
+      `<dt>Replaced by</dt><dd data-fact="replaced-by">${link(current.id)}</dd>`,
+    );
+    expect((await page(`/internal/keys/${current.id}`)).text).toContain(
+      `<dt>Replaces</dt><dd data-fact="replaces">${link(old!.id)}</dd>`,
+    );
+  });
+
+  test("a key revoked by hand or never rotated shows neither", async () => {
+    const text = (await page(`/internal/keys/${keyId}`)).text;
+    expect(text).not.toContain("Replaced by");
+    expect(text).not.toContain("<dt>Replaces</dt>");
+  });
+});

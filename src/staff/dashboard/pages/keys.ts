@@ -2,12 +2,13 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, INTERNAL_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
-import { badge, empty, keyPageHref, pager, query, table, time } from "../components.ts";
+import { badge, empty, keyLink, keyPageHref, pager, query, table, time } from "../components.ts";
 import { bytes, count } from "../format.ts";
 import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
 import { CONFIRM_REVOKE_ALL } from "../model.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart } from "../refused.ts";
+import type { KeyRotation } from "../rotation.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
 
 /** Everything the keys page shows. */
@@ -87,6 +88,18 @@ export interface KeyView {
   back?: KeysFilter;
   /** Keys just revoked by "revoke all keys of this address" (the notice then names the address). */
   revokedAll?: number | null;
+  /** The key that replaced this one and the keys it replaced (a new code for the same address and site). */
+  rotation?: KeyRotation;
+}
+
+/** "Replaced by key_…" and "Replaces key_…" facts, as links, when the key was rotated. */
+function rotationFacts(r: KeyRotation | undefined): SafeHtml | null {
+  if (!r || (r.replacedBy === null && r.replaces.length === 0)) return null;
+  return html`${r.replacedBy ? html`<dt>Replaced by</dt><dd data-fact="replaced-by">${keyLink(r.replacedBy)}</dd>` : null}${
+    r.replaces.length
+      ? html`<dt>Replaces</dt><dd data-fact="replaces">${r.replaces.map((id, i) => html`${i ? ", " : ""}${keyLink(id)}`)}</dd>`
+      : null
+  }`;
 }
 
 /** "Revoke all keys of this address": confirmed by a checkbox the browser requires and the server checks. */
@@ -125,7 +138,7 @@ export function keyPage(v: KeyView): SafeHtml {
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
 <dt>All-time conversions</dt><dd class="num-left">${count(k.conversions)}</dd><dt>All-time bytes saved</dt><dd>${bytes(k.bytesSaved)}</dd>
 <dt>Refused in the last ${RANGES[v.range].label}</dt><dd class="num-left" data-figure="refused">${count(v.refused.codes.total)}${v.refused.codes.byCode.length ? html` <span class="muted">(${v.refused.codes.byCode.map((c) => `${c.code} ${count(c.count)}`).join(", ")})</span>` : null}</dd>
-<dt>All-time quality guard re-encodes</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd></dl></section>
+<dt>All-time quality guard re-encodes</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd>${rotationFacts(v.rotation)}</dl></section>
 <div>${revoke}${revokeAllForm(v, actions("revoke-all"))}</div></div>
 <div class="page-head"><h2>Usage in the last ${RANGES[v.range].label}</h2>${rangeSwitch(v.range, href)}</div>
 ${figures(u)}
