@@ -17,8 +17,10 @@ export interface KeysFilter {
  * the values a key page carries back to the list are only ever ones the list itself accepts.
  */
 export function keysFilter(q: Record<string, string | undefined>): KeysFilter {
+  const search = (q.q ?? "").trim().slice(0, MAX_SEARCH_CHARS);
   return {
-    q: (q.q ?? "").trim().slice(0, MAX_SEARCH_CHARS),
+    // A pasted credential never travels on, whichever page the URL that carries it opens.
+    q: searchInsteadOfCredential(search)?.q ?? search,
     status: q.status === "active" || q.status === "revoked" ? q.status : "all",
     sort: KEY_SORTS.find((s) => s === q.sort) ?? "created",
     order: q.order === "asc" ? "asc" : "desc",

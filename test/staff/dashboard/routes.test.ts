@@ -317,6 +317,15 @@ describe("a key pasted into the keys search", () => {
     }
   });
 
+  test("a key page's link back to the list never carries a pasted key either", async () => {
+    const pasted = await h.issueKey("carried@example.com");
+    const text = (await page(`/internal/keys/${keyId}?q=${encodeURIComponent(pasted.secret_key)}&status=active`)).text;
+    expect(text).toContain('<a href="/internal/keys?status=active">← All keys</a>');
+    expect(text).not.toContain(pasted.secret_key.slice(5, 20));
+    const byKey = (await page(`/internal/keys/${keyId}?q=${pasted.api_key}`)).text;
+    expect(byKey).toContain(`<a href="/internal/keys?q=${pasted.api_key.slice(0, 12)}">← All keys</a>`);
+  });
+
   test("a key prefix, or a key of the wrong length, is searched as typed", async () => {
     for (const typed of ["imp_abcdefgh", `imp_${"a".repeat(42)}`, "imps_short"]) {
       const res = await page(`/internal/keys?q=${encodeURIComponent(typed)}`);
