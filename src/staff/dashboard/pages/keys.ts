@@ -116,7 +116,7 @@ function revokedAllNotice(n: number, email: string): Notice {
   return { kind: "info", text: `${count(n)} ${n === 1 ? "key" : "keys"} of ${email} revoked.` };
 }
 
-/** /internal/keys/:id: the key's facts, its figures and charts over a range, and Revoke. */
+/** /internal/keys/:id: the key's facts and rotations, its figures and charts over a range, Revoke and Revoke all of its address. */
 export function keyPage(v: KeyView): SafeHtml {
   const k = v.detail.key;
   const u = v.detail.usage;
