@@ -9,6 +9,11 @@ export function htmlPage(doc: SafeHtml, status = 200, headers: Record<string, st
   return new Response(doc.text, { status, headers: { "content-type": "text/html; charset=utf-8", ...headers } });
 }
 
+/** A 303 to `location` after a form: reloading the page it lands on does not send the form again. */
+export function seeOther(location: string): Response {
+  return new Response(null, { status: 303, headers: { location } });
+}
+
 /** A complete HTML response for a staff door page (login, code, errors) in the dashboard's look. */
 export function pageResponse(
   title: string,

@@ -360,6 +360,32 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     const rows = page.locator("tbody tr");
     expect(await rows.count()).toBe(1);
     expect(await rows.innerText()).toContain(STAFF);
+    // The revoked key's id is a link to its page.
+    await rows.getByRole("link", { name: /^key_/ }).click();
+    expect(new URL(page.url()).pathname).toMatch(/^\/internal\/keys\/key_[0-9a-f]{16}$/);
+    expect(await page.locator(".badge").first().innerText()).toBe("revoked");
+  });
+
+  test("from a filtered keys list to a key and back; revoke all keys of its address only once the box is ticked", async () => {
+    const list = `${server.url}/internal/keys?q=other%40example.com&status=active&sort=email&order=asc`;
+    await page.goto(list);
+    await page.locator("tbody tr a").first().click();
+    await page.getByRole("link", { name: "← All keys" }).click();
+    expect(page.url()).toBe(list);
+    await page.locator("tbody tr a").first().click();
+    const keyUrl = page.url();
+    const revokeAll = page.getByRole("button", { name: "Revoke all keys of this address" });
+    // Not ticked: the browser holds the form back (the box is required), and nothing is revoked.
+    await revokeAll.click();
+    expect(page.url()).toBe(keyUrl);
+    expect(await convert(keys.other!.api_key)).toBe(200);
+    await page.getByLabel("Yes, revoke every active key of other@example.com").check();
+    await revokeAll.click();
+    await page.waitForURL(/done=revoked-all/);
+    expect(await page.locator(".notice").innerText()).toContain("1 key of other@example.com revoked.");
+    expect(await convert(keys.other!.api_key)).toBe(401);
+    await page.getByRole("link", { name: "← All keys" }).click();
+    expect(page.url()).toBe(list);
   });
 
   test("staff & settings: add and remove a colleague; no secret on the page", async () => {

@@ -7,7 +7,7 @@ import { keyIssuedMail, otpMail } from "../../core/mail/templates.ts";
 import type { AuditLog } from "../../data/audit/service.ts";
 import type { Store } from "../../data/db/index.ts";
 import type { otpCodes } from "../../data/db/schema.ts";
-import type { IssuedKey, KeyService } from "../../data/keys/service.ts";
+import type { IssuedKey, KeyService, RecordIssued } from "../../data/keys/service.ts";
 import { otpLimits, RECENT_CODE } from "../../data/otp/limits.ts";
 import { OtpEngine } from "../../data/otp/service.ts";
 import type { RateLimiter } from "../../data/ratelimit/service.ts";
@@ -120,16 +120,10 @@ export class KeyIssuance {
 
     const siteUrl = siteUrlGiven ?? consumed.siteUrl ?? "";
     // Its audit event in the same transaction: a crash keeps both or neither.
-    const issued = await this.deps.keys.issue(email, siteUrl, (db, key) =>
-      this.deps.audit.insert(db, [
-        {
-          type: "key.issued",
-          actor: email,
-          subject: key.id,
-          clientAddress: input.ip,
-          detail: { keyPrefix: key.keyPrefix, siteUrl },
-        },
-      ]),
+    const issued = await this.deps.keys.issue(
+      email,
+      siteUrl,
+      this.recordIssued({ actor: email, clientAddress: input.ip, detail: { siteUrl } }),
     );
     this.deps.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix });
     // The answer carries the only copy of the keys, and the previous pair is revoked already: it
@@ -153,19 +147,39 @@ export class KeyIssuance {
   async issueForOperator(input: { email: string; siteUrl?: string; by: string }): Promise<IssuedKey> {
     const email = normalizeEmail(input.email);
     const siteUrl = input.siteUrl ? normalizeSiteUrl(input.siteUrl) : "";
-    const issued = await this.deps.keys.issue(email, siteUrl, (db, key) =>
-      this.deps.audit.insert(db, [
-        {
-          type: "key.issued",
-          actor: input.by,
-          subject: key.id,
-          clientAddress: "",
-          detail: { keyPrefix: key.keyPrefix, siteUrl, owner: email },
-        },
-      ]),
+    const issued = await this.deps.keys.issue(
+      email,
+      siteUrl,
+      this.recordIssued({ actor: input.by, clientAddress: "", detail: { siteUrl, owner: email } }),
     );
     this.deps.logger.info("key issued", { keyId: issued.id, keyPrefix: issued.keyPrefix, by: input.by });
     return issued;
+  }
+
+  /**
+   * The audit events of an issuance, written in its transaction: `key.issued` (with `replaces`, the
+   * ids of the pair it rotated out, when there was one) and a `key.revoked` for each replaced key
+   * naming why (`reason: "rotated"`) and its successor (`replacedBy`).
+   */
+  private recordIssued(by: { actor: string; clientAddress: string; detail: Record<string, unknown> }): RecordIssued {
+    const { actor, clientAddress } = by;
+    return (db, key, replaced) =>
+      this.deps.audit.insert(db, [
+        {
+          type: "key.issued",
+          actor,
+          subject: key.id,
+          clientAddress,
+          detail: { keyPrefix: key.keyPrefix, ...by.detail, ...(replaced.length ? { replaces: replaced } : {}) },
+        },
+        ...replaced.map((id) => ({
+          type: "key.revoked" as const,
+          actor,
+          subject: id,
+          clientAddress,
+          detail: { reason: "rotated", replacedBy: key.id },
+        })),
+      ]);
   }
 
   /** Deletes expired and burnt codes. */

@@ -42,6 +42,8 @@ export interface AuditEvent {
 export interface AuditFilter {
   type?: string;
   actor?: string;
+  /** What the event is about, e.g. a key id. */
+  subject?: string;
   since?: number;
   until?: number;
   before?: number;
@@ -178,6 +180,7 @@ export class AuditLog {
         and(
           filter.type ? eq(auditEvents.type, filter.type) : undefined,
           filter.actor ? eq(auditEvents.actor, filter.actor) : undefined,
+          filter.subject ? eq(auditEvents.subject, filter.subject) : undefined,
           filter.since === undefined ? undefined : gte(auditEvents.at, filter.since),
           filter.until === undefined ? undefined : lte(auditEvents.at, filter.until),
           filter.before === undefined ? undefined : lt(auditEvents.id, filter.before),

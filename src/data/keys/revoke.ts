@@ -18,6 +18,11 @@ export class KeyRevocation {
     return this.keys.revokeAllOf(email, this.recordRevoked(by, clientAddress));
   }
 
+  /** The address key `id` belongs to, so its page can revoke every key of that address; null when unknown. */
+  ownerOf(id: string): Promise<string | null> {
+    return this.keys.ownerOf(id);
+  }
+
   // The events are written in the revocation's own transaction: a crash keeps both or neither.
   private recordRevoked(by: string, clientAddress: string): RecordRevoked {
     return (db, ids) =>

@@ -28,6 +28,17 @@ export const API_KEY_PREFIX = "imp_";
 /** Recognisable prefix of a secret key (signing requests), likewise. */
 export const SECRET_KEY_PREFIX = "imps_";
 
+/** Characters after the recognisable prefix of an api_key or a secret_key: 32 random bytes in base64url. */
+export const KEY_BODY_CHARS = 43;
+
+/** The key_prefix of an api_key: its first characters, enough to tell keys apart in lists and logs. */
+export function keyPrefixOf(apiKey: string): string {
+  return apiKey.slice(0, API_KEY_PREFIX.length + 8);
+}
+
+/** Writes what an issuance records (its audit events) on its transaction: the new key and the ids of the keys it replaced. */
+export type RecordIssued = (db: Database, issued: IssuedKey, replaced: string[]) => BatchStatement;
+
 /** Writes what a revocation of `ids` records (their audit events) on the revocation's transaction. */
 export type RecordRevoked = (db: Database, ids: string[]) => PromiseLike<unknown>;
 
@@ -61,17 +72,14 @@ export class KeyService {
 
   /**
    * Issues a new pair for (email, siteUrl), revoking the previous active one in the same
-   * transaction, which also runs the statement `record` makes for the new key (its audit event).
+   * transaction, which also runs the statement `record` makes for the new key and the ids of the
+   * pairs it replaced (their audit events).
    */
-  async issue(
-    email: string,
-    siteUrl: string,
-    record?: (db: Database, issued: IssuedKey) => BatchStatement,
-  ): Promise<IssuedKey> {
+  async issue(email: string, siteUrl: string, record?: RecordIssued): Promise<IssuedKey> {
     const id = `key_${Buffer.from(randomBytes(8)).toString("hex")}`;
     const apiKey = API_KEY_PREFIX + toBase64Url(randomBytes(32));
     const secretKey = SECRET_KEY_PREFIX + toBase64Url(randomBytes(32));
-    const keyPrefix = apiKey.slice(0, API_KEY_PREFIX.length + 8);
+    const keyPrefix = keyPrefixOf(apiKey);
     const row = {
       id,
       email,
@@ -83,13 +91,16 @@ export class KeyService {
     };
     const apiKeys = this.apiKeys;
     const issued = { id, apiKey, secretKey, keyPrefix };
+    const sameOwnerAndSite = and(eq(apiKeys.email, email), eq(apiKeys.siteUrl, siteUrl), isNull(apiKeys.revokedAt));
+    // Read before the batch, whose statements cannot pass rows to each other (an interactive
+    // transaction per issuance would hold a connection each and run out of them under a burst).
+    // Only a pair issued in between for the same address and site, by `keys create` racing a
+    // verify-otp, would be revoked without its rotation event; every old pair is still revoked.
+    const replaced = (await this.db.select({ id: apiKeys.id }).from(apiKeys).where(sameOwnerAndSite)).map((k) => k.id);
     await this.store.batch((db) => [
-      db
-        .update(apiKeys)
-        .set({ revokedAt: row.createdAt })
-        .where(and(eq(apiKeys.email, email), eq(apiKeys.siteUrl, siteUrl), isNull(apiKeys.revokedAt))),
+      db.update(apiKeys).set({ revokedAt: row.createdAt }).where(sameOwnerAndSite),
       db.insert(apiKeys).values(row),
-      ...(record ? [record(db, issued)] : []),
+      ...(record ? [record(db, issued, replaced)] : []),
     ]);
     return issued;
   }
@@ -135,6 +146,13 @@ export class KeyService {
       .from(apiKeys)
       .where(and(...conditions))
       .orderBy(desc(apiKeys.createdAt));
+  }
+
+  /** The address key `id` belongs to (active or revoked); null when there is no such key. */
+  async ownerOf(id: string): Promise<string | null> {
+    const apiKeys = this.apiKeys;
+    const [row] = await this.db.select({ email: apiKeys.email }).from(apiKeys).where(eq(apiKeys.id, id)).limit(1);
+    return row?.email ?? null;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { html, type SafeHtml } from "../../core/html.ts";
+import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import { iso, utcText } from "./format.ts";
 
 /** One big figure: a label, the value as text, an optional line under it; `id` names it for tests. */
@@ -113,3 +114,28 @@ export function breakable(text: string, after: RegExp = /(?<=[_,]|\/(?!\/))/): S
 
 /** Where an e-mail address may wrap: after its @, dots, hyphens and the like. */
 export const EMAIL_BREAKS = /(?<=[@.\-_+])/;
+
+/** A key id as the keys service makes them (`key_` and 16 hex digits). */
+const KEY_ID = /\bkey_[0-9a-f]{16}\b/g;
+
+/** The dashboard page of key `id`. */
+export function keyPageHref(id: string): string {
+  return `${INTERNAL_PREFIX}/keys/${encodeURIComponent(id)}`;
+}
+
+/** A link to key `id`'s page, its id as the text. */
+export function keyLink(id: string): SafeHtml {
+  return html`<a class="mono" href="${keyPageHref(id)}">${id}</a>`;
+}
+
+/** Text with every key id in it made a link to that key's page (the rest stays escaped text). */
+export function withKeyLinks(text: string): SafeHtml {
+  const parts: (string | SafeHtml)[] = [];
+  let last = 0;
+  for (const match of text.matchAll(KEY_ID)) {
+    parts.push(text.slice(last, match.index), keyLink(match[0]));
+    last = match.index + match[0].length;
+  }
+  parts.push(text.slice(last));
+  return html`${parts}`;
+}

@@ -9,16 +9,15 @@ import { hidden, staffPage as page, type staffAuth } from "../auth.ts";
 import type { StaffDirectory } from "../directory.ts";
 import { parseFormBody } from "../form.ts";
 import { layout, type Notice, type Viewer } from "../layout.ts";
-import { CsrfForm } from "../model.ts";
-import { htmlPage, orRefusal, pageResponse } from "../pages.ts";
+import { htmlPage, orRefusal, pageResponse, seeOther } from "../pages.ts";
 import type { StaffSession } from "../sessions.ts";
-import { query as queryString } from "./components.ts";
+import { keyActionRoutes } from "./key-actions.ts";
+import { keysFilter, keysHref, searchInsteadOfCredential } from "./keys-filter.ts";
 import { EmailForm, PageQuery } from "./model.ts";
 import { activityPage } from "./pages/activity.ts";
 import { keyPage, keysPage } from "./pages/keys.ts";
 import { overviewPage } from "./pages/overview.ts";
 import { settingsPage } from "./pages/settings.ts";
-import { rangeName } from "./ranges.ts";
 import type { DashboardService } from "./service.ts";
 
 /** What the dashboard's routes need besides the page data. */
@@ -33,6 +32,18 @@ export interface DashboardRouteDeps {
 /** Fixed confirmations after a form (never text from the URL: a link must not be able to put words on the page). */
 const DONE: Record<string, Notice> = {
   revoked: { kind: "info", text: "Key revoked: its next request is refused." },
+  "secret-not-searched": {
+    kind: "error",
+    text: "That looked like a secret key: it was not searched for, and it is not shown.",
+  },
+  "api-key-by-prefix": {
+    kind: "info",
+    text: "That looked like a whole API key: it was searched for by its key prefix.",
+  },
+  "revoke-all-unconfirmed": {
+    kind: "error",
+    text: "Nothing was revoked: tick the box to confirm revoking every key of this address.",
+  },
   "staff-added": { kind: "info", text: "Staff member added: they can sign in now." },
   "staff-exists": { kind: "info", text: "That address is already a staff member." },
   "staff-removed": { kind: "info", text: "Staff member removed and signed out everywhere." },
@@ -74,14 +85,20 @@ function pageRoutes(deps: DashboardRouteDeps) {
       },
       page(),
     )
-    .get("/keys", async ({ staff, query }) => htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query))), {
-      ...page(),
-      query: PageQuery,
-    })
+    .get(
+      "/keys",
+      async ({ staff, query }) => {
+        // A pasted key goes to a URL without it before anything shows it (a page, the address bar, the history).
+        const instead = searchInsteadOfCredential(query.q ?? "");
+        if (instead) return seeOther(keysHref({ ...keysFilter(query), q: instead.q, page: 1 }, instead.done));
+        return htmlPage(keysPage(await deps.dashboard.keys(viewer(staff), query, notice(query.done))));
+      },
+      { ...page(), query: PageQuery },
+    )
     .get(
       "/keys/:id",
       async ({ staff, params, query }) => {
-        const view = await deps.dashboard.key(viewer(staff), params.id, query.range, notice(query.done));
+        const view = await deps.dashboard.key(viewer(staff), params.id, query, notice(query.done));
         return view
           ? htmlPage(keyPage(view))
           : notFound("No such key", "There is no key with this id. It may have been typed wrong.");
@@ -101,22 +118,12 @@ function pageRoutes(deps: DashboardRouteDeps) {
     );
 }
 
-// The forms staff send: revoke a key, add or remove a staff member.
+// The forms staff send: add or remove a staff member (the key forms are in key-actions.ts).
 function actionRoutes(deps: DashboardRouteDeps) {
   return new Elysia({ name: "dashboard-actions" })
     .use(deps.auth)
     .use(clientContext)
-    .post(
-      "/keys/:id/revoke",
-      async ({ staff, params, query, clientIp }) => {
-        const revoked = await deps.revocation.revoke(params.id, staff.email, clientIp);
-        // A key already revoked (or unknown) changes nothing: its page then says what it is, over the range it was viewed at.
-        const range = rangeName(query.range);
-        const back = queryString({ range: range === "24h" ? null : range, done: revoked ? "revoked" : null });
-        return seeOther(`${INTERNAL_PREFIX}/keys/${encodeURIComponent(params.id)}${back}`);
-      },
-      { ...page(), parse: parseFormBody, body: CsrfForm, query: PageQuery },
-    )
+    .use(keyActionRoutes(deps))
     .post(
       "/settings/staff/add",
       async ({ staff, body, request, clientIp }) => {
@@ -186,10 +193,6 @@ function htmlFragment(body: SafeHtml): Response {
 
 function notFound(title: string, detail: string): Response {
   return pageResponse(title, html`<p>${detail}</p><p><a href="${INTERNAL_PREFIX}/keys">All keys</a></p>`, 404);
-}
-
-function seeOther(location: string): Response {
-  return new Response(null, { status: 303, headers: { location } });
 }
 
 /** A hashed asset, cacheable for a year: its name changes whenever its content does. */

@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import { CsrfForm } from "../model.ts";
 
 const text = (max = 320) => t.Optional(t.String({ maxLength: max }));
 
@@ -19,7 +20,15 @@ export const PageQuery = t.Object({
   to: text(40),
   before: text(40),
   done: text(40),
+  /** How many keys "revoke all keys of this address" revoked (a number only: the page names the address itself). */
+  revoked: text(40),
 });
 
 /** The add- and remove-staff forms: one address and the CSRF token. */
 export const EmailForm = t.Object({ email: t.String({ maxLength: 320 }), csrf: text(200) });
+
+/** The value the "revoke all keys of this address" checkbox sends when ticked. */
+export const CONFIRM_REVOKE_ALL = "yes";
+
+/** The revoke-all form: the CSRF token and the confirmation checkbox (absent when not ticked). */
+export const RevokeAllForm = t.Object({ ...CsrfForm.properties, confirm: t.Optional(t.String({ maxLength: 10 })) });

@@ -7,7 +7,6 @@ import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import { runtime, version } from "../../core/version.ts";
 import { type AuditLog, parseIsoDate } from "../../data/audit/service.ts";
 import { localPath, shown } from "../../data/db/location.ts";
-import { KEY_SORTS, type KeysQuery, MAX_PAGE, MAX_SEARCH_CHARS } from "../../data/usage/model.ts";
 import type { RefusalQueries } from "../../data/usage/refused-queries.ts";
 import type { UsageQueries } from "../../data/usage/service.ts";
 import type { ReadinessReport } from "../../ops/health/service.ts";
@@ -20,13 +19,15 @@ import type { SessionService } from "../sessions.ts";
 import { describeSettings } from "../settings-view.ts";
 import { count, duration } from "./format.ts";
 import { type HealthVerdict, healthVerdict } from "./health.ts";
+import { keysFilter } from "./keys-filter.ts";
 import type { ActivityFilter, ActivityView } from "./pages/activity.ts";
-import type { KeysFilter, KeysView, KeyView } from "./pages/keys.ts";
+import type { KeysView, KeyView } from "./pages/keys.ts";
 import type { LiveView } from "./pages/live.ts";
 import type { OverviewView } from "./pages/overview.ts";
 import type { SettingsView } from "./pages/settings.ts";
 import { rangeBounds, rangeName } from "./ranges.ts";
 import type { RefusedView } from "./refused.ts";
+import { keyRotation } from "./rotation.ts";
 import { sparklines } from "./sparkline.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
@@ -34,7 +35,7 @@ export interface DashboardSources {
   usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
   /** Refused requests of the public routes (usage/refusals.ts). */
   refusals: Pick<RefusalQueries, "codes" | "series" | "top">;
-  audit: Pick<AuditLog, "page" | "retentionDays">;
+  audit: Pick<AuditLog, "page" | "list" | "retentionDays">;
   auditTypes: readonly string[];
   staff: Pick<StaffDirectory, "list">;
   sessions: Pick<SessionService, "list">;
@@ -105,18 +106,12 @@ export class DashboardService {
   }
 
   /** The keys table for the query string's search, status, sort, order and page. */
-  async keys(viewer: Viewer, q: Record<string, string | undefined>): Promise<KeysView> {
-    const filter: KeysFilter = {
-      q: (q.q ?? "").trim().slice(0, MAX_SEARCH_CHARS),
-      status: q.status === "active" || q.status === "revoked" ? q.status : "all",
-      sort: (KEY_SORTS as readonly string[]).includes(q.sort ?? "") ? q.sort! : "created",
-      order: q.order === "asc" ? "asc" : "desc",
-      page: pageNumber(q.page),
-    };
+  async keys(viewer: Viewer, q: Record<string, string | undefined>, notice: Notice | null = null): Promise<KeysView> {
+    const filter = keysFilter(q);
     const query = {
       search: filter.q || undefined,
       status: filter.status,
-      sort: filter.sort as KeysQuery["sort"],
+      sort: filter.sort,
       order: filter.order,
       pageSize: PAGE_SIZE,
     };
@@ -126,25 +121,27 @@ export class DashboardService {
       filter.page = Math.ceil(keys.total / PAGE_SIZE);
       keys = await this.sources.usage.keys({ ...query, page: filter.page });
     }
-    return { viewer, filter, keys };
+    return { viewer, filter, keys, notice };
   }
 
-  /** One key's page over a range; null when the key does not exist. */
+  /** One key's page over a range, with the keys list's filter it came from (`back`); null when the key does not exist. */
   async key(
     viewer: Viewer,
     id: string,
-    range: string | undefined,
+    q: Record<string, string | undefined>,
     notice: Notice | null = null,
   ): Promise<KeyView | null> {
-    const name = rangeName(range);
+    const name = rangeName(q.range);
     const { from, to, step } = rangeBounds(name, this.sources.now());
     const detail = await this.sources.usage.key(id, { from, to });
     if (!detail) return null;
-    const [series, refused] = await Promise.all([
+    const [series, refused, rotation] = await Promise.all([
       this.sources.usage.series({ from, to, step, keyId: id }),
       this.refused({ from, to, step, keyId: id }),
+      keyRotation(this.sources.audit, id),
     ]);
-    return { viewer, detail, range: name, series, refused, notice };
+    const revokedAll = q.done === "revoked-all" && /^\d{1,6}$/.test(q.revoked ?? "") ? Number(q.revoked) : null;
+    return { viewer, detail, range: name, series, refused, notice, back: keysFilter(q), revokedAll, rotation };
   }
 
   /** Refused requests of a range: by code, over time, and (given `top`) the most refused clients. */
@@ -306,9 +303,4 @@ function settingText(value: unknown): string {
   if (value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0))
     return "(not set)";
   return Array.isArray(value) ? value.join(", ") : String(value);
-}
-
-function pageNumber(raw: string | undefined): number {
-  const n = Number(raw);
-  return Number.isSafeInteger(n) && n >= 1 && n <= MAX_PAGE ? n : 1;
 }

@@ -489,6 +489,27 @@ describe("activity filters", () => {
   });
 });
 
+describe("activity links keys", () => {
+  test("a key id in an event's subject or detail is a link to that key's page; other text stays text", () => {
+    const row = {
+      at: T,
+      type: "key.revoked",
+      actor: "cli",
+      subject: "key_0123456789abcdef",
+      clientAddress: "",
+      detail: { replacedBy: "key_fedcba9876543210", note: "<b>key_nothex</b>" },
+    };
+    const view = { viewer, rows: [row], older: null, types: [], staff: [], problem: null };
+    const page = activityPage({ ...view, filter: { type: "", staff: "", from: "", to: "", before: null } }).text;
+    expect(page).toContain('<a class="mono" href="/internal/keys/key_0123456789abcdef">key_0123456789abcdef</a>');
+    expect(page).toContain(
+      'replacedBy: <a class="mono" href="/internal/keys/key_fedcba9876543210">key_fedcba9876543210</a>',
+    );
+    expect(page).toContain("&lt;b&gt;key_nothex&lt;/b&gt;");
+    expect(page).not.toContain('href="/internal/keys/key_nothex');
+  });
+});
+
 describe("wholePercents", () => {
   test.each([
     [

@@ -170,6 +170,9 @@ describe("revoke from the key page", () => {
     expect(after.text).toContain('<span class="badge revoked">revoked</span>');
     const [event] = await h.services.audit.list({ type: "key.revoked" });
     expect(event).toMatchObject({ actor: BOSS, subject: keyId });
+    expect((await page("/internal/activity?type=key.revoked")).text).toContain(
+      `href="/internal/keys/${keyId}">${keyId}</a>`,
+    );
     const body = await convertForm(await img.photo(32, 24), { format: "webp" });
     expect((await postBearer(h, key, body)).status).toBe(401);
   });
@@ -219,5 +222,143 @@ describe("staff from the settings page", () => {
     expect(bad.text).toContain('class="notice error" role="alert"');
     // What was typed is back in the field, to be corrected rather than typed again.
     expect(bad.text).toContain('name="email" value="not an address" required');
+  });
+});
+
+describe("the way back to the keys list", () => {
+  const filter = "q=back%40example.com&status=active&sort=email&order=asc";
+  const inPage = filter.replaceAll("&", "&amp;");
+
+  test("a key's link in the list carries the list's filter; its page's '← All keys' and revoke form keep it", async () => {
+    await h.issueKey("back@example.com");
+    const id = (await h.services.keys.list()).find((k) => k.email === "back@example.com")!.id;
+    expect((await page(`/internal/keys?${filter}`)).text).toContain(`href="/internal/keys/${id}?${inPage}"`);
+    const keyPage = (await page(`/internal/keys/${id}?${filter}`)).text;
+    expect(keyPage).toContain(`<a href="/internal/keys?${inPage}">← All keys</a>`);
+    expect(keyPage).toContain(`href="/internal/keys/${id}?range=7d&amp;${inPage}"`);
+    expect(keyPage).toContain(`action="/internal/keys/${id}/revoke?${inPage}"`);
+    const res = await post(`/internal/keys/${id}/revoke?range=30d&${filter}`, { csrf: boss.csrf });
+    expect(res.headers.get("location")).toBe(`/internal/keys/${id}?range=30d&${filter}&done=revoked`);
+  });
+
+  test("values the list would not accept are not carried back: only the list's own defaults", async () => {
+    const id = (await h.services.keys.list()).find((k) => k.email === "back@example.com")!.id;
+    const odd = "status=%3Cb%3E&sort=javascript%3Aalert(1)&order=up&page=-2";
+    const text = (await page(`/internal/keys/${id}?${odd}`)).text;
+    expect(text).toContain('<a href="/internal/keys">← All keys</a>');
+    expect(text).not.toContain("javascript");
+    const res = await post(`/internal/keys/${id}/revoke?${odd}`, { csrf: boss.csrf });
+    expect(res.headers.get("location")).toBe(`/internal/keys/${id}`);
+  });
+});
+
+describe("revoke all keys of an address from a key's page", () => {
+  const OWNER = "many@example.com";
+  const owned = async () => (await h.services.keys.list({ email: OWNER })).map((k) => k.id);
+
+  test("refused without the CSRF token; not ticked, nothing is revoked and the page says why", async () => {
+    // Two sites, two active keys (the second as `imgpress keys create` makes it: one code a minute per address).
+    await h.issueKey(OWNER, "https://one.example");
+    await h.services.issuance.issueForOperator({ email: OWNER, siteUrl: "https://two.example", by: "cli" });
+    const [id] = await owned();
+    expect((await post(`/internal/keys/${id}/revoke-all`, { confirm: "yes" })).status).toBe(403);
+    const unticked = await post(`/internal/keys/${id}/revoke-all?range=7d`, { csrf: boss.csrf });
+    expect(unticked.headers.get("location")).toBe(`/internal/keys/${id}?range=7d&done=revoke-all-unconfirmed`);
+    expect((await page(unticked.headers.get("location")!)).text).toContain("Nothing was revoked: tick the box");
+    expect((await h.services.keys.list({ email: OWNER, activeOnly: true })).length).toBe(2);
+  });
+
+  test("ticked: every active key of the address is revoked and audited as the CLI's revoke-email; others stay", async () => {
+    const bystander = await h.issueKey("bystander@example.com");
+    const [id, other] = await owned();
+    const keyPage = (await page(`/internal/keys/${id}?q=many`)).text;
+    expect(keyPage).toContain(`action="/internal/keys/${id}/revoke-all?q=many"`);
+    expect(keyPage).toContain('name="confirm" value="yes" required');
+    const res = await post(`/internal/keys/${id}/revoke-all?q=many`, { csrf: boss.csrf, confirm: "yes" });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe(`/internal/keys/${id}?q=many&done=revoked-all&revoked=2`);
+    expect((await page(res.headers.get("location")!)).text).toContain("2 keys of many@example.com revoked.");
+    expect(await h.services.keys.list({ email: OWNER, activeOnly: true })).toEqual([]);
+    const events = await h.services.audit.list({ type: "key.revoked", actor: BOSS });
+    expect(events.filter((e) => e.subject === id || e.subject === other).length).toBe(2);
+    expect((await h.services.keys.findActive(bystander.api_key)) !== null).toBe(true);
+  });
+
+  test("the notice is worded by the page: a count that is not a number shows nothing", async () => {
+    const [id] = await owned();
+    const text = (await page(`/internal/keys/${id}?done=revoked-all&revoked=%3Cb%3Eevil`)).text;
+    expect(text).not.toContain("evil");
+    expect(text).not.toContain("revoked.</");
+  });
+});
+
+describe("a key pasted into the keys search", () => {
+  test("a whole API key is searched by its key prefix, the key itself never shown", async () => {
+    const pasted = await h.issueKey("pasted@example.com");
+    const prefix = pasted.api_key.slice(0, 12);
+    const res = await page(`/internal/keys?q=${encodeURIComponent(` ${pasted.api_key} `)}&status=active&page=3`);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe(`/internal/keys?q=${prefix}&status=active&done=api-key-by-prefix`);
+    const list = (await page(res.headers.get("location")!)).text;
+    expect(list).toContain("pasted@example.com");
+    expect(list).toContain("searched for by its key prefix");
+    expect(list).not.toContain(pasted.api_key);
+  });
+
+  test("a secret key, whole or in part, is not searched for, and neither the page nor the URL shows it", async () => {
+    const pasted = await h.issueKey("secret@example.com");
+    for (const typed of [pasted.secret_key, `key: ${pasted.secret_key.slice(0, 30)}`]) {
+      const res = await page(`/internal/keys?q=${encodeURIComponent(typed)}&sort=email`);
+      expect(res.status).toBe(303);
+      expect(res.headers.get("location")).toBe("/internal/keys?sort=email&done=secret-not-searched");
+      const list = (await page(res.headers.get("location")!)).text;
+      expect(list).toContain("That looked like a secret key: it was not searched for, and it is not shown.");
+      expect(list).not.toContain(pasted.secret_key.slice(5, 20));
+    }
+  });
+
+  test("a key page's link back to the list never carries a pasted key either", async () => {
+    const pasted = await h.issueKey("carried@example.com");
+    const text = (await page(`/internal/keys/${keyId}?q=${encodeURIComponent(pasted.secret_key)}&status=active`)).text;
+    expect(text).toContain('<a href="/internal/keys?status=active">← All keys</a>');
+    expect(text).not.toContain(pasted.secret_key.slice(5, 20));
+    const byKey = (await page(`/internal/keys/${keyId}?q=${pasted.api_key}`)).text;
+    expect(byKey).toContain(`<a href="/internal/keys?q=${pasted.api_key.slice(0, 12)}">← All keys</a>`);
+  });
+
+  test("a key prefix, or a key of the wrong length, is searched as typed", async () => {
+    for (const typed of ["imp_abcdefgh", `imp_${"a".repeat(42)}`, "imps_short"]) {
+      const res = await page(`/internal/keys?q=${encodeURIComponent(typed)}`);
+      expect(res.status).toBe(200);
+      expect(res.text).toContain(`value="${typed}"`);
+    }
+  });
+});
+
+describe("a key rotated by a new code", () => {
+  test("its key.revoked event names why and its successor; both pages link to each other", async () => {
+    const ROTATED = "rotated@example.com";
+    await h.issueKey(ROTATED, "https://rotated.example");
+    const [old] = await h.services.keys.list({ email: ROTATED });
+    h.clock.advance(61_000);
+    await h.issueKey(ROTATED, "https://rotated.example");
+    const current = (await h.services.keys.list({ email: ROTATED, activeOnly: true }))[0]!;
+    const [revoked] = await h.services.audit.list({ type: "key.revoked", subject: old!.id });
+    expect(revoked).toMatchObject({ actor: ROTATED, detail: { reason: "rotated", replacedBy: current.id } });
+    const [issued] = await h.services.audit.list({ type: "key.issued", subject: current.id });
+    expect(issued!.detail).toMatchObject({ keyPrefix: current.keyPrefix, replaces: [old!.id] });
+    const link = (id: string) => `<a class="mono" href="/internal/keys/${id}">${id}</a>`;
+    expect((await page(`/internal/keys/${old!.id}`)).text).toContain(
+      `<dt>Replaced by</dt><dd data-fact="replaced-by">${link(current.id)}</dd>`,
+    );
+    expect((await page(`/internal/keys/${current.id}`)).text).toContain(
+      `<dt>Replaces</dt><dd data-fact="replaces">${link(old!.id)}</dd>`,
+    );
+  });
+
+  test("a key revoked by hand or never rotated shows neither", async () => {
+    const text = (await page(`/internal/keys/${keyId}`)).text;
+    expect(text).not.toContain("Replaced by");
+    expect(text).not.toContain("<dt>Replaces</dt>");
   });
 });

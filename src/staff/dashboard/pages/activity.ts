@@ -2,7 +2,7 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 import type { AuditEvent } from "../../../data/audit/service.ts";
 import { layout, type Viewer } from "../../layout.ts";
-import { empty, query, table, time } from "../components.ts";
+import { empty, query, table, time, withKeyLinks } from "../components.ts";
 
 /** One audit event as the activity table shows it. */
 export type ActivityRow = Omit<AuditEvent, "id">;
@@ -55,7 +55,7 @@ export function activityPage(v: ActivityView): SafeHtml {
     (
       r,
     ) => html`<tr><td class="nowrap">${time(r.at)}</td><td class="nowrap"><span class="mono">${r.type}</span></td><td class="email">${r.actor || dash}</td>
-<td class="about wrap-anywhere">${r.subject || dash}${Object.keys(r.detail).length ? html`<br><span class="muted">${detailText(r.detail)}</span>` : null}</td><td class="mono nowrap">${r.clientAddress}</td></tr>`,
+<td class="about wrap-anywhere">${r.subject ? withKeyLinks(r.subject) : dash}${Object.keys(r.detail).length ? html`<br><span class="muted">${withKeyLinks(detailText(r.detail))}</span>` : null}</td><td class="mono nowrap">${r.clientAddress}</td></tr>`,
   );
   const first = f.before === null;
   const list =

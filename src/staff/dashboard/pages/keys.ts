@@ -2,26 +2,21 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, INTERNAL_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
-import { badge, empty, pager, query, table, time } from "../components.ts";
+import { badge, empty, keyLink, keyPageHref, pager, query, table, time } from "../components.ts";
 import { bytes, count } from "../format.ts";
+import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
+import { CONFIRM_REVOKE_ALL } from "../model.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart } from "../refused.ts";
+import type { KeyRotation } from "../rotation.ts";
 import { figures, rangeSwitch, seriesCharts, splitCharts } from "./overview.ts";
-
-/** The keys table's state as the URL carries it. */
-export interface KeysFilter {
-  q: string;
-  status: "all" | "active" | "revoked";
-  sort: string;
-  order: "asc" | "desc";
-  page: number;
-}
 
 /** Everything the keys page shows. */
 export interface KeysView {
   viewer: Viewer;
   filter: KeysFilter;
   keys: KeysPage;
+  notice?: Notice | null;
 }
 
 const COLUMNS = [
@@ -35,17 +30,9 @@ const COLUMNS = [
   { label: "Status" },
 ] as const;
 
-/** The href of the keys page for a filter (defaults left out). */
-function keysHref(f: KeysFilter): string {
-  return `${INTERNAL_PREFIX}/keys${query({ q: f.q, status: f.status === "all" ? "" : f.status, sort: f.sort === "created" ? "" : f.sort, order: f.order === "desc" ? "" : f.order, page: f.page === 1 ? "" : f.page })}`;
-}
-
-function keyHref(row: KeyListRow): string {
-  return `${INTERNAL_PREFIX}/keys/${encodeURIComponent(row.id)}`;
-}
-
-function row(k: KeyListRow): SafeHtml {
-  return html`<tr><td class="nowrap"><a class="mono" href="${keyHref(k)}">${k.prefix}…</a></td><td class="email">${k.email}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
+// A key's link carries the list's filter, so its page's "← All keys" returns to the same list.
+function row(k: KeyListRow, back: KeysFilter): SafeHtml {
+  return html`<tr><td class="nowrap"><a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a></td><td class="email">${k.email}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
 <td class="num">${time(k.createdAt, "date")}</td><td class="num">${time(k.lastUsedAt)}</td><td class="num">${count(k.conversions)}</td><td class="num">${bytes(k.bytesSaved)}</td>
 <td>${badge(k.status, k.status)}</td></tr>`;
 }
@@ -72,8 +59,12 @@ export function keysPage(v: KeysView): SafeHtml {
       : html`${table({
           caption: "API keys",
           columns: COLUMNS,
-          rows: v.keys.rows.map(row),
-          sort: { key: f.sort, order: f.order, href: (sort, order) => keysHref({ ...f, sort, order, page: 1 }) },
+          rows: v.keys.rows.map((k) => row(k, f)),
+          sort: {
+            key: f.sort,
+            order: f.order,
+            href: (sort, order) => keysHref({ ...f, sort: sort as KeysFilter["sort"], order, page: 1 }),
+          },
         })}${pager({ page: v.keys.page, pageSize: v.keys.pageSize, total: v.keys.total, noun: ["key", "keys"], href: (page) => keysHref({ ...f, page }) })}`;
   const body = html`<div class="page-head"><div><h1>Keys</h1><p class="lead">Every issued API key with its use so far.</p></div></div>
 <form class="filters" method="get" action="${INTERNAL_PREFIX}/keys" role="search">
@@ -82,7 +73,7 @@ export function keysPage(v: KeysView): SafeHtml {
 ${f.sort !== "created" ? html`<input type="hidden" name="sort" value="${f.sort}">` : null}${f.order !== "desc" ? html`<input type="hidden" name="order" value="${f.order}">` : null}
 <button type="submit">Search</button></form>
 ${list}`;
-  return layout({ title: "Keys", section: "keys", viewer: v.viewer, body });
+  return layout({ title: "Keys", section: "keys", viewer: v.viewer, body, notice: v.notice });
 }
 
 /** Everything a key's page shows. */
@@ -93,28 +84,62 @@ export interface KeyView {
   series: Series;
   refused: RefusedView;
   notice?: Notice | null;
+  /** The keys list this page was reached from, for "← All keys" and the forms (default: the whole list). */
+  back?: KeysFilter;
+  /** Keys just revoked by "revoke all keys of this address" (the notice then names the address). */
+  revokedAll?: number | null;
+  /** The key that replaced this one and the keys it replaced (a new code for the same address and site). */
+  rotation?: KeyRotation;
 }
 
-/** /internal/keys/:id: the key's facts, its figures and charts over a range, and Revoke. */
+/** "Replaced by key_…" and "Replaces key_…" facts, as links, when the key was rotated. */
+function rotationFacts(r: KeyRotation | undefined): SafeHtml | null {
+  if (!r || (r.replacedBy === null && r.replaces.length === 0)) return null;
+  return html`${r.replacedBy ? html`<dt>Replaced by</dt><dd data-fact="replaced-by">${keyLink(r.replacedBy)}</dd>` : null}${
+    r.replaces.length
+      ? html`<dt>Replaces</dt><dd data-fact="replaces">${r.replaces.map((id, i) => html`${i ? ", " : ""}${keyLink(id)}`)}</dd>`
+      : null
+  }`;
+}
+
+/** "Revoke all keys of this address": confirmed by a checkbox the browser requires and the server checks. */
+function revokeAllForm(v: KeyView, action: string): SafeHtml {
+  const email = v.detail.key.email;
+  return html`<section class="panel danger-zone" aria-labelledby="revoke-all-title"><h2 id="revoke-all-title">Revoke all keys of this address</h2>
+<p class="muted">Every active key of ${email}, on every site, is refused from its next request. The owner must obtain new keys with e-mailed codes. This cannot be undone.</p>
+<form method="post" action="${action}">${csrfField(v.viewer)}<label class="check"><input type="checkbox" name="confirm" value="${CONFIRM_REVOKE_ALL}" required> Yes, revoke every active key of ${email}</label>
+<button type="submit" class="danger">Revoke all keys of this address</button></form></section>`;
+}
+
+/** The notice of "revoke all keys of this address", worded here from the count and the key's own address. */
+function revokedAllNotice(n: number, email: string): Notice {
+  return { kind: "info", text: `${count(n)} ${n === 1 ? "key" : "keys"} of ${email} revoked.` };
+}
+
+/** /internal/keys/:id: the key's facts and rotations, its figures and charts over a range, Revoke and Revoke all of its address. */
 export function keyPage(v: KeyView): SafeHtml {
   const k = v.detail.key;
   const u = v.detail.usage;
-  const href = (r: RangeName) => `${INTERNAL_PREFIX}/keys/${encodeURIComponent(k.id)}?range=${r}`;
+  const back = v.back ?? keysFilter({});
+  const keep = keysFilterParams(back);
+  const href = (r: RangeName) => `${keyPageHref(k.id)}${query({ range: r, ...keep })}`;
   const nothing = u.totals.conversions === 0 && u.totals.errors === 0;
+  const actions = (name: string) =>
+    `${keyPageHref(k.id)}/${name}${query({ range: v.range === "24h" ? null : v.range, ...keep })}`;
   const revoke =
     k.status === "active"
       ? html`<section class="panel danger-zone" aria-labelledby="revoke-title"><h2 id="revoke-title">Revoke this key</h2>
 <p class="muted">Its next request is refused with 401. The client must obtain a new key with the e-mailed code. This cannot be undone.</p>
-<form method="post" action="${INTERNAL_PREFIX}/keys/${encodeURIComponent(k.id)}/revoke${v.range === "24h" ? "" : `?range=${v.range}`}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
+<form method="post" action="${actions("revoke")}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
       : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
-  const body = html`<p><a href="${INTERNAL_PREFIX}/keys">← All keys</a></p>
+  const body = html`<p><a href="${keysHref(back)}">← All keys</a></p>
 <div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead wrap-anywhere">${k.email}${k.siteUrl ? html` · ${k.siteUrl}` : null}</p></div>${badge(k.status, k.status)}</div>
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
 <dt>All-time conversions</dt><dd class="num-left">${count(k.conversions)}</dd><dt>All-time bytes saved</dt><dd>${bytes(k.bytesSaved)}</dd>
 <dt>Refused in the last ${RANGES[v.range].label}</dt><dd class="num-left" data-figure="refused">${count(v.refused.codes.total)}${v.refused.codes.byCode.length ? html` <span class="muted">(${v.refused.codes.byCode.map((c) => `${c.code} ${count(c.count)}`).join(", ")})</span>` : null}</dd>
-<dt>All-time quality guard re-encodes</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd></dl></section>
-${revoke}</div>
+<dt>All-time quality guard re-encodes</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd>${rotationFacts(v.rotation)}</dl></section>
+<div>${revoke}${revokeAllForm(v, actions("revoke-all"))}</div></div>
 <div class="page-head"><h2>Usage in the last ${RANGES[v.range].label}</h2>${rangeSwitch(v.range, href)}</div>
 ${figures(u)}
 <h2 class="sr-only">Charts</h2>
@@ -128,5 +153,6 @@ ${
       )}${splitCharts("key", u)}</div>`
 }
 ${v.refused.codes.total > 0 ? html`<h2>Refused requests</h2><div class="charts">${refusedChart("key-refused", v.refused)}</div>` : null}`;
-  return layout({ title: `Key ${k.prefix}`, section: "keys", viewer: v.viewer, body, notice: v.notice });
+  const notice = v.revokedAll != null ? revokedAllNotice(v.revokedAll, k.email) : v.notice;
+  return layout({ title: `Key ${k.prefix}`, section: "keys", viewer: v.viewer, body, notice });
 }
