@@ -12,7 +12,7 @@ import type { Notice } from "./layout.ts";
 import { CodeForm, CsrfForm, LoginForm, LoginQuery, SIGN_OUT_ROUTE } from "./model.ts";
 import { codeForm, loginForm, orRefusal, pageResponse, type Refusal, setupPage } from "./pages.ts";
 import type { SessionService } from "./sessions.ts";
-import { STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
+import { CodeRefused, STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
 
 /** What the staff pages need. */
 export interface StaffRouteDeps {
@@ -99,7 +99,12 @@ function signInRoutes(deps: StaffRouteDeps, leave: (token: string, location: str
         asPage(
           request,
           "Enter your code",
-          (m, err) => codeForm(body.email, shownNext(body.next), minutes, refusal(m, err)),
+          (m, err) =>
+            codeForm(body.email, shownNext(body.next), minutes, {
+              ...refusal(m, err),
+              // After a wrong code with tries left, a new code would only replace the one in the mail.
+              offerNewCode: !(err instanceof CodeRefused) || err.offerNewCode,
+            }),
           async () => {
             assertSameOrigin(request, deps.behindProxy);
             const next = safeNext(body.next);

@@ -84,13 +84,14 @@ export function loginForm(
 /**
  * The code form, with a way to have another code sent; the same for every address, staff or not.
  * `error`: why the last code was refused (the field is marked invalid); `notice`: a status that is
- * about no field (a new code sent, or asked for too soon).
+ * about no field (a new code sent, or asked for too soon); `offerNewCode`: false after a wrong
+ * code while tries remain, when a new code would only replace the one in the mail.
  */
 export function codeForm(
   email: string,
   next: string,
   validMinutes: number,
-  { error, retryAfterS, notice }: Refusal & { notice?: Notice } = {},
+  { error, retryAfterS, notice, offerNewCode = true }: Refusal & { notice?: Notice; offerNewCode?: boolean } = {},
 ): SafeHtml {
   const status = notice
     ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${countdownText(notice.text, notice.retryAfterS)}</p>`
@@ -103,7 +104,12 @@ export function codeForm(
 <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus${invalid(error)}>
 <button type="submit" class="primary">Sign in</button>
 </form>
-<form method="post" action="${INTERNAL_PREFIX}/login" class="door-links">
+${offerNewCode ? newCodeForm(email, next) : html`<p class="door-links"><a href="${INTERNAL_PREFIX}/login">Use another address</a></p>`}`;
+}
+
+// "Send a new code", with the address and return page it is for.
+function newCodeForm(email: string, next: string): SafeHtml {
+  return html`<form method="post" action="${INTERNAL_PREFIX}/login" class="door-links">
 <input type="hidden" name="email" value="${email}">
 <input type="hidden" name="next" value="${next}">
 <input type="hidden" name="resend" value="1">

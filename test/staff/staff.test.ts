@@ -326,6 +326,39 @@ describe("sign-in", () => {
     expect(wrongA.text.replaceAll(STAFF, "X")).toBe(wrongB.text.replaceAll("nobody@example.com", "X"));
   });
 
+  test("a wrong code says how many tries are left and offers no new code until the tries are used up or the code expired, alike for any address", async () => {
+    const wrongTwice = async (email: string) => {
+      expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
+      await until(
+        async () => (await h.store.db.select().from(staffCodes).where(eq(staffCodes.email, email))).length === 1,
+        5_000,
+        `the code row of ${email}`,
+      );
+      const first = await h.request("POST", "/internal/login/code", form({ email, code: "000000" }));
+      const second = await h.request("POST", "/internal/login/code", form({ email, code: "000001" }));
+      return [first, second];
+    };
+    const [first, second] = await wrongTwice(STAFF);
+    expect(first!.status).toBe(401);
+    expect(first!.text).toContain(
+      '<p class="notice error" role="alert" id="form-error">That code is not right. 4 tries left.</p>',
+    );
+    expect(second!.text).toContain("That code is not right. 3 tries left.");
+    for (const res of [first!, second!]) {
+      expect(res.text).not.toContain("Send a new code");
+      expect(res.text).not.toContain('name="resend"');
+      expect(res.text).toContain('<a href="/internal/login">Use another address</a>');
+    }
+    const others = await wrongTwice("nobody@example.com");
+    expect(others.map((r) => r.text.replaceAll("nobody@example.com", "X"))).toEqual(
+      [first!, second!].map((r) => r.text.replaceAll(STAFF, "X")),
+    );
+    h.clock.advance(10 * MINUTE + 1);
+    const expired = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: "000002" }));
+    expect(expired.text).toContain("That code has expired or was already used. Send a new code.");
+    expect(expired.text).toContain('<input type="hidden" name="resend" value="1">');
+  });
+
   test("wrong guesses burn a requested code for non-staff too: the fifth answer does not tell staff from others", async () => {
     const burn = async (email: string) => {
       expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
