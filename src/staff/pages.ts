@@ -62,17 +62,21 @@ export interface Refusal {
 
 /**
  * The e-mail form. `error`: why the last attempt was refused, with its address `email` back in the
- * field to be corrected; `returning`: the visitor was sent here on the way to a page (`?next=`).
+ * field to be corrected; `returning`: the visitor was sent here on the way to a page (`?next=`);
+ * `signedOut`: the visitor has just signed out (the page confirms it).
  */
 export function loginForm(
   next: string,
-  { error, retryAfterS, email = "", returning = false }: Refusal & { email?: string; returning?: boolean } = {},
+  {
+    error,
+    retryAfterS,
+    email = "",
+    returning = false,
+    signedOut = false,
+  }: Refusal & { email?: string; returning?: boolean; signedOut?: boolean } = {},
 ): SafeHtml {
-  // A session that ended moves the visitor here unasked: say why.
-  const why =
-    returning && !error
-      ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>`
-      : "";
+  const why = error ? "" : loginStatus({ returning, signedOut });
+
   return html`${errorNote(error, retryAfterS)}${why}<form method="post" action="${INTERNAL_PREFIX}/login">
 <input type="hidden" name="next" value="${next}">
 <label for="email">E-mail address</label>
@@ -116,6 +120,13 @@ function newCodeForm(email: string, next: string): SafeHtml {
 <button type="submit" class="link">Send a new code</button><a href="${INTERNAL_PREFIX}/login">Use another address</a>
 </form>
 <p class="muted">No mail after a minute? Check the spam folder, then send a new code; each new one replaces the last.</p>`;
+}
+
+// A session that ended moves the visitor here unasked: say why; a sign-out is confirmed.
+function loginStatus({ returning, signedOut }: { returning: boolean; signedOut: boolean }): SafeHtml | string {
+  if (returning)
+    return html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>`;
+  return signedOut ? html`<p class="notice" role="status">You are signed out.</p>` : "";
 }
 
 function errorNote(error: string | undefined, retryAfterS: number | undefined): SafeHtml {

@@ -595,6 +595,7 @@ describe("sessions", () => {
     const out = await h.request("POST", "/internal/logout", form({ csrf: s.csrf }, { headers: { cookie: s.cookie } }));
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
+    expect(out.headers.get("location")).toBe("/internal/login?signed_out=1");
     expect((await page("/internal/", s.cookie)).status).toBe(303);
     expect(await auditTypes()).toContain("staff.sign_out");
   });
@@ -611,6 +612,25 @@ describe("sessions", () => {
     expect((await page("/internal/", s.cookie)).status).toBe(303);
     expect((await page("/internal/", other.cookie)).status).toBe(303);
     expect(await auditTypes()).toContain("staff.sign_out_everywhere");
+  });
+
+  test("the login page confirms a sign-out, from here or everywhere, with fixed words (nothing from the address is shown)", async () => {
+    const out = await h.request(
+      "POST",
+      "/internal/logout/everywhere",
+      form({ csrf: s.csrf }, { headers: { cookie: s.cookie } }),
+    );
+    expect(out.status).toBe(303);
+    expect(out.headers.get("location")).toBe("/internal/login?signed_out=1");
+    const confirmed = await page(out.headers.get("location")!);
+    expect(confirmed.text).toContain('<p class="notice" role="status">You are signed out.</p>');
+    expect(confirmed.text).not.toContain("Sign in to go on");
+    for (const path of ["/internal/login", "/internal/login?signed_out=%3Cb%3Ehi", "/internal/login?signed_out=0"]) {
+      const res = await page(path);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      expect(res.text).not.toContain("signed out");
+      expect(res.text).not.toContain("<b>hi");
+    }
   });
 
   test("removing a staff member ends their sessions at once", async () => {
