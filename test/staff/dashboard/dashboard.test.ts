@@ -11,7 +11,16 @@ import type { KeyListRow, Overview, Series } from "../../../src/data/usage/model
 import { embeddedAssetsSource } from "../../../src/staff/assets/embed.ts";
 import { assetAt, assetUrl } from "../../../src/staff/assets/index.ts";
 import { niceTicks, splitChart, timeChart, wholePercents } from "../../../src/staff/dashboard/chart.ts";
-import { bytes, count, duration, ms, percent, ratio, utcText } from "../../../src/staff/dashboard/format.ts";
+import {
+  bytes,
+  count,
+  duration,
+  GUARD_HELP,
+  ms,
+  percent,
+  ratio,
+  utcText,
+} from "../../../src/staff/dashboard/format.ts";
 import { activityPage } from "../../../src/staff/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../../../src/staff/dashboard/pages/keys.ts";
 import { overviewPage } from "../../../src/staff/dashboard/pages/overview.ts";
@@ -389,7 +398,7 @@ describe("pages render data as text", () => {
     expect(page).toContain('<a href="/v1/docs">/v1/docs</a>');
   });
 
-  test("the quality guard's re-encodes: total of the range, per lossy conversion only, the key's all-time count", () => {
+  test("the quality guard's re-encodes, in plain words: total of the range, per lossy conversion only, the key's all-time count", () => {
     const o = overview(10);
     const mixed: Overview = {
       ...o,
@@ -400,7 +409,11 @@ describe("pages render data as text", () => {
       ],
     };
     const page = overviewPage({ viewer, range: "24h", overview: mixed, series: series([10]), refused, live }).text;
-    expect(page).toMatch(/data-figure="guard-encodes">29<span class="sub">re-encodes · 3\.63 per lossy conversion</);
+    expect(page).toContain(
+      `<div class="card" title="${GUARD_HELP}"><dt>Extra encodes to keep quality</dt><dd data-figure="guard-encodes">29<span class="sub">3.63 per lossy conversion</span>`,
+    );
+    expect(GUARD_HELP).toStartWith("Quality guard: ");
+    expect(page).not.toContain("re-encodes");
     // Without lossy conversions there is nothing to divide by.
     const none = {
       ...o,
@@ -408,7 +421,7 @@ describe("pages render data as text", () => {
       byQuality: [{ quality: "lossless", conversions: 10, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 }],
     };
     expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), refused, live }).text).toMatch(
-      /data-figure="guard-encodes">0<span class="sub">re-encodes · – per lossy conversion</,
+      /data-figure="guard-encodes">0<span class="sub">– per lossy conversion</,
     );
     const keyText = keyPage({
       viewer,
@@ -417,7 +430,9 @@ describe("pages render data as text", () => {
       series: series([10]),
       refused,
     }).text;
-    expect(keyText).toContain('<dt>All-time quality guard re-encodes</dt><dd class="num-left">1,234</dd>');
+    expect(keyText).toContain(
+      `<dt title="${GUARD_HELP}">All-time extra encodes to keep quality</dt><dd class="num-left">1,234</dd>`,
+    );
     expect(keyText).toContain('data-figure="guard-encodes">29<');
   });
 
@@ -486,6 +501,31 @@ describe("activity filters", () => {
     expect(page).toContain('<option value="cli" selected>cli</option>');
     const anyone = activityPage({ ...view, filter: { type: "", staff: "", from: "", to: "", before: null } }).text;
     expect(anyone).not.toContain('value="cli"');
+  });
+});
+
+describe("activity in plain words", () => {
+  test("each event shows its plain name with its raw type under it; the Event filter offers the names and filters by type", () => {
+    const rows = [
+      { at: 0, type: "key.issued", actor: "cli", subject: "key_1", clientAddress: "", detail: {} },
+      { at: 0, type: "some.future_type", actor: "", subject: "", clientAddress: "", detail: {} },
+    ];
+    const page = activityPage({
+      viewer,
+      rows,
+      older: null,
+      types: ["key.issued", "staff.sign_in"],
+      staff: [],
+      problem: null,
+      filter: { type: "key.issued", staff: "", from: "", to: "", before: null },
+    }).text;
+    expect(page).toContain(
+      '<td>Key issued<span class="setting-help mono" title="The event type in the log and the API">key.issued</span></td>',
+    );
+    // A type without a plain name (one added later) is shown as it is.
+    expect(page).toContain("<td>some.future_type<span");
+    expect(page).toContain('<option value="key.issued" selected>Key issued</option>');
+    expect(page).toContain('<option value="staff.sign_in">Staff signed in</option>');
   });
 });
 

@@ -4,7 +4,7 @@ import type { TlsView } from "../../../server/tls/status.ts";
 import type { StaffMember } from "../../directory.ts";
 import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../../layout.ts";
 import type { SessionRow } from "../../sessions.ts";
-import { badge, breakable, EMAIL_BREAKS, empty, table, time } from "../components.ts";
+import { badge, breakable, emailAddress, empty, table, time } from "../components.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
 export type StaffRow = StaffMember;
@@ -40,8 +40,8 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const staffRows = v.staff.map(
     (
       s,
-    ) => html`<tr><td class="email">${breakable(s.email, EMAIL_BREAKS)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
-<td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${breakable(s.addedBy, EMAIL_BREAKS)}` : null}`}</td>
+    ) => html`<tr><td class="email">${emailAddress(s.email)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
+<td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${emailAddress(s.addedBy)}` : null}`}</td>
 <td>${
       s.source === "database"
         ? html`<form method="post" action="${INTERNAL_PREFIX}/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove<span class="sr-only"> ${s.email}</span></button></form>`
