@@ -21,11 +21,13 @@ import {
   ratio,
   utcText,
 } from "../../../src/staff/dashboard/format.ts";
+import { DISK_LOW_BYTES } from "../../../src/staff/dashboard/health.ts";
 import { activityPage } from "../../../src/staff/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../../../src/staff/dashboard/pages/keys.ts";
 import { overviewPage } from "../../../src/staff/dashboard/pages/overview.ts";
 import { settingsPage } from "../../../src/staff/dashboard/pages/settings.ts";
 import type { RefusedView } from "../../../src/staff/dashboard/refused.ts";
+import { settingsWarnings, warningList } from "../../../src/staff/dashboard/warnings.ts";
 import { describeSettings } from "../../../src/staff/settings-view.ts";
 
 const HOUR = 3_600_000;
@@ -526,6 +528,59 @@ describe("activity in plain words", () => {
     expect(page).toContain("<td>some.future_type<span");
     expect(page).toContain('<option value="key.issued" selected>Key issued</option>');
     expect(page).toContain('<option value="staff.sign_in">Staff signed in</option>');
+  });
+});
+
+describe("settings warnings", () => {
+  const calm = {
+    config: { smtpUrl: "smtp://mail.example:25", allowedEmails: ["@example.com"], host: "0.0.0.0" },
+    readiness: { database: "ok", storage: "ok", libvips: "ok", draining: "ok" },
+    diskFreeBytes: 50 * 1024 ** 3,
+    tls: { source: "file" as const, validUntil: "2030-01-31T00:00:00.000Z", warnings: [] },
+    tlsDaysLeft: 30,
+  };
+
+  test("none while mail is set, keys are limited, the certificate has 30 days and the disk has room", () => {
+    expect(settingsWarnings(calm)).toEqual([]);
+    expect(warningList([])).toBeNull();
+  });
+
+  test("a certificate within 30 days, or expired, says how to renew it (a generated one by a restart)", () => {
+    expect(settingsWarnings({ ...calm, tlsDaysLeft: 29 })).toEqual([
+      "The TLS certificate expires in 29 days: renew it and restart imgpress, which reads it at start only.",
+    ]);
+    expect(settingsWarnings({ ...calm, tls: { ...calm.tls, source: "generated" }, tlsDaysLeft: 1 })).toEqual([
+      "The TLS certificate expires in 1 day: restart imgpress, which then makes a new one (clients need the new cert.pem).",
+    ]);
+    expect(settingsWarnings({ ...calm, tlsDaysLeft: -2 })[0]).toStartWith(
+      "The TLS certificate has expired, so clients refuse to connect: renew it",
+    );
+    // Behind a proxy there is no certificate here to warn about.
+    expect(settingsWarnings({ ...calm, tls: { source: "proxy", warnings: [] }, tlsDaysLeft: null })).toEqual([]);
+  });
+
+  test("low disk: the readiness check's failure first, else the health line's threshold", () => {
+    expect(
+      settingsWarnings({
+        ...calm,
+        readiness: { ...calm.readiness, storage: "only 1000 bytes free in the data folder" },
+        diskFreeBytes: 1000,
+      }),
+    ).toEqual([
+      "The data folder's disk fails the readiness check (only 1000 bytes free in the data folder): free space there, or move the data folder to a larger disk.",
+    ]);
+    expect(settingsWarnings({ ...calm, diskFreeBytes: DISK_LOW_BYTES - 1 })[0]).toStartWith(
+      "Only 1.0 GiB free for the database",
+    );
+    expect(settingsWarnings({ ...calm, diskFreeBytes: null })).toEqual([]);
+  });
+
+  test("the open-registration rule is the start-up warning's: * with mail on a reachable address", () => {
+    const open = { ...calm, config: { ...calm.config, allowedEmails: ["*"] } };
+    expect(settingsWarnings(open)[0]).toStartWith("Anyone who can reach this server may get an API key");
+    expect(settingsWarnings({ ...open, config: { ...open.config, host: "127.0.0.1" } })).toEqual([]);
+    const page = warningList(settingsWarnings(open))!.text;
+    expect(page).toStartWith('<section class="warnings" aria-label="Warnings"><p class="notice warn">');
   });
 });
 

@@ -136,6 +136,28 @@ describe("pages", () => {
     expect(shown).toContain("IMGPRESS_DATABASE_AUTH_TOKEN");
     expect(text).toContain(h.dir);
   });
+
+  test("the settings page warns first, one line each with what to do: here anyone may get a key (mail, *, 0.0.0.0)", async () => {
+    const text = (await page("/internal/settings")).text;
+    const warnings = text.match(/<section class="warnings" aria-label="Warnings">(.*?)<\/section>/)?.[1];
+    expect(warnings).toBe(
+      '<p class="notice warn"><strong>Warning:</strong> Anyone who can reach this server may get an API key (IMGPRESS_ALLOWED_EMAILS is * and it listens on 0.0.0.0): limit IMGPRESS_ALLOWED_EMAILS to your addresses or @domains.</p>',
+    );
+    // At the top: before the staff table.
+    expect(text.indexOf('aria-label="Warnings"')).toBeLessThan(text.indexOf('<h2 id="staff">'));
+  });
+
+  test("without IMGPRESS_SMTP_URL the settings page says codes go to the log; on loopback nobody else may get a key", async () => {
+    const quiet = await createHarness({ env: { IMGPRESS_SMTP_URL: "", IMGPRESS_HOST: "127.0.0.1" } });
+    try {
+      const view = await quiet.services.dashboard.settings({ email: BOSS, csrfToken: "x" }, "ses_1");
+      expect(view.warnings).toEqual([
+        "Sign-in codes are printed to the server's log, not mailed: set IMGPRESS_SMTP_URL so that codes go out by e-mail.",
+      ]);
+    } finally {
+      await quiet.close();
+    }
+  });
 });
 
 describe("assets", () => {

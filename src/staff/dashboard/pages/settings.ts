@@ -5,6 +5,7 @@ import type { StaffMember } from "../../directory.ts";
 import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../../layout.ts";
 import type { SessionRow } from "../../sessions.ts";
 import { badge, breakable, emailAddress, empty, table, time } from "../components.ts";
+import { warningList } from "../warnings.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
 export type StaffRow = StaffMember;
@@ -32,6 +33,8 @@ export interface SettingsView {
   versions: readonly { name: string; version: string }[];
   /** The certificate this process serves; null where it does not listen. */
   tls: TlsView | null;
+  /** What needs the operator's attention (warnings.ts), shown first; none when all is well. */
+  warnings?: readonly string[];
   notice?: Notice | null;
 }
 
@@ -55,6 +58,7 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
 <td class="wrap-anywhere about">${s.userAgent}</td><td class="num">${time(s.createdAt)}</td><td class="num">${time(s.lastSeenAt)}</td></tr>`,
   );
   const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
+${warningList(v.warnings ?? [])}
 <h2 id="staff">Staff</h2>
 ${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }, { label: "Since" }, { label: "Actions", hiddenLabel: true }], rows: staffRows })}
 <form class="inline-form panel" method="post" action="${INTERNAL_PREFIX}/settings/staff/add">${csrfField(v.viewer)}
