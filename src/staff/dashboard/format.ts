@@ -80,6 +80,7 @@ const EVENT_LABELS: Record<string, string> = {
   "key.issued": "Key issued",
   "key.revoked": "Key revoked",
   "settings.secrets_read": "Secrets shown on the command line",
+  "settings.test_mail": "Test e-mail sent",
   "audit.pruned": "Old events deleted",
 };
 

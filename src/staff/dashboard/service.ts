@@ -4,6 +4,7 @@ import { DAY_MS, stepMs } from "../../core/durations.ts";
 import { emailForLookup } from "../../core/email.ts";
 import type { SafeHtml } from "../../core/html.ts";
 import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
+import { redactUrl } from "../../core/redact.ts";
 import { runtime, version } from "../../core/version.ts";
 import { type AuditLog, parseIsoDate } from "../../data/audit/service.ts";
 import { localPath, shown } from "../../data/db/location.ts";
@@ -241,6 +242,7 @@ export class DashboardService {
       database: localPath(c.databaseUrl) ?? shown(c.databaseUrl),
       versions: componentVersions(),
       tls,
+      mailServer: c.smtpUrl ? redactUrl(c.smtpUrl) : null,
       notice,
     };
   }

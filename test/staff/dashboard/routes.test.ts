@@ -246,3 +246,101 @@ describe("staff from the settings page", () => {
     expect(bad.text).toContain('name="email" value="not an address" required');
   });
 });
+
+describe("Send a test e-mail", () => {
+  const testMails = () => h.smtp.messages.filter((m) => m.subject === "imgpress test e-mail");
+
+  test("sends to the signed-in address only (a field naming another is ignored), audited, and says so on the page", async () => {
+    const before = testMails().length;
+    const sent = await post("/internal/settings/test-mail", { csrf: boss.csrf, email: "other@example.com" });
+    expect(sent.status).toBe(303);
+    expect(sent.headers.get("location")).toBe("/internal/settings?done=test-mail-sent");
+    const mail = await h.smtp.waitFor((m) => m.subject === "imgpress test e-mail");
+    expect(testMails().length).toBe(before + 1);
+    expect(mail.envelopeTo).toEqual([BOSS]);
+    expect(mail.text).toContain(`sent to ${BOSS}`);
+    const shown = (await page(sent.headers.get("location")!)).text;
+    expect(shown).toContain("Test e-mail sent to your address: check your inbox (and the spam folder).");
+    expect(shown).toContain('<form class="inline-form" method="post" action="/internal/settings/test-mail">');
+    const events = await h.services.audit.list({ actor: BOSS });
+    expect(events.find((e) => e.type === "settings.test_mail")?.detail).toEqual({ outcome: "test-mail-sent" });
+  });
+
+  test("refused without the CSRF token: nothing is sent", async () => {
+    const before = testMails().length;
+    const res = await post("/internal/settings/test-mail", {});
+    expect(res.status).toBe(403);
+    await h.services.lifecycle.settled();
+    expect(testMails().length).toBe(before);
+  });
+
+  test("the mail server's refusal is told in plain words, with its answer in the log only", async () => {
+    h.smtp.setReject("rcpt");
+    try {
+      const res = await post("/internal/settings/test-mail", { csrf: boss.csrf });
+      expect(res.headers.get("location")).toBe("/internal/settings?done=test-mail-recipient");
+      const shown = (await page(res.headers.get("location")!)).text;
+      expect(shown).toContain("The mail server refused your address as a recipient. Nothing was sent.");
+      expect(shown).not.toContain("Mailbox unavailable");
+      expect(h.logs.some((l) => l.includes("test e-mail not delivered") && l.includes("Mailbox unavailable"))).toBe(
+        true,
+      );
+    } finally {
+      h.smtp.setReject(false);
+    }
+  });
+
+  test("three an hour per staff member: the fourth is refused on the page, an hour later it goes", async () => {
+    const fresh = await createHarness({ env: { IMGPRESS_STAFF_EMAILS: BOSS } });
+    try {
+      const s = await staffSignIn(fresh, BOSS);
+      const send = () =>
+        fresh.request(
+          "POST",
+          "/internal/settings/test-mail",
+          form({ csrf: s.csrf }, { headers: { cookie: s.cookie } }),
+        );
+      for (let i = 0; i < 3; i++) expect((await send()).status).toBe(303);
+      const refused = await send();
+      expect(refused.status).toBe(429);
+      expect(refused.text).toContain("Three test e-mails were sent from your address within the hour");
+      fresh.clock.advance(60 * 60_000 + 1);
+      const s2 = await staffSignIn(fresh, BOSS);
+      const later = await fresh.request(
+        "POST",
+        "/internal/settings/test-mail",
+        form({ csrf: s2.csrf }, { headers: { cookie: s2.cookie } }),
+      );
+      expect(later.headers.get("location")).toBe("/internal/settings?done=test-mail-sent");
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test("a refused SMTP login: plain words, and the password is in neither the page nor the log", async () => {
+    const password = "hunter2-smtp-secret";
+    const locked = await createHarness({
+      env: { IMGPRESS_STAFF_EMAILS: BOSS, IMGPRESS_SMTP_URL: `smtp://mailer:${password}@127.0.0.1:${h.smtp.port}` },
+    });
+    try {
+      const outcome = await locked.services.staffTestMail.send(BOSS, LOOPBACK);
+      expect(outcome).toBe("test-mail-auth");
+      const view = await locked.services.dashboard.settings({ email: BOSS, csrfToken: "x" }, "ses_1");
+      expect(view.mailServer).not.toContain(password);
+      expect(locked.logs.some((l) => l.includes("test e-mail not delivered"))).toBe(true);
+      expect(locked.logs.join("\n")).not.toContain(password);
+    } finally {
+      await locked.close();
+    }
+  });
+
+  test("without IMGPRESS_SMTP_URL the test e-mail goes to the log, and the page says so", async () => {
+    const quiet = await createHarness({ env: { IMGPRESS_SMTP_URL: "" } });
+    try {
+      expect(await quiet.services.staffTestMail.send(BOSS, LOOPBACK)).toBe("test-mail-logged");
+      expect(quiet.logs.join("\n")).toContain("imgpress test e-mail");
+    } finally {
+      await quiet.close();
+    }
+  });
+});

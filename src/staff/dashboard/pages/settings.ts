@@ -33,6 +33,8 @@ export interface SettingsView {
   versions: readonly { name: string; version: string }[];
   /** The certificate this process serves; null where it does not listen. */
   tls: TlsView | null;
+  /** Where mail goes: IMGPRESS_SMTP_URL without its password, or null when codes go to the log. */
+  mailServer?: string | null;
   /** What needs the operator's attention (warnings.ts), shown first; none when all is well. */
   warnings?: readonly string[];
   notice?: Notice | null;
@@ -95,6 +97,7 @@ ${table({
   ),
 })}
 <div class="grid-2">
+${mailPanel(v)}
 <section class="panel" aria-labelledby="storage-title"><h2 id="storage-title">Storage</h2><dl class="facts"><dt>Data folder</dt><dd class="mono">${v.dataDir}</dd><dt>Database</dt><dd class="mono">${v.database}</dd></dl></section>
 ${v.tls ? tlsPanel(v.tls) : null}
 <section class="panel" aria-labelledby="versions-title"><h2 id="versions-title">Versions</h2><dl class="facts">${v.versions.map((x) => html`<dt>${x.name}</dt><dd class="mono">${x.version}</dd>`)}</dl></section>
@@ -118,4 +121,14 @@ ${tls.warnings.map((w) => html`<p class="notice error"><strong>Warning:</strong>
     "Valid until",
     tls.validUntil && time(Date.parse(tls.validUntil)),
   )}${fact("Intermediate ends", tls.intermediateEnds && time(Date.parse(tls.intermediateEnds)))}${fact("Names", tls.names && html`<span class="mono">${breakable(tls.names.join(", "))}</span>`)}${fact("SHA-256", tls.sha256 && html`<span class="mono">${breakable(tls.sha256, /(?<=:)/)}</span>`)}</dl></section>`;
+}
+
+// Where mail goes, and a button that sends a test message to the signed-in address only.
+function mailPanel(v: SettingsView): SafeHtml {
+  const route = v.mailServer
+    ? html`<span class="mono">${breakable(v.mailServer, /(?<=[@.:/])/)}</span>`
+    : "the server's log (IMGPRESS_SMTP_URL is not set)";
+  return html`<section class="panel" aria-labelledby="mail-title"><h2 id="mail-title">Mail</h2>
+<dl class="facts"><dt>Codes go to</dt><dd>${route}</dd></dl>
+<form class="inline-form" method="post" action="${INTERNAL_PREFIX}/settings/test-mail">${csrfField(v.viewer)}<button type="submit">Send a test e-mail</button><span class="muted">To ${emailAddress(v.viewer.email)} only; 3 an hour.</span></form></section>`;
 }
