@@ -63,7 +63,13 @@ export function createApp(deps: AppDeps, services: Services) {
       }),
     )
     .use(
-      dashboardRoutes({ auth, staff: services.staff, revocation: services.revocation, dashboard: services.dashboard }),
+      dashboardRoutes({
+        auth,
+        staff: services.staff,
+        revocation: services.revocation,
+        dashboard: services.dashboard,
+        testMail: services.staffTestMail,
+      }),
     )
     .use(metricsRoutes(services.metrics, config.metricsToken))
     .group(API_PREFIX, (v1) =>

@@ -30,6 +30,7 @@ import { StaffDirectory } from "./staff/directory.ts";
 import { LiveHistory } from "./staff/live-history.ts";
 import { SessionService } from "./staff/sessions.ts";
 import { StaffSignIn } from "./staff/signin.ts";
+import { StaffTestMail } from "./staff/test-mail.ts";
 
 /** Everything the app is built from; the runtime entry (or a test) supplies it. */
 export interface AppDeps {
@@ -73,6 +74,8 @@ export interface Services {
   staff: StaffDirectory;
   sessions: SessionService;
   staffSignIn: StaffSignIn;
+  /** The settings page's "Send a test e-mail". */
+  staffTestMail: StaffTestMail;
   revocation: KeyRevocation;
   /** Requests per second for the live panel; ticked by the runtime's fetch handler. */
   requests: RequestCounter;
@@ -263,5 +266,6 @@ async function staffServices(deps: AppDeps, { keys, limiter, audit, lifecycle }:
     now,
     afterAnswer: (work) => lifecycle.track(work),
   });
-  return { staff, sessions, staffSignIn, revocation: new KeyRevocation(keys, audit) };
+  const staffTestMail = new StaffTestMail({ mailer: deps.mailer, limiter, audit, logger: deps.logger, now });
+  return { staff, sessions, staffSignIn, staffTestMail, revocation: new KeyRevocation(keys, audit) };
 }

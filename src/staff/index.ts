@@ -9,10 +9,10 @@ import { assertSameOrigin, hidden, safeNext, sessionCookie, type staffAuth, staf
 import type { StaffDirectory } from "./directory.ts";
 import { parseFormBody } from "./form.ts";
 import type { Notice } from "./layout.ts";
-import { CodeForm, CsrfForm, LoginForm, LoginQuery, SIGN_OUT_ROUTE } from "./model.ts";
+import { CodeForm, CsrfForm, LoginForm, LoginQuery, SIGN_OUT_ROUTE, SIGNED_OUT_FLAG } from "./model.ts";
 import { codeForm, loginForm, orRefusal, pageResponse, type Refusal, setupPage } from "./pages.ts";
 import type { SessionService } from "./sessions.ts";
-import { STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
+import { CodeRefused, STAFF_CODE_TTL_S, type StaffSignIn } from "./signin.ts";
 
 /** What the staff pages need. */
 export interface StaffRouteDeps {
@@ -27,6 +27,9 @@ export interface StaffRouteDeps {
 
 const minutes = STAFF_CODE_TTL_S / 60;
 
+// Where a sign-out lands: the login page, told by a fixed flag to confirm it (never text from the URL).
+const SIGNED_OUT_PAGE = `${INTERNAL_PREFIX}/login?${SIGNED_OUT_FLAG}=1`;
+
 /** The staff door: login form, code form and sign-out (HTML, never in the public docs); the dashboard is behind it. */
 export function staffRoutes(deps: StaffRouteDeps) {
   const leave = (token: string, location: string) =>
@@ -36,7 +39,7 @@ export function staffRoutes(deps: StaffRouteDeps) {
       SIGN_OUT_ROUTE,
       async ({ staff, clientIp }) => {
         await deps.signIn.signOut(staff, clientIp);
-        return leave("", `${INTERNAL_PREFIX}/login`);
+        return leave("", SIGNED_OUT_PAGE);
       },
       { ...staffPage(), parse: parseFormBody, body: CsrfForm },
     )
@@ -44,7 +47,7 @@ export function staffRoutes(deps: StaffRouteDeps) {
       "/logout/everywhere",
       async ({ staff, clientIp }) => {
         await deps.signIn.signOutEverywhere(staff.email, clientIp);
-        return leave("", `${INTERNAL_PREFIX}/login`);
+        return leave("", SIGNED_OUT_PAGE);
       },
       { ...staffPage(), parse: parseFormBody, body: CsrfForm },
     );
@@ -65,7 +68,8 @@ function signInRoutes(deps: StaffRouteDeps, leave: (token: string, location: str
           async () => {
             const next = safeNext(query.next);
             if (!(await deps.staff.any())) return pageResponse("Set up staff access", setupPage());
-            return pageResponse("Staff sign-in", loginForm(next, { returning: query.next !== undefined }));
+            const signedOut = query[SIGNED_OUT_FLAG] === "1";
+            return pageResponse("Staff sign-in", loginForm(next, { returning: query.next !== undefined, signedOut }));
           },
         ),
       { query: LoginQuery, ...hidden() },
@@ -99,7 +103,12 @@ function signInRoutes(deps: StaffRouteDeps, leave: (token: string, location: str
         asPage(
           request,
           "Enter your code",
-          (m, err) => codeForm(body.email, shownNext(body.next), minutes, refusal(m, err)),
+          (m, err) =>
+            codeForm(body.email, shownNext(body.next), minutes, {
+              ...refusal(m, err),
+              // After a wrong code with tries left, a new code would only replace the one in the mail.
+              offerNewCode: !(err instanceof CodeRefused) || err.offerNewCode,
+            }),
           async () => {
             assertSameOrigin(request, deps.behindProxy);
             const next = safeNext(body.next);

@@ -7,8 +7,11 @@ export const CSRF_FIELD = "csrf";
 
 const next = t.Optional(t.String({ maxLength: 2048 }));
 
+/** The flag the sign-out routes add to the login page's address; the page maps it to fixed words. */
+export const SIGNED_OUT_FLAG = "signed_out";
+
 /** Query of GET /internal/login. */
-export const LoginQuery = t.Object({ next });
+export const LoginQuery = t.Object({ next, [SIGNED_OUT_FLAG]: t.Optional(t.String({ maxLength: 8 })) });
 
 /** Form of POST /internal/login. */
 export const LoginForm = t.Object({

@@ -67,17 +67,21 @@ export interface Refusal {
 
 /**
  * The e-mail form. `error`: why the last attempt was refused, with its address `email` back in the
- * field to be corrected; `returning`: the visitor was sent here on the way to a page (`?next=`).
+ * field to be corrected; `returning`: the visitor was sent here on the way to a page (`?next=`);
+ * `signedOut`: the visitor has just signed out (the page confirms it).
  */
 export function loginForm(
   next: string,
-  { error, retryAfterS, email = "", returning = false }: Refusal & { email?: string; returning?: boolean } = {},
+  {
+    error,
+    retryAfterS,
+    email = "",
+    returning = false,
+    signedOut = false,
+  }: Refusal & { email?: string; returning?: boolean; signedOut?: boolean } = {},
 ): SafeHtml {
-  // A session that ended moves the visitor here unasked: say why.
-  const why =
-    returning && !error
-      ? html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>`
-      : "";
+  const why = error ? "" : loginStatus({ returning, signedOut });
+
   return html`${errorNote(error, retryAfterS)}${why}<form method="post" action="${INTERNAL_PREFIX}/login">
 <input type="hidden" name="next" value="${next}">
 <label for="email">E-mail address</label>
@@ -89,13 +93,14 @@ export function loginForm(
 /**
  * The code form, with a way to have another code sent; the same for every address, staff or not.
  * `error`: why the last code was refused (the field is marked invalid); `notice`: a status that is
- * about no field (a new code sent, or asked for too soon).
+ * about no field (a new code sent, or asked for too soon); `offerNewCode`: false after a wrong
+ * code while tries remain, when a new code would only replace the one in the mail.
  */
 export function codeForm(
   email: string,
   next: string,
   validMinutes: number,
-  { error, retryAfterS, notice }: Refusal & { notice?: Notice } = {},
+  { error, retryAfterS, notice, offerNewCode = true }: Refusal & { notice?: Notice; offerNewCode?: boolean } = {},
 ): SafeHtml {
   const status = notice
     ? html`<p class="notice ${notice.kind}" role="${notice.kind === "error" ? "alert" : "status"}">${countdownText(notice.text, notice.retryAfterS)}</p>`
@@ -108,13 +113,25 @@ export function codeForm(
 <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus${invalid(error)}>
 <button type="submit" class="primary">Sign in</button>
 </form>
-<form method="post" action="${INTERNAL_PREFIX}/login" class="door-links">
+${offerNewCode ? newCodeForm(email, next) : html`<p class="door-links"><a href="${INTERNAL_PREFIX}/login">Use another address</a></p>`}`;
+}
+
+// "Send a new code", with the address and return page it is for.
+function newCodeForm(email: string, next: string): SafeHtml {
+  return html`<form method="post" action="${INTERNAL_PREFIX}/login" class="door-links">
 <input type="hidden" name="email" value="${email}">
 <input type="hidden" name="next" value="${next}">
 <input type="hidden" name="resend" value="1">
 <button type="submit" class="link">Send a new code</button><a href="${INTERNAL_PREFIX}/login">Use another address</a>
 </form>
 <p class="muted">No mail after a minute? Check the spam folder, then send a new code; each new one replaces the last.</p>`;
+}
+
+// A session that ended moves the visitor here unasked: say why; a sign-out is confirmed.
+function loginStatus({ returning, signedOut }: { returning: boolean; signedOut: boolean }): SafeHtml | string {
+  if (returning)
+    return html`<p class="notice" role="status">Sign in to go on: you are not signed in, or your session has ended.</p>`;
+  return signedOut ? html`<p class="notice" role="status">You are signed out.</p>` : "";
 }
 
 function errorNote(error: string | undefined, retryAfterS: number | undefined): SafeHtml {

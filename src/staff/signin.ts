@@ -8,10 +8,51 @@ import type { AuditLog } from "../data/audit/service.ts";
 import type { Store } from "../data/db/index.ts";
 import type { staffCodes } from "../data/db/schema.ts";
 import { otpLimits, RECENT_CODE } from "../data/otp/limits.ts";
-import { OtpEngine } from "../data/otp/service.ts";
+import { type Consumed, OtpEngine } from "../data/otp/service.ts";
 import type { RateLimiter } from "../data/ratelimit/service.ts";
 import type { StaffDirectory } from "./directory.ts";
 import type { SessionService } from "./sessions.ts";
+
+/**
+ * A refused sign-in code. `offerNewCode`: the code is gone (expired, used, burnt), so the page
+ * offers to send another; while tries remain it does not, since a new code would replace the one
+ * in the mail.
+ */
+export class CodeRefused extends AppError {
+  constructor(status: number, code: string, message: string, options: { offerNewCode: boolean }) {
+    super(status, code, message);
+    this.offerNewCode = options.offerNewCode;
+  }
+
+  readonly offerNewCode: boolean;
+}
+
+// Why a code was refused. Every address has a stored code after asking for one (see `sendCode`),
+// so the count of tries left is the same for staff and others.
+function codeRefusal(guess: { wellFormed: boolean; burnt: boolean; triesLeft?: number }): CodeRefused {
+  if (guess.burnt)
+    return new CodeRefused(
+      429,
+      "TOO_MANY_ATTEMPTS",
+      "Too many wrong codes: this code is no longer valid. Send a new code.",
+      { offerNewCode: true },
+    );
+  if (!guess.wellFormed)
+    return new CodeRefused(401, "INVALID_CODE", "A sign-in code is 6 digits: type it as it is in the mail.", {
+      offerNewCode: false,
+    });
+  if (guess.triesLeft !== undefined)
+    return new CodeRefused(401, "INVALID_CODE", `That code is not right. ${triesLeftText(guess.triesLeft)}`, {
+      offerNewCode: false,
+    });
+  return new CodeRefused(401, "INVALID_CODE", "That code has expired or was already used. Send a new code.", {
+    offerNewCode: true,
+  });
+}
+
+function triesLeftText(tries: number): string {
+  return tries === 1 ? "1 try left." : `${tries} tries left.`;
+}
 
 /** Lifetime of a staff sign-in code, in seconds. */
 export const STAFF_CODE_TTL_S = 600;
@@ -81,9 +122,10 @@ export class StaffSignIn {
       "Too many sign-in attempts from this IP address.",
     );
     const email = normalizeEmail(input.email);
-    const result = /^\d{6}$/.test(input.code)
+    const wellFormed = /^\d{6}$/.test(input.code);
+    const result = wellFormed
       ? await this.codes.consume(email, input.code)
-      : ({ ok: false, burnt: false } as const);
+      : ({ ok: false, burnt: false } as Consumed<typeof staffCodes>);
     const staff = await this.deps.staff.isStaff(email);
     if (!result.ok || !staff) {
       const burnt = !result.ok && result.burnt;
@@ -96,13 +138,7 @@ export class StaffSignIn {
           detail: { reason: burnt ? "too_many_attempts" : "invalid_code" },
         });
       else await this.deps.audit.countFailedSignIn(email, input.ip);
-      if (burnt)
-        throw new AppError(
-          429,
-          "TOO_MANY_ATTEMPTS",
-          "Too many wrong codes: this code is no longer valid. Send a new code.",
-        );
-      throw new AppError(401, "INVALID_CODE", "The code is wrong, expired or already used. Send a new code.");
+      throw codeRefusal({ wellFormed, burnt, triesLeft: result.ok ? undefined : result.triesLeft });
     }
     const session = await this.deps.sessions.create(email, input.ip, input.userAgent);
     await this.deps.audit.record({ type: "staff.sign_in", actor: email, subject: session.id, clientAddress: input.ip });

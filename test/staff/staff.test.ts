@@ -326,6 +326,39 @@ describe("sign-in", () => {
     expect(wrongA.text.replaceAll(STAFF, "X")).toBe(wrongB.text.replaceAll("nobody@example.com", "X"));
   });
 
+  test("a wrong code says how many tries are left and offers no new code until the tries are used up or the code expired, alike for any address", async () => {
+    const wrongTwice = async (email: string) => {
+      expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
+      await until(
+        async () => (await h.store.db.select().from(staffCodes).where(eq(staffCodes.email, email))).length === 1,
+        5_000,
+        `the code row of ${email}`,
+      );
+      const first = await h.request("POST", "/internal/login/code", form({ email, code: "000000" }));
+      const second = await h.request("POST", "/internal/login/code", form({ email, code: "000001" }));
+      return [first, second];
+    };
+    const [first, second] = await wrongTwice(STAFF);
+    expect(first!.status).toBe(401);
+    expect(first!.text).toContain(
+      '<p class="notice error" role="alert" id="form-error">That code is not right. 4 tries left.</p>',
+    );
+    expect(second!.text).toContain("That code is not right. 3 tries left.");
+    for (const res of [first!, second!]) {
+      expect(res.text).not.toContain("Send a new code");
+      expect(res.text).not.toContain('name="resend"');
+      expect(res.text).toContain('<a href="/internal/login">Use another address</a>');
+    }
+    const others = await wrongTwice("nobody@example.com");
+    expect(others.map((r) => r.text.replaceAll("nobody@example.com", "X"))).toEqual(
+      [first!, second!].map((r) => r.text.replaceAll(STAFF, "X")),
+    );
+    h.clock.advance(10 * MINUTE + 1);
+    const expired = await h.request("POST", "/internal/login/code", form({ email: STAFF, code: "000002" }));
+    expect(expired.text).toContain("That code has expired or was already used. Send a new code.");
+    expect(expired.text).toContain('<input type="hidden" name="resend" value="1">');
+  });
+
   test("wrong guesses burn a requested code for non-staff too: the fifth answer does not tell staff from others", async () => {
     const burn = async (email: string) => {
       expect((await h.request("POST", "/internal/login", form({ email }))).status).toBe(200);
@@ -562,6 +595,7 @@ describe("sessions", () => {
     const out = await h.request("POST", "/internal/logout", form({ csrf: s.csrf }, { headers: { cookie: s.cookie } }));
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
+    expect(out.headers.get("location")).toBe("/internal/login?signed_out=1");
     expect((await page("/internal/", s.cookie)).status).toBe(303);
     expect(await auditTypes()).toContain("staff.sign_out");
   });
@@ -578,6 +612,25 @@ describe("sessions", () => {
     expect((await page("/internal/", s.cookie)).status).toBe(303);
     expect((await page("/internal/", other.cookie)).status).toBe(303);
     expect(await auditTypes()).toContain("staff.sign_out_everywhere");
+  });
+
+  test("the login page confirms a sign-out, from here or everywhere, with fixed words (nothing from the address is shown)", async () => {
+    const out = await h.request(
+      "POST",
+      "/internal/logout/everywhere",
+      form({ csrf: s.csrf }, { headers: { cookie: s.cookie } }),
+    );
+    expect(out.status).toBe(303);
+    expect(out.headers.get("location")).toBe("/internal/login?signed_out=1");
+    const confirmed = await page(out.headers.get("location")!);
+    expect(confirmed.text).toContain('<p class="notice" role="status">You are signed out.</p>');
+    expect(confirmed.text).not.toContain("Sign in to go on");
+    for (const path of ["/internal/login", "/internal/login?signed_out=%3Cb%3Ehi", "/internal/login?signed_out=0"]) {
+      const res = await page(path);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      expect(res.text).not.toContain("signed out");
+      expect(res.text).not.toContain("<b>hi");
+    }
   });
 
   test("removing a staff member ends their sessions at once", async () => {

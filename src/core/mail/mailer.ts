@@ -58,7 +58,8 @@ export function smtpMailer(url: string, from: string, deadlineMs = SEND_DEADLINE
                 ? ` (the SMTP server did not take the message within ${deadlineMs / 1000} s)`
                 : "";
           // The server's reply goes into the log: one that echoes the login (some do, on a failed AUTH) must not put the password there.
-          throw new Error(scrub(`${err.message}${why}`, [url]));
+          // nodemailer's code (EAUTH, EENVELOPE…) stays, so a caller can say what failed in plain words.
+          throw Object.assign(new Error(scrub(`${err.message}${why}`, [url])), { code: err.code });
         });
     },
   };

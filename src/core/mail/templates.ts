@@ -40,6 +40,17 @@ export function keyIssuedMail(to: string, keyPrefix: string, siteUrl: string, is
 }
 
 // Every value in the bodies goes through `html`, which escapes it: an address or a site URL is the requester's text.
+/** The message a staff member sends themself from the settings page to check the mail settings. */
+export function testMail(to: string, sentAt: Date): MailMessage {
+  const text = [
+    `This is a test e-mail from imgpress, sent to ${to} at ${sentAt.toISOString()} from the dashboard's settings page.`,
+    "It arrived, so sign-in codes and key codes reach this mailbox too. Nothing needs to be done.",
+  ].join("\n");
+  const body = html`<p>This is a test e-mail from imgpress, sent to ${to} at ${sentAt.toISOString()} from the dashboard's settings page.</p>
+<p>It arrived, so sign-in codes and key codes reach this mailbox too. Nothing needs to be done.</p>`;
+  return { to, subject: "imgpress test e-mail", text, html: page(body) };
+}
+
 function page(body: SafeHtml): string {
   return html`<!doctype html><html><body style="font-family:sans-serif">${body}</body></html>`.text;
 }

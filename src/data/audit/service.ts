@@ -12,6 +12,7 @@ export const AUDIT_TYPES = [
   "key.issued",
   "key.revoked",
   "settings.secrets_read",
+  "settings.test_mail",
   "audit.pruned",
 ] as const;
 

@@ -37,8 +37,13 @@ export type CodeTable = typeof otpCodes | typeof staffCodes;
 /** A code row `create` replaced (either table's columns; the issuance table adds a site URL). */
 export type ReplacedCode = Partial<typeof otpCodes.$inferSelect> & typeof staffCodes.$inferSelect;
 
-/** What a guess came to: the consumed row, or why not. */
-export type Consumed<T extends CodeTable> = { ok: true; row: T["$inferSelect"] } | { ok: false; burnt: boolean };
+/**
+ * What a guess came to: the consumed row, or why not. `triesLeft`: the guess was compared with a
+ * live code and was wrong; that many more may be tried (0 when this guess burnt it).
+ */
+export type Consumed<T extends CodeTable> =
+  | { ok: true; row: T["$inferSelect"] }
+  | { ok: false; burnt: boolean; triesLeft?: number };
 
 /**
  * The one-time-code engine shared by key issuance and staff sign-in: 6-digit codes, stored as a
@@ -137,7 +142,8 @@ export class OtpEngine<T extends CodeTable> {
     if (!timingSafeEqual(guessHash, pending.codeHash)) {
       // Only guesses compared with a live code count: a guess at an address without one tells nothing.
       await this.budget.limiter.hit(this.bucketOf(email), WRONG_CODES_PER_ADDRESS).catch(() => {});
-      return { ok: false, burnt: pending.attempts >= OTP_MAX_ATTEMPTS };
+      const triesLeft = Math.max(0, OTP_MAX_ATTEMPTS - pending.attempts);
+      return { ok: false, burnt: triesLeft === 0, triesLeft };
     }
     const [row] = await this.db
       .delete(this.t)

@@ -10,13 +10,15 @@ export interface Figure {
   sub?: string;
   /** Its change against the previous period, e.g. "▲ 12 % vs previous 24 h". */
   delta?: string;
+  /** What the figure counts, in a sentence: the card's tooltip (`title`). */
+  help?: string;
 }
 
 /** A row of big-number cards. */
 export function cards(figures: readonly Figure[]): SafeHtml {
   return html`<dl class="cards">${figures.map(
     (f) =>
-      html`<div class="card"><dt>${f.label}</dt><dd data-figure="${f.id}">${f.value}${f.sub ? html`<span class="sub">${f.sub}</span>` : null}${f.delta ? html`<span class="sub delta" data-delta="${f.id}">${f.delta}</span>` : null}</dd></div>`,
+      html`<div class="card"${f.help ? html` title="${f.help}"` : null}><dt>${f.label}</dt><dd data-figure="${f.id}">${f.value}${f.sub ? html`<span class="sub">${f.sub}</span>` : null}${f.delta ? html`<span class="sub delta" data-delta="${f.id}">${f.delta}</span>` : null}</dd></div>`,
   )}</dl>`;
 }
 
@@ -112,9 +114,6 @@ export function breakable(text: string, after: RegExp = /(?<=[_,]|\/(?!\/))/): S
   return html`${parts.map((part, i) => (i === 0 ? part : html`<wbr>${part}`))}`;
 }
 
-/** Where an e-mail address may wrap: after its @, dots, hyphens and the like. */
-export const EMAIL_BREAKS = /(?<=[@.\-_+])/;
-
 /** A key id as the keys service makes them (`key_` and 16 hex digits). */
 const KEY_ID = /\bkey_[0-9a-f]{16}\b/g;
 
@@ -138,4 +137,15 @@ export function withKeyLinks(text: string): SafeHtml {
   }
   parts.push(text.slice(last));
   return html`${parts}`;
+}
+
+/** Where an e-mail address may wrap: after its @ and dots only (a hyphen is a break already). */
+export const EMAIL_BREAKS = /(?<=[@.])/;
+
+/**
+ * An e-mail address that wraps only after its @ and dots, never inside a word (`.address` in
+ * dashboard.css): a cell or heading that is too narrow puts "example.com" on the next line whole.
+ */
+export function emailAddress(email: string): SafeHtml {
+  return html`<span class="address">${breakable(email, EMAIL_BREAKS)}</span>`;
 }

@@ -68,3 +68,27 @@ export function utcText(msSinceEpoch: number, withTime = true): string {
 export function utcDate(msSinceEpoch: number): string {
   return iso(msSinceEpoch).slice(0, 10);
 }
+
+// What each audit event is called on the pages; the raw type stays beside it for log searches.
+const EVENT_LABELS: Record<string, string> = {
+  "staff.sign_in": "Staff signed in",
+  "staff.sign_in_failed": "Wrong sign-in code",
+  "staff.sign_out": "Staff signed out",
+  "staff.sign_out_everywhere": "Signed out everywhere",
+  "staff.added": "Staff member added",
+  "staff.removed": "Staff member removed",
+  "key.issued": "Key issued",
+  "key.revoked": "Key revoked",
+  "settings.secrets_read": "Secrets shown on the command line",
+  "settings.test_mail": "Test e-mail sent",
+  "audit.pruned": "Old events deleted",
+};
+
+/** An audit event type in plain words ("Key issued" for key.issued); an unknown type as it is. */
+export function eventLabel(type: string): string {
+  return EVENT_LABELS[type] ?? type;
+}
+
+/** What the "Extra encodes to keep quality" figure counts (the quality guard of docs/api.md). */
+export const GUARD_HELP =
+  "Quality guard: when a lossy image would lose visible detail, imgpress encodes it again at a higher quality. This counts those extra encodes.";

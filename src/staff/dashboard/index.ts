@@ -9,8 +9,10 @@ import { hidden, staffPage as page, type staffAuth } from "../auth.ts";
 import type { StaffDirectory } from "../directory.ts";
 import { parseFormBody } from "../form.ts";
 import { layout, type Notice, type Viewer } from "../layout.ts";
+import { CsrfForm } from "../model.ts";
 import { htmlPage, orRefusal, pageResponse, seeOther } from "../pages.ts";
 import type { StaffSession } from "../sessions.ts";
+import { type StaffTestMail, TEST_MAIL_NOTICES } from "../test-mail.ts";
 import { keyActionRoutes } from "./key-actions.ts";
 import { keysFilter, keysHref, searchInsteadOfCredential } from "./keys-filter.ts";
 import { EmailForm, PageQuery } from "./model.ts";
@@ -27,6 +29,7 @@ export interface DashboardRouteDeps {
   dashboard: DashboardService;
   staff: StaffDirectory;
   revocation: KeyRevocation;
+  testMail: StaffTestMail;
 }
 
 /** Fixed confirmations after a form (never text from the URL: a link must not be able to put words on the page). */
@@ -47,6 +50,7 @@ const DONE: Record<string, Notice> = {
   "staff-added": { kind: "info", text: "Staff member added: they can sign in now." },
   "staff-exists": { kind: "info", text: "That address is already a staff member." },
   "staff-removed": { kind: "info", text: "Staff member removed and signed out everywhere." },
+  ...TEST_MAIL_NOTICES,
 };
 
 /** Who is looking at a page, as the layout shows them. */
@@ -118,7 +122,7 @@ function pageRoutes(deps: DashboardRouteDeps) {
     );
 }
 
-// The forms staff send: add or remove a staff member (the key forms are in key-actions.ts).
+// The forms staff send: add or remove a staff member, send themselves a test e-mail (the key forms are in key-actions.ts).
 function actionRoutes(deps: DashboardRouteDeps) {
   return new Elysia({ name: "dashboard-actions" })
     .use(deps.auth)
@@ -132,6 +136,13 @@ function actionRoutes(deps: DashboardRouteDeps) {
         return settingsAction(deps, staff, request, added, body.email);
       },
       { ...page(), parse: parseFormBody, body: EmailForm },
+    )
+    .post(
+      "/settings/test-mail",
+      // To the session's own address only: the form carries no address.
+      ({ staff, request, clientIp }) =>
+        settingsAction(deps, staff, request, () => deps.testMail.send(staff.email, clientIp)),
+      { ...page(), parse: parseFormBody, body: CsrfForm },
     )
     .post(
       "/settings/staff/remove",

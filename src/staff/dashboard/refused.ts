@@ -2,7 +2,7 @@ import { html, type SafeHtml } from "../../core/html.ts";
 import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import type { RefusedClient, RefusedCodes, RefusedPoint } from "../../data/usage/refused-queries.ts";
 import { timeChart } from "./chart.ts";
-import { breakable, empty, table, time } from "./components.ts";
+import { breakable, emailAddress, empty, table, time } from "./components.ts";
 import { count } from "./format.ts";
 
 /** The refused requests of a range as a page shows them. */
@@ -43,7 +43,7 @@ function clientCell(c: RefusedClient): SafeHtml {
   if (c.kind === "other") return html`<span class="muted">Other clients</span>`;
   if (c.kind === "address") return html`<span class="mono">${breakable(c.client, /(?<=[.:])/)}</span>`;
   const label = c.key
-    ? html`<span class="mono">${c.key.prefix}…</span> <span class="muted">${breakable(c.key.email, /(?<=[@.])/)}</span>`
+    ? html`<span class="mono">${c.key.prefix}…</span> <span class="muted">${emailAddress(c.key.email)}</span>`
     : html`<span class="mono">${c.client}</span>`;
   return html`<a href="${INTERNAL_PREFIX}/keys/${encodeURIComponent(c.client)}">${label}</a>`;
 }

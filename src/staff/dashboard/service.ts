@@ -4,6 +4,7 @@ import { DAY_MS, stepMs } from "../../core/durations.ts";
 import { emailForLookup } from "../../core/email.ts";
 import type { SafeHtml } from "../../core/html.ts";
 import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
+import { redactUrl } from "../../core/redact.ts";
 import { runtime, version } from "../../core/version.ts";
 import { type AuditLog, parseIsoDate } from "../../data/audit/service.ts";
 import { localPath, shown } from "../../data/db/location.ts";
@@ -29,6 +30,7 @@ import { rangeBounds, rangeName } from "./ranges.ts";
 import type { RefusedView } from "./refused.ts";
 import { keyRotation } from "./rotation.ts";
 import { sparklines } from "./sparkline.ts";
+import { settingsWarnings } from "./warnings.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
@@ -83,21 +85,25 @@ export class DashboardService {
   /** The health line's verdict from the last 15 minutes and the state now. */
   async health(): Promise<HealthVerdict> {
     const l = this.sources.live();
-    const [ready, diskFreeBytes] = await Promise.all([
-      this.sources.readiness(),
-      this.sources.diskFree().catch(() => null),
-    ]);
-    const validUntil = this.sources.tls()?.validUntil;
     return healthVerdict({
       recent: this.sources.history.recent(15 * 60),
       slotsBusy: l.conversions.slotsBusy,
       concurrency: this.sources.config.concurrency,
       waiting: l.conversions.waiting,
       abandoned: l.conversions.abandoned,
-      readiness: ready.checks,
-      diskFreeBytes,
-      tlsDaysLeft: validUntil ? Math.floor((Date.parse(validUntil) - this.sources.now()) / DAY_MS) : null,
+      ...(await this.machine()),
     });
+  }
+
+  // Readiness, disk headroom and the certificate's days left: the health line and the settings warnings read the same.
+  private async machine() {
+    const [ready, diskFreeBytes] = await Promise.all([
+      this.sources.readiness(),
+      this.sources.diskFree().catch(() => null),
+    ]);
+    const validUntil = this.sources.tls()?.validUntil;
+    const tlsDaysLeft = validUntil ? Math.floor((Date.parse(validUntil) - this.sources.now()) / DAY_MS) : null;
+    return { readiness: ready.checks, diskFreeBytes, tlsDaysLeft };
   }
 
   /** The live panel's sparklines as an HTML fragment (the panel's poll fetches it). */
@@ -211,10 +217,16 @@ export class DashboardService {
 
   /** Staff, this address's sessions, the redacted configuration, storage and versions. */
   async settings(viewer: Viewer, sessionId: string, notice: Notice | null = null): Promise<SettingsView> {
-    const [staff, sessions] = await Promise.all([this.sources.staff.list(), this.sources.sessions.list(viewer.email)]);
+    const [staff, sessions, machine] = await Promise.all([
+      this.sources.staff.list(),
+      this.sources.sessions.list(viewer.email),
+      this.machine(),
+    ]);
     const c = this.sources.config;
+    const tls = this.sources.tls();
     return {
       viewer,
+      warnings: settingsWarnings({ config: c, tls, ...machine }),
       staff,
       sessions,
       currentSession: sessionId,
@@ -226,7 +238,8 @@ export class DashboardService {
       dataDir: c.dataDir,
       database: localPath(c.databaseUrl) ?? shown(c.databaseUrl),
       versions: componentVersions(),
-      tls: this.sources.tls(),
+      tls,
+      mailServer: c.smtpUrl ? redactUrl(c.smtpUrl) : null,
       notice,
     };
   }

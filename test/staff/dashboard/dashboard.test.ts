@@ -11,12 +11,23 @@ import type { KeyListRow, Overview, Series } from "../../../src/data/usage/model
 import { embeddedAssetsSource } from "../../../src/staff/assets/embed.ts";
 import { assetAt, assetUrl } from "../../../src/staff/assets/index.ts";
 import { niceTicks, splitChart, timeChart, wholePercents } from "../../../src/staff/dashboard/chart.ts";
-import { bytes, count, duration, ms, percent, ratio, utcText } from "../../../src/staff/dashboard/format.ts";
+import {
+  bytes,
+  count,
+  duration,
+  GUARD_HELP,
+  ms,
+  percent,
+  ratio,
+  utcText,
+} from "../../../src/staff/dashboard/format.ts";
+import { DISK_LOW_BYTES } from "../../../src/staff/dashboard/health.ts";
 import { activityPage } from "../../../src/staff/dashboard/pages/activity.ts";
 import { keyPage, keysPage } from "../../../src/staff/dashboard/pages/keys.ts";
 import { overviewPage } from "../../../src/staff/dashboard/pages/overview.ts";
 import { settingsPage } from "../../../src/staff/dashboard/pages/settings.ts";
 import type { RefusedView } from "../../../src/staff/dashboard/refused.ts";
+import { settingsWarnings, warningList } from "../../../src/staff/dashboard/warnings.ts";
 import { describeSettings } from "../../../src/staff/settings-view.ts";
 
 const HOUR = 3_600_000;
@@ -389,7 +400,7 @@ describe("pages render data as text", () => {
     expect(page).toContain('<a href="/v1/docs">/v1/docs</a>');
   });
 
-  test("the quality guard's re-encodes: total of the range, per lossy conversion only, the key's all-time count", () => {
+  test("the quality guard's re-encodes, in plain words: total of the range, per lossy conversion only, the key's all-time count", () => {
     const o = overview(10);
     const mixed: Overview = {
       ...o,
@@ -400,7 +411,11 @@ describe("pages render data as text", () => {
       ],
     };
     const page = overviewPage({ viewer, range: "24h", overview: mixed, series: series([10]), refused, live }).text;
-    expect(page).toMatch(/data-figure="guard-encodes">29<span class="sub">re-encodes · 3\.63 per lossy conversion</);
+    expect(page).toContain(
+      `<div class="card" title="${GUARD_HELP}"><dt>Extra encodes to keep quality</dt><dd data-figure="guard-encodes">29<span class="sub">3.63 per lossy conversion</span>`,
+    );
+    expect(GUARD_HELP).toStartWith("Quality guard: ");
+    expect(page).not.toContain("re-encodes");
     // Without lossy conversions there is nothing to divide by.
     const none = {
       ...o,
@@ -408,7 +423,7 @@ describe("pages render data as text", () => {
       byQuality: [{ quality: "lossless", conversions: 10, bytesIn: 0, bytesOut: 0, bytesSaved: 0, guardEncodes: 0 }],
     };
     expect(overviewPage({ viewer, range: "24h", overview: none, series: series([10]), refused, live }).text).toMatch(
-      /data-figure="guard-encodes">0<span class="sub">re-encodes · – per lossy conversion</,
+      /data-figure="guard-encodes">0<span class="sub">– per lossy conversion</,
     );
     const keyText = keyPage({
       viewer,
@@ -417,7 +432,9 @@ describe("pages render data as text", () => {
       series: series([10]),
       refused,
     }).text;
-    expect(keyText).toContain('<dt>All-time quality guard re-encodes</dt><dd class="num-left">1,234</dd>');
+    expect(keyText).toContain(
+      `<dt title="${GUARD_HELP}">All-time extra encodes to keep quality</dt><dd class="num-left">1,234</dd>`,
+    );
     expect(keyText).toContain('data-figure="guard-encodes">29<');
   });
 
@@ -507,6 +524,84 @@ describe("activity links keys", () => {
     );
     expect(page).toContain("&lt;b&gt;key_nothex&lt;/b&gt;");
     expect(page).not.toContain('href="/internal/keys/key_nothex');
+  });
+});
+
+describe("activity in plain words", () => {
+  test("each event shows its plain name with its raw type under it; the Event filter offers the names and filters by type", () => {
+    const rows = [
+      { at: 0, type: "key.issued", actor: "cli", subject: "key_1", clientAddress: "", detail: {} },
+      { at: 0, type: "some.future_type", actor: "", subject: "", clientAddress: "", detail: {} },
+    ];
+    const page = activityPage({
+      viewer,
+      rows,
+      older: null,
+      types: ["key.issued", "staff.sign_in"],
+      staff: [],
+      problem: null,
+      filter: { type: "key.issued", staff: "", from: "", to: "", before: null },
+    }).text;
+    expect(page).toContain(
+      '<td>Key issued<span class="setting-help mono" title="The event type in the log and the API">key.issued</span></td>',
+    );
+    // A type without a plain name (one added later) is shown as it is.
+    expect(page).toContain("<td>some.future_type<span");
+    expect(page).toContain('<option value="key.issued" selected>Key issued</option>');
+    expect(page).toContain('<option value="staff.sign_in">Staff signed in</option>');
+  });
+});
+
+describe("settings warnings", () => {
+  const calm = {
+    config: { smtpUrl: "smtp://mail.example:25", allowedEmails: ["@example.com"], host: "0.0.0.0" },
+    readiness: { database: "ok", storage: "ok", libvips: "ok", draining: "ok" },
+    diskFreeBytes: 50 * 1024 ** 3,
+    tls: { source: "file" as const, validUntil: "2030-01-31T00:00:00.000Z", warnings: [] },
+    tlsDaysLeft: 30,
+  };
+
+  test("none while mail is set, keys are limited, the certificate has 30 days and the disk has room", () => {
+    expect(settingsWarnings(calm)).toEqual([]);
+    expect(warningList([])).toBeNull();
+  });
+
+  test("a certificate within 30 days, or expired, says how to renew it (a generated one by a restart)", () => {
+    expect(settingsWarnings({ ...calm, tlsDaysLeft: 29 })).toEqual([
+      "The TLS certificate expires in 29 days: renew it and restart imgpress, which reads it at start only.",
+    ]);
+    expect(settingsWarnings({ ...calm, tls: { ...calm.tls, source: "generated" }, tlsDaysLeft: 1 })).toEqual([
+      "The TLS certificate expires in 1 day: restart imgpress, which then makes a new one (clients need the new cert.pem).",
+    ]);
+    expect(settingsWarnings({ ...calm, tlsDaysLeft: -2 })[0]).toStartWith(
+      "The TLS certificate has expired, so clients refuse to connect: renew it",
+    );
+    // Behind a proxy there is no certificate here to warn about.
+    expect(settingsWarnings({ ...calm, tls: { source: "proxy", warnings: [] }, tlsDaysLeft: null })).toEqual([]);
+  });
+
+  test("low disk: the readiness check's failure first, else the health line's threshold", () => {
+    expect(
+      settingsWarnings({
+        ...calm,
+        readiness: { ...calm.readiness, storage: "only 1000 bytes free in the data folder" },
+        diskFreeBytes: 1000,
+      }),
+    ).toEqual([
+      "The data folder's disk fails the readiness check (only 1000 bytes free in the data folder): free space there, or move the data folder to a larger disk.",
+    ]);
+    expect(settingsWarnings({ ...calm, diskFreeBytes: DISK_LOW_BYTES - 1 })[0]).toStartWith(
+      "Only 1.0 GiB free for the database",
+    );
+    expect(settingsWarnings({ ...calm, diskFreeBytes: null })).toEqual([]);
+  });
+
+  test("the open-registration rule is the start-up warning's: * with mail on a reachable address", () => {
+    const open = { ...calm, config: { ...calm.config, allowedEmails: ["*"] } };
+    expect(settingsWarnings(open)[0]).toStartWith("Anyone who can reach this server may get an API key");
+    expect(settingsWarnings({ ...open, config: { ...open.config, host: "127.0.0.1" } })).toEqual([]);
+    const page = warningList(settingsWarnings(open))!.text;
+    expect(page).toStartWith('<section class="warnings" aria-label="Warnings"><p class="notice warn">');
   });
 });
 

@@ -78,7 +78,10 @@ describe("pages", () => {
     expect((await page("/internal/?range=forever")).text).toContain('aria-current="true">24 h');
     const keys = await page("/internal/keys?page=-3&sort=drop%20table&order=sideways&status=zombie");
     expect(keys.status).toBe(200);
-    expect(keys.text).toContain("o&#39;neil&amp;co@example.com");
+    // The address wraps only after its @ and dots, never inside a word (.address).
+    expect(keys.text).toContain(
+      '<td class="email"><span class="address">o&#39;neil&amp;co@<wbr>example.<wbr>com</span></td>',
+    );
     const activity = await page("/internal/activity?from=yesterday&type=nope");
     expect(activity.status).toBe(200);
     expect(activity.text).toContain("is not a date (YYYY-MM-DD)");
@@ -93,7 +96,7 @@ describe("pages", () => {
     const total = (await h.services.keys.list()).length;
     const past = await page("/internal/keys?page=7");
     expect(past.status).toBe(200);
-    expect(past.text).toContain("o&#39;neil&amp;co@example.com");
+    expect(past.text.replaceAll("<wbr>", "")).toContain("o&#39;neil&amp;co@example.com");
     expect(past.text).toContain(`<span class="num">Page 1 of 1</span>`);
     expect(past.text).toContain(total === 1 ? "1–1 of 1 key</span>" : `1–${total} of ${total} keys</span>`);
   });
@@ -132,6 +135,28 @@ describe("pages", () => {
     expect(shown).toContain("IMGPRESS_METRICS_TOKEN");
     expect(shown).toContain("IMGPRESS_DATABASE_AUTH_TOKEN");
     expect(text).toContain(h.dir);
+  });
+
+  test("the settings page warns first, one line each with what to do: here anyone may get a key (mail, *, 0.0.0.0)", async () => {
+    const text = (await page("/internal/settings")).text;
+    const warnings = text.match(/<section class="warnings" aria-label="Warnings">(.*?)<\/section>/)?.[1];
+    expect(warnings).toBe(
+      '<p class="notice warn"><strong>Warning:</strong> Anyone who can reach this server may get an API key (IMGPRESS_ALLOWED_EMAILS is * and it listens on 0.0.0.0): limit IMGPRESS_ALLOWED_EMAILS to your addresses or @domains.</p>',
+    );
+    // At the top: before the staff table.
+    expect(text.indexOf('aria-label="Warnings"')).toBeLessThan(text.indexOf('<h2 id="staff">'));
+  });
+
+  test("without IMGPRESS_SMTP_URL the settings page says codes go to the log; on loopback nobody else may get a key", async () => {
+    const quiet = await createHarness({ env: { IMGPRESS_SMTP_URL: "", IMGPRESS_HOST: "127.0.0.1" } });
+    try {
+      const view = await quiet.services.dashboard.settings({ email: BOSS, csrfToken: "x" }, "ses_1");
+      expect(view.warnings).toEqual([
+        "Sign-in codes are printed to the server's log, not mailed: set IMGPRESS_SMTP_URL so that codes go out by e-mail.",
+      ]);
+    } finally {
+      await quiet.close();
+    }
   });
 });
 
@@ -300,7 +325,7 @@ describe("a key pasted into the keys search", () => {
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe(`/internal/keys?q=${prefix}&status=active&done=api-key-by-prefix`);
     const list = (await page(res.headers.get("location")!)).text;
-    expect(list).toContain("pasted@example.com");
+    expect(list).toContain("pasted@<wbr>example.<wbr>com");
     expect(list).toContain("searched for by its key prefix");
     expect(list).not.toContain(pasted.api_key);
   });
@@ -360,5 +385,102 @@ describe("a key rotated by a new code", () => {
     const text = (await page(`/internal/keys/${keyId}`)).text;
     expect(text).not.toContain("Replaced by");
     expect(text).not.toContain("<dt>Replaces</dt>");
+  });
+});
+describe("Send a test e-mail", () => {
+  const testMails = () => h.smtp.messages.filter((m) => m.subject === "imgpress test e-mail");
+
+  test("sends to the signed-in address only (a field naming another is ignored), audited, and says so on the page", async () => {
+    const before = testMails().length;
+    const sent = await post("/internal/settings/test-mail", { csrf: boss.csrf, email: "other@example.com" });
+    expect(sent.status).toBe(303);
+    expect(sent.headers.get("location")).toBe("/internal/settings?done=test-mail-sent");
+    const mail = await h.smtp.waitFor((m) => m.subject === "imgpress test e-mail");
+    expect(testMails().length).toBe(before + 1);
+    expect(mail.envelopeTo).toEqual([BOSS]);
+    expect(mail.text).toContain(`sent to ${BOSS}`);
+    const shown = (await page(sent.headers.get("location")!)).text;
+    expect(shown).toContain("Test e-mail sent to your address: check your inbox (and the spam folder).");
+    expect(shown).toContain('<form class="inline-form" method="post" action="/internal/settings/test-mail">');
+    const events = await h.services.audit.list({ actor: BOSS });
+    expect(events.find((e) => e.type === "settings.test_mail")?.detail).toEqual({ outcome: "test-mail-sent" });
+  });
+
+  test("refused without the CSRF token: nothing is sent", async () => {
+    const before = testMails().length;
+    const res = await post("/internal/settings/test-mail", {});
+    expect(res.status).toBe(403);
+    await h.services.lifecycle.settled();
+    expect(testMails().length).toBe(before);
+  });
+
+  test("the mail server's refusal is told in plain words, with its answer in the log only", async () => {
+    h.smtp.setReject("rcpt");
+    try {
+      const res = await post("/internal/settings/test-mail", { csrf: boss.csrf });
+      expect(res.headers.get("location")).toBe("/internal/settings?done=test-mail-recipient");
+      const shown = (await page(res.headers.get("location")!)).text;
+      expect(shown).toContain("The mail server refused your address as a recipient. Nothing was sent.");
+      expect(shown).not.toContain("Mailbox unavailable");
+      expect(h.logs.some((l) => l.includes("test e-mail not delivered") && l.includes("Mailbox unavailable"))).toBe(
+        true,
+      );
+    } finally {
+      h.smtp.setReject(false);
+    }
+  });
+
+  test("three an hour per staff member: the fourth is refused on the page, an hour later it goes", async () => {
+    const fresh = await createHarness({ env: { IMGPRESS_STAFF_EMAILS: BOSS } });
+    try {
+      const s = await staffSignIn(fresh, BOSS);
+      const send = () =>
+        fresh.request(
+          "POST",
+          "/internal/settings/test-mail",
+          form({ csrf: s.csrf }, { headers: { cookie: s.cookie } }),
+        );
+      for (let i = 0; i < 3; i++) expect((await send()).status).toBe(303);
+      const refused = await send();
+      expect(refused.status).toBe(429);
+      expect(refused.text).toContain("Three test e-mails were sent from your address within the hour");
+      fresh.clock.advance(60 * 60_000 + 1);
+      const s2 = await staffSignIn(fresh, BOSS);
+      const later = await fresh.request(
+        "POST",
+        "/internal/settings/test-mail",
+        form({ csrf: s2.csrf }, { headers: { cookie: s2.cookie } }),
+      );
+      expect(later.headers.get("location")).toBe("/internal/settings?done=test-mail-sent");
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test("a refused SMTP login: plain words, and the password is in neither the page nor the log", async () => {
+    const password = "hunter2-smtp-secret";
+    const locked = await createHarness({
+      env: { IMGPRESS_STAFF_EMAILS: BOSS, IMGPRESS_SMTP_URL: `smtp://mailer:${password}@127.0.0.1:${h.smtp.port}` },
+    });
+    try {
+      const outcome = await locked.services.staffTestMail.send(BOSS, LOOPBACK);
+      expect(outcome).toBe("test-mail-auth");
+      const view = await locked.services.dashboard.settings({ email: BOSS, csrfToken: "x" }, "ses_1");
+      expect(view.mailServer).not.toContain(password);
+      expect(locked.logs.some((l) => l.includes("test e-mail not delivered"))).toBe(true);
+      expect(locked.logs.join("\n")).not.toContain(password);
+    } finally {
+      await locked.close();
+    }
+  });
+
+  test("without IMGPRESS_SMTP_URL the test e-mail goes to the log, and the page says so", async () => {
+    const quiet = await createHarness({ env: { IMGPRESS_SMTP_URL: "" } });
+    try {
+      expect(await quiet.services.staffTestMail.send(BOSS, LOOPBACK)).toBe("test-mail-logged");
+      expect(quiet.logs.join("\n")).toContain("imgpress test e-mail");
+    } finally {
+      await quiet.close();
+    }
   });
 });

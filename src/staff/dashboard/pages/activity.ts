@@ -2,7 +2,8 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 import type { AuditEvent } from "../../../data/audit/service.ts";
 import { layout, type Viewer } from "../../layout.ts";
-import { empty, query, table, time, withKeyLinks } from "../components.ts";
+import { emailAddress, empty, query, table, time, withKeyLinks } from "../components.ts";
+import { eventLabel } from "../format.ts";
 
 /** One audit event as the activity table shows it. */
 export type ActivityRow = Omit<AuditEvent, "id">;
@@ -54,7 +55,7 @@ export function activityPage(v: ActivityView): SafeHtml {
   const rows = v.rows.map(
     (
       r,
-    ) => html`<tr><td class="nowrap">${time(r.at)}</td><td class="nowrap"><span class="mono">${r.type}</span></td><td class="email">${r.actor || dash}</td>
+    ) => html`<tr><td class="nowrap">${time(r.at)}</td><td>${eventLabel(r.type)}<span class="setting-help mono" title="The event type in the log and the API">${r.type}</span></td><td class="email">${r.actor ? emailAddress(r.actor) : dash}</td>
 <td class="about wrap-anywhere">${r.subject ? withKeyLinks(r.subject) : dash}${Object.keys(r.detail).length ? html`<br><span class="muted">${withKeyLinks(detailText(r.detail))}</span>` : null}</td><td class="mono nowrap">${r.clientAddress}</td></tr>`,
   );
   const first = f.before === null;
@@ -80,7 +81,7 @@ export function activityPage(v: ActivityView): SafeHtml {
   const body = html`<div class="page-head"><div><h1>Activity</h1><p class="lead">The audit trail: sign-ins, staff changes, issued and revoked keys. ${v.retentionDays ? `Events older than ${v.retentionDays} ${v.retentionDays === 1 ? "day are" : "days are"} deleted (IMGPRESS_AUDIT_RETENTION_DAYS).` : "Every event is kept (IMGPRESS_AUDIT_RETENTION_DAYS is 0)."}</p></div></div>
 ${v.problem ? html`<p class="notice error" role="alert">${v.problem}</p>` : null}
 <form class="filters" method="get" action="${INTERNAL_PREFIX}/activity">
-<label>Event<select name="type">${option("", f.type, "All events")}${v.types.map((t) => option(t, f.type))}</select></label>
+<label>Event<select name="type">${option("", f.type, "All events")}${v.types.map((t) => option(t, f.type, eventLabel(t)))}</select></label>
 <label>By<select name="staff">${option("", f.staff, "Anyone")}${actors(v.staff, f.staff).map((s) => option(s, f.staff))}</select></label>
 <label>From (UTC day)<input type="date" name="from" value="${f.from}"></label>
 <label>To (UTC day)<input type="date" name="to" value="${f.to}"></label>

@@ -2,8 +2,8 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, INTERNAL_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
-import { badge, empty, keyLink, keyPageHref, pager, query, table, time } from "../components.ts";
-import { bytes, count } from "../format.ts";
+import { badge, emailAddress, empty, keyLink, keyPageHref, pager, query, table, time } from "../components.ts";
+import { bytes, count, GUARD_HELP } from "../format.ts";
 import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
 import { CONFIRM_REVOKE_ALL } from "../model.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
@@ -32,7 +32,7 @@ const COLUMNS = [
 
 // A key's link carries the list's filter, so its page's "← All keys" returns to the same list.
 function row(k: KeyListRow, back: KeysFilter): SafeHtml {
-  return html`<tr><td class="nowrap"><a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a></td><td class="email">${k.email}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
+  return html`<tr><td class="nowrap"><a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a></td><td class="email">${emailAddress(k.email)}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
 <td class="num">${time(k.createdAt, "date")}</td><td class="num">${time(k.lastUsedAt)}</td><td class="num">${count(k.conversions)}</td><td class="num">${bytes(k.bytesSaved)}</td>
 <td>${badge(k.status, k.status)}</td></tr>`;
 }
@@ -133,12 +133,12 @@ export function keyPage(v: KeyView): SafeHtml {
 <form method="post" action="${actions("revoke")}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
       : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
   const body = html`<p><a href="${keysHref(back)}">← All keys</a></p>
-<div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead wrap-anywhere">${k.email}${k.siteUrl ? html` · ${k.siteUrl}` : null}</p></div>${badge(k.status, k.status)}</div>
+<div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead">${emailAddress(k.email)}${k.siteUrl ? html` · <span class="wrap-anywhere">${k.siteUrl}</span>` : null}</p></div>${badge(k.status, k.status)}</div>
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
 <dt>All-time conversions</dt><dd class="num-left">${count(k.conversions)}</dd><dt>All-time bytes saved</dt><dd>${bytes(k.bytesSaved)}</dd>
 <dt>Refused in the last ${RANGES[v.range].label}</dt><dd class="num-left" data-figure="refused">${count(v.refused.codes.total)}${v.refused.codes.byCode.length ? html` <span class="muted">(${v.refused.codes.byCode.map((c) => `${c.code} ${count(c.count)}`).join(", ")})</span>` : null}</dd>
-<dt>All-time quality guard re-encodes</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd>${rotationFacts(v.rotation)}</dl></section>
+<dt title="${GUARD_HELP}">All-time extra encodes to keep quality</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd>${rotationFacts(v.rotation)}</dl></section>
 <div>${revoke}${revokeAllForm(v, actions("revoke-all"))}</div></div>
 <div class="page-head"><h2>Usage in the last ${RANGES[v.range].label}</h2>${rangeSwitch(v.range, href)}</div>
 ${figures(u)}

@@ -6,7 +6,7 @@ import { savedPercent } from "../../../data/usage/service.ts";
 import { layout, type Viewer } from "../../layout.ts";
 import { splitChart, timeChart } from "../chart.ts";
 import { cards, empty } from "../components.ts";
-import { bytes, count, ms, percent, ratio } from "../format.ts";
+import { bytes, count, GUARD_HELP, ms, percent, ratio } from "../format.ts";
 import { type HealthVerdict, healthLine } from "../health.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart, topRefused } from "../refused.ts";
@@ -71,9 +71,10 @@ export function figures(o: Overview, previous?: { overview: Overview; period: st
     },
     {
       id: "guard-encodes",
-      label: "Quality guard",
+      label: "Extra encodes to keep quality",
       value: count(t.guardEncodes),
-      sub: `re-encodes · ${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion`,
+      sub: `${ratio(lossy > 0 ? t.guardEncodes / lossy : null)} per lossy conversion`,
+      help: GUARD_HELP,
     },
   ]);
 }

@@ -4,7 +4,8 @@ import type { TlsView } from "../../../server/tls/status.ts";
 import type { StaffMember } from "../../directory.ts";
 import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../../layout.ts";
 import type { SessionRow } from "../../sessions.ts";
-import { badge, breakable, EMAIL_BREAKS, empty, table, time } from "../components.ts";
+import { badge, breakable, emailAddress, empty, table, time } from "../components.ts";
+import { warningList } from "../warnings.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
 export type StaffRow = StaffMember;
@@ -32,6 +33,10 @@ export interface SettingsView {
   versions: readonly { name: string; version: string }[];
   /** The certificate this process serves; null where it does not listen. */
   tls: TlsView | null;
+  /** Where mail goes: IMGPRESS_SMTP_URL without its password, or null when codes go to the log. */
+  mailServer?: string | null;
+  /** What needs the operator's attention (warnings.ts), shown first; none when all is well. */
+  warnings?: readonly string[];
   notice?: Notice | null;
 }
 
@@ -40,8 +45,8 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const staffRows = v.staff.map(
     (
       s,
-    ) => html`<tr><td class="email">${breakable(s.email, EMAIL_BREAKS)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
-<td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${breakable(s.addedBy, EMAIL_BREAKS)}` : null}`}</td>
+    ) => html`<tr><td class="email">${emailAddress(s.email)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
+<td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${emailAddress(s.addedBy)}` : null}`}</td>
 <td>${
       s.source === "database"
         ? html`<form method="post" action="${INTERNAL_PREFIX}/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove<span class="sr-only"> ${s.email}</span></button></form>`
@@ -55,6 +60,7 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
 <td class="wrap-anywhere about">${s.userAgent}</td><td class="num">${time(s.createdAt)}</td><td class="num">${time(s.lastSeenAt)}</td></tr>`,
   );
   const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
+${warningList(v.warnings ?? [])}
 <h2 id="staff">Staff</h2>
 ${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }, { label: "Since" }, { label: "Actions", hiddenLabel: true }], rows: staffRows })}
 <form class="inline-form panel" method="post" action="${INTERNAL_PREFIX}/settings/staff/add">${csrfField(v.viewer)}
@@ -91,6 +97,7 @@ ${table({
   ),
 })}
 <div class="grid-2">
+${mailPanel(v)}
 <section class="panel" aria-labelledby="storage-title"><h2 id="storage-title">Storage</h2><dl class="facts"><dt>Data folder</dt><dd class="mono">${v.dataDir}</dd><dt>Database</dt><dd class="mono">${v.database}</dd></dl></section>
 ${v.tls ? tlsPanel(v.tls) : null}
 <section class="panel" aria-labelledby="versions-title"><h2 id="versions-title">Versions</h2><dl class="facts">${v.versions.map((x) => html`<dt>${x.name}</dt><dd class="mono">${x.version}</dd>`)}</dl></section>
@@ -114,4 +121,14 @@ ${tls.warnings.map((w) => html`<p class="notice error"><strong>Warning:</strong>
     "Valid until",
     tls.validUntil && time(Date.parse(tls.validUntil)),
   )}${fact("Intermediate ends", tls.intermediateEnds && time(Date.parse(tls.intermediateEnds)))}${fact("Names", tls.names && html`<span class="mono">${breakable(tls.names.join(", "))}</span>`)}${fact("SHA-256", tls.sha256 && html`<span class="mono">${breakable(tls.sha256, /(?<=:)/)}</span>`)}</dl></section>`;
+}
+
+// Where mail goes, and a button that sends a test message to the signed-in address only.
+function mailPanel(v: SettingsView): SafeHtml {
+  const route = v.mailServer
+    ? html`<span class="mono">${breakable(v.mailServer, /(?<=[@.:/])/)}</span>`
+    : "the server's log (IMGPRESS_SMTP_URL is not set)";
+  return html`<section class="panel" aria-labelledby="mail-title"><h2 id="mail-title">Mail</h2>
+<dl class="facts"><dt>Codes go to</dt><dd>${route}</dd></dl>
+<form class="inline-form" method="post" action="${INTERNAL_PREFIX}/settings/test-mail">${csrfField(v.viewer)}<button type="submit">Send a test e-mail</button><span class="muted">To ${emailAddress(v.viewer.email)} only; 3 an hour.</span></form></section>`;
 }
