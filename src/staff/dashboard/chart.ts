@@ -15,6 +15,8 @@ import { count, utcDate, utcText } from "./format.ts";
 export interface ChartSeries {
   name: string;
   values: readonly (number | null)[];
+  /** Colour class of an identity (palette.ts); without it, the series' place picks one. */
+  tone?: string;
 }
 
 /** A chart of values over time. */
@@ -36,7 +38,7 @@ export interface TimeChart {
 export interface SplitChart {
   id: string;
   title: string;
-  parts: readonly { title: string; items: readonly { label: string; value: number }[] }[];
+  parts: readonly { title: string; items: readonly { label: string; value: number; tone?: string }[] }[];
   format?: (n: number) => string;
 }
 
@@ -44,6 +46,11 @@ const W = 400;
 const H = 180;
 const PAD = { left: 56, right: 8, top: 10, bottom: 24 };
 const TONES = 6;
+
+// A series' colour: its identity's when it has one (the same on every page), else by place.
+function toneFor(tone: string | undefined, k: number): string {
+  return tone ?? `s${k % TONES}`;
+}
 
 /** A time-series chart (see the module comment). */
 export function timeChart(chart: TimeChart): SafeHtml {
@@ -86,7 +93,7 @@ export function timeChart(chart: TimeChart): SafeHtml {
     : "No data in this range.";
 
   return html`<figure class="chart" id="${chart.id}">
-<figcaption><span class="chart-title">${chart.title}</span>${legend(chart.series.map((s) => s.name))}</figcaption>
+<figcaption><span class="chart-title">${chart.title}</span>${legend(chart.series)}</figcaption>
 <svg viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${chart.id}-t ${chart.id}-d" data-points="${n}" data-nonzero="${all.filter((v) => v !== 0).length}" data-peak="${peak}">
 <title id="${chart.id}-t">${chart.title}</title><desc id="${chart.id}-d">${desc}</desc>
 ${grid}${body}${labels}
@@ -128,7 +135,7 @@ export function splitChart(chart: SplitChart): SafeHtml {
       const share = total > 0 ? ` (${shares[i]} %)` : "";
       return html`<g><title>${item.label}: ${fmt(item.value)}${share}</title>
 <text class="label" x="0" y="${i * rowH + 17}">${item.label}</text>
-<rect class="bar s${i % TONES}" x="${labelW}" y="${i * rowH + 5}" width="${r(w)}" height="16" rx="3"/>
+<rect class="bar ${toneFor(item.tone, i)}" x="${labelW}" y="${i * rowH + 5}" width="${r(w)}" height="16" rx="3"/>
 <text class="value" x="${W}" y="${i * rowH + 17}" text-anchor="end">${fmt(item.value)}${share}</text></g>`;
     });
     const svg =
@@ -158,7 +165,7 @@ function bars(
       const v = s.values[i] ?? 0;
       if (v <= 0) return;
       parts.push(
-        html`<rect class="bar s${k % TONES}" x="${r(x(i) + gap / 2)}" y="${r(y(base + v))}" width="${r(Math.max(stepW - gap, 0.5))}" height="${r(y(base) - y(base + v))}"/>`,
+        html`<rect class="bar ${toneFor(s.tone, k)}" x="${r(x(i) + gap / 2)}" y="${r(y(base + v))}" width="${r(Math.max(stepW - gap, 0.5))}" height="${r(y(base) - y(base + v))}"/>`,
       );
       base += v;
     });
@@ -192,7 +199,7 @@ function barPaths(
       d += `M${r(x(i) + gap / 2)} ${top}h${w}V${r(y(base[i]!))}h-${w}Z`;
       base[i]! += v;
     });
-    return html`<path class="bar s${k % TONES}" d="${d}"/>`;
+    return html`<path class="bar ${toneFor(s.tone, k)}" d="${d}"/>`;
   });
 }
 
@@ -221,16 +228,16 @@ function lines(
       const lone = (s.values[i - 1] ?? null) === null && (s.values[i + 1] ?? null) === null;
       if (chart.times.length > 62 && !lone) return;
       dots.push(
-        html`<circle class="dot s${k % TONES}" cx="${r(cx)}" cy="${r(y(v))}" r="${chart.times.length > 60 ? 1.5 : 2.5}"><title>${utcText(chart.times[i]!, chart.stepMs < DAY_MS)} — ${s.name}: ${fmt(v)}</title></circle>`,
+        html`<circle class="dot ${toneFor(s.tone, k)}" cx="${r(cx)}" cy="${r(y(v))}" r="${chart.times.length > 60 ? 1.5 : 2.5}"><title>${utcText(chart.times[i]!, chart.stepMs < DAY_MS)} — ${s.name}: ${fmt(v)}</title></circle>`,
       );
     });
-    return html`<path class="line s${k % TONES}" d="${d}"/>${dots}`;
+    return html`<path class="line ${toneFor(s.tone, k)}" d="${d}"/>${dots}`;
   });
 }
 
-function legend(names: readonly string[]): SafeHtml | null {
-  if (names.length < 2) return null;
-  return html`<span class="legend">${names.map((name, k) => html`<span class="key"><span class="swatch s${k % TONES}" aria-hidden="true"></span>${name}</span>`)}</span>`;
+function legend(series: readonly ChartSeries[]): SafeHtml | null {
+  if (series.length < 2 && series[0]?.tone === undefined) return null;
+  return html`<span class="legend">${series.map((s, k) => html`<span class="key"><span class="swatch ${toneFor(s.tone, k)}" aria-hidden="true"></span>${s.name}</span>`)}</span>`;
 }
 
 function summary(values: readonly (number | null)[], kind: TimeChart["kind"], fmt: (n: number) => string): string {

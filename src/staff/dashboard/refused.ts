@@ -4,6 +4,7 @@ import type { RefusedClient, RefusedCodes, RefusedPoint } from "../../data/usage
 import { timeChart } from "./chart.ts";
 import { breakable, empty, table, time } from "./components.ts";
 import { count } from "./format.ts";
+import { topWithOther } from "./palette.ts";
 
 /** The refused requests of a range as a page shows them. */
 export interface RefusedView {
@@ -16,18 +17,13 @@ export interface RefusedView {
   topDays?: number | null;
 }
 
-/** Codes drawn with their own colour; the rest are summed as "other". */
-const SHOWN_CODES = 5;
-
 /** "Rejected requests" by code over time: the public routes' 401/403/413/415/429 answers. */
 export function refusedChart(id: string, v: RefusedView): SafeHtml {
-  const shown = v.codes.byCode.slice(0, SHOWN_CODES).map((c) => c.code);
-  const series = shown.map((code) => ({ name: code, values: v.points.map((p) => p.byCode[code] ?? 0) }));
-  if (v.codes.byCode.length > shown.length)
-    series.push({
-      name: "other",
-      values: v.points.map((p) => p.total - shown.reduce((s, c) => s + (p.byCode[c] ?? 0), 0)),
-    });
+  const series = topWithOther(
+    v.codes.byCode.map((c) => c.code),
+    (code) => v.points.map((p) => p.byCode[code] ?? 0),
+    v.points.map((p) => p.total),
+  );
   return timeChart({
     id,
     title: "Rejected requests by code",

@@ -8,6 +8,7 @@ import { splitChart, timeChart } from "../chart.ts";
 import { cards, empty } from "../components.ts";
 import { bytes, count, ms, percent, ratio } from "../format.ts";
 import { type HealthVerdict, healthLine } from "../health.ts";
+import { toneOf, topWithOther } from "../palette.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart, topRefused } from "../refused.ts";
 import { type LiveView, liveSection } from "./live.ts";
@@ -83,15 +84,12 @@ export function seriesCharts(prefix: string, series: Series, errorCodes: readonl
   const p = series.points;
   const times = p.map((x) => x.t);
   const base = { times, stepMs: stepMs(series.step) };
-  // A handful of codes get their own colour; the rest are summed as "other".
-  const shown = errorCodes.slice(0, 5);
-  const errorSeries = shown.map((code) => ({ name: code, values: p.map((x) => x.errorsByCode[code] ?? 0) }));
-  if (errorCodes.length > shown.length) {
-    errorSeries.push({
-      name: "other",
-      values: p.map((x) => x.errors - shown.reduce((s, c) => s + (x.errorsByCode[c] ?? 0), 0)),
-    });
-  }
+  // The busiest codes in their own colours, the rest summed as "other" (palette.ts).
+  const errorSeries = topWithOther(
+    errorCodes,
+    (code) => p.map((x) => x.errorsByCode[code] ?? 0),
+    p.map((x) => x.errors),
+  );
   return [
     timeChart({
       ...base,
@@ -144,7 +142,9 @@ export function seriesCharts(prefix: string, series: Series, errorCodes: readonl
 /** Conversions split by format and by quality, in one figure. */
 export function splitCharts(prefix: string, o: Overview): SafeHtml {
   const items = <T extends { conversions: number }>(rows: T[], label: (r: T) => string) =>
-    [...rows].sort((a, b) => b.conversions - a.conversions).map((r) => ({ label: label(r), value: r.conversions }));
+    [...rows]
+      .sort((a, b) => b.conversions - a.conversions)
+      .map((r) => ({ label: label(r), value: r.conversions, tone: toneOf(label(r)) }));
   return splitChart({
     id: `${prefix}-split`,
     title: "Conversions by format and quality",
