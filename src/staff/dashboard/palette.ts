@@ -80,6 +80,14 @@ export function toneOf(name: string): string {
   return `s${Object.hasOwn(KNOWN, name) ? KNOWN[name] : hashName(name) % TONE_COUNT}`;
 }
 
+// Series that name no identity (In / Out / Saved, p50 / p95) take the first colours by place.
+const PLACE_TONES = 6;
+
+/** A series' colour class: its identity's when it has one (the same on every page), else by its place `k`. */
+export function toneFor(tone: string | undefined, k: number): string {
+  return tone ?? `s${k % PLACE_TONES}`;
+}
+
 /** A chart series named after an identity. */
 export interface ToneSeries {
   name: string;

@@ -5,12 +5,16 @@ import { timeChart } from "./chart.ts";
 import { breakable, empty, table, time } from "./components.ts";
 import { count } from "./format.ts";
 import { topWithOther } from "./palette.ts";
+import { barStep, regroup, sumByCode } from "./steps.ts";
 
 /** The refused requests of a range as a page shows them. */
 export interface RefusedView {
   codes: RefusedCodes;
   points: RefusedPoint[];
   stepMs: number;
+  /** The range [from, to) the points cover; `to` ends the step still running. */
+  from: number;
+  to: number;
   /** The most refused clients (overview only). */
   top?: RefusedClient[];
   /** Days the top clients cover when shorter than the range (null: the whole range). */
@@ -19,18 +23,26 @@ export interface RefusedView {
 
 /** "Rejected requests" by code over time: the public routes' 401/403/413/415/429 answers. */
 export function refusedChart(id: string, v: RefusedView): SafeHtml {
+  // Bars as on the usage charts: at most about 60 (steps.ts).
+  const step = barStep(v.stepMs, v.to - v.from);
+  const points = regroup(v.points, step, (group, t) => ({
+    t,
+    total: group.reduce((s, p) => s + p.total, 0),
+    byCode: sumByCode(group.map((p) => p.byCode)),
+  }));
   const series = topWithOther(
     v.codes.byCode.map((c) => c.code),
-    (code) => v.points.map((p) => p.byCode[code] ?? 0),
-    v.points.map((p) => p.total),
+    (code) => points.map((p) => p.byCode[code] ?? 0),
+    points.map((p) => p.total),
   );
   return timeChart({
     id,
     title: "Rejected requests by code",
     kind: "bars",
-    times: v.points.map((p) => p.t),
-    stepMs: v.stepMs,
-    series: series.length ? series : [{ name: "Rejected", values: v.points.map((p) => p.total) }],
+    times: points.map((p) => p.t),
+    stepMs: step.ms,
+    range: { from: v.from, to: v.to },
+    series: series.length ? series : [{ name: "Rejected", values: points.map((p) => p.total) }],
   });
 }
 

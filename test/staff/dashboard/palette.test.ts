@@ -16,7 +16,7 @@ const DAY = 24 * HOUR;
 const T = Date.UTC(2030, 0, 1);
 const viewer = { email: "staff@x.io", csrfToken: "tok" };
 const live = { src: "/l", sparkSrc: "/s", spark: html``, everyS: 5, pauseS: 60, fields: [] };
-const refused = { codes: { total: 0, byCode: [] }, points: [], stepMs: HOUR };
+const refused = { codes: { total: 0, byCode: [] }, points: [], stepMs: HOUR, from: T, to: T + HOUR };
 
 /** Usage with the given errors per code, spread over `steps` steps of `step`. */
 function usage(codes: Record<string, number>, step: "hour" | "day", steps: number): { o: Overview; s: Series } {

@@ -1,4 +1,3 @@
-import { stepMs } from "../../../core/durations.ts";
 import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, CONVERT_PATH, INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 import type { Overview, Series } from "../../../data/usage/model.ts";
@@ -11,6 +10,7 @@ import { type HealthVerdict, healthLine } from "../health.ts";
 import { toneOf, topWithOther } from "../palette.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart, topRefused } from "../refused.ts";
+import { coarseSeries } from "../steps.ts";
 import { type LiveView, liveSection } from "./live.ts";
 
 /** Everything the overview page shows. */
@@ -81,9 +81,11 @@ export function figures(o: Overview, previous?: { overview: Overview; period: st
 
 /** The time-series charts of a range (conversions, bytes, savings, errors by code, latency). */
 export function seriesCharts(prefix: string, series: Series, errorCodes: readonly string[]): SafeHtml[] {
-  const p = series.points;
+  // At most about 60 bars at any range (a week in 3-hour bars, a year in weeks): regrouped in memory.
+  const coarse = coarseSeries(series);
+  const p = coarse.points;
   const times = p.map((x) => x.t);
-  const base = { times, stepMs: stepMs(series.step) };
+  const base = { times, stepMs: coarse.stepMs, range: { from: series.from, to: series.to } };
   // The busiest codes in their own colours, the rest summed as "other" (palette.ts).
   const errorSeries = topWithOther(
     errorCodes,
