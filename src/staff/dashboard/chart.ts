@@ -3,7 +3,7 @@
  * (the CSP forbids it; colours come from classes in dashboard.css, so dark mode follows). Each
  * chart is a <figure> with a caption, a legend, an SVG with <title>/<desc> for screen readers and
  * one <title> tooltip per step. Axis times are <text data-t> elements the page script rewrites in
- * the browser's time zone.
+ * the browser's language, still in UTC like every time on the dashboard.
  */
 
 import { DAY_MS } from "../../core/durations.ts";
@@ -250,7 +250,7 @@ function timeLabels(times: readonly number[], midnights: boolean): number[] {
 
 type AxisUnit = "hour" | "day" | "month";
 
-// The UTC fallback the page script replaces with the browser's own (see dashboard.js).
+// The UTC text shown without script; the page script writes it in the browser's language (see dashboard.js).
 function axisText(t: number, unit: AxisUnit): string {
   const s = new Date(t).toISOString();
   return unit === "month" ? s.slice(0, 7) : unit === "day" ? s.slice(5, 10) : s.slice(11, 16);

@@ -1,5 +1,5 @@
 // imgpress dashboard behaviour, loaded by every staff page (no inline script: the CSP forbids it).
-// 1. Times in the browser's time zone: <time datetime> and chart labels/tooltips with data-t.
+// 1. Times in the browser's language, in UTC (named): <time datetime> and chart labels with data-t.
 // 2. A confirmation before forms that carry data-confirm (e.g. Revoke) are submitted.
 // 3. The live panel: polls the URL in data-live-src (and its sparklines, server-drawn HTML from
 //    data-spark-src) every data-live-every seconds, and pauses after
@@ -8,15 +8,30 @@
 // 4. A refusal's "in N s" (data-countdown="N") counts down to "now", so the page says when to try again.
 (() => {
   "use strict";
-  const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-  const date = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
-  // Chart axis labels: as short as the locale writes them (11/18, 9 PM), so seven fit side by side on a phone.
-  const hour = new Intl.DateTimeFormat(undefined, { hour: "numeric" });
-  // Day and month labels mark UTC midnights (the buckets are UTC days): written in UTC, they name the
-  // day the bar and its table row hold, not the evening before west of Greenwich.
+  // One time zone on every page: UTC, as the usage buckets, the charts' steps and their tables are;
+  // each time says so, so a reader in Tokyo does not take 14:00 UTC for 14:00 at home.
+  const dateTime = new Intl.DateTimeFormat(undefined, {
+    year: "numeric",
+    month: "short",
+    day: "numeric",
+    hour: "numeric",
+    minute: "2-digit",
+    timeZone: "UTC",
+    timeZoneName: "short",
+  });
+  const date = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" });
+  // Chart axis labels: as short as the locale writes them (11/18, 9 PM), so seven fit side by side on a
+  // phone; the axis itself says UTC.
+  const hour = new Intl.DateTimeFormat(undefined, { hour: "numeric", timeZone: "UTC" });
   const day = new Intl.DateTimeFormat(undefined, { month: "numeric", day: "numeric", timeZone: "UTC" });
   const month = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", timeZone: "UTC" });
-  const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  const clock = new Intl.DateTimeFormat(undefined, {
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+    timeZone: "UTC",
+    timeZoneName: "short",
+  });
   const formats = { datetime: dateTime, date, hour, day, month };
 
   function localise(root) {
