@@ -89,7 +89,7 @@ export function timeChart(chart: TimeChart): SafeHtml {
 <figcaption><span class="chart-title">${chart.title}</span>${legend(chart.series)}<span class="chart-step">Each step: ${stepWords(chart.stepMs)}, UTC${chart.range ? "; the last one so far (faded)" : ""}</span></figcaption>
 <svg viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${chart.id}-t ${chart.id}-d" data-points="${n}" data-nonzero="${all.filter((v) => v !== 0).length}" data-peak="${peak}">
 <title id="${chart.id}-t">${chart.title}</title><desc id="${chart.id}-d">${desc}</desc>
-${grid}${body}${labels}<text class="tick zone" x="${PAD.left - 6}" y="${H - 6}" text-anchor="end">UTC</text>
+${grid}${body}${labels}
 <line class="axis" x1="${PAD.left}" x2="${W - PAD.right}" y1="${r(y(Math.max(lo, 0)))}" y2="${r(y(Math.max(lo, 0)))}"/>
 </svg>${hasData ? dataTable(chart, fmt) : html`<p class="chart-empty">No data in this range</p>`}
 </figure>`;
@@ -186,16 +186,22 @@ function lines(
 ): SafeHtml[] {
   return chart.series.map((s, k) => {
     let d = "";
-    let pen = false;
+    // Segments to or from a partial step (the one still running) are dashed: a day half counted
+    // must not read as a fall.
+    let dashed = "";
+    let prev: string | null = null;
     const dots: SafeHtml[] = [];
     s.values.forEach((v, i) => {
       if (v === null) {
-        pen = false;
+        prev = null;
         return;
       }
+      const point = `${r(x(i) + stepW / 2)} ${r(y(v))}`;
+      const partial = (j: number) => stepTitle(chart.times[j] ?? 0, chart.stepMs, chart.range).partial;
+      if (prev !== null && (partial(i) || partial(i - 1))) dashed += `M${prev}L${point}`;
+      d += `${prev === null || partial(i) || partial(i - 1) ? "M" : "L"}${point}`;
+      prev = point;
       const cx = x(i) + stepW / 2;
-      d += `${pen ? "L" : "M"}${r(cx)} ${r(y(v))}`;
-      pen = true;
       // Dots carry the tooltips up to two months of steps; past that they would be thousands of
       // elements (half a megabyte for a year) and too dense to point at. A lone point (neighbours
       // null) always gets one, or it would not show at all.
@@ -204,7 +210,8 @@ function lines(
       const dot = html`<circle class="dot ${toneFor(s.tone, k)}" cx="${r(cx)}" cy="${r(y(v))}" r="${chart.times.length > 60 ? 1.5 : 2.5}"/>`;
       dots.push(focusable(stepTitle(chart.times[i]!, chart.stepMs, chart.range), [`${s.name}: ${fmt(v)}`], dot));
     });
-    return html`<path class="line ${toneFor(s.tone, k)}" d="${d}"/>${dots}`;
+    const tail = dashed ? html`<path class="line partial ${toneFor(s.tone, k)}" d="${dashed}"/>` : null;
+    return html`<path class="line ${toneFor(s.tone, k)}" d="${d}"/>${tail}${dots}`;
   });
 }
 

@@ -103,7 +103,13 @@ describe("partial steps", () => {
       ["7d", series("hour", 7 * 24)],
       ["365d", series("day", 365)],
     ] as const) {
-      const bars = steps(page(range, s), "overview-conversions");
+      const text = page(range, s);
+      const bars = steps(text, "overview-conversions");
+      // Lines reach the running step with a dashed segment, not a solid fall.
+      const latency = text.slice(text.indexOf('id="overview-latency"'));
+      expect(latency.slice(0, latency.indexOf("</figure>"))).toMatch(
+        /<path class="line partial s\d" d="M[\d. ]+L[\d. ]+/,
+      );
       expect(bars.at(-1)).toMatchObject({ partial: true });
       expect(bars.at(-1)!.title).toContain("so far");
       const middle = bars.slice(1, -1);
@@ -120,7 +126,7 @@ describe("one time zone, keyboard and tap", () => {
     const text = page("24h", series("hour", 24));
     const bars = steps(text, "overview-conversions");
     expect(bars.every((b) => / UTC\b/.test(b.title))).toBe(true);
-    expect(text).toContain(">UTC</text>");
+    expect(text).toContain('<span class="chart-step">Each step: hour, UTC');
     expect(text).toContain("Hour (UTC)");
     expect(text).toContain("Each step: hour, UTC; the last one so far");
   });
