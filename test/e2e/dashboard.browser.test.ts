@@ -195,16 +195,22 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     await page.mouse.move(0, 0);
     await tip.waitFor({ state: "visible" });
     expect(await tip.textContent()).toMatch(/UTC, so far — Conversions: \d+$/);
-    // From the page's last chart step, Tab goes on through the steps of the next chart.
-    await page.keyboard.press("Shift+Tab");
-    await page.keyboard.press("Tab");
+    // The arrow keys walk the chart's steps; the chart is one Tab stop, on the step last focused.
+    await page.keyboard.press("ArrowLeft");
     const focused = page.locator("g.step:focus");
     await focused.locator("text.tip").waitFor({ state: "visible" });
-    const ring = await focused
-      .locator(".bar, .dot")
-      .first()
-      .evaluate((el) => getComputedStyle(el).stroke);
+    expect(
+      await focused.evaluate(
+        (el) =>
+          el === el.parentElement!.querySelectorAll("g.step")[el.parentElement!.querySelectorAll("g.step").length - 2],
+      ),
+    ).toBe(true);
+    const ring = await focused.locator(".hit").evaluate((el) => getComputedStyle(el).stroke);
     expect(ring).not.toBe("none");
+    expect(await page.locator("#overview-conversions g.step[tabindex='0']").count()).toBe(1);
+    await page.keyboard.press("Tab");
+    // Tab leaves the steps at once, for the chart's table below it.
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Conversions as a table");
   });
 
   test("the live panel refreshes itself", async () => {

@@ -134,9 +134,10 @@ function bars(
       );
       base += v;
     });
-    if (parts.length === 0) return;
     const tip = chart.series.filter((s) => (s.values[i] ?? 0) > 0).map((s) => `${s.name}: ${fmt(s.values[i]!)}`);
-    out.push(focusable(stepTitle(t, chart.stepMs, chart.range), tip, parts));
+    // A transparent column under each step: an empty step can be tapped and a thin bar is easy to hit.
+    const hit = html`<rect class="hit" x="${r(x(i))}" y="${PAD.top}" width="${r(stepW)}" height="${H - PAD.top - PAD.bottom}"/>`;
+    out.push(focusable(stepTitle(t, chart.stepMs, chart.range), tip.length ? tip : ["none"], [hit, ...parts]));
   });
   return out;
 }
@@ -184,34 +185,44 @@ function lines(
   stepW: number,
   fmt: (n: number) => string,
 ): SafeHtml[] {
-  return chart.series.map((s, k) => {
+  const at = (i: number, v: number) => `${r(x(i) + stepW / 2)} ${r(y(v))}`;
+  const partial = (i: number) => stepTitle(chart.times[i] ?? 0, chart.stepMs, chart.range).partial;
+  const paths = chart.series.map((s, k) => {
     let d = "";
     // Segments to or from a partial step (the one still running) are dashed: a day half counted
     // must not read as a fall.
     let dashed = "";
-    let prev: string | null = null;
-    const dots: SafeHtml[] = [];
     s.values.forEach((v, i) => {
-      if (v === null) {
-        prev = null;
-        return;
-      }
-      const point = `${r(x(i) + stepW / 2)} ${r(y(v))}`;
-      const partial = (j: number) => stepTitle(chart.times[j] ?? 0, chart.stepMs, chart.range).partial;
-      if (prev !== null && (partial(i) || partial(i - 1))) dashed += `M${prev}L${point}`;
-      d += `${prev === null || partial(i) || partial(i - 1) ? "M" : "L"}${point}`;
-      prev = point;
-      const cx = x(i) + stepW / 2;
-      // Dots carry the tooltips up to two months of steps; past that they would be thousands of
-      // elements (half a megabyte for a year) and too dense to point at. A lone point (neighbours
-      // null) always gets one, or it would not show at all.
-      const lone = (s.values[i - 1] ?? null) === null && (s.values[i + 1] ?? null) === null;
-      if (chart.times.length > 62 && !lone) return;
-      const dot = html`<circle class="dot ${toneFor(s.tone, k)}" cx="${r(cx)}" cy="${r(y(v))}" r="${chart.times.length > 60 ? 1.5 : 2.5}"/>`;
-      dots.push(focusable(stepTitle(chart.times[i]!, chart.stepMs, chart.range), [`${s.name}: ${fmt(v)}`], dot));
+      if (v === null) return;
+      const prev = s.values[i - 1] ?? null;
+      const cut = partial(i) || partial(i - 1);
+      if (prev !== null && cut) dashed += `M${at(i - 1, prev)}L${at(i, v)}`;
+      d += `${prev === null || cut ? "M" : "L"}${at(i, v)}`;
     });
     const tail = dashed ? html`<path class="line partial ${toneFor(s.tone, k)}" d="${dashed}"/>` : null;
-    return html`<path class="line ${toneFor(s.tone, k)}" d="${d}"/>${tail}${dots}`;
+    return html`<path class="line ${toneFor(s.tone, k)}" d="${d}"/>${tail}`;
+  });
+  return [...paths, ...lineSteps(chart, at, fmt)];
+}
+
+// One focusable step per time with every series' dot and value. Dots carry the tooltips up to two
+// months of steps; past that they would be thousands of elements and too dense to point at. A
+// lone point (neighbours null) always gets one, or it would not show at all.
+function lineSteps(chart: TimeChart, at: (i: number, v: number) => string, fmt: (n: number) => string): SafeHtml[] {
+  const radius = chart.times.length > 60 ? 1.5 : 2.5;
+  return chart.times.flatMap((t, i) => {
+    const present = chart.series.flatMap((s, k) => {
+      const v = s.values[i] ?? null;
+      const lone = (s.values[i - 1] ?? null) === null && (s.values[i + 1] ?? null) === null;
+      return v === null || (chart.times.length > 62 && !lone) ? [] : [{ s, k, v }];
+    });
+    if (present.length === 0) return [];
+    const dots = present.map(({ s, k, v }) => {
+      const [cx, cy] = at(i, v).split(" ");
+      return html`<circle class="dot ${toneFor(s.tone, k)}" cx="${cx}" cy="${cy}" r="${radius}"/>`;
+    });
+    const values = present.map(({ s, v }) => `${s.name}: ${fmt(v)}`);
+    return [focusable(stepTitle(t, chart.stepMs, chart.range), values, dots)];
   });
 }
 

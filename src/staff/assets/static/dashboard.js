@@ -6,6 +6,7 @@
 //    data-live-pause seconds without a key press, click or scroll, so that an unattended tab lets the
 //    staff session reach its idle timeout instead of keeping it alive for ever.
 // 4. A refusal's "in N s" (data-countdown="N") counts down to "now", so the page says when to try again.
+// 5. Chart steps: one Tab stop per chart, the arrow keys (and Home, End) move between its steps.
 (() => {
   "use strict";
   // One time zone on every page: UTC, as the usage buckets, the charts' steps and their tables are;
@@ -171,10 +172,34 @@
     show();
   }
 
+  // Without script every step of a chart is a Tab stop (hundreds on a page); with it, Tab enters a
+  // chart once, on its latest step, and the arrow keys walk the steps (a roving tabindex).
+  function rove(svg) {
+    const steps = [...svg.querySelectorAll("g.step")];
+    if (steps.length < 2) return;
+    steps.forEach((step, i) => step.setAttribute("tabindex", i === steps.length - 1 ? "0" : "-1"));
+    svg.addEventListener("keydown", (event) => {
+      const at = steps.indexOf(event.target.closest("g.step"));
+      const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: steps.length - 1 }[event.key];
+      if (at < 0 || to === undefined || !steps[to]) return;
+      event.preventDefault();
+      steps[at].setAttribute("tabindex", "-1");
+      steps[to].setAttribute("tabindex", "0");
+      steps[to].focus();
+    });
+    // A tap or click on a step makes it the chart's Tab stop too.
+    svg.addEventListener("focusin", (event) => {
+      const step = event.target.closest("g.step");
+      if (!step) return;
+      for (const other of steps) other.setAttribute("tabindex", other === step ? "0" : "-1");
+    });
+  }
+
   // The outcome of the action that led here: focused, so a screen reader reads it (a status
   // present when the page loads is not announced) and the keyboard goes on from it.
   document.querySelector("[data-notice]")?.focus();
   localise(document);
   for (const panel of document.querySelectorAll("[data-live-src]")) startLive(panel);
   for (const el of document.querySelectorAll("[data-countdown]")) countDown(el);
+  for (const svg of document.querySelectorAll("figure.chart svg")) rove(svg);
 })();
