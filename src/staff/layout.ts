@@ -68,7 +68,8 @@ export function layout(page: {
 <div class="who"><span class="email" title="${page.viewer.email}">${page.viewer.email}</span>
 <form method="post" action="${INTERNAL_PREFIX}${SIGN_OUT_ROUTE}">${csrfField(page.viewer)}<button type="submit" class="small">Sign out</button></form></div>
 </div></header>
-<main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="${page.notice.kind === "error" ? "alert" : "status"}" tabindex="-1" data-notice id="${NOTICE_ID}">${page.notice.text}</p>` : null}${page.body}</main>`,
+<main id="main">${page.notice ? html`<p class="notice ${page.notice.kind}" role="${page.notice.kind === "error" ? "alert" : "status"}" tabindex="-1" data-notice id="${NOTICE_ID}">${page.notice.text}</p>` : null}${page.body}</main>
+<footer class="zone-note">Every time on these pages is UTC.</footer>`,
   );
 }
 

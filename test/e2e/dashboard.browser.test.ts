@@ -137,7 +137,7 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     });
     keys.client = await issueKey(CLIENT_EMAIL, CLIENT_SITE);
     keys.other = await issueKey("other@example.com", "https://other.example");
-    // A zone far from UTC, so the test sees that times are shown in the browser's zone.
+    // A zone far from UTC, so the test sees that times stay in UTC (and say so) whatever the browser's zone.
     browser = await openBrowser({ origin: server.url, certPem: server.ca, timezoneId: "Asia/Tokyo" });
     page = await browser.newPage();
   });
@@ -204,6 +204,37 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
       expect(new URL(page.url()).searchParams.get("range")).toBe(range);
       expect(await page.locator("[data-figure=conversions]").innerText()).toStartWith("4");
     }
+  });
+
+  test("a chart's step shows its tooltip on a tap and on Tab, with a focus ring; the running step is faded", async () => {
+    await page.goto(`${server.url}/internal/?range=24h`);
+    const steps = page.locator("#overview-conversions g.step");
+    const last = steps.last();
+    expect(await last.getAttribute("class")).toContain("partial");
+    expect(await last.locator(".bar").evaluate((el) => getComputedStyle(el).fillOpacity)).toBe("0.4");
+    const tip = last.locator("text.tip");
+    expect(await tip.isVisible()).toBe(false);
+    // A tap (here a click) focuses the step: its tooltip stays once the pointer has gone.
+    await last.locator(".bar").first().click();
+    await page.mouse.move(0, 0);
+    await tip.waitFor({ state: "visible" });
+    expect(await tip.textContent()).toMatch(/UTC, so far — Conversions: \d+$/);
+    // The arrow keys walk the chart's steps; the chart is one Tab stop, on the step last focused.
+    await page.keyboard.press("ArrowLeft");
+    const focused = page.locator("g.step:focus");
+    await focused.locator("text.tip").waitFor({ state: "visible" });
+    expect(
+      await focused.evaluate(
+        (el) =>
+          el === el.parentElement!.querySelectorAll("g.step")[el.parentElement!.querySelectorAll("g.step").length - 2],
+      ),
+    ).toBe(true);
+    const ring = await focused.locator(".hit").evaluate((el) => getComputedStyle(el).stroke);
+    expect(ring).not.toBe("none");
+    expect(await page.locator("#overview-conversions g.step[tabindex='0']").count()).toBe(1);
+    await page.keyboard.press("Tab");
+    // Tab leaves the steps at once, for the chart's table below it.
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Conversions as a table");
   });
 
   test("the live panel refreshes itself", async () => {
@@ -366,16 +397,22 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     await page.screenshot({ path: "/tmp/dash-key-1280.png", fullPage: true });
   });
 
-  test("activity shows the sign-in and the revocation; filters narrow it; times in the browser's zone", async () => {
+  test("activity shows the sign-in and the revocation; filters narrow it; times in UTC, said, though the browser is in Tokyo", async () => {
     await page.goto(`${server.url}/internal/activity`);
     const first = page.locator("tbody time").first();
     const at = new Date((await first.getAttribute("datetime"))!);
-    const tokyo = new Intl.DateTimeFormat("en-US", {
-      dateStyle: "medium",
-      timeStyle: "short",
-      timeZone: "Asia/Tokyo",
+    const utc = new Intl.DateTimeFormat("en-US", {
+      year: "numeric",
+      month: "short",
+      day: "numeric",
+      hour: "numeric",
+      minute: "2-digit",
+      timeZone: "UTC",
+      timeZoneName: "short",
     }).format(at);
-    expect(await first.innerText()).toBe(tokyo);
+    expect(await first.innerText()).toBe(utc);
+    expect(utc).toEndWith("UTC");
+    expect(await page.locator("footer.zone-note").innerText()).toBe("Every time on these pages is UTC.");
     const text = await page.locator("tbody").innerText();
     // Plain words, with the raw type under them for searching the log.
     expect(text).toContain("Key revoked\nkey.revoked");

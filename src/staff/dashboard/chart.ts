@@ -3,18 +3,24 @@
  * (the CSP forbids it; colours come from classes in dashboard.css, so dark mode follows). Each
  * chart is a <figure> with a caption, a legend, an SVG with <title>/<desc> for screen readers and
  * one <title> tooltip per step. Axis times are <text data-t> elements the page script rewrites in
- * the browser's time zone.
+ * the browser's language, still in UTC like every time on the dashboard.
  */
 
 import { DAY_MS } from "../../core/durations.ts";
 import { html, type SafeHtml } from "../../core/html.ts";
 import { breakable } from "./components.ts";
 import { count, utcDate, utcText } from "./format.ts";
+import { toneFor } from "./palette.ts";
+import { stepTitle, stepWords } from "./steps.ts";
+
+export { type SplitChart, splitChart, wholePercents } from "./split-chart.ts";
 
 /** One line or bar series; `values[i]` belongs to `times[i]` (null = no value, the line breaks). */
 export interface ChartSeries {
   name: string;
   values: readonly (number | null)[];
+  /** Colour class of an identity (palette.ts); without it, the series' place picks one. */
+  tone?: string;
 }
 
 /** A chart of values over time. */
@@ -30,20 +36,14 @@ export interface TimeChart {
   format?: (n: number) => string;
   /** Bars stack the series (counts per step); lines suit sizes, ratios and latencies. */
   kind: "bars" | "lines";
+  /** The range's [from, to): steps cut by `from` or still running at `to` are drawn as partial. */
+  range?: { from: number; to: number };
 }
 
-/** Splits such as conversions by format and by quality: one group of horizontal bars per part. */
-export interface SplitChart {
-  id: string;
-  title: string;
-  parts: readonly { title: string; items: readonly { label: string; value: number }[] }[];
-  format?: (n: number) => string;
-}
-
-const W = 400;
+/** The SVG's width in user units (the split charts share it). */
+export const W = 400;
 const H = 180;
 const PAD = { left: 56, right: 8, top: 10, bottom: 24 };
-const TONES = 6;
 
 /** A time-series chart (see the module comment). */
 export function timeChart(chart: TimeChart): SafeHtml {
@@ -82,11 +82,11 @@ export function timeChart(chart: TimeChart): SafeHtml {
       : lines(chart, x, y, plotW / Math.max(n, 1), fmt);
   const peak = totals.length ? Math.max(...totals) : 0;
   const desc = hasData
-    ? `${chart.series.map((s) => `${s.name}: ${summary(s.values, chart.kind, fmt)}`).join("; ")}. ${n} steps of ${chart.stepMs >= DAY_MS ? "a day" : "an hour"}.`
+    ? `${chart.series.map((s) => `${s.name}: ${summary(s.values, chart.kind, fmt)}`).join("; ")}. ${n} steps (each: ${stepWords(chart.stepMs)}, UTC).`
     : "No data in this range.";
 
   return html`<figure class="chart" id="${chart.id}">
-<figcaption><span class="chart-title">${chart.title}</span>${legend(chart.series.map((s) => s.name))}</figcaption>
+<figcaption><span class="chart-title">${chart.title}</span>${legend(chart.series)}<span class="chart-step">Each step: ${stepWords(chart.stepMs)}, UTC${chart.range ? "; the last one so far (faded)" : ""}</span></figcaption>
 <svg viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${chart.id}-t ${chart.id}-d" data-points="${n}" data-nonzero="${all.filter((v) => v !== 0).length}" data-peak="${peak}">
 <title id="${chart.id}-t">${chart.title}</title><desc id="${chart.id}-d">${desc}</desc>
 ${grid}${body}${labels}
@@ -100,6 +100,7 @@ ${grid}${body}${labels}
 // are plain UTC text, the buckets' own zone: no <time> element per row for the script to rewrite.
 function dataTable(chart: TimeChart, fmt: (n: number) => string): SafeHtml {
   const daily = chart.stepMs >= DAY_MS;
+  const head = chart.stepMs >= 7 * DAY_MS ? "Week from" : daily ? "Day" : "Hour";
   const rows = chart.times.flatMap((t, i) =>
     chart.series.some((s) => (s.values[i] ?? 0) !== 0)
       ? [
@@ -109,36 +110,7 @@ function dataTable(chart: TimeChart, fmt: (n: number) => string): SafeHtml {
   );
   // Names such as error codes (UNSUPPORTED_FORMAT) wrap at their underscores, so the columns fit the chart's width.
   return html`<details class="chart-data"><summary>${chart.title} as a table</summary><div class="table-wrap compact" tabindex="0" role="region" aria-labelledby="${chart.id}-table">
-<table><caption class="sr-only" id="${chart.id}-table">${chart.title}, steps with a value</caption><thead><tr><th scope="col">${daily ? "Day" : "Hour"} (UTC)</th>${chart.series.map((s) => html`<th scope="col" class="num">${breakable(s.name)}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
-}
-
-/** One figure with a group of horizontal bars per part, the value and share written at the end. */
-export function splitChart(chart: SplitChart): SafeHtml {
-  const fmt = chart.format ?? count;
-  const parts = chart.parts.map((part, p) => {
-    const id = `${chart.id}-${p}`;
-    const total = part.items.reduce((s, i) => s + i.value, 0);
-    const max = Math.max(0, ...part.items.map((i) => i.value));
-    const rowH = 26;
-    const labelW = 125;
-    const barW = W - labelW - 110;
-    const shares = wholePercents(part.items.map((i) => i.value));
-    const rows = part.items.map((item, i) => {
-      const w = max > 0 ? Math.max(item.value > 0 ? 2 : 0, (item.value / max) * barW) : 0;
-      const share = total > 0 ? ` (${shares[i]} %)` : "";
-      return html`<g><title>${item.label}: ${fmt(item.value)}${share}</title>
-<text class="label" x="0" y="${i * rowH + 17}">${item.label}</text>
-<rect class="bar s${i % TONES}" x="${labelW}" y="${i * rowH + 5}" width="${r(w)}" height="16" rx="3"/>
-<text class="value" x="${W}" y="${i * rowH + 17}" text-anchor="end">${fmt(item.value)}${share}</text></g>`;
-    });
-    const svg =
-      part.items.length === 0
-        ? html`<p class="chart-empty">Nothing converted in this range</p>`
-        : html`<svg viewBox="0 0 ${W} ${part.items.length * rowH + 4}" role="img" aria-labelledby="${id}-t ${id}-d" data-points="${part.items.length}" data-nonzero="${part.items.filter((i) => i.value !== 0).length}">
-<title id="${id}-t">${part.title}</title><desc id="${id}-d">${part.items.map((i) => `${i.label}: ${fmt(i.value)}`).join("; ")}</desc>${rows}</svg>`;
-    return html`<div class="split-part"><p class="split-title">${part.title}</p>${svg}</div>`;
-  });
-  return html`<figure class="chart split" id="${chart.id}"><figcaption><span class="chart-title">${chart.title}</span></figcaption>${parts}</figure>`;
+<table><caption class="sr-only" id="${chart.id}-table">${chart.title}, steps with a value</caption><thead><tr><th scope="col">${head} (UTC)</th>${chart.series.map((s) => html`<th scope="col" class="num">${breakable(s.name)}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
 }
 
 function bars(
@@ -158,22 +130,32 @@ function bars(
       const v = s.values[i] ?? 0;
       if (v <= 0) return;
       parts.push(
-        html`<rect class="bar s${k % TONES}" x="${r(x(i) + gap / 2)}" y="${r(y(base + v))}" width="${r(Math.max(stepW - gap, 0.5))}" height="${r(y(base) - y(base + v))}"/>`,
+        html`<rect class="bar ${toneFor(s.tone, k)}" x="${r(x(i) + gap / 2)}" y="${r(y(base + v))}" width="${r(Math.max(stepW - gap, 0.5))}" height="${r(y(base) - y(base + v))}"/>`,
       );
       base += v;
     });
-    if (parts.length === 0) return;
-    const tip = chart.series
-      .filter((s) => (s.values[i] ?? 0) > 0)
-      .map((s) => `${s.name}: ${fmt(s.values[i]!)}`)
-      .join(", ");
-    out.push(html`<g><title>${utcText(t, chart.stepMs < DAY_MS)} — ${tip}</title>${parts}</g>`);
+    const tip = chart.series.filter((s) => (s.values[i] ?? 0) > 0).map((s) => `${s.name}: ${fmt(s.values[i]!)}`);
+    // A transparent column under each step: an empty step can be tapped and a thin bar is easy to hit.
+    const hit = html`<rect class="hit" x="${r(x(i))}" y="${PAD.top}" width="${r(stepW)}" height="${H - PAD.top - PAD.bottom}"/>`;
+    out.push(focusable(stepTitle(t, chart.stepMs, chart.range), tip.length ? tip : ["none"], [hit, ...parts]));
   });
   return out;
 }
 
 // Long series: one path per series (a year of steps as separate elements with tooltips weighed
 // hundreds of kilobytes); the figure's description still gives totals and peaks.
+// One step as a group that takes focus (Tab, or a tap on a touch screen), with its tooltip both
+// as <title> (hover, screen readers) and as text shown while focused: nothing is hover-only. The
+// text sits just above the plot, where no later step's bars can paint over it.
+function focusable(
+  when: { text: string; partial: boolean },
+  lines: readonly string[],
+  drawn: SafeHtml | SafeHtml[],
+): SafeHtml {
+  const tip = [when.text, ...lines];
+  return html`<g class="step${when.partial ? " partial" : ""}" tabindex="0"><title>${tip.join(" — ")}</title>${drawn}<text class="tip" x="${W - PAD.right}" y="-4" text-anchor="end">${tip.join(" — ")}</text></g>`;
+}
+
 function barPaths(
   chart: TimeChart,
   x: (i: number) => number,
@@ -192,7 +174,7 @@ function barPaths(
       d += `M${r(x(i) + gap / 2)} ${top}h${w}V${r(y(base[i]!))}h-${w}Z`;
       base[i]! += v;
     });
-    return html`<path class="bar s${k % TONES}" d="${d}"/>`;
+    return html`<path class="bar ${toneFor(s.tone, k)}" d="${d}"/>`;
   });
 }
 
@@ -203,34 +185,50 @@ function lines(
   stepW: number,
   fmt: (n: number) => string,
 ): SafeHtml[] {
-  return chart.series.map((s, k) => {
+  const at = (i: number, v: number) => `${r(x(i) + stepW / 2)} ${r(y(v))}`;
+  const partial = (i: number) => stepTitle(chart.times[i] ?? 0, chart.stepMs, chart.range).partial;
+  const paths = chart.series.map((s, k) => {
     let d = "";
-    let pen = false;
-    const dots: SafeHtml[] = [];
+    // Segments to or from a partial step (the one still running) are dashed: a day half counted
+    // must not read as a fall.
+    let dashed = "";
     s.values.forEach((v, i) => {
-      if (v === null) {
-        pen = false;
-        return;
-      }
-      const cx = x(i) + stepW / 2;
-      d += `${pen ? "L" : "M"}${r(cx)} ${r(y(v))}`;
-      pen = true;
-      // Dots carry the tooltips up to two months of steps; past that they would be thousands of
-      // elements (half a megabyte for a year) and too dense to point at. A lone point (neighbours
-      // null) always gets one, or it would not show at all.
-      const lone = (s.values[i - 1] ?? null) === null && (s.values[i + 1] ?? null) === null;
-      if (chart.times.length > 62 && !lone) return;
-      dots.push(
-        html`<circle class="dot s${k % TONES}" cx="${r(cx)}" cy="${r(y(v))}" r="${chart.times.length > 60 ? 1.5 : 2.5}"><title>${utcText(chart.times[i]!, chart.stepMs < DAY_MS)} — ${s.name}: ${fmt(v)}</title></circle>`,
-      );
+      if (v === null) return;
+      const prev = s.values[i - 1] ?? null;
+      const cut = partial(i) || partial(i - 1);
+      if (prev !== null && cut) dashed += `M${at(i - 1, prev)}L${at(i, v)}`;
+      d += `${prev === null || cut ? "M" : "L"}${at(i, v)}`;
     });
-    return html`<path class="line s${k % TONES}" d="${d}"/>${dots}`;
+    const tail = dashed ? html`<path class="line partial ${toneFor(s.tone, k)}" d="${dashed}"/>` : null;
+    return html`<path class="line ${toneFor(s.tone, k)}" d="${d}"/>${tail}`;
+  });
+  return [...paths, ...lineSteps(chart, at, fmt)];
+}
+
+// One focusable step per time with every series' dot and value. Dots carry the tooltips up to two
+// months of steps; past that they would be thousands of elements and too dense to point at. A
+// lone point (neighbours null) always gets one, or it would not show at all.
+function lineSteps(chart: TimeChart, at: (i: number, v: number) => string, fmt: (n: number) => string): SafeHtml[] {
+  const radius = chart.times.length > 60 ? 1.5 : 2.5;
+  return chart.times.flatMap((t, i) => {
+    const present = chart.series.flatMap((s, k) => {
+      const v = s.values[i] ?? null;
+      const lone = (s.values[i - 1] ?? null) === null && (s.values[i + 1] ?? null) === null;
+      return v === null || (chart.times.length > 62 && !lone) ? [] : [{ s, k, v }];
+    });
+    if (present.length === 0) return [];
+    const dots = present.map(({ s, k, v }) => {
+      const [cx, cy] = at(i, v).split(" ");
+      return html`<circle class="dot ${toneFor(s.tone, k)}" cx="${cx}" cy="${cy}" r="${radius}"/>`;
+    });
+    const values = present.map(({ s, v }) => `${s.name}: ${fmt(v)}`);
+    return [focusable(stepTitle(t, chart.stepMs, chart.range), values, dots)];
   });
 }
 
-function legend(names: readonly string[]): SafeHtml | null {
-  if (names.length < 2) return null;
-  return html`<span class="legend">${names.map((name, k) => html`<span class="key"><span class="swatch s${k % TONES}" aria-hidden="true"></span>${name}</span>`)}</span>`;
+function legend(series: readonly ChartSeries[]): SafeHtml | null {
+  if (series.length < 2 && series[0]?.tone === undefined) return null;
+  return html`<span class="legend">${series.map((s, k) => html`<span class="key"><span class="swatch ${toneFor(s.tone, k)}" aria-hidden="true"></span>${s.name}</span>`)}</span>`;
 }
 
 function summary(values: readonly (number | null)[], kind: TimeChart["kind"], fmt: (n: number) => string): string {
@@ -239,23 +237,6 @@ function summary(values: readonly (number | null)[], kind: TimeChart["kind"], fm
   const max = Math.max(...present);
   if (kind === "bars") return `total ${fmt(present.reduce((a, b) => a + b, 0))}, peak ${fmt(max)} per step`;
   return `from ${fmt(Math.min(...present))} to ${fmt(max)}`;
-}
-
-/**
- * Whole percentages of each value's share of their sum that add up to exactly 100 (the largest
- * remainders get the spare points: 62.5 % and 37.5 % read 63 and 37, not 63 and 38). With a
- * negative value, or no total, each is simply rounded.
- */
-export function wholePercents(values: readonly number[]): number[] {
-  const total = values.reduce((a, b) => a + b, 0);
-  if (total <= 0 || values.some((v) => v < 0))
-    return values.map((v) => (total === 0 ? 0 : Math.round((v / total) * 100)));
-  const exact = values.map((v) => (v / total) * 100);
-  const whole = exact.map(Math.floor);
-  const spare = 100 - whole.reduce((a, b) => a + b, 0);
-  const byRemainder = exact.map((e, i) => [e - whole[i]!, i] as const).sort((a, b) => b[0] - a[0]);
-  for (let k = 0; k < spare; k++) whole[byRemainder[k]![1]]!++;
-  return whole;
 }
 
 /** Round tick values covering [lo, hi]: 0 and up to four steps of 1, 2, 2.5 or 5 × 10ⁿ, each at least `minStep`. */
@@ -287,7 +268,7 @@ function timeLabels(times: readonly number[], midnights: boolean): number[] {
 
 type AxisUnit = "hour" | "day" | "month";
 
-// The UTC fallback the page script replaces with the browser's own (see dashboard.js).
+// The UTC text shown without script; the page script writes it in the browser's language (see dashboard.js).
 function axisText(t: number, unit: AxisUnit): string {
   const s = new Date(t).toISOString();
   return unit === "month" ? s.slice(0, 7) : unit === "day" ? s.slice(5, 10) : s.slice(11, 16);
@@ -298,6 +279,7 @@ function tick(text: string): string {
   return text.replace(/\.0(?=\D|$)/, "");
 }
 
-function r(v: number): number {
+/** A coordinate rounded to a tenth: shorter SVG, same picture. */
+export function r(v: number): number {
   return Math.round(v * 10) / 10;
 }

@@ -22,7 +22,7 @@ export function cards(figures: readonly Figure[]): SafeHtml {
   )}</dl>`;
 }
 
-/** A time in the browser's zone (the script rewrites the UTC fallback); a dash for none. */
+/** A time in UTC (the script writes it in the browser's language, naming UTC); "never" for none. */
 export function time(ms: number | null, format: "datetime" | "date" = "datetime"): SafeHtml {
   if (ms === null) return html`<span class="muted">never</span>`;
   return html`<time datetime="${iso(ms)}" data-f="${format}">${utcText(ms, format === "datetime")}</time>`;

@@ -4,37 +4,45 @@ import type { RefusedClient, RefusedCodes, RefusedPoint } from "../../data/usage
 import { timeChart } from "./chart.ts";
 import { breakable, emailAddress, empty, table, time } from "./components.ts";
 import { count } from "./format.ts";
+import { topWithOther } from "./palette.ts";
+import { barStep, regroup, sumByCode } from "./steps.ts";
 
 /** The refused requests of a range as a page shows them. */
 export interface RefusedView {
   codes: RefusedCodes;
   points: RefusedPoint[];
   stepMs: number;
+  /** The range [from, to) the points cover; `to` ends the step still running. */
+  from: number;
+  to: number;
   /** The most refused clients (overview only). */
   top?: RefusedClient[];
   /** Days the top clients cover when shorter than the range (null: the whole range). */
   topDays?: number | null;
 }
 
-/** Codes drawn with their own colour; the rest are summed as "other". */
-const SHOWN_CODES = 5;
-
 /** "Rejected requests" by code over time: the public routes' 401/403/413/415/429 answers. */
 export function refusedChart(id: string, v: RefusedView): SafeHtml {
-  const shown = v.codes.byCode.slice(0, SHOWN_CODES).map((c) => c.code);
-  const series = shown.map((code) => ({ name: code, values: v.points.map((p) => p.byCode[code] ?? 0) }));
-  if (v.codes.byCode.length > shown.length)
-    series.push({
-      name: "other",
-      values: v.points.map((p) => p.total - shown.reduce((s, c) => s + (p.byCode[c] ?? 0), 0)),
-    });
+  // Bars as on the usage charts: at most about 60 (steps.ts).
+  const step = barStep(v.stepMs, v.to - v.from);
+  const points = regroup(v.points, step, (group, t) => ({
+    t,
+    total: group.reduce((s, p) => s + p.total, 0),
+    byCode: sumByCode(group.map((p) => p.byCode)),
+  }));
+  const series = topWithOther(
+    v.codes.byCode.map((c) => c.code),
+    (code) => points.map((p) => p.byCode[code] ?? 0),
+    points.map((p) => p.total),
+  );
   return timeChart({
     id,
     title: "Rejected requests by code",
     kind: "bars",
-    times: v.points.map((p) => p.t),
-    stepMs: v.stepMs,
-    series: series.length ? series : [{ name: "Rejected", values: v.points.map((p) => p.total) }],
+    times: points.map((p) => p.t),
+    stepMs: step.ms,
+    range: { from: v.from, to: v.to },
+    series: series.length ? series : [{ name: "Rejected", values: points.map((p) => p.total) }],
   });
 }
 

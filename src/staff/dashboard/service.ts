@@ -167,7 +167,14 @@ export class DashboardService {
           ),
     ]);
     const topDays = range.to - range.from > TOP_REFUSED_DAYS * DAY_MS ? TOP_REFUSED_DAYS : null;
-    return { codes, points, stepMs: stepMs(range.step), ...(clients ? { top: clients, topDays } : {}) };
+    return {
+      codes,
+      points,
+      stepMs: stepMs(range.step),
+      from: range.from,
+      to: range.to,
+      ...(clients ? { top: clients, topDays } : {}),
+    };
   }
 
   /** The audit trail filtered by type, actor and UTC days, newest first, one page. */

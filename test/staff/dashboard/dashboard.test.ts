@@ -129,6 +129,8 @@ const refused: RefusedView = {
   },
   points: [{ t: T, total: 5, byCode: { INVALID_SIGNATURE: 4, "<b>X</b>": 1 } }],
   stepMs: 3_600_000,
+  from: T,
+  to: T + 3_600_000,
   top: [
     {
       kind: "key",

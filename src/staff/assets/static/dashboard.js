@@ -1,22 +1,38 @@
 // imgpress dashboard behaviour, loaded by every staff page (no inline script: the CSP forbids it).
-// 1. Times in the browser's time zone: <time datetime> and chart labels/tooltips with data-t.
+// 1. Times in the browser's language, in UTC (named): <time datetime> and chart labels with data-t.
 // 2. A confirmation before forms that carry data-confirm (e.g. Revoke) are submitted.
 // 3. The live panel: polls the URL in data-live-src (and its sparklines, server-drawn HTML from
 //    data-spark-src) every data-live-every seconds, and pauses after
 //    data-live-pause seconds without a key press, click or scroll, so that an unattended tab lets the
 //    staff session reach its idle timeout instead of keeping it alive for ever.
 // 4. A refusal's "in N s" (data-countdown="N") counts down to "now", so the page says when to try again.
+// 5. Chart steps: one Tab stop per chart, the arrow keys (and Home, End) move between its steps.
 (() => {
   "use strict";
-  const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-  const date = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
-  // Chart axis labels: as short as the locale writes them (11/18, 9 PM), so seven fit side by side on a phone.
-  const hour = new Intl.DateTimeFormat(undefined, { hour: "numeric" });
-  // Day and month labels mark UTC midnights (the buckets are UTC days): written in UTC, they name the
-  // day the bar and its table row hold, not the evening before west of Greenwich.
+  // One time zone on every page: UTC, as the usage buckets, the charts' steps and their tables are;
+  // each time says so, so a reader in Tokyo does not take 14:00 UTC for 14:00 at home.
+  const dateTime = new Intl.DateTimeFormat(undefined, {
+    year: "numeric",
+    month: "short",
+    day: "numeric",
+    hour: "numeric",
+    minute: "2-digit",
+    timeZone: "UTC",
+    timeZoneName: "short",
+  });
+  const date = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" });
+  // Chart axis labels: as short as the locale writes them (11/18, 9 PM), so seven fit side by side on a
+  // phone; the axis itself says UTC.
+  const hour = new Intl.DateTimeFormat(undefined, { hour: "numeric", timeZone: "UTC" });
   const day = new Intl.DateTimeFormat(undefined, { month: "numeric", day: "numeric", timeZone: "UTC" });
   const month = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", timeZone: "UTC" });
-  const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  const clock = new Intl.DateTimeFormat(undefined, {
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+    timeZone: "UTC",
+    timeZoneName: "short",
+  });
   const formats = { datetime: dateTime, date, hour, day, month };
 
   function localise(root) {
@@ -156,10 +172,34 @@
     show();
   }
 
+  // Without script every step of a chart is a Tab stop (hundreds on a page); with it, Tab enters a
+  // chart once, on its latest step, and the arrow keys walk the steps (a roving tabindex).
+  function rove(svg) {
+    const steps = [...svg.querySelectorAll("g.step")];
+    if (steps.length < 2) return;
+    steps.forEach((step, i) => step.setAttribute("tabindex", i === steps.length - 1 ? "0" : "-1"));
+    svg.addEventListener("keydown", (event) => {
+      const at = steps.indexOf(event.target.closest("g.step"));
+      const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: steps.length - 1 }[event.key];
+      if (at < 0 || to === undefined || !steps[to]) return;
+      event.preventDefault();
+      steps[at].setAttribute("tabindex", "-1");
+      steps[to].setAttribute("tabindex", "0");
+      steps[to].focus();
+    });
+    // A tap or click on a step makes it the chart's Tab stop too.
+    svg.addEventListener("focusin", (event) => {
+      const step = event.target.closest("g.step");
+      if (!step) return;
+      for (const other of steps) other.setAttribute("tabindex", other === step ? "0" : "-1");
+    });
+  }
+
   // The outcome of the action that led here: focused, so a screen reader reads it (a status
   // present when the page loads is not announced) and the keyboard goes on from it.
   document.querySelector("[data-notice]")?.focus();
   localise(document);
   for (const panel of document.querySelectorAll("[data-live-src]")) startLive(panel);
   for (const el of document.querySelectorAll("[data-countdown]")) countDown(el);
+  for (const svg of document.querySelectorAll("figure.chart svg")) rove(svg);
 })();

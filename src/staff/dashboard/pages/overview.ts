@@ -1,4 +1,3 @@
-import { stepMs } from "../../../core/durations.ts";
 import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, CONVERT_PATH, INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 import type { Overview, Series } from "../../../data/usage/model.ts";
@@ -8,8 +7,10 @@ import { splitChart, timeChart } from "../chart.ts";
 import { cards, empty } from "../components.ts";
 import { bytes, count, GUARD_HELP, ms, percent, ratio } from "../format.ts";
 import { type HealthVerdict, healthLine } from "../health.ts";
+import { toneOf, topWithOther } from "../palette.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart, topRefused } from "../refused.ts";
+import { coarseSeries } from "../steps.ts";
 import { type LiveView, liveSection } from "./live.ts";
 
 /** Everything the overview page shows. */
@@ -81,18 +82,17 @@ export function figures(o: Overview, previous?: { overview: Overview; period: st
 
 /** The time-series charts of a range (conversions, bytes, savings, errors by code, latency). */
 export function seriesCharts(prefix: string, series: Series, errorCodes: readonly string[]): SafeHtml[] {
-  const p = series.points;
+  // At most about 60 bars at any range (a week in 3-hour bars, a year in weeks): regrouped in memory.
+  const coarse = coarseSeries(series);
+  const p = coarse.points;
   const times = p.map((x) => x.t);
-  const base = { times, stepMs: stepMs(series.step) };
-  // A handful of codes get their own colour; the rest are summed as "other".
-  const shown = errorCodes.slice(0, 5);
-  const errorSeries = shown.map((code) => ({ name: code, values: p.map((x) => x.errorsByCode[code] ?? 0) }));
-  if (errorCodes.length > shown.length) {
-    errorSeries.push({
-      name: "other",
-      values: p.map((x) => x.errors - shown.reduce((s, c) => s + (x.errorsByCode[c] ?? 0), 0)),
-    });
-  }
+  const base = { times, stepMs: coarse.stepMs, range: { from: series.from, to: series.to } };
+  // The busiest codes in their own colours, the rest summed as "other" (palette.ts).
+  const errorSeries = topWithOther(
+    errorCodes,
+    (code) => p.map((x) => x.errorsByCode[code] ?? 0),
+    p.map((x) => x.errors),
+  );
   return [
     timeChart({
       ...base,
@@ -145,7 +145,9 @@ export function seriesCharts(prefix: string, series: Series, errorCodes: readonl
 /** Conversions split by format and by quality, in one figure. */
 export function splitCharts(prefix: string, o: Overview): SafeHtml {
   const items = <T extends { conversions: number }>(rows: T[], label: (r: T) => string) =>
-    [...rows].sort((a, b) => b.conversions - a.conversions).map((r) => ({ label: label(r), value: r.conversions }));
+    [...rows]
+      .sort((a, b) => b.conversions - a.conversions)
+      .map((r) => ({ label: label(r), value: r.conversions, tone: toneOf(label(r)) }));
   return splitChart({
     id: `${prefix}-split`,
     title: "Conversions by format and quality",
