@@ -13,6 +13,7 @@ import { createLogger } from "../../../src/core/log.ts";
 import { latencyBin, latencyQuantile } from "../../../src/data/usage/latency.ts";
 import { KeyDetail, KeysPage, Overview, Series } from "../../../src/data/usage/model.ts";
 import { UsageRecorder } from "../../../src/data/usage/recorder.ts";
+import { GUARD_HELP } from "../../../src/staff/dashboard/format.ts";
 import { convertForm, postBearer, postSigned } from "../../support/convert-helpers.ts";
 import { seedDemoData } from "../../support/demo-usage.ts";
 import { createHarness, type Harness, T0 } from "../../support/harness.ts";
@@ -349,13 +350,15 @@ describe("recording real conversions", () => {
       const perLossy = (expected / lossy).toFixed(2);
       const page = await g.request("GET", "/internal/?range=24h", { ip: LOOPBACK, headers: { cookie: staff.cookie } });
       expect(page.text).toContain(
-        `data-figure="guard-encodes">${expected}<span class="sub">re-encodes · ${perLossy} per lossy conversion</span>`,
+        `data-figure="guard-encodes">${expected}<span class="sub">${perLossy} per lossy conversion</span>`,
       );
       const keyPage = await g.request("GET", `/internal/keys/${list.body.rows[0].id}?range=24h`, {
         ip: LOOPBACK,
         headers: { cookie: staff.cookie },
       });
-      expect(keyPage.text).toContain(`<dt>All-time quality guard re-encodes</dt><dd class="num-left">${expected}</dd>`);
+      expect(keyPage.text).toContain(
+        `<dt title="${GUARD_HELP}">All-time extra encodes to keep quality</dt><dd class="num-left">${expected}</dd>`,
+      );
       expect(keyPage.text).toContain(`data-figure="guard-encodes">${expected}<`);
     } finally {
       await g.close();
