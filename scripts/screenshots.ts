@@ -108,7 +108,8 @@ try {
     await shoot("keys", "/internal/keys?sort=conversions");
     await page.goto(`${server.url}/internal/keys?sort=conversions`);
     const keyPath = await page.locator("tbody tr a").first().getAttribute("href");
-    await shoot("key", `${keyPath}?range=7d`);
+    // The row's link carries the list's filter (its query), so the range joins it.
+    await shoot("key", `${keyPath}${keyPath?.includes("?") ? "&" : "?"}range=7d`);
     await shoot("activity", "/internal/activity");
     await shoot("settings", "/internal/settings");
     if (browser.problems().length) throw new Error(`browser problems: ${browser.problems().join("; ")}`);
