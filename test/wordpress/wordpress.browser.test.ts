@@ -340,7 +340,12 @@ describe.skipIf(!ready)("the imgpress plugin in a real WordPress", () => {
       clearInterval(watch);
     }
     await page.screenshot({ path: join(scratch, "5-bulk-done.png") });
-    expect(seen.size).toBeGreaterThanOrEqual(4);
+    // The bar moved: from where it started, through a value short of 100 (at least the stalled one),
+    // to 100. On a fast machine a batch may take it from the stall to 100 between two readings.
+    const values = [...seen].map(Number);
+    expect(values.some((v) => v > 0 && v < 100)).toBe(true);
+    expect(values).toContain(100);
+    expect(seen.size).toBeGreaterThanOrEqual(3);
     expect(wp.sql("SELECT COUNT(*) FROM wp_postmeta WHERE meta_key = '_imgpress_done'").trim()).toBe(
       String(OLD_ATTACHMENTS + 1),
     );
