@@ -25,11 +25,13 @@ export const bunRuntime: Runtime = {
       reusePort: false,
       fetch: async (request, srv) => {
         const ip = srv.requestIP(request)?.address;
-        if (!request.body) return options.fetch(request, ip);
-        // A body refused part-way (413 on a streamed upload) is read to its end, within bounds,
-        // before the answer goes out: Bun closes a connection whose body is unread, and a client
-        // still sending gets "broken pipe" instead of the JSON. A body refused before it is read
-        // is not waited for: curl and PHP wait for the answer to "Expect: 100-continue".
+        // A streamed body (no Content-Length) refused part-way (413) is read to its end, within
+        // bounds, before the answer goes out: Bun closes a connection whose body is unread, and a
+        // client still sending gets "broken pipe" instead of the JSON. A declared body is refused
+        // before it is read or read whole, so it goes to the app as it came (no extra stream on the
+        // conversion path); one refused before it is read is not waited for: curl and PHP wait for
+        // the answer to "Expect: 100-continue".
+        if (!request.body || request.headers.has("content-length")) return options.fetch(request, ip);
         const body = refusableBody(request.body, options.idleTimeoutS * 1000);
         const response = await options.fetch(
           new Request(request, { body: body.stream, duplex: "half" } as RequestInit),
