@@ -7,9 +7,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { AuditLog } from "../src/data/audit/service.ts";
 import { boot } from "../src/server/boot.ts";
 import { openBrowser } from "../test/support/browser.ts";
+import { seedDemoAudit } from "../test/support/demo-audit.ts";
 import { seedDemoData } from "../test/support/demo-usage.ts";
 import { startServer } from "../test/support/server.ts";
 import { extractOtp, startSmtpSink } from "../test/support/smtp.ts";
@@ -36,38 +36,10 @@ try {
     write: () => {},
   });
   const seeded = await seedDemoData(store.db, { keys: 240, days: 400, busyKeys: 24, now, seed: 7 });
-  // A plausible audit trail for the activity page: colleagues added, keys issued and revoked.
-  let at = now - 6 * 86_400_000;
-  const audit = new AuditLog(store, () => (at += 3_917_000));
-  await audit.record({ type: "staff.added", actor: "cli", subject: "ops@example.com" });
-  for (let i = 0; i < 14; i++)
-    await audit.record({
-      type: "key.issued",
-      actor: "",
-      subject: `key_demo${i}`,
-      clientAddress: `203.0.113.${10 + i}`,
-    });
-  await audit.record({
-    type: "staff.sign_in_failed",
-    actor: "",
-    subject: "intruder@example.net",
-    clientAddress: "198.51.100.7",
-    detail: { reason: "not staff" },
-  });
-  await audit.record({
-    type: "key.revoked",
-    actor: "ops@example.com",
-    subject: "key_demo3",
-    clientAddress: "192.168.1.20",
-  });
-  await audit.record({
-    type: "staff.added",
-    actor: "ops@example.com",
-    subject: "colleague@example.com",
-    clientAddress: "192.168.1.20",
-  });
+  // The activity page's trail: events shaped as the real flows write them, over the demo keys.
+  const events = await seedDemoAudit(store, { now });
   store.close();
-  say(`seeded ${seeded.keys} keys and ${seeded.buckets} hourly buckets`);
+  say(`seeded ${seeded.keys} keys, ${seeded.buckets} hourly buckets and ${events} audit events`);
 
   const server = await startServer({ dataDir, env: { IMGPRESS_SMTP_URL: sink.url, IMGPRESS_STAFF_EMAILS: STAFF } });
   const browser = await openBrowser({ origin: server.url, certPem: server.ca });
