@@ -21,6 +21,8 @@ export interface ChartSeries {
   values: readonly (number | null)[];
   /** Colour class of an identity (palette.ts); without it, the series' place picks one. */
   tone?: string;
+  /** The answer code a plain-words name stands for: the legend's tooltip, for searching the logs. */
+  code?: string;
 }
 
 /** A chart of values over time. */
@@ -228,7 +230,7 @@ function lineSteps(chart: TimeChart, at: (i: number, v: number) => string, fmt: 
 
 function legend(series: readonly ChartSeries[]): SafeHtml | null {
   if (series.length < 2 && series[0]?.tone === undefined) return null;
-  return html`<span class="legend">${series.map((s, k) => html`<span class="key"><span class="swatch ${toneFor(s.tone, k)}" aria-hidden="true"></span>${s.name}</span>`)}</span>`;
+  return html`<span class="legend">${series.map((s, k) => html`<span class="key"${s.code ? html` title="${s.code}" data-code="${s.code}"` : null}><span class="swatch ${toneFor(s.tone, k)}" aria-hidden="true"></span>${s.name}</span>`)}</span>`;
 }
 
 function summary(values: readonly (number | null)[], kind: TimeChart["kind"], fmt: (n: number) => string): string {

@@ -92,3 +92,48 @@ export function eventLabel(type: string): string {
 /** What the "Extra encodes to keep quality" figure counts (the quality guard of docs/api.md). */
 export const GUARD_HELP =
   "Quality guard: when a lossy image would lose visible detail, imgpress encodes it again at a higher quality. This counts those extra encodes.";
+
+// What each answer code means, in a few words; the code itself stays beside it for log searches.
+const CODE_LABELS: Record<string, string> = {
+  INVALID_IMAGE: "Not a readable image",
+  UNSUPPORTED_FORMAT: "Not a JPEG or PNG",
+  IMAGE_TOO_LARGE: "Too many pixels",
+  FILE_TOO_LARGE: "File too large",
+  CONVERSION_FAILED: "Conversion failed",
+  CONVERSION_TIMEOUT: "Conversion too slow",
+  SERVER_BUSY: "Server busy",
+  TOO_MANY_IN_PROGRESS: "Too many at once",
+  MISSING_IMAGE: "No image sent",
+  INVALID_MULTIPART: "Malformed upload",
+  INVALID_PARAMETER: "Bad option",
+  VALIDATION_ERROR: "Malformed request",
+  UNSUPPORTED_MEDIA_TYPE: "Wrong content type",
+  PAYLOAD_TOO_LARGE: "Upload too large",
+  INCOMPLETE_BODY: "Upload cut short",
+  CLIENT_CLOSED_REQUEST: "Client hung up",
+  REQUEST_TIMEOUT: "Upload too slow",
+  HEADERS_TOO_LARGE: "Headers too large",
+  STORAGE_UNAVAILABLE: "Database unavailable",
+  INTERNAL_ERROR: "Internal error",
+  NOT_READY: "Not ready",
+  INVALID_API_KEY: "Unknown or revoked key",
+  INVALID_SIGNATURE: "Bad signature",
+  REPLAYED_REQUEST: "Replayed request",
+  TIMESTAMP_OUT_OF_RANGE: "Clock off",
+  RATE_LIMITED: "Rate limited",
+  HTTPS_REQUIRED: "Plain HTTP",
+  SCHEME_DISABLED: "Auth scheme off",
+  UNAUTHORIZED: "No or malformed credentials",
+  INVALID_HOST: "Bad Host header",
+  INVALID_EMAIL: "Bad e-mail address",
+  EMAIL_NOT_ALLOWED: "Address not allowed",
+  INVALID_OTP: "Wrong code",
+  TOO_MANY_ATTEMPTS: "Too many wrong codes",
+  MAIL_DELIVERY_FAILED: "Mail not delivered",
+  INVALID_METRICS_TOKEN: "Bad metrics token",
+};
+
+/** An answer code in plain words ("Bad signature" for INVALID_SIGNATURE); an unknown code as it is. */
+export function codeLabel(code: string): string {
+  return CODE_LABELS[code] ?? code;
+}

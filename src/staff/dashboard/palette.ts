@@ -93,6 +93,8 @@ export interface ToneSeries {
   name: string;
   values: number[];
   tone: string;
+  /** The identity a plain-words `name` stands for. */
+  code?: string;
 }
 
 /**
@@ -103,8 +105,15 @@ export function topWithOther(
   ranked: readonly string[],
   valuesOf: (name: string) => number[],
   totals: readonly number[],
+  { label }: { label?: (name: string) => string } = {},
 ): ToneSeries[] {
-  const shown = ranked.slice(0, TOP_SHOWN).map((name) => ({ name, values: valuesOf(name), tone: toneOf(name) }));
+  // The colour follows the identity; a `label` only changes the words shown for it.
+  const shown = ranked.slice(0, TOP_SHOWN).map((name) => ({
+    name: label ? label(name) : name,
+    values: valuesOf(name),
+    tone: toneOf(name),
+    ...(label ? { code: name } : {}),
+  }));
   if (ranked.length <= TOP_SHOWN) return shown;
   const rest = totals.map((total, i) => total - shown.reduce((sum, s) => sum + (s.values[i] ?? 0), 0));
   return [...shown, { name: OTHER, values: rest, tone: OTHER_TONE }];

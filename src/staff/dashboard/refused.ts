@@ -3,7 +3,7 @@ import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import type { RefusedClient, RefusedCodes, RefusedPoint } from "../../data/usage/refused-queries.ts";
 import { timeChart } from "./chart.ts";
 import { breakable, emailAddress, empty, table, time } from "./components.ts";
-import { count } from "./format.ts";
+import { codeLabel, count } from "./format.ts";
 import { topWithOther } from "./palette.ts";
 import { barStep, regroup, sumByCode } from "./steps.ts";
 
@@ -34,6 +34,7 @@ export function refusedChart(id: string, v: RefusedView): SafeHtml {
     v.codes.byCode.map((c) => c.code),
     (code) => points.map((p) => p.byCode[code] ?? 0),
     points.map((p) => p.total),
+    { label: codeLabel },
   );
   return timeChart({
     id,
@@ -71,7 +72,7 @@ export function topRefused(top: RefusedClient[], days: number | null = null): Sa
         ],
         rows: top.map(
           (c) =>
-            html`<tr data-client="${c.kind === "other" ? "other" : c.client}"><td>${clientCell(c)}</td><td class="num">${count(c.count)}</td><td>${time(c.lastAt)}</td><td class="mono">${breakable(c.mainCode)}</td></tr>`,
+            html`<tr data-client="${c.kind === "other" ? "other" : c.client}"><td>${clientCell(c)}</td><td class="num">${count(c.count)}</td><td>${time(c.lastAt)}</td><td>${codeLabel(c.mainCode)} <span class="mono muted">${breakable(c.mainCode)}</span></td></tr>`,
         ),
       })
     : empty("Nothing refused", html`<p>No request to the public API was refused in this range.</p>`);

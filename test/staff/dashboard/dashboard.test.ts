@@ -661,6 +661,9 @@ test("refused requests: the top clients link a key to its page and name an addre
   expect(page).toMatch(/<tr data-client="key_&lt;i&gt;"><td><a href="\/internal\/keys\/key_%3Ci%3E">/);
   expect(page).toMatch(/<tr data-client="2001:db8::\/64">/);
   expect(page).toContain("Rejected requests by code");
+  // Codes in plain words, the code itself beside them (legend tooltip, muted in the table) for log searches.
+  expect(page).toContain('<span class="key" title="INVALID_SIGNATURE" data-code="INVALID_SIGNATURE">');
+  expect(page).toMatch(/<td>Bad signature <span class="mono muted">INVALID_<wbr>SIGNATURE<\/span><\/td>/);
   const keyText = keyPage({
     viewer,
     detail: { key, usage: overview(3) },
@@ -668,9 +671,7 @@ test("refused requests: the top clients link a key to its page and name an addre
     series: series([3]),
     refused,
   }).text;
-  expect(keyText).toMatch(
-    /data-figure="refused">5 <span class="muted">\(INVALID_SIGNATURE 4, &lt;b&gt;X&lt;\/b&gt; 1\)/,
-  );
+  expect(keyText).toMatch(/data-figure="refused">5 <span class="muted">\(Bad signature 4, &lt;b&gt;X&lt;\/b&gt; 1\)/);
   const none = { ...refused, codes: { total: 0, byCode: [] }, top: [] };
   expect(
     overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1]), refused: none, live }).text,

@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { html } from "../../../src/core/html.ts";
 import type { Overview, Series } from "../../../src/data/usage/model.ts";
+import { codeLabel } from "../../../src/staff/dashboard/format.ts";
 import { keyPage } from "../../../src/staff/dashboard/pages/keys.ts";
 import { overviewPage } from "../../../src/staff/dashboard/pages/overview.ts";
 import { OTHER_TONE, TONE_COUNT, TOP_SHOWN, toneOf } from "../../../src/staff/dashboard/palette.ts";
@@ -50,10 +51,13 @@ function usage(codes: Record<string, number>, step: "hour" | "day", steps: numbe
 }
 
 /** The colour class of `name`'s swatch in the legend of the chart `id`. */
-function swatch(page: string, id: string, name: string): string | undefined {
+// A legend key by its words (codeLabel's for a code; "other" stays "other"): its swatch's class.
+function swatch(page: string, id: string, code: string): string | undefined {
   const figure = page.slice(page.indexOf(`id="${id}"`));
   const end = figure.indexOf("</figure>");
-  const m = figure.slice(0, end).match(new RegExp(`class="swatch ([\\w-]+)" aria-hidden="true"></span>${name}<`));
+  const m = figure
+    .slice(0, end)
+    .match(new RegExp(`class="swatch ([\\w-]+)" aria-hidden="true"></span>${codeLabel(code)}<`));
   return m?.[1];
 }
 

@@ -89,7 +89,7 @@ describe("bars per range", () => {
   test("a year of days is drawn in weeks from Monday", () => {
     const bars = steps(page("365d", series("day", 365)), "overview-errors");
     expect(bars.length).toBeLessThanOrEqual(MAX_BARS);
-    expect(bars[1]!.title).toMatch(/^week from 2029-03-\d\d \(UTC\) — INVALID_IMAGE: 7$/);
+    expect(bars[1]!.title).toMatch(/^week from 2029-03-\d\d \(UTC\) — Not a readable image: 7$/);
     const monday = /week from (\d{4}-\d\d-\d\d)/.exec(bars[1]!.title)![1]!;
     expect(new Date(`${monday}T00:00:00Z`).getUTCDay()).toBe(1);
     expect(page("365d", series("day", 365))).toContain("Each step: week (from Monday), UTC");

@@ -3,7 +3,7 @@ import { API_PREFIX, INTERNAL_PREFIX, VERIFY_OTP_PATH } from "../../../core/http
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
 import { badge, emailAddress, empty, keyLink, keyPageHref, pager, query, table, time } from "../components.ts";
-import { bytes, count, GUARD_HELP } from "../format.ts";
+import { bytes, codeLabel, count, GUARD_HELP } from "../format.ts";
 import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
 import { CONFIRM_REVOKE_ALL } from "../model.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
@@ -137,7 +137,7 @@ export function keyPage(v: KeyView): SafeHtml {
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
 <dt>All-time conversions</dt><dd class="num-left">${count(k.conversions)}</dd><dt>All-time bytes saved</dt><dd>${bytes(k.bytesSaved)}</dd>
-<dt>Refused in the last ${RANGES[v.range].label}</dt><dd class="num-left" data-figure="refused">${count(v.refused.codes.total)}${v.refused.codes.byCode.length ? html` <span class="muted">(${v.refused.codes.byCode.map((c) => `${c.code} ${count(c.count)}`).join(", ")})</span>` : null}</dd>
+<dt>Refused in the last ${RANGES[v.range].label}</dt><dd class="num-left" data-figure="refused">${count(v.refused.codes.total)}${v.refused.codes.byCode.length ? html` <span class="muted">(${v.refused.codes.byCode.map((c) => `${codeLabel(c.code)} ${count(c.count)}`).join(", ")})</span>` : null}</dd>
 <dt title="${GUARD_HELP}">All-time extra encodes to keep quality</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd>${rotationFacts(v.rotation)}</dl></section>
 <div>${revoke}${revokeAllForm(v, actions("revoke-all"))}</div></div>
 <div class="page-head"><h2>Usage in the last ${RANGES[v.range].label}</h2>${rangeSwitch(v.range, href)}</div>

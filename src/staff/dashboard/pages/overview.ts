@@ -5,7 +5,7 @@ import { savedPercent } from "../../../data/usage/service.ts";
 import { layout, type Viewer } from "../../layout.ts";
 import { splitChart, timeChart } from "../chart.ts";
 import { cards, empty } from "../components.ts";
-import { bytes, count, GUARD_HELP, ms, percent, ratio } from "../format.ts";
+import { bytes, codeLabel, count, GUARD_HELP, ms, percent, ratio } from "../format.ts";
 import { type HealthVerdict, healthLine } from "../health.ts";
 import { toneOf, topWithOther } from "../palette.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
@@ -92,6 +92,7 @@ export function seriesCharts(prefix: string, series: Series, errorCodes: readonl
     errorCodes,
     (code) => p.map((x) => x.errorsByCode[code] ?? 0),
     p.map((x) => x.errors),
+    { label: codeLabel },
   );
   return [
     timeChart({
