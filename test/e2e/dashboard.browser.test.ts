@@ -44,8 +44,8 @@ async function issueKey(email: string, siteUrl: string): Promise<{ api_key: stri
   return verified.body;
 }
 
-async function convert(apiKey: string, format = "webp"): Promise<number> {
-  const body = await convertForm(photo, { format });
+async function convert(apiKey: string, format = "webp", image: Buffer = photo): Promise<number> {
+  const body = await convertForm(image, { format });
   const res = await server.fetch("/v1/plugin/convert", {
     method: "POST",
     headers: { authorization: `Bearer ${apiKey}`, "content-type": body.contentType },
@@ -396,6 +396,30 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     await page.locator("#refused-title ~ .table-wrap tbody tr a[href^='/internal/keys/key_']").click();
     expect(await page.locator("[data-figure=refused]").innerText()).toMatch(/^1 \(Unknown or revoked key 1\)$/);
     await page.screenshot({ path: "/tmp/dash-key-1280.png", fullPage: true });
+  });
+
+  test("an error code keeps its colour from range to range: INVALID_IMAGE at 24 h and at 30 d", async () => {
+    // A JPEG cut in half is refused as INVALID_IMAGE (422) and counted as the key's error.
+    expect(await convert(keys.other!.api_key, "webp", photo.subarray(0, photo.length >> 1))).toBe(422);
+    await until(
+      () =>
+        page.evaluate(async () => {
+          const res = await fetch("/internal/api/overview");
+          const body = res.ok ? ((await res.json()) as { errorsByCode: { code: string }[] }) : { errorsByCode: [] };
+          return body.errorsByCode.some((e) => e.code === "INVALID_IMAGE");
+        }),
+      15_000,
+      "INVALID_IMAGE in the usage buckets",
+    );
+    const colourAt = async (range: string) => {
+      await page.goto(`${server.url}/internal/?range=${range}`);
+      const key = page.locator("#overview-errors .legend [data-code=INVALID_IMAGE]");
+      expect(await key.innerText()).toBe("Not a readable image");
+      const swatch = key.locator(".swatch");
+      return [await swatch.getAttribute("class"), await swatch.evaluate((el) => getComputedStyle(el).backgroundColor)];
+    };
+    const day = await colourAt("24h");
+    expect(await colourAt("30d")).toEqual(day);
   });
 
   test("activity shows the sign-in and the revocation; filters narrow it; times in UTC, said, though the browser is in Tokyo", async () => {
