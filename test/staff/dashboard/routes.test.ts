@@ -80,7 +80,7 @@ describe("pages", () => {
     expect(keys.status).toBe(200);
     // The address wraps only after its @ and dots, never inside a word (.address).
     expect(keys.text).toContain(
-      '<td class="email"><span class="address">o&#39;neil&amp;co@<wbr>example.<wbr>com</span></td>',
+      '<td data-label="E-mail" class="email"><span class="address">o&#39;neil&amp;co@<wbr>example.<wbr>com</span></td>',
     );
     const activity = await page("/internal/activity?from=yesterday&type=nope");
     expect(activity.status).toBe(200);

@@ -2,7 +2,19 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, INTERNAL_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
-import { badge, emailAddress, empty, keyLink, keyPageHref, pager, query, table, time } from "../components.ts";
+import {
+  badge,
+  type Column,
+  emailAddress,
+  empty,
+  keyLink,
+  keyPageHref,
+  pager,
+  query,
+  type Row,
+  table,
+  time,
+} from "../components.ts";
 import { bytes, count, GUARD_HELP } from "../format.ts";
 import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
 import { CONFIRM_REVOKE_ALL } from "../model.ts";
@@ -19,22 +31,29 @@ export interface KeysView {
   notice?: Notice | null;
 }
 
-const COLUMNS = [
-  { label: "Key", sort: undefined },
-  { label: "E-mail", sort: "email" },
-  { label: "Site", sort: "site" },
+const COLUMNS: readonly Column[] = [
+  { label: "Key", className: "nowrap key" },
+  { label: "E-mail", sort: "email", className: "email" },
+  { label: "Site", sort: "site", className: "site" },
   { label: "Created", sort: "created", numeric: true },
   { label: "Last used", sort: "lastUsed", numeric: true },
   { label: "Conversions", sort: "conversions", numeric: true },
   { label: "Bytes saved", sort: "bytesSaved", numeric: true },
-  { label: "Status" },
-] as const;
+  { label: "Status", className: "status" },
+];
 
 // A key's link carries the list's filter, so its page's "← All keys" returns to the same list.
-function row(k: KeyListRow, back: KeysFilter): SafeHtml {
-  return html`<tr><td class="nowrap"><a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a></td><td class="email">${emailAddress(k.email)}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
-<td class="num">${time(k.createdAt, "date")}</td><td class="num">${time(k.lastUsedAt)}</td><td class="num">${count(k.conversions)}</td><td class="num">${bytes(k.bytesSaved)}</td>
-<td>${badge(k.status, k.status)}</td></tr>`;
+function row(k: KeyListRow, back: KeysFilter): Row {
+  return [
+    html`<a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a>`,
+    emailAddress(k.email),
+    k.siteUrl || html`<span class="muted">–</span>`,
+    time(k.createdAt, "date"),
+    time(k.lastUsedAt),
+    count(k.conversions),
+    bytes(k.bytesSaved),
+    badge(k.status, k.status),
+  ];
 }
 
 /** /internal/keys: search, status filter, sortable columns, paging. */

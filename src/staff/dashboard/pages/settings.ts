@@ -4,7 +4,7 @@ import type { TlsView } from "../../../server/tls/status.ts";
 import type { StaffMember } from "../../directory.ts";
 import { csrfField, layout, NOTICE_ID, type Notice, type Viewer } from "../../layout.ts";
 import type { SessionRow } from "../../sessions.ts";
-import { badge, breakable, emailAddress, empty, table, time } from "../components.ts";
+import { badge, breakable, emailAddress, empty, type Row, table, time } from "../components.ts";
 import { warningList } from "../warnings.ts";
 
 /** A staff member: from IMGPRESS_STAFF_EMAILS (removable only there) or added at run time. */
@@ -43,26 +43,29 @@ export interface SettingsView {
 /** /internal/settings: staff (add/remove), sessions, configuration (redacted), storage, versions. */
 export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const staffRows = v.staff.map(
-    (
-      s,
-    ) => html`<tr><td class="email">${emailAddress(s.email)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}</td>
-<td>${s.source === "config" ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral") : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${emailAddress(s.addedBy)}` : null}`}</td>
-<td>${
+    (s): Row => [
+      html`${emailAddress(s.email)}${s.email === v.viewer.email ? html` <span class="muted">(you)</span>` : null}`,
+      s.source === "config"
+        ? badge(breakable("IMGPRESS_STAFF_EMAILS"), "neutral")
+        : html`added ${time(s.addedAt)}${s.addedBy ? html` by ${emailAddress(s.addedBy)}` : null}`,
       s.source === "database"
         ? html`<form method="post" action="${INTERNAL_PREFIX}/settings/staff/remove" data-confirm="Remove ${s.email} from staff? Their sessions end at once.">${csrfField(v.viewer)}<input type="hidden" name="email" value="${s.email}"><button type="submit" class="small danger">Remove<span class="sr-only"> ${s.email}</span></button></form>`
-        : html`<span class="sr-only">Set in IMGPRESS_STAFF_EMAILS: removed only there</span>`
-    }</td></tr>`,
+        : html`<span class="sr-only">Set in IMGPRESS_STAFF_EMAILS: removed only there</span>`,
+    ],
   );
   const sessionRows = v.sessions.map(
-    (
-      s,
-    ) => html`<tr><td class="mono">${s.id}${s.id === v.currentSession ? html` ${badge("this browser", "active")}` : null}</td><td class="mono">${s.clientAddress}</td>
-<td class="wrap-anywhere about">${s.userAgent}</td><td class="num">${time(s.createdAt)}</td><td class="num">${time(s.lastSeenAt)}</td></tr>`,
+    (s): Row => [
+      html`${s.id}${s.id === v.currentSession ? html` ${badge("this browser", "active")}` : null}`,
+      s.clientAddress,
+      s.userAgent,
+      time(s.createdAt),
+      time(s.lastSeenAt),
+    ],
   );
   const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
 ${warningList(v.warnings ?? [])}
 <h2 id="staff">Staff</h2>
-${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail" }, { label: "Since" }, { label: "Actions", hiddenLabel: true }], rows: staffRows })}
+${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail", className: "email" }, { label: "Since" }, { label: "Actions", hiddenLabel: true }], rows: staffRows })}
 <form class="inline-form panel" method="post" action="${INTERNAL_PREFIX}/settings/staff/add">${csrfField(v.viewer)}
 <label>Add a staff member<input type="email" name="email" value="${typed}" required autocomplete="off" maxlength="254" placeholder="colleague@example.com"${typed ? html` aria-invalid="true" aria-describedby="${NOTICE_ID}"` : null}></label>
 <button type="submit" class="primary">Add</button></form>
@@ -73,9 +76,9 @@ ${
     : table({
         caption: "Your active sessions",
         columns: [
-          { label: "Session" },
-          { label: "Address" },
-          { label: "Browser" },
+          { label: "Session", className: "mono" },
+          { label: "Address", className: "mono" },
+          { label: "Browser", className: "wrap-anywhere about" },
           { label: "Signed in", numeric: true },
           { label: "Last seen", numeric: true },
         ],
@@ -89,11 +92,13 @@ ${
 ${table({
   caption: "Effective configuration",
   compact: true,
-  columns: [{ label: "Variable" }, { label: "Value" }],
+  columns: [{ label: "Variable" }, { label: "Value", className: "mono" }],
   className: "settings-table",
   rows: v.settings.map(
-    (s) =>
-      html`<tr><td><span class="mono">${breakable(s.env)}</span><span class="sr-only">: </span><span class="setting-help">${breakable(s.help)}</span></td><td class="mono">${breakable(s.value)}</td></tr>`,
+    (s): Row => [
+      html`<span class="mono">${breakable(s.env)}</span><span class="sr-only">: </span><span class="setting-help">${breakable(s.help)}</span>`,
+      breakable(s.value),
+    ],
   ),
 })}
 <div class="grid-2">
