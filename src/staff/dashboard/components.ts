@@ -42,7 +42,10 @@ export interface Column {
   numeric?: boolean;
   /** The label is for screen readers only (a column of buttons needs a name, not a visible heading). */
   hiddenLabel?: boolean;
-  /** A class for every cell of this column (`mono`, `email`, `nowrap`…). */
+  /**
+   * A class for every cell of this column (`mono`, `email`, `nowrap`…). On a phone, where each row
+   * is a card, `card-head` puts the cell first without its label and `card-badge` beside it.
+   */
   className?: string;
 }
 
@@ -74,15 +77,15 @@ function tableRow(row: Row, columns: readonly Column[]): SafeHtml {
 }
 
 function headCell(c: Column, sort: TableSort | undefined): SafeHtml {
-  const cls = classes(c.numeric && "num");
   if (!c.sort || !sort)
-    return html`<th scope="col"${cls}>${c.hiddenLabel ? html`<span class="sr-only">${c.label}</span>` : c.label}</th>`;
+    return html`<th scope="col"${classes(c.numeric && "num")}>${c.hiddenLabel ? html`<span class="sr-only">${c.label}</span>` : c.label}</th>`;
   const current = sort.key === c.sort;
   // A first click sorts numbers and dates from the largest, text from A.
   const next = current ? (sort.order === "asc" ? "desc" : "asc") : c.numeric ? "desc" : "asc";
   // Every sortable heading shows an arrow, so it reads as a control; the current one says its order.
   const arrow = current ? (sort.order === "asc" ? "▲" : "▼") : "↕";
-  return html`<th scope="col"${cls}${current ? html` aria-sort="${sort.order === "asc" ? "ascending" : "descending"}"` : null}><a class="sort" href="${sort.href(c.sort, next)}">${c.label}<span class="arrow${current ? " current" : ""}" aria-hidden="true">${arrow}</span></a></th>`;
+  // "sortable": on a phone, where the headings are hidden, these stay in sight as a row of sort links.
+  return html`<th scope="col"${classes(c.numeric && "num", "sortable")}${current ? html` aria-sort="${sort.order === "asc" ? "ascending" : "descending"}"` : null}><a class="sort" href="${sort.href(c.sort, next)}">${c.label}<span class="arrow${current ? " current" : ""}" aria-hidden="true">${arrow}</span></a></th>`;
 }
 
 /** How a table is sorted, and the link that sorts it by another key or order. */
@@ -105,10 +108,10 @@ export function table(opts: {
 }): SafeHtml {
   const head = opts.columns.map((c) => headCell(c, opts.sort));
   const rows = opts.rows.map((r) => tableRow(r, opts.columns));
-  // A table that may scroll sideways can be scrolled by keyboard: the wrapper takes focus, named by the caption.
+  // "stack": on a phone each row is a card (dashboard.css). A table that may scroll sideways can be scrolled by keyboard: the wrapper takes focus, named by the caption.
   const id = `t-${opts.caption.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`;
   const scrolls = opts.compact ? null : html` tabindex="0" role="region" aria-labelledby="${id}"`;
-  return html`<div class="table-wrap${opts.compact ? " compact" : ""}${opts.className ? ` ${opts.className}` : ""}"${scrolls}><table><caption class="sr-only" id="${id}">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>`;
+  return html`<div class="table-wrap stack${opts.compact ? " compact" : ""}${opts.className ? ` ${opts.className}` : ""}"${scrolls}><table><caption class="sr-only" id="${id}">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>`;
 }
 
 /** "41–60 of 1,234 keys" with previous/next links; `noun` is [one, many]. */

@@ -64,7 +64,7 @@ export function topRefused(top: RefusedClient[], days: number | null = null): Sa
         compact: true,
         className: "refused",
         columns: [
-          { label: "Client" },
+          { label: "Client", className: "card-head" },
           { label: "Refused", numeric: true },
           { label: "Last seen" },
           { label: "Main code", className: "mono" },

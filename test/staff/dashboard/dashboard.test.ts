@@ -659,7 +659,7 @@ test("refused requests: the top clients link a key to its page and name an addre
   const page = overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1]), refused, live }).text;
   expect(page).toContain('<h2 id="refused-title">Top refused clients</h2>');
   expect(page).toMatch(
-    /<tr data-client="key_&lt;i&gt;"><td data-label="Client"><a href="\/internal\/keys\/key_%3Ci%3E">/,
+    /<tr data-client="key_&lt;i&gt;"><td data-label="Client" class="card-head"><a href="\/internal\/keys\/key_%3Ci%3E">/,
   );
   expect(page).toMatch(/<tr data-client="2001:db8::\/64">/);
   expect(page).toContain("Rejected requests by code");

@@ -36,7 +36,7 @@ export interface ActivityView {
 
 /** The href of the activity page for a filter. */
 const ACTIVITY_COLUMNS: readonly Column[] = [
-  { label: "When", className: "nowrap when" },
+  { label: "When", className: "nowrap card-head" },
   { label: "Event", className: "event" },
   { label: "By", className: "email" },
   { label: "About", className: "about wrap-anywhere" },

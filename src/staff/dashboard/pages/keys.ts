@@ -32,14 +32,14 @@ export interface KeysView {
 }
 
 const COLUMNS: readonly Column[] = [
-  { label: "Key", className: "nowrap key" },
+  { label: "Key", className: "nowrap card-head" },
   { label: "E-mail", sort: "email", className: "email" },
   { label: "Site", sort: "site", className: "site" },
   { label: "Created", sort: "created", numeric: true },
   { label: "Last used", sort: "lastUsed", numeric: true },
   { label: "Conversions", sort: "conversions", numeric: true },
   { label: "Bytes saved", sort: "bytesSaved", numeric: true },
-  { label: "Status", className: "status" },
+  { label: "Status", className: "card-badge" },
 ];
 
 // A key's link carries the list's filter, so its page's "← All keys" returns to the same list.

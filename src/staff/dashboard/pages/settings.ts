@@ -65,7 +65,7 @@ export function settingsPage(v: SettingsView, typed = ""): SafeHtml {
   const body = html`<div class="page-head"><div><h1>Staff &amp; settings</h1><p class="lead">Who may sign in, who is signed in, and how this service is configured.</p></div></div>
 ${warningList(v.warnings ?? [])}
 <h2 id="staff">Staff</h2>
-${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail", className: "email" }, { label: "Since" }, { label: "Actions", hiddenLabel: true }], rows: staffRows })}
+${table({ caption: "Staff members", compact: true, columns: [{ label: "E-mail", className: "email card-head" }, { label: "Since" }, { label: "Actions", hiddenLabel: true }], rows: staffRows })}
 <form class="inline-form panel" method="post" action="${INTERNAL_PREFIX}/settings/staff/add">${csrfField(v.viewer)}
 <label>Add a staff member<input type="email" name="email" value="${typed}" required autocomplete="off" maxlength="254" placeholder="colleague@example.com"${typed ? html` aria-invalid="true" aria-describedby="${NOTICE_ID}"` : null}></label>
 <button type="submit" class="primary">Add</button></form>
@@ -76,7 +76,7 @@ ${
     : table({
         caption: "Your active sessions",
         columns: [
-          { label: "Session", className: "mono" },
+          { label: "Session", className: "mono card-head" },
           { label: "Address", className: "mono" },
           { label: "Browser", className: "wrap-anywhere about" },
           { label: "Signed in", numeric: true },
@@ -92,7 +92,10 @@ ${
 ${table({
   caption: "Effective configuration",
   compact: true,
-  columns: [{ label: "Variable" }, { label: "Value", className: "mono" }],
+  columns: [
+    { label: "Variable", className: "card-head" },
+    { label: "Value", className: "mono" },
+  ],
   className: "settings-table",
   rows: v.settings.map(
     (s): Row => [
