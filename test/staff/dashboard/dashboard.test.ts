@@ -178,7 +178,7 @@ function allPages(): Record<string, string> {
       staff: [{ email: XSS_EMAIL, source: "database", addedAt: T, addedBy: XSS_EMAIL }],
       sessions: [{ id: "ses_1", clientAddress: "::1", userAgent: "<script>ua</script>", createdAt: T, lastSeenAt: T }],
       currentSession: "ses_1",
-      settings: [{ env: "IMGPRESS_X", value: XSS_SITE, help: '"help"' }],
+      settings: [{ env: "IMGPRESS_X", group: "server", value: XSS_SITE, help: '"help"' }],
       dataDir: "/data/<dir>",
       database: "/data/<dir>/imgpress.db",
       versions: [{ name: "imgpress", version: "<1>" }],
