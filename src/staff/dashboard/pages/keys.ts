@@ -125,8 +125,8 @@ function rotationFacts(r: KeyRotation | undefined): SafeHtml | null {
 function revokeAllForm(v: KeyView, action: string): SafeHtml {
   const email = v.detail.key.email;
   return html`<section class="panel danger-zone" aria-labelledby="revoke-all-title"><h2 id="revoke-all-title">Revoke all keys of this address</h2>
-<p class="muted">Every active key of ${email}, on every site, is refused from its next request. The owner must obtain new keys with e-mailed codes. This cannot be undone.</p>
-<form method="post" action="${action}">${csrfField(v.viewer)}<label class="check"><input type="checkbox" name="confirm" value="${CONFIRM_REVOKE_ALL}" required> Yes, revoke every active key of ${email}</label>
+<p class="muted">Every active key of ${emailAddress(email)}, on every site, is refused from its next request. The owner must obtain new keys with e-mailed codes. This cannot be undone.</p>
+<form method="post" action="${action}">${csrfField(v.viewer)}<label class="check"><input type="checkbox" name="confirm" value="${CONFIRM_REVOKE_ALL}" required> <span>Yes, revoke every active key of ${emailAddress(email)}</span></label>
 <button type="submit" class="danger">Revoke all keys of this address</button></form></section>`;
 }
 
@@ -151,7 +151,7 @@ export function keyPage(v: KeyView): SafeHtml {
 <p class="muted">Its next request is refused with 401. The client must obtain a new key with the e-mailed code. This cannot be undone.</p>
 <form method="post" action="${actions("revoke")}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
       : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
-  const body = html`<p><a href="${keysHref(back)}">← All keys</a></p>
+  const body = html`<p><a class="back" href="${keysHref(back)}">← All keys</a></p>
 <div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead">${emailAddress(k.email)}${k.siteUrl ? html` · <span class="wrap-anywhere">${k.siteUrl}</span>` : null}</p></div>${badge(k.status, k.status)}</div>
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
