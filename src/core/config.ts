@@ -78,10 +78,17 @@ export type Config = Readonly<Static<typeof ConfigSchema>>;
 
 type Key = keyof Static<typeof ConfigSchema>;
 
-/** How one setting is read: its variable, its help line, and how a raw string becomes a value. */
+/** The groups the staff settings page shows the settings in, in its order. */
+export const SETTING_GROUPS = ["server", "security", "mail", "storage", "limits", "staff"] as const;
+
+/** Which group of the staff settings page a setting is shown in. */
+export type SettingGroup = (typeof SETTING_GROUPS)[number];
+
+/** How one setting is read: its variable, its group and help line, and how a raw string becomes a value. */
 interface Setting {
   key: Key;
   env: string;
+  group: SettingGroup;
   help: string;
   /** Turns the raw string into a value of the field's type, or throws a string saying what is allowed; bounds are ConfigSchema's. */
   parse: (raw: string) => unknown;
@@ -216,11 +223,26 @@ function allowlistEntry(entry: string, allowed = "*, addresses or @domain entrie
 
 /** The settings table: the single source for parsing, `--help` and the docs. */
 export const settings: readonly Setting[] = [
-  { key: "host", env: "IMGPRESS_HOST", help: "listen address", parse: text, fallback: () => "0.0.0.0" },
-  { key: "port", env: "IMGPRESS_PORT", help: "listen port (0 = any free port)", parse: integer, fallback: () => 8443 },
+  {
+    key: "host",
+    env: "IMGPRESS_HOST",
+    group: "server",
+    help: "listen address",
+    parse: text,
+    fallback: () => "0.0.0.0",
+  },
+  {
+    key: "port",
+    env: "IMGPRESS_PORT",
+    group: "server",
+    help: "listen port (0 = any free port)",
+    parse: integer,
+    fallback: () => 8443,
+  },
   {
     key: "dataDir",
     env: "IMGPRESS_DATA_DIR",
+    group: "storage",
     help: "folder for the database, the generated certificate and the master key",
     parse: (raw) => resolve(path(raw)),
     fallback: () => resolve("imgpress-data"),
@@ -228,6 +250,7 @@ export const settings: readonly Setting[] = [
   {
     key: "databaseUrl",
     env: "IMGPRESS_DATABASE_URL",
+    group: "storage",
     help: "file:… (embedded, default), postgres://user:pass@host:5432/db (shared by several instances; sslmode honoured), or a libSQL server libsql://…, http(s)://…",
     parse: parseDatabaseUrl,
     fallback: (c) => fileUrl(join(c.dataDir as string, "imgpress.db")),
@@ -235,12 +258,14 @@ export const settings: readonly Setting[] = [
   {
     key: "databaseAuthToken",
     env: "IMGPRESS_DATABASE_AUTH_TOKEN",
+    group: "storage",
     help: "token for a remote libSQL server",
     parse: text,
   },
   {
     key: "databasePoolSize",
     env: "IMGPRESS_DATABASE_POOL_SIZE",
+    group: "storage",
     help: "PostgreSQL: most connections this instance opens",
     parse: integer,
     fallback: () => POSTGRES_DEFAULTS.poolSize,
@@ -248,6 +273,7 @@ export const settings: readonly Setting[] = [
   {
     key: "databaseTimeoutS",
     env: "IMGPRESS_DATABASE_TIMEOUT_S",
+    group: "storage",
     help: "seconds a request's database work may wait before 503 STORAGE_UNAVAILABLE: on PostgreSQL a connection attempt or one statement (default 10); on the embedded file a write waiting for another process's lock (default 5)",
     parse: seconds,
     fallback: (c) => (isPostgresUrl(c.databaseUrl as string) ? POSTGRES_DEFAULTS.timeoutS : FILE_DEFAULTS.timeoutS),
@@ -255,13 +281,21 @@ export const settings: readonly Setting[] = [
   {
     key: "tlsCert",
     env: "IMGPRESS_TLS_CERT",
+    group: "server",
     help: "PEM certificate file (default: generated self-signed)",
     parse: path,
   },
-  { key: "tlsKey", env: "IMGPRESS_TLS_KEY", help: "PEM private key file (default: generated)", parse: path },
+  {
+    key: "tlsKey",
+    env: "IMGPRESS_TLS_KEY",
+    group: "server",
+    help: "PEM private key file (default: generated)",
+    parse: path,
+  },
   {
     key: "tlsNames",
     env: "IMGPRESS_TLS_NAMES",
+    group: "server",
     help: "more names for the generated certificate: the DNS names and IP addresses clients on other machines use (comma list, e.g. nas.local,192.168.1.10); a name it lacks makes a new certificate",
     parse: (raw) => {
       const names = [...new Set(list(raw).map(tlsName))];
@@ -274,6 +308,7 @@ export const settings: readonly Setting[] = [
   {
     key: "behindProxy",
     env: "IMGPRESS_BEHIND_PROXY",
+    group: "server",
     help: "serve plain HTTP behind a TLS-terminating proxy that sets X-Forwarded-Proto: https",
     parse: bool,
     fallback: () => false,
@@ -281,6 +316,7 @@ export const settings: readonly Setting[] = [
   {
     key: "trustedProxies",
     env: "IMGPRESS_TRUSTED_PROXIES",
+    group: "server",
     help: "with IMGPRESS_BEHIND_PROXY: the proxy's addresses and CIDR ranges (comma list; loopback is always trusted); other peers get 403 HTTPS_REQUIRED",
     parse: (raw) => list(raw).map(parseAllowEntry),
     fallback: () => ["127.0.0.1", "::1"],
@@ -288,6 +324,7 @@ export const settings: readonly Setting[] = [
   {
     key: "smtpUrl",
     env: "IMGPRESS_SMTP_URL",
+    group: "mail",
     help: "smtp://user:pass@host:587 or smtps://… (default: log transport)",
     // nodemailer would send to localhost:587 instead (a template's empty placeholder: smtp://${HOST}).
     parse: urlWith(["smtp:", "smtps:"], (url) => {
@@ -297,6 +334,7 @@ export const settings: readonly Setting[] = [
   {
     key: "mailFrom",
     env: "IMGPRESS_MAIL_FROM",
+    group: "mail",
     help: "sender address of OTP and notice e-mails",
     parse: (raw) => {
       if (!emailPattern.test(raw.trim())) throw "an e-mail address";
@@ -307,6 +345,7 @@ export const settings: readonly Setting[] = [
   {
     key: "allowedEmails",
     env: "IMGPRESS_ALLOWED_EMAILS",
+    group: "security",
     help: "comma list of addresses and @domain entries allowed to obtain keys; * = anyone",
     parse: (raw) => list(raw).map((entry) => allowlistEntry(entry)),
     fallback: () => ["*"],
@@ -314,12 +353,14 @@ export const settings: readonly Setting[] = [
   {
     key: "masterKey",
     env: "IMGPRESS_MASTER_KEY",
+    group: "security",
     help: "32-byte key (64 hex or base64) that encrypts stored secrets (default: generated file in the data dir)",
     parse: text,
   },
   {
     key: "maxPixels",
     env: "IMGPRESS_MAX_PIXELS",
+    group: "limits",
     help: "largest decoded image (width × height) accepted",
     parse: integer,
     fallback: () => 100_000_000,
@@ -327,6 +368,7 @@ export const settings: readonly Setting[] = [
   {
     key: "memoryBudgetMb",
     env: "IMGPRESS_MEMORY_BUDGET_MB",
+    group: "limits",
     help: "memory the running conversions may take together, by estimate (MiB); a conversion estimated above it gets 422 IMAGE_TOO_LARGE (default: 3/4 of the machine's or the container's memory)",
     parse: integer,
     fallback: () => {
@@ -337,6 +379,7 @@ export const settings: readonly Setting[] = [
   {
     key: "convertTimeoutS",
     env: "IMGPRESS_CONVERT_TIMEOUT_S",
+    group: "limits",
     help: "time limit of one conversion",
     parse: seconds,
     fallback: () => 60,
@@ -344,6 +387,7 @@ export const settings: readonly Setting[] = [
   {
     key: "uploadTimeoutS",
     env: "IMGPRESS_UPLOAD_TIMEOUT_S",
+    group: "limits",
     help: "time limit for receiving one upload (a JSON or form body has 10 s), and for the client to take a result over 1 MiB",
     parse: seconds,
     fallback: () => 60,
@@ -351,6 +395,7 @@ export const settings: readonly Setting[] = [
   {
     key: "concurrency",
     env: "IMGPRESS_CONCURRENCY",
+    group: "limits",
     help: "conversion slots: conversions running at once, a small lossy one (≤ 2048×2048) taking half a slot (default: CPU count)",
     parse: integer,
     fallback: () => Math.min(availableParallelism(), 256),
@@ -358,6 +403,7 @@ export const settings: readonly Setting[] = [
   {
     key: "queueSize",
     env: "IMGPRESS_QUEUE_SIZE",
+    group: "limits",
     help: "requests admitted beyond IMGPRESS_CONCURRENCY (uploading, waiting, or small conversions in half slots); more get 503 SERVER_BUSY (default: 4 × concurrency)",
     parse: integer,
     fallback: (c) => 4 * (c.concurrency as number),
@@ -365,6 +411,7 @@ export const settings: readonly Setting[] = [
   {
     key: "queueTimeoutS",
     env: "IMGPRESS_QUEUE_TIMEOUT_S",
+    group: "limits",
     help: "longest wait for room to convert (a slot, and memory) before 503 SERVER_BUSY",
     parse: seconds,
     fallback: () => 30,
@@ -372,6 +419,7 @@ export const settings: readonly Setting[] = [
   {
     key: "keyMaxAdmitted",
     env: "IMGPRESS_KEY_MAX_ADMITTED",
+    group: "limits",
     help: "most requests one API key, and one client address, may have admitted at once (received and waiting, converting, or handing over a result); more get 429 TOO_MANY_IN_PROGRESS (default: every place but IMGPRESS_CONCURRENCY of them, and at least half)",
     parse: integer,
     // Others keep `concurrency` places (enough to run), or half when there are fewer places than that.
@@ -384,6 +432,7 @@ export const settings: readonly Setting[] = [
   {
     key: "uploadMinRateKib",
     env: "IMGPRESS_UPLOAD_MIN_RATE_KIB",
+    group: "limits",
     help: "slowest accepted upload, KiB/s averaged from 5 s after its start; slower gets 408 REQUEST_TIMEOUT (0: only IMGPRESS_UPLOAD_TIMEOUT_S)",
     parse: integer,
     fallback: () => 16,
@@ -391,6 +440,7 @@ export const settings: readonly Setting[] = [
   {
     key: "uploadBudgetMb",
     env: "IMGPRESS_UPLOAD_BUDGET_MB",
+    group: "limits",
     help: "uploads received at once, by their Content-Length (a chunked one counts 20 MiB), MiB; one client address may hold an eighth (at least one upload of any size); beyond: 503 SERVER_BUSY, 429 for the client (default: 20 MiB per place)",
     parse: integer,
     fallback: (c) => Math.ceil((20 + 1 / 16) * ((c.concurrency as number) + (c.queueSize as number))),
@@ -398,6 +448,7 @@ export const settings: readonly Setting[] = [
   {
     key: "clientIpv6Prefix",
     env: "IMGPRESS_CLIENT_IPV6_PREFIX",
+    group: "limits",
     help: "IPv6 clients count as one for the conversion shares per this prefix length (a subscriber commonly holds a /56 or a /48); rate limits count /64s",
     parse: integer,
     fallback: () => 48,
@@ -405,6 +456,7 @@ export const settings: readonly Setting[] = [
   {
     key: "authSchemes",
     env: "IMGPRESS_AUTH_SCHEMES",
+    group: "security",
     help: "accepted credentials on /plugin/convert: bearer,signed | signed | bearer",
     parse: (raw) => [...new Set(list(raw))],
     fallback: () => ["bearer", "signed"],
@@ -412,6 +464,7 @@ export const settings: readonly Setting[] = [
   {
     key: "signatureBody",
     env: "IMGPRESS_SIGNATURE_BODY",
+    group: "security",
     help: "lenient: also accept the empty-body hash on multipart requests; strict: raw body hash only",
     parse: word,
     fallback: () => "lenient",
@@ -419,6 +472,7 @@ export const settings: readonly Setting[] = [
   {
     key: "signatureToleranceS",
     env: "IMGPRESS_SIGNATURE_TOLERANCE_S",
+    group: "security",
     help: "allowed clock difference of x-timestamp",
     parse: integer,
     fallback: () => 300,
@@ -426,6 +480,7 @@ export const settings: readonly Setting[] = [
   {
     key: "internalAllow",
     env: "IMGPRESS_INTERNAL_ALLOW",
+    group: "security",
     help: "client addresses and CIDR ranges allowed on /internal/ (comma list, IPv4 and IPv6)",
     parse: (raw) => list(raw).map(parseAllowEntry),
     fallback: () => ["127.0.0.1", "::1"],
@@ -433,6 +488,7 @@ export const settings: readonly Setting[] = [
   {
     key: "logLevel",
     env: "IMGPRESS_LOG_LEVEL",
+    group: "server",
     help: "debug | info | warn | error",
     parse: word,
     fallback: () => "info",
@@ -441,6 +497,7 @@ export const settings: readonly Setting[] = [
   {
     key: "usageFlushS",
     env: "IMGPRESS_USAGE_FLUSH_S",
+    group: "storage",
     help: "seconds between writes of the usage counters (a crash loses at most this much counting)",
     parse: seconds,
     fallback: () => 5,
@@ -449,6 +506,7 @@ export const settings: readonly Setting[] = [
   {
     key: "shutdownTimeoutS",
     env: "IMGPRESS_SHUTDOWN_TIMEOUT_S",
+    group: "server",
     help: "on SIGTERM/SIGINT/SIGHUP, longest wait for accepted requests to finish before they are cut",
     parse: seconds,
     fallback: () => 30,
@@ -456,6 +514,7 @@ export const settings: readonly Setting[] = [
   {
     key: "drainDelayS",
     env: "IMGPRESS_DRAIN_DELAY_S",
+    group: "server",
     help: "on SIGTERM/SIGINT/SIGHUP, seconds the listener stays open answering /health/ready with 503 (so a load balancer stops routing here) before it closes",
     parse: seconds,
     fallback: () => 0,
@@ -464,6 +523,7 @@ export const settings: readonly Setting[] = [
   {
     key: "metricsToken",
     env: "IMGPRESS_METRICS_TOKEN",
+    group: "security",
     help: "bearer token GET /internal/metrics also requires (default: the /internal/ allowlist alone)",
     parse: (raw) => {
       // A header carries ASCII: a token with other characters reaches the server as other bytes and never matches.
@@ -476,6 +536,7 @@ export const settings: readonly Setting[] = [
   {
     key: "staffEmails",
     env: "IMGPRESS_STAFF_EMAILS",
+    group: "staff",
     help: "comma list of staff addresses (exact); `imgpress staff add` adds more in the database",
     parse: (raw) =>
       list(raw).map((entry) => {
@@ -488,6 +549,7 @@ export const settings: readonly Setting[] = [
   {
     key: "staffSessionIdleS",
     env: "IMGPRESS_STAFF_SESSION_IDLE_S",
+    group: "staff",
     help: "staff session ends after this many seconds without a request",
     parse: integer,
     fallback: () => 1800,
@@ -495,6 +557,7 @@ export const settings: readonly Setting[] = [
   {
     key: "staffSessionMaxS",
     env: "IMGPRESS_STAFF_SESSION_MAX_S",
+    group: "staff",
     help: "staff session ends this many seconds after sign-in, however active",
     parse: integer,
     fallback: () => 43_200,
@@ -502,6 +565,7 @@ export const settings: readonly Setting[] = [
   {
     key: "auditRetentionDays",
     env: "IMGPRESS_AUDIT_RETENTION_DAYS",
+    group: "staff",
     help: "audit events older than this many days are deleted (at start, then every minute; each deletion is itself audited); 0 keeps every event",
     parse: integer,
     fallback: () => 0,
@@ -510,6 +574,7 @@ export const settings: readonly Setting[] = [
   {
     key: "qualityGuard",
     env: "IMGPRESS_QUALITY_GUARD",
+    group: "limits",
     help: "lossy outputs whose quality is raised per image to reach WebP q80's SSIM: off | avif | all",
     parse: word,
     fallback: () => "avif",

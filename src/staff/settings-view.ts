@@ -1,4 +1,4 @@
-import { type Config, flagName, settings } from "../core/config.ts";
+import { type Config, flagName, type SettingGroup, settings } from "../core/config.ts";
 import { hasCredentials, redactUrl } from "../core/redact.ts";
 
 /** A value written as a URL with an authority (`scheme://…`). */
@@ -12,6 +12,8 @@ const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSPHRASE|MASTER_KEY|PEPPER|PRIVATE|
 /** One effective setting as operators see it. */
 export interface SettingView {
   env: string;
+  /** Where the settings page shows it. */
+  group: SettingGroup;
   help: string;
   value: unknown;
 }
@@ -25,12 +27,13 @@ export interface SettingView {
 export function describeSettings(config: Config, { reveal }: { reveal: boolean }): SettingView[] {
   return settings.map((s) => {
     const value = config[s.key];
-    if (reveal || value === undefined) return { env: s.env, help: s.help, value };
-    if (SECRET_NAME.test(s.env)) return { env: s.env, help: s.help, value: SET };
+    const setting = { env: s.env, group: s.group, help: s.help };
+    if (reveal || value === undefined) return { ...setting, value };
+    if (SECRET_NAME.test(s.env)) return { ...setting, value: SET };
     // file: URLs hold a path only (and URL would rewrite file:x as file:///x).
     if (typeof value === "string" && URL_LIKE.test(value) && !value.startsWith("file:"))
-      return { env: s.env, help: s.help, value: redactUrl(value) };
-    return { env: s.env, help: s.help, value };
+      return { ...setting, value: redactUrl(value) };
+    return { ...setting, value };
   });
 }
 

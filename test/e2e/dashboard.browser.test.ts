@@ -118,6 +118,28 @@ function addressBreaks(): Promise<string[]> {
   );
 }
 
+/** The tables on the page that scroll sideways (their wrapper wider inside than out), by caption or class. */
+function sideways(): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll(".table-wrap")]
+      .filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth)
+      .map((el) => `${el.getAttribute("aria-labelledby") ?? el.className}: ${el.scrollWidth} > ${el.clientWidth}`),
+  );
+}
+
+/** The controls a finger must hit that are under 44 px tall: nav, buttons, fields, range, pager and sort links. */
+function smallTargets(): Promise<string[]> {
+  return page.evaluate(() =>
+    [
+      ...document.querySelectorAll(
+        ".nav a, button, input:not([type=hidden]), select, .segmented a, .pager a, th a.sort, label.check, a.back",
+      ),
+    ]
+      .filter((el) => el.checkVisibility() && el.getBoundingClientRect().height < 44)
+      .map((el) => `${el.tagName} "${(el.textContent ?? "").trim()}": ${el.getBoundingClientRect().height} px`),
+  );
+}
+
 /** Waits until the flushed usage buckets (written every second in this test) hold `count` conversions, as the signed-in page's API reads them. */
 async function waitForFlush(count: number): Promise<void> {
   const flushed = () =>
@@ -385,12 +407,7 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     await page.reload();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     await page.screenshot({ path: "/tmp/dash-overview-375.png", fullPage: true });
-    const sideways = await page.evaluate(() =>
-      [...document.querySelectorAll(".table-wrap")]
-        .filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth)
-        .map((el) => `${el.getAttribute("aria-labelledby") ?? el.className}: ${el.scrollWidth} > ${el.clientWidth}`),
-    );
-    expect(sideways).toEqual([]);
+    expect(await sideways()).toEqual([]);
     await page.setViewportSize({ width: 1280, height: 900 });
     // The revoked key's page counts its refused request.
     await page.locator("#refused-title ~ .table-wrap tbody tr a[href^='/internal/keys/key_']").click();
@@ -545,7 +562,7 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
         .getByRole("button", { name: "Remove" })
         .boundingBox();
       expect(remove!.x + remove!.width).toBeLessThanOrEqual(375);
-      // The sessions table scrolls sideways rather than squeeze the browser's name into a column a few letters wide.
+      // The sessions table is cards, each line as wide as the card: the browser's name is not squeezed into a narrow column.
       const browserCell = page.getByRole("table", { name: "Your active sessions" }).locator("tbody td").nth(2);
       expect((await browserCell.boundingBox())!.width).toBeGreaterThanOrEqual(200);
       // In the keys table, whose e-mail column is narrower than a long mailbox name, the address moves to the next line at its @.
@@ -564,6 +581,105 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
       expect(boxes.length).toBeGreaterThan(3);
       for (let i = 1; i < boxes.length; i++) expect(boxes[i]!.left).toBeGreaterThan(boxes[i - 1]!.right);
     } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
+  test("on a phone every page fits, key rows are cards showing their status, every control is 44 px tall, settings groups fold", async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    try {
+      await page.goto(`${server.url}/internal/keys`);
+      const keyPath = (await page.locator("tbody tr a").first().getAttribute("href"))!;
+      for (const path of [
+        "/internal/?range=7d",
+        "/internal/keys",
+        keyPath,
+        "/internal/activity",
+        "/internal/settings",
+      ]) {
+        await page.goto(`${server.url}${path}`);
+        // The overview's live panel writes its figures once polled: measured as filled.
+        if (path.includes("range"))
+          await page
+            .locator("[data-live-status]")
+            .filter({ hasText: /^updated/ })
+            .waitFor();
+        expect(`${path}: ${await page.evaluate(() => document.documentElement.scrollWidth)}`).toBe(`${path}: 375`);
+        expect(await sideways()).toEqual([]);
+        expect(await smallTargets()).toEqual([]);
+      }
+
+      // Keys: each row a card, its key and status badge on the first line, each other cell "Label: value".
+      await page.goto(`${server.url}/internal/keys`);
+      const row = page.locator("tbody tr").first();
+      const card = (await row.boundingBox())!;
+      const badge = (await row.locator(".badge").boundingBox())!;
+      const key = (await row.locator("td.card-head a").boundingBox())!;
+      expect(badge.y - card.y).toBeLessThan(30);
+      expect(Math.abs(badge.y + badge.height / 2 - (key.y + key.height / 2))).toBeLessThan(6);
+      expect(badge.x + badge.width).toBeLessThanOrEqual(card.x + card.width);
+      expect(await row.evaluate((tr) => getComputedStyle(tr).display)).toBe("flex");
+      const conversions = row.locator("td[data-label=Conversions]");
+      expect(await conversions.evaluate((td) => getComputedStyle(td, "::before").content)).toStartWith(
+        '"Conversions: "',
+      );
+      expect(await conversions.evaluate((td) => getComputedStyle(td).textAlign)).toBe("left");
+      // The headings are out of sight but still name the columns; the sortable ones stay, as sort links.
+      expect(await page.getByRole("columnheader", { name: "Status" }).boundingBox()).toMatchObject({ width: 1 });
+      expect(await page.locator("th a.sort").count()).toBeGreaterThan(3);
+      for (const link of await page.locator("th a.sort").all()) expect(await link.isVisible()).toBe(true);
+
+      // Activity: no blank block, whatever the event (one without an address leaves out that line).
+      await page.goto(`${server.url}/internal/activity`);
+      const blank = await page.evaluate(() =>
+        [...document.querySelectorAll("tbody td")]
+          .filter((td) => td.checkVisibility() && (td as HTMLElement).innerText.trim() === "")
+          .map((td) => td.getAttribute("data-label")),
+      );
+      expect(blank).toEqual([]);
+      expect(await page.locator("tbody tr").count()).toBeGreaterThan(3);
+
+      // The selected range, reached by Tab, shows its ring around it, light and dark.
+      for (const colorScheme of ["light", "dark"] as const) {
+        await page.emulateMedia({ colorScheme });
+        await page.goto(`${server.url}/internal/?range=7d`);
+        const selected = page.locator(".segmented a[aria-current=true]");
+        for (let i = 0; i < 40 && !(await selected.evaluate((a) => a === document.activeElement)); i++)
+          await page.keyboard.press("Tab");
+        const ring = await selected.evaluate((a) => {
+          const style = getComputedStyle(a);
+          const page = getComputedStyle(document.body).backgroundColor;
+          return {
+            visible: a.matches(":focus-visible"),
+            style: style.outlineStyle,
+            width: parseFloat(style.outlineWidth),
+            offset: parseFloat(style.outlineOffset),
+            differs: style.outlineColor !== page && style.outlineColor !== style.backgroundColor,
+          };
+        });
+        expect(ring).toEqual({ visible: true, style: "solid", width: 3, offset: 2, differs: true });
+      }
+      await page.emulateMedia({ colorScheme: "light" });
+
+      // Settings: each group a <details>, closed and opened again by a tap on its heading.
+      await page.goto(`${server.url}/internal/settings`);
+      expect(await page.locator("details.group[open]").count()).toBe(6);
+      const limits = page.locator("details.group[data-group=limits]");
+      const setting = limits.locator("tr", { hasText: "IMGPRESS_MAX_PIXELS" });
+      expect(await setting.isVisible()).toBe(true);
+      await limits.locator("summary").click();
+      expect(await limits.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(false);
+      expect(await setting.isVisible()).toBe(false);
+      await limits.locator("summary").click();
+      expect(await setting.isVisible()).toBe(true);
+      expect(
+        await page
+          .locator("details.group[data-group=mail]")
+          .getByRole("button", { name: "Send a test e-mail" })
+          .isVisible(),
+      ).toBe(true);
+    } finally {
+      await page.emulateMedia({ colorScheme: "light" });
       await page.setViewportSize({ width: 1280, height: 900 });
     }
   });

@@ -38,37 +38,80 @@ export interface Column {
   label: string;
   /** The sort key this column sorts by; absent = not sortable. */
   sort?: string;
+  /** Numbers: right-aligned in a table (class `num` on its heading and cells). */
   numeric?: boolean;
   /** The label is for screen readers only (a column of buttons needs a name, not a visible heading). */
   hiddenLabel?: boolean;
+  /**
+   * A class for every cell of this column (`mono`, `email`, `nowrap`…). On a phone, where each row
+   * is a card, `card-head` puts the cell first without its label and `card-badge` beside it.
+   */
+  className?: string;
 }
 
-/** A table whose sortable headers are links; the current sort is marked with aria-sort. */
+/** What a cell shows: markup, escaped text, or nothing. */
+export type CellContent = SafeHtml | string | null;
+
+/** A table cell: its content, or its content with a class of its own (added to the column's). */
+export type Cell = CellContent | { content: CellContent; className?: string };
+
+/** A table row: its cells in column order, or its cells with `data-*` attributes that name the row. */
+export type Row = readonly Cell[] | { cells: readonly Cell[]; data: Readonly<Record<string, string>> };
+
+function classes(...names: (string | null | undefined | false)[]): SafeHtml | null {
+  const list = names.filter(Boolean).join(" ");
+  return list ? html` class="${list}"` : null;
+}
+
+// Each cell carries its column's label, which a phone shows before the value when a row becomes a card.
+function cell(value: Cell, column: Column | undefined): SafeHtml {
+  const own = value !== null && typeof value === "object" && "content" in value ? value : { content: value };
+  const label = column?.hiddenLabel ? null : column?.label;
+  return html`<td${label ? html` data-label="${label}"` : null}${classes(column?.numeric && "num", column?.className, own.className)}>${own.content}</td>`;
+}
+
+function tableRow(row: Row, columns: readonly Column[]): SafeHtml {
+  const { cells, data } = "cells" in row ? row : { cells: row, data: {} };
+  const attributes = Object.entries(data).map(([name, value]) => html` data-${name}="${value}"`);
+  return html`<tr${attributes}>${cells.map((c, i) => cell(c, columns[i]))}</tr>`;
+}
+
+function headCell(c: Column, sort: TableSort | undefined): SafeHtml {
+  if (!c.sort || !sort)
+    return html`<th scope="col"${classes(c.numeric && "num")}>${c.hiddenLabel ? html`<span class="sr-only">${c.label}</span>` : c.label}</th>`;
+  const current = sort.key === c.sort;
+  // A first click sorts numbers and dates from the largest, text from A.
+  const next = current ? (sort.order === "asc" ? "desc" : "asc") : c.numeric ? "desc" : "asc";
+  // Every sortable heading shows an arrow, so it reads as a control; the current one says its order.
+  const arrow = current ? (sort.order === "asc" ? "▲" : "▼") : "↕";
+  // "sortable": on a phone, where the headings are hidden, these stay in sight as a row of sort links.
+  return html`<th scope="col"${classes(c.numeric && "num", "sortable")}${current ? html` aria-sort="${sort.order === "asc" ? "ascending" : "descending"}"` : null}><a class="sort" href="${sort.href(c.sort, next)}">${c.label}<span class="arrow${current ? " current" : ""}" aria-hidden="true">${arrow}</span></a></th>`;
+}
+
+/** How a table is sorted, and the link that sorts it by another key or order. */
+export interface TableSort {
+  key: string;
+  order: "asc" | "desc";
+  href: (key: string, order: "asc" | "desc") => string;
+}
+
+/** A table whose sortable headers are links (the current sort marked with aria-sort); each cell names its column. */
 export function table(opts: {
   caption: string;
   columns: readonly Column[];
-  rows: readonly SafeHtml[];
+  rows: readonly Row[];
   /** Few columns: never wider than the screen (no sideways scrolling). */
   compact?: boolean;
   /** A class for the wrapper, for a table's own styles. */
   className?: string;
-  sort?: { key: string; order: "asc" | "desc"; href: (key: string, order: "asc" | "desc") => string };
+  sort?: TableSort;
 }): SafeHtml {
-  const head = opts.columns.map((c) => {
-    const cls = c.numeric ? "num" : null;
-    if (!c.sort || !opts.sort)
-      return html`<th scope="col" class="${cls}">${c.hiddenLabel ? html`<span class="sr-only">${c.label}</span>` : c.label}</th>`;
-    const current = opts.sort.key === c.sort;
-    // A first click sorts numbers and dates from the largest, text from A.
-    const next = current ? (opts.sort.order === "asc" ? "desc" : "asc") : c.numeric ? "desc" : "asc";
-    // Every sortable heading shows an arrow, so it reads as a control; the current one says its order.
-    const arrow = current ? (opts.sort.order === "asc" ? "▲" : "▼") : "↕";
-    return html`<th scope="col" class="${cls}"${current ? html` aria-sort="${opts.sort.order === "asc" ? "ascending" : "descending"}"` : null}><a class="sort" href="${opts.sort.href(c.sort, next)}">${c.label}<span class="arrow${current ? " current" : ""}" aria-hidden="true">${arrow}</span></a></th>`;
-  });
-  // A table that may scroll sideways can be scrolled by keyboard: the wrapper takes focus, named by the caption.
+  const head = opts.columns.map((c) => headCell(c, opts.sort));
+  const rows = opts.rows.map((r) => tableRow(r, opts.columns));
+  // "stack": on a phone each row is a card (dashboard.css). A table that may scroll sideways can be scrolled by keyboard: the wrapper takes focus, named by the caption.
   const id = `t-${opts.caption.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`;
   const scrolls = opts.compact ? null : html` tabindex="0" role="region" aria-labelledby="${id}"`;
-  return html`<div class="table-wrap${opts.compact ? " compact" : ""}${opts.className ? ` ${opts.className}` : ""}"${scrolls}><table><caption class="sr-only" id="${id}">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${opts.rows}</tbody></table></div>`;
+  return html`<div class="table-wrap stack${opts.compact ? " compact" : ""}${opts.className ? ` ${opts.className}` : ""}"${scrolls}><table><caption class="sr-only" id="${id}">${opts.caption}</caption><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></div>`;
 }
 
 /** "41–60 of 1,234 keys" with previous/next links; `noun` is [one, many]. */

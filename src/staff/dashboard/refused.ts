@@ -65,15 +65,20 @@ export function topRefused(top: RefusedClient[], days: number | null = null): Sa
         compact: true,
         className: "refused",
         columns: [
-          { label: "Client" },
+          { label: "Client", className: "card-head" },
           { label: "Refused", numeric: true },
           { label: "Last seen" },
           { label: "Main code" },
         ],
-        rows: top.map(
-          (c) =>
-            html`<tr data-client="${c.kind === "other" ? "other" : c.client}"><td>${clientCell(c)}</td><td class="num">${count(c.count)}</td><td>${time(c.lastAt)}</td><td>${codeLabel(c.mainCode)} <span class="mono muted">${breakable(c.mainCode)}</span></td></tr>`,
-        ),
+        rows: top.map((c) => ({
+          cells: [
+            clientCell(c),
+            count(c.count),
+            time(c.lastAt),
+            html`${codeLabel(c.mainCode)} <span class="mono muted">${breakable(c.mainCode)}</span>`,
+          ],
+          data: { client: c.kind === "other" ? "other" : c.client },
+        })),
       })
     : empty("Nothing refused", html`<p>No request to the public API was refused in this range.</p>`);
   return html`<section class="panel" aria-labelledby="refused-title"><h2 id="refused-title">Top refused clients${days ? ` in the last ${days} days` : ""}</h2>

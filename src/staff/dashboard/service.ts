@@ -239,6 +239,7 @@ export class DashboardService {
       currentSession: sessionId,
       settings: describeSettings(c, { reveal: false }).map((x) => ({
         env: x.env,
+        group: x.group,
         help: x.help,
         value: settingText(x.value),
       })),

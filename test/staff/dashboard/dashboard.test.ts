@@ -178,7 +178,7 @@ function allPages(): Record<string, string> {
       staff: [{ email: XSS_EMAIL, source: "database", addedAt: T, addedBy: XSS_EMAIL }],
       sessions: [{ id: "ses_1", clientAddress: "::1", userAgent: "<script>ua</script>", createdAt: T, lastSeenAt: T }],
       currentSession: "ses_1",
-      settings: [{ env: "IMGPRESS_X", value: XSS_SITE, help: '"help"' }],
+      settings: [{ env: "IMGPRESS_X", group: "server", value: XSS_SITE, help: '"help"' }],
       dataDir: "/data/<dir>",
       database: "/data/<dir>/imgpress.db",
       versions: [{ name: "imgpress", version: "<1>" }],
@@ -545,10 +545,10 @@ describe("activity in plain words", () => {
       filter: { type: "key.issued", staff: "", from: "", to: "", before: null },
     }).text;
     expect(page).toContain(
-      '<td>Key issued<span class="setting-help mono" title="The event type in the log and the API">key.issued</span></td>',
+      '<td data-label="Event" class="event">Key issued<span class="setting-help mono" title="The event type in the log and the API">key.issued</span></td>',
     );
     // A type without a plain name (one added later) is shown as it is.
-    expect(page).toContain("<td>some.future_type<span");
+    expect(page).toContain('<td data-label="Event" class="event">some.future_type<span');
     expect(page).toContain('<option value="key.issued" selected>Key issued</option>');
     expect(page).toContain('<option value="staff.sign_in">Staff signed in</option>');
   });
@@ -658,12 +658,14 @@ describe("axis labels", () => {
 test("refused requests: the top clients link a key to its page and name an address; the key page counts its own by code", () => {
   const page = overviewPage({ viewer, range: "24h", overview: overview(5), series: series([1]), refused, live }).text;
   expect(page).toContain('<h2 id="refused-title">Top refused clients</h2>');
-  expect(page).toMatch(/<tr data-client="key_&lt;i&gt;"><td><a href="\/internal\/keys\/key_%3Ci%3E">/);
+  expect(page).toMatch(
+    /<tr data-client="key_&lt;i&gt;"><td data-label="Client" class="card-head"><a href="\/internal\/keys\/key_%3Ci%3E">/,
+  );
   expect(page).toMatch(/<tr data-client="2001:db8::\/64">/);
   expect(page).toContain("Rejected requests by code");
   // Codes in plain words, the code itself beside them (legend tooltip, muted in the table) for log searches.
   expect(page).toContain('<span class="key" title="INVALID_SIGNATURE" data-code="INVALID_SIGNATURE">');
-  expect(page).toMatch(/<td>Bad signature <span class="mono muted">INVALID_<wbr>SIGNATURE<\/span><\/td>/);
+  expect(page).toMatch(/<td data-label="Main code">Bad signature <span class="mono muted">INVALID_<wbr>SIGNATURE<\/span><\/td>/);
   const keyText = keyPage({
     viewer,
     detail: { key, usage: overview(3) },

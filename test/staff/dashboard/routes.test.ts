@@ -80,7 +80,7 @@ describe("pages", () => {
     expect(keys.status).toBe(200);
     // The address wraps only after its @ and dots, never inside a word (.address).
     expect(keys.text).toContain(
-      '<td class="email"><span class="address">o&#39;neil&amp;co@<wbr>example.<wbr>com</span></td>',
+      '<td data-label="E-mail" class="email"><span class="address">o&#39;neil&amp;co@<wbr>example.<wbr>com</span></td>',
     );
     const activity = await page("/internal/activity?from=yesterday&type=nope");
     expect(activity.status).toBe(200);
@@ -259,7 +259,7 @@ describe("the way back to the keys list", () => {
     const id = (await h.services.keys.list()).find((k) => k.email === "back@example.com")!.id;
     expect((await page(`/internal/keys?${filter}`)).text).toContain(`href="/internal/keys/${id}?${inPage}"`);
     const keyPage = (await page(`/internal/keys/${id}?${filter}`)).text;
-    expect(keyPage).toContain(`<a href="/internal/keys?${inPage}">← All keys</a>`);
+    expect(keyPage).toContain(`<a class="back" href="/internal/keys?${inPage}">← All keys</a>`);
     expect(keyPage).toContain(`href="/internal/keys/${id}?range=7d&amp;${inPage}"`);
     expect(keyPage).toContain(`action="/internal/keys/${id}/revoke?${inPage}"`);
     const res = await post(`/internal/keys/${id}/revoke?range=30d&${filter}`, { csrf: boss.csrf });
@@ -270,7 +270,7 @@ describe("the way back to the keys list", () => {
     const id = (await h.services.keys.list()).find((k) => k.email === "back@example.com")!.id;
     const odd = "status=%3Cb%3E&sort=javascript%3Aalert(1)&order=up&page=-2";
     const text = (await page(`/internal/keys/${id}?${odd}`)).text;
-    expect(text).toContain('<a href="/internal/keys">← All keys</a>');
+    expect(text).toContain('<a class="back" href="/internal/keys">← All keys</a>');
     expect(text).not.toContain("javascript");
     const res = await post(`/internal/keys/${id}/revoke?${odd}`, { csrf: boss.csrf });
     expect(res.headers.get("location")).toBe(`/internal/keys/${id}`);
@@ -345,10 +345,10 @@ describe("a key pasted into the keys search", () => {
   test("a key page's link back to the list never carries a pasted key either", async () => {
     const pasted = await h.issueKey("carried@example.com");
     const text = (await page(`/internal/keys/${keyId}?q=${encodeURIComponent(pasted.secret_key)}&status=active`)).text;
-    expect(text).toContain('<a href="/internal/keys?status=active">← All keys</a>');
+    expect(text).toContain('<a class="back" href="/internal/keys?status=active">← All keys</a>');
     expect(text).not.toContain(pasted.secret_key.slice(5, 20));
     const byKey = (await page(`/internal/keys/${keyId}?q=${pasted.api_key}`)).text;
-    expect(byKey).toContain(`<a href="/internal/keys?q=${pasted.api_key.slice(0, 12)}">← All keys</a>`);
+    expect(byKey).toContain(`<a class="back" href="/internal/keys?q=${pasted.api_key.slice(0, 12)}">← All keys</a>`);
   });
 
   test("a key prefix, or a key of the wrong length, is searched as typed", async () => {

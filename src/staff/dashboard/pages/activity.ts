@@ -2,7 +2,7 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { INTERNAL_PREFIX } from "../../../core/http/paths.ts";
 import type { AuditEvent } from "../../../data/audit/service.ts";
 import { layout, type Viewer } from "../../layout.ts";
-import { emailAddress, empty, query, table, time, withKeyLinks } from "../components.ts";
+import { type Column, emailAddress, empty, query, type Row, table, time, withKeyLinks } from "../components.ts";
 import { eventLabel } from "../format.ts";
 
 /** One audit event as the activity table shows it. */
@@ -35,6 +35,14 @@ export interface ActivityView {
 }
 
 /** The href of the activity page for a filter. */
+const ACTIVITY_COLUMNS: readonly Column[] = [
+  { label: "When", className: "nowrap card-head" },
+  { label: "Event", className: "event" },
+  { label: "By", className: "email" },
+  { label: "About", className: "about wrap-anywhere" },
+  { label: "Address", className: "mono nowrap" },
+];
+
 function activityHref(f: ActivityFilter): string {
   return `${INTERNAL_PREFIX}/activity${query({ type: f.type, staff: f.staff, from: f.from, to: f.to, before: f.before })}`;
 }
@@ -53,10 +61,13 @@ export function activityPage(v: ActivityView): SafeHtml {
   const filtered = f.type !== "" || f.staff !== "" || f.from !== "" || f.to !== "";
   const dash = html`<span class="muted">–</span>`;
   const rows = v.rows.map(
-    (
-      r,
-    ) => html`<tr><td class="nowrap">${time(r.at)}</td><td>${eventLabel(r.type)}<span class="setting-help mono" title="The event type in the log and the API">${r.type}</span></td><td class="email">${r.actor ? emailAddress(r.actor) : dash}</td>
-<td class="about wrap-anywhere">${r.subject ? withKeyLinks(r.subject) : dash}${Object.keys(r.detail).length ? html`<br><span class="muted">${withKeyLinks(detailText(r.detail))}</span>` : null}</td><td class="mono nowrap">${r.clientAddress}</td></tr>`,
+    (r): Row => [
+      time(r.at),
+      html`${eventLabel(r.type)}<span class="setting-help mono" title="The event type in the log and the API">${r.type}</span>`,
+      r.actor ? emailAddress(r.actor) : dash,
+      html`${r.subject ? withKeyLinks(r.subject) : dash}${Object.keys(r.detail).length ? html`<br><span class="muted">${withKeyLinks(detailText(r.detail))}</span>` : null}`,
+      r.clientAddress,
+    ],
   );
   const first = f.before === null;
   const list =
@@ -72,7 +83,7 @@ export function activityPage(v: ActivityView): SafeHtml {
                 html`<p>Sign-ins, staff changes, issued and revoked keys appear here as they happen.</p>`,
               )
         }</div>`
-      : html`${table({ caption: "Audit events, newest first", columns: [{ label: "When" }, { label: "Event" }, { label: "By" }, { label: "About" }, { label: "Address" }], rows })}
+      : html`${table({ caption: "Audit events, newest first", columns: ACTIVITY_COLUMNS, rows })}
 <div class="pager"><span>${v.rows.length} ${v.rows.length === 1 ? "event" : "events"} on this page${first ? ", newest first" : ""}</span><nav aria-label="Pages">${
           first
             ? html`<span class="disabled" aria-disabled="true">Newest</span>`

@@ -2,7 +2,19 @@ import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, INTERNAL_PREFIX, VERIFY_OTP_PATH } from "../../../core/http/paths.ts";
 import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usage/model.ts";
 import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
-import { badge, emailAddress, empty, keyLink, keyPageHref, pager, query, table, time } from "../components.ts";
+import {
+  badge,
+  type Column,
+  emailAddress,
+  empty,
+  keyLink,
+  keyPageHref,
+  pager,
+  query,
+  type Row,
+  table,
+  time,
+} from "../components.ts";
 import { bytes, codeLabel, count, GUARD_HELP } from "../format.ts";
 import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
 import { CONFIRM_REVOKE_ALL } from "../model.ts";
@@ -19,22 +31,29 @@ export interface KeysView {
   notice?: Notice | null;
 }
 
-const COLUMNS = [
-  { label: "Key", sort: undefined },
-  { label: "E-mail", sort: "email" },
-  { label: "Site", sort: "site" },
+const COLUMNS: readonly Column[] = [
+  { label: "Key", className: "nowrap card-head" },
+  { label: "E-mail", sort: "email", className: "email" },
+  { label: "Site", sort: "site", className: "site" },
   { label: "Created", sort: "created", numeric: true },
   { label: "Last used", sort: "lastUsed", numeric: true },
   { label: "Conversions", sort: "conversions", numeric: true },
   { label: "Bytes saved", sort: "bytesSaved", numeric: true },
-  { label: "Status" },
-] as const;
+  { label: "Status", className: "card-badge" },
+];
 
 // A key's link carries the list's filter, so its page's "← All keys" returns to the same list.
-function row(k: KeyListRow, back: KeysFilter): SafeHtml {
-  return html`<tr><td class="nowrap"><a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a></td><td class="email">${emailAddress(k.email)}</td><td class="site">${k.siteUrl || html`<span class="muted">–</span>`}</td>
-<td class="num">${time(k.createdAt, "date")}</td><td class="num">${time(k.lastUsedAt)}</td><td class="num">${count(k.conversions)}</td><td class="num">${bytes(k.bytesSaved)}</td>
-<td>${badge(k.status, k.status)}</td></tr>`;
+function row(k: KeyListRow, back: KeysFilter): Row {
+  return [
+    html`<a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a>`,
+    emailAddress(k.email),
+    k.siteUrl || html`<span class="muted">–</span>`,
+    time(k.createdAt, "date"),
+    time(k.lastUsedAt),
+    count(k.conversions),
+    bytes(k.bytesSaved),
+    badge(k.status, k.status),
+  ];
 }
 
 /** /internal/keys: search, status filter, sortable columns, paging. */
@@ -106,8 +125,8 @@ function rotationFacts(r: KeyRotation | undefined): SafeHtml | null {
 function revokeAllForm(v: KeyView, action: string): SafeHtml {
   const email = v.detail.key.email;
   return html`<section class="panel danger-zone" aria-labelledby="revoke-all-title"><h2 id="revoke-all-title">Revoke all keys of this address</h2>
-<p class="muted">Every active key of ${email}, on every site, is refused from its next request. The owner must obtain new keys with e-mailed codes. This cannot be undone.</p>
-<form method="post" action="${action}">${csrfField(v.viewer)}<label class="check"><input type="checkbox" name="confirm" value="${CONFIRM_REVOKE_ALL}" required> Yes, revoke every active key of ${email}</label>
+<p class="muted">Every active key of ${emailAddress(email)}, on every site, is refused from its next request. The owner must obtain new keys with e-mailed codes. This cannot be undone.</p>
+<form method="post" action="${action}">${csrfField(v.viewer)}<label class="check"><input type="checkbox" name="confirm" value="${CONFIRM_REVOKE_ALL}" required> <span>Yes, revoke every active key of ${emailAddress(email)}</span></label>
 <button type="submit" class="danger">Revoke all keys of this address</button></form></section>`;
 }
 
@@ -132,7 +151,7 @@ export function keyPage(v: KeyView): SafeHtml {
 <p class="muted">Its next request is refused with 401. The client must obtain a new key with the e-mailed code. This cannot be undone.</p>
 <form method="post" action="${actions("revoke")}" data-confirm="Revoke key ${k.prefix}… of ${k.email}? Its next request will be refused. This cannot be undone.">${csrfField(v.viewer)}<button type="submit" class="danger">Revoke key</button></form></section>`
       : html`<section class="panel"><h2>Revoked</h2><p>This key was revoked ${time(k.revokedAt)} and no longer converts anything.</p></section>`;
-  const body = html`<p><a href="${keysHref(back)}">← All keys</a></p>
+  const body = html`<p><a class="back" href="${keysHref(back)}">← All keys</a></p>
 <div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead">${emailAddress(k.email)}${k.siteUrl ? html` · <span class="wrap-anywhere">${k.siteUrl}</span>` : null}</p></div>${badge(k.status, k.status)}</div>
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
 <dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
