@@ -109,6 +109,7 @@ const key: KeyListRow = {
   siteUrl: XSS_SITE,
   createdAt: T,
   lastUsedAt: null,
+  lastAddress: null,
   revokedAt: null,
   status: "active",
   conversions: 3,
