@@ -485,6 +485,8 @@ describe("retention", () => {
     expect((await buckets()).map((r) => r.hour)).toEqual([T0 - 399 * DAY, T0]);
     const totals = await h.store.all<{ hour: number }>(sql`SELECT hour FROM usage_hourly_total ORDER BY hour`);
     expect(totals.map((r) => r.hour)).toEqual([T0 - 399 * DAY, T0]);
+    const days = await h.store.all<{ day: number }>(sql`SELECT day FROM usage_daily ORDER BY day`);
+    expect(days.map((r) => r.day)).toEqual([T0 - 399 * DAY, T0].map((t) => Math.floor(t / DAY) * DAY));
   });
 });
 

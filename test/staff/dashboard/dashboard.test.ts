@@ -152,7 +152,7 @@ function allPages(): Record<string, string> {
       .text,
     keys: keysPage({
       viewer,
-      filter: { q: XSS_EMAIL, status: "all", sort: "created", order: "desc", page: 1 },
+      filter: { q: XSS_EMAIL, status: "all", sort: "created", order: "desc", page: 1, period: "all" },
       keys: { rows: [key], total: 1, page: 1, pageSize: 50 },
     }).text,
     key: keyPage({ viewer, detail: { key, usage: overview(3) }, range: "24h", series: series([3]), refused }).text,
@@ -444,7 +444,7 @@ describe("pages render data as text", () => {
   test("the keys page without keys explains how keys are issued", () => {
     const page = keysPage({
       viewer,
-      filter: { q: "", status: "all", sort: "created", order: "desc", page: 1 },
+      filter: { q: "", status: "all", sort: "created", order: "desc", page: 1, period: "all" },
       keys: { rows: [], total: 0, page: 1, pageSize: 50 },
     }).text;
     expect(page).toContain("No keys yet");

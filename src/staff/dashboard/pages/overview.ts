@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, CONVERT_PATH, INTERNAL_PREFIX } from "../../../core/http/paths.ts";
+import type { TopKey } from "../../../data/usage/key-ranges.ts";
 import type { Overview, Series } from "../../../data/usage/model.ts";
 import { savedPercent } from "../../../data/usage/service.ts";
 import { layout, type Viewer } from "../../layout.ts";
@@ -23,6 +24,8 @@ export interface OverviewView {
   series: Series;
   refused: RefusedView;
   health?: HealthVerdict;
+  /** The range's most used keys (conversions plus refused requests); absent on a key's page. */
+  topKeys?: TopKey[];
   live: LiveView;
 }
 
