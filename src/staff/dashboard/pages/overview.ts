@@ -12,6 +12,7 @@ import { toneOf, topWithOther } from "../palette.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart, topRefused } from "../refused.ts";
 import { coarseSeries } from "../steps.ts";
+import { topKeysPanel } from "../top-keys.ts";
 import { type LiveView, liveSection } from "./live.ts";
 
 /** Everything the overview page shows. */
@@ -171,6 +172,7 @@ ${rangeSwitch(v.range, (r) => `${INTERNAL_PREFIX}/?range=${r}`)}</div>
 ${v.health ? healthLine(v.health) : null}
 ${figures(v.overview, v.previous ? { overview: v.previous, period: RANGES[v.range].label } : undefined)}
 ${liveSection(v.live)}
+${v.topKeys ? topKeysPanel(v.topKeys, v.range, RANGES[v.range].label) : null}
 ${topRefused(v.refused.top ?? [], v.refused.topDays ?? null)}
 <h2>Over time</h2>
 ${

@@ -8,8 +8,9 @@ CREATE TABLE `usage_daily` (
 	PRIMARY KEY(`day`, `key_id`)
 );
 --> statement-breakpoint
-CREATE INDEX `usage_daily_key_day` ON `usage_daily` (`key_id`,`day`);--> statement-breakpoint
-ALTER TABLE `api_keys` ADD `last_address` text;--> statement-breakpoint
+CREATE INDEX `usage_daily_key_day` ON `usage_daily` (`key_id`,`day`,`conversions`,`errors`,`bytes_in`,`bytes_out`);--> statement-breakpoint
+ALTER TABLE `api_keys` ADD `last_address` text;
+--> statement-breakpoint
 -- Backfill: the history already in usage_hourly, summed per key and UTC day (volumes of successful conversions only).
 INSERT INTO `usage_daily` (`day`, `key_id`, `conversions`, `errors`, `bytes_in`, `bytes_out`)
 SELECT (`hour` / 86400000) * 86400000, `key_id`,

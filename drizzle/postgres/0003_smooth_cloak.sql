@@ -9,7 +9,8 @@ CREATE TABLE "usage_daily" (
 );
 --> statement-breakpoint
 ALTER TABLE "api_keys" ADD COLUMN "last_address" text;--> statement-breakpoint
-CREATE INDEX "usage_daily_key_day" ON "usage_daily" USING btree ("key_id","day");--> statement-breakpoint
+CREATE INDEX "usage_daily_key_day" ON "usage_daily" USING btree ("key_id","day","conversions","errors","bytes_in","bytes_out");
+--> statement-breakpoint
 -- Backfill: the history already in usage_hourly, summed per key and UTC day (volumes of successful conversions only).
 INSERT INTO "usage_daily" ("day", "key_id", "conversions", "errors", "bytes_in", "bytes_out")
 SELECT ("hour" / 86400000) * 86400000, "key_id",
