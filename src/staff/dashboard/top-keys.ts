@@ -13,6 +13,7 @@ export function topKeysPanel(top: readonly TopKey[], range: RangeName, rangeLabe
   const body = top.length
     ? table({
         caption: "Top keys",
+        compact: true,
         className: "top-keys",
         columns: [
           { label: "Key" },
