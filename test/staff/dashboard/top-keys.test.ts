@@ -87,6 +87,8 @@ describe("the keys table by range", () => {
     expect((await page(`/internal/keys/${ids.now}`)).text).toContain(
       '<dd class="mono" data-fact="last-address">203.0.113.77</dd>',
     );
+    // Personal data: on staff pages only, never in the log.
+    expect(h.logs.join("\n")).not.toContain("203.0.113.77");
   });
 
   test("the range survives sorting, searching, paging and a key's page", async () => {
