@@ -104,4 +104,17 @@ describe("the keys table by range", () => {
     // A range the list does not know falls back on all time.
     expect((await page("/internal/keys?period=forever")).text).toContain('aria-current="true">All time</a>');
   });
+
+  test("/internal/api/keys: the same range figures and sorts from `from`/`to`, the last address", async () => {
+    const api = (query: string) =>
+      h.request("GET", `/internal/api/keys?${query}`, { ip: LOOPBACK, headers: { cookie: boss.cookie } });
+    const day = (await api("sort=conversions&from=24h")).body;
+    expect(day.rows[0]).toMatchObject({ id: ids.now, lastAddress: "203.0.113.77", inRange: { conversions: 2 } });
+    const allTime = (await api("sort=conversions")).body;
+    expect(allTime.rows[0]).toMatchObject({ id: ids.old, inRange: { conversions: 3, refused: 0 } });
+    expect((await api("sort=refused&from=24h")).body.rows[0]).toMatchObject({
+      id: ids.refused,
+      inRange: { refused: 12 },
+    });
+  });
 });
