@@ -51,7 +51,7 @@ async function renderTimes(server: RunningServer, cookie: string): Promise<(stri
     return performance.now() - t;
   };
   const keysHtml = await (await server.fetch("/internal/keys?sort=conversions", { headers: { cookie } })).text();
-  const busiest = /href="(\/internal\/keys\/[^"?]+)"/.exec(keysHtml)?.[1];
+  const busiest = /href="(\/internal\/keys\/key_[^"?&]+)/.exec(keysHtml)?.[1];
   const pages: [string, string][] = [
     ["overview 24 h", "/internal/?range=24h"],
     ["overview 7 d", "/internal/?range=7d"],
