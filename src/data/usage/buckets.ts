@@ -30,7 +30,7 @@ export interface Bucket {
   lastAddress: string;
 }
 
-/** The upserts of the three bucket tables and the key counters: one batch, hence one transaction. */
+/** The upserts of the four bucket tables and the key counters: one batch, hence one transaction. */
 export function flushStatements(db: Database, tables: Store["tables"], batch: Bucket[]): BatchStatement[] {
   const { usageHourly, usageHourlyTotal, usageDailyTotal } = tables;
   const totals = sumOver(batch, (b) => b.hour);
