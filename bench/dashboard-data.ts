@@ -71,6 +71,15 @@ try {
       () => q.keys({ sort: "lastUsed", order: "asc", page: Math.ceil(KEYS / 50), pageSize: 50 }),
     ],
     ["keys search 'anna'", () => q.keys({ search: "anna", page: 1, pageSize: 50 })],
+    // Per-key figures over a range (usage_daily, edge hours, refused_hourly).
+    ["top keys 24 h", () => q.topKeys(last(1), 10)],
+    ["top keys 365 d", () => q.topKeys(last(365), 10)],
+    [
+      "keys sorted by 365 d conversions",
+      () => q.keys({ sort: "conversions", page: 1, pageSize: 50, range: last(365) }),
+    ],
+    ["keys sorted by 24 h refused", () => q.keys({ sort: "refused", page: 1, pageSize: 50, range: last(1) })],
+    ["keys page 1, newest, 365 d figures", () => q.keys({ page: 1, pageSize: 50, range: last(365) })],
     [
       "key page 365 d (key + daily series)",
       () => Promise.all([q.key(busiest, last(365)), q.series({ ...last(365), step: "day", keyId: busiest })]),

@@ -51,7 +51,7 @@ async function renderTimes(server: RunningServer, cookie: string): Promise<(stri
     return performance.now() - t;
   };
   const keysHtml = await (await server.fetch("/internal/keys?sort=conversions", { headers: { cookie } })).text();
-  const busiest = /href="(\/internal\/keys\/[^"?]+)"/.exec(keysHtml)?.[1];
+  const busiest = /href="(\/internal\/keys\/key_[^"?&]+)/.exec(keysHtml)?.[1];
   const pages: [string, string][] = [
     ["overview 24 h", "/internal/?range=24h"],
     ["overview 7 d", "/internal/?range=7d"],
@@ -60,6 +60,8 @@ async function renderTimes(server: RunningServer, cookie: string): Promise<(stri
     ["keys, newest first", "/internal/keys"],
     ["keys by bytes saved", "/internal/keys?sort=bytesSaved"],
     ["keys search 'anna'", "/internal/keys?q=anna"],
+    ["keys sorted by 365 d conversions", "/internal/keys?period=365d&sort=conversions"],
+    ["keys sorted by 24 h refused", "/internal/keys?period=24h&sort=refused"],
     [
       `keys page ${Math.ceil(KEYS / 50)} by last use`,
       `/internal/keys?sort=lastUsed&order=asc&page=${Math.ceil(KEYS / 50)}`,

@@ -41,6 +41,8 @@ export interface Requester {
   keyId: string;
   client: string;
   owners: readonly string[];
+  /** The client's address as staff see it (IPv4 as is, IPv6 as its /64); '' when unknown. */
+  address: string;
 }
 
 /**
@@ -51,8 +53,8 @@ export interface Requester {
  * request's signature cannot be checked before, so someone who has seen only its api_key must not
  * be able to hold that key's places (docs/api.md, limits).
  */
-export function requesterOf(keyId: string, clientGroup: string): Requester {
-  return { keyId, client: clientGroup, owners: [`key:${keyId}`, `${ADDRESS_OWNER}${clientGroup}`] };
+export function requesterOf(keyId: string, clientGroup: string, address = ""): Requester {
+  return { keyId, client: clientGroup, owners: [`key:${keyId}`, `${ADDRESS_OWNER}${clientGroup}`], address };
 }
 
 /**
@@ -76,6 +78,8 @@ export interface ConversionEvent {
   guardEncodes: number;
   /** Unix milliseconds when the attempt ended. */
   at: number;
+  /** The client's address (Requester.address): personal data, for the key's "last address" only, never logged; absent in events made up by tests and the bench. */
+  address?: string;
 }
 
 /** Called once per conversion attempt, after the answer is known; must not throw or block. */
@@ -113,7 +117,7 @@ export class ConvertService {
    * calls its `release`; a failure gives it back at once. The reservation ends with the conversion.
    */
   async handle(
-    { keyId, client, owners }: Requester,
+    { keyId, client, owners, address }: Requester,
     uploadBytes: number,
     receive: () => Promise<Upload>,
     signal?: AbortSignal,
@@ -129,6 +133,7 @@ export class ConvertService {
       convertMs: 0,
       guardEncodes: 0,
       at: 0,
+      address,
     };
     let report = true;
     let unreserve = () => {};

@@ -138,6 +138,7 @@ describe("libSQL file → PostgreSQL", () => {
       "usage_hourly",
       "usage_hourly_total",
       "usage_daily_total",
+      "usage_daily",
       "staff_members",
       "audit_events",
       "database_facts",

@@ -331,6 +331,27 @@ describe.skipIf(!hasChromium())("dashboard in chromium", () => {
     expect(browser.dialogs).toEqual([]);
   });
 
+  test("the key that converted most in the last 24 h tops Top keys; clicking its row opens it; the keys table sorted by 24 h conversions puts it first", async () => {
+    await page.goto(`${server.url}/internal/?range=24h`);
+    const top = page.locator("#top-keys-title + p + .table-wrap tbody tr");
+    expect(await top.first().locator("td").nth(1).innerText()).toBe(CLIENT_EMAIL);
+    expect(await top.first().locator("td").nth(2).innerText()).toBe("3");
+    // Anywhere on the row, not only its link (dashboard.js): here the e-mail cell.
+    await top.first().locator("td").nth(1).click();
+    await page.waitForURL(/\/internal\/keys\/key_/);
+    expect(await page.locator(".lead").first().innerText()).toContain(CLIENT_EMAIL);
+    await page.goto(`${server.url}/internal/keys`);
+    await page.getByRole("navigation", { name: "Range of the figures" }).getByRole("link", { name: "24 h" }).click();
+    await page
+      .getByRole("columnheader", { name: /conversions/i })
+      .getByRole("link")
+      .click();
+    const url = new URL(page.url());
+    expect([url.searchParams.get("period"), url.searchParams.get("sort")]).toEqual(["24h", "conversions"]);
+    expect(await page.locator("tbody tr").first().locator("td.email").innerText()).toBe(CLIENT_EMAIL);
+    expect(await page.locator("tbody tr").first().locator("td").nth(6).innerText()).toBe("3");
+  });
+
   test("a link from another site (a mail, a chat) opens the page signed in", async () => {
     // A blank document has no origin of its own: following its link is a cross-site navigation.
     await page.goto("about:blank");

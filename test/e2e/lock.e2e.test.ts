@@ -52,7 +52,7 @@ function sqliteLocker(file: string): Locker {
 
 /** The tables a request, the heartbeat or the usage flush writes; api_keys stays readable. */
 const WRITTEN_TABLES =
-  "heartbeat, otp_codes, rate_events, seen_signatures, usage_hourly, usage_hourly_total, usage_daily_total";
+  "heartbeat, otp_codes, rate_events, seen_signatures, usage_hourly, usage_hourly_total, usage_daily_total, usage_daily";
 
 function postgresLocker(url: string, tables = WRITTEN_TABLES): Locker {
   const sql = postgres(url, { max: 1, onnotice: () => {} });

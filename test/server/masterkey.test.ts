@@ -134,6 +134,8 @@ describe("a database from an older version (before the pin, 0004, and every migr
     try {
       for (const table of ["api_keys", "usage_daily_total", "usage_hourly", "usage_hourly_total"])
         await client.execute(`ALTER TABLE ${table} DROP COLUMN guard_encodes`);
+      // Columns added to older tables since then, by the migration that added each.
+      await client.execute("ALTER TABLE api_keys DROP COLUMN last_address");
       for (const table of TABLES_SINCE_PIN) await client.execute(`DROP TABLE ${table}`);
       await client.execute({
         sql: "DELETE FROM __drizzle_migrations WHERE created_at >= ?",

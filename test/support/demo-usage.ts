@@ -189,6 +189,10 @@ export async function seedDemoData(
           `INSERT INTO ${table} (${time}, format, quality, outcome, ${FIGURES}) VALUES ${rows.slice(i, i + 500).join(",")}`,
         );
     }
+    // The per-key daily rollup, as the recorder's flush writes it (and the migration backfills it).
+    await write(
+      `INSERT INTO usage_daily (day, key_id, conversions, errors, bytes_in, bytes_out) SELECT (hour / ${DAY_MS}) * ${DAY_MS}, key_id, sum(CASE WHEN outcome = 'ok' THEN count ELSE 0 END), sum(CASE WHEN outcome = 'ok' THEN 0 ELSE count END), sum(CASE WHEN outcome = 'ok' THEN bytes_in ELSE 0 END), sum(CASE WHEN outcome = 'ok' THEN bytes_out ELSE 0 END) FROM usage_hourly GROUP BY 1, 2`,
+    );
     for (let i = 0; i < keyRows.length; i += 500) {
       await write(
         `INSERT INTO api_keys (id, email, site_url, key_hash, key_prefix, secret_sealed, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes) VALUES ${keyRows.slice(i, i + 500).join(",")}`,

@@ -10,7 +10,7 @@ import { readBody } from "../../core/http/body.ts";
 import { clientContext } from "../../core/http/client.ts";
 import { CONVERT_PATH } from "../../core/http/paths.ts";
 import { handedOverBody } from "../../core/http/send.ts";
-import { clientGroup } from "../../core/ipallow.ts";
+import { clientGroup, rateLimitSubject } from "../../core/ipallow.ts";
 import type { ApiAuth } from "../requestauth/index.ts";
 import { convertDocs } from "./docs.ts";
 import { fileTooLarge, MAX_IMAGE_BYTES, readUpload } from "./form.ts";
@@ -43,7 +43,11 @@ export function convertRoutes(convert: ConvertService, keyAuth: ApiAuth, rules: 
     .post(
       CONVERT_PATH,
       async ({ request, credential, clientIp }) => {
-        const requester = requesterOf(credential.key.id, clientGroup(clientIp, rules.ipv6PrefixBits));
+        const requester = requesterOf(
+          credential.key.id,
+          clientGroup(clientIp, rules.ipv6PrefixBits),
+          rateLimitSubject(clientIp),
+        );
         // A body without a length (chunked) may grow to the limit: it reserves that much.
         const declared = Number(request.headers.get("content-length") ?? Number.NaN);
         const reserve = Number.isInteger(declared) && declared >= 0 ? Math.min(declared, maxBytes) : maxBytes;

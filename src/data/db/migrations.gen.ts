@@ -50,6 +50,12 @@ export const sqliteMigrations: Migration[] = [
     "when": 1795880872164,
     "hash": "d9cd668cc93bb93d119e7044974f0958c3ce8a16cf5d3abb40eaf856064d4380",
     "sql": "CREATE TABLE `refused_daily_total` (\n\t`day` integer NOT NULL,\n\t`code` text NOT NULL,\n\t`count` integer NOT NULL,\n\tPRIMARY KEY(`day`, `code`)\n);\n--> statement-breakpoint\nCREATE TABLE `refused_hourly` (\n\t`hour` integer NOT NULL,\n\t`kind` text NOT NULL,\n\t`client` text NOT NULL,\n\t`code` text NOT NULL,\n\t`count` integer NOT NULL,\n\t`last_at` integer NOT NULL,\n\tPRIMARY KEY(`hour`, `kind`, `client`, `code`)\n);\n--> statement-breakpoint\nCREATE INDEX `refused_hourly_client_hour` ON `refused_hourly` (`kind`,`client`,`hour`);"
+  },
+  {
+    "tag": "0008_wonderful_blacklash",
+    "when": 1795936298751,
+    "hash": "11955754fa98d97939ec405c93af52d15464a4ba84755f9610ace2ee41157b0c",
+    "sql": "CREATE TABLE `usage_daily` (\n\t`day` integer NOT NULL,\n\t`key_id` text NOT NULL,\n\t`conversions` integer NOT NULL,\n\t`errors` integer NOT NULL,\n\t`bytes_in` integer NOT NULL,\n\t`bytes_out` integer NOT NULL,\n\tPRIMARY KEY(`day`, `key_id`)\n);\n--> statement-breakpoint\nCREATE INDEX `usage_daily_key_day` ON `usage_daily` (`key_id`,`day`,`conversions`,`errors`,`bytes_in`,`bytes_out`);--> statement-breakpoint\nALTER TABLE `api_keys` ADD `last_address` text;\n--> statement-breakpoint\n-- Backfill: the history already in usage_hourly, summed per key and UTC day (volumes of successful conversions only).\nINSERT INTO `usage_daily` (`day`, `key_id`, `conversions`, `errors`, `bytes_in`, `bytes_out`)\nSELECT (`hour` / 86400000) * 86400000, `key_id`,\n\tsum(CASE WHEN `outcome` = 'ok' THEN `count` ELSE 0 END),\n\tsum(CASE WHEN `outcome` = 'ok' THEN 0 ELSE `count` END),\n\tsum(CASE WHEN `outcome` = 'ok' THEN `bytes_in` ELSE 0 END),\n\tsum(CASE WHEN `outcome` = 'ok' THEN `bytes_out` ELSE 0 END)\nFROM `usage_hourly` GROUP BY 1, 2;\n"
   }
 ];
 
@@ -72,5 +78,11 @@ export const postgresMigrations: Migration[] = [
     "when": 1795880872529,
     "hash": "435dbaeaeaa6398f272cd8248afc110e8a0a1bf2fd529163ec2bf92e2a4ce07a",
     "sql": "CREATE TABLE \"refused_daily_total\" (\n\t\"day\" bigint NOT NULL,\n\t\"code\" text NOT NULL,\n\t\"count\" integer NOT NULL,\n\tCONSTRAINT \"refused_daily_total_day_code_pk\" PRIMARY KEY(\"day\",\"code\")\n);\n--> statement-breakpoint\nCREATE TABLE \"refused_hourly\" (\n\t\"hour\" bigint NOT NULL,\n\t\"kind\" text NOT NULL,\n\t\"client\" text NOT NULL,\n\t\"code\" text NOT NULL,\n\t\"count\" integer NOT NULL,\n\t\"last_at\" bigint NOT NULL,\n\tCONSTRAINT \"refused_hourly_hour_kind_client_code_pk\" PRIMARY KEY(\"hour\",\"kind\",\"client\",\"code\")\n);\n--> statement-breakpoint\nCREATE INDEX \"refused_hourly_client_hour\" ON \"refused_hourly\" USING btree (\"kind\",\"client\",\"hour\");"
+  },
+  {
+    "tag": "0003_smooth_cloak",
+    "when": 1795936299083,
+    "hash": "7d7181cc7fd72c16010f3d9641d7d9880c817926a776e20ae9840eb76d0cbdfb",
+    "sql": "CREATE TABLE \"usage_daily\" (\n\t\"day\" bigint NOT NULL,\n\t\"key_id\" text NOT NULL,\n\t\"conversions\" bigint NOT NULL,\n\t\"errors\" bigint NOT NULL,\n\t\"bytes_in\" bigint NOT NULL,\n\t\"bytes_out\" bigint NOT NULL,\n\tCONSTRAINT \"usage_daily_day_key_id_pk\" PRIMARY KEY(\"day\",\"key_id\")\n);\n--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"last_address\" text;--> statement-breakpoint\nCREATE INDEX \"usage_daily_key_day\" ON \"usage_daily\" USING btree (\"key_id\",\"day\",\"conversions\",\"errors\",\"bytes_in\",\"bytes_out\");\n--> statement-breakpoint\n-- Backfill: the history already in usage_hourly, summed per key and UTC day (volumes of successful conversions only).\nINSERT INTO \"usage_daily\" (\"day\", \"key_id\", \"conversions\", \"errors\", \"bytes_in\", \"bytes_out\")\nSELECT (\"hour\" / 86400000) * 86400000, \"key_id\",\n\tsum(CASE WHEN \"outcome\" = 'ok' THEN \"count\" ELSE 0 END),\n\tsum(CASE WHEN \"outcome\" = 'ok' THEN 0 ELSE \"count\" END),\n\tsum(CASE WHEN \"outcome\" = 'ok' THEN \"bytes_in\" ELSE 0 END),\n\tsum(CASE WHEN \"outcome\" = 'ok' THEN \"bytes_out\" ELSE 0 END)\nFROM \"usage_hourly\" GROUP BY 1, 2;\n"
   }
 ];

@@ -33,6 +33,7 @@ export const apiKeys = pgTable(
     secretSealed: text("secret_sealed").notNull(),
     createdAt: big("created_at").notNull(),
     lastUsedAt: big("last_used_at"),
+    lastAddress: text("last_address"),
     revokedAt: big("revoked_at"),
     conversions: big("conversions").notNull().default(0),
     bytesIn: big("bytes_in").notNull().default(0),
@@ -120,6 +121,31 @@ export const usageDailyTotal = pgTable(
   "usage_daily_total",
   { day: big("day").notNull(), ...usageColumns() },
   (table) => [primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] })],
+);
+
+/** See schema.ts `usageDaily`. */
+export const usageDaily = pgTable(
+  "usage_daily",
+  {
+    day: big("day").notNull(),
+    keyId: text("key_id").notNull(),
+    conversions: big("conversions").notNull(),
+    errors: big("errors").notNull(),
+    bytesIn: big("bytes_in").notNull(),
+    bytesOut: big("bytes_out").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.day, table.keyId] }),
+    // Covering: a range's per-key sums read the index alone, in key order (no sort for the GROUP BY).
+    index("usage_daily_key_day").on(
+      table.keyId,
+      table.day,
+      table.conversions,
+      table.errors,
+      table.bytesIn,
+      table.bytesOut,
+    ),
+  ],
 );
 
 /** See schema.ts `refusedHourly`. */

@@ -37,6 +37,9 @@ export const apiKeys = sqliteTable(
     secretSealed: text("secret_sealed").notNull(),
     createdAt: integer("created_at").notNull(),
     lastUsedAt: integer("last_used_at"),
+    // The client address of the conversion that set last_used_at (IPv4 as is, IPv6 as its /64):
+    // personal data, shown to staff only and never logged.
+    lastAddress: text("last_address"),
     revokedAt: integer("revoked_at"),
     conversions: integer("conversions").notNull().default(0),
     bytesIn: integer("bytes_in").notNull().default(0),
@@ -148,6 +151,36 @@ export const usageDailyTotal = sqliteTable(
   { day: integer("day").notNull(), ...usageColumns() },
   (table) => [primaryKey({ columns: [table.day, table.format, table.quality, table.outcome] })],
 );
+/**
+ * Each key's attempts per UTC day (Unix ms of 00:00 UTC), same transaction: a key's figures over a
+ * range read whole days here and only the edge hours from usage_hourly, so ranking every key over a
+ * year reads ~one row per busy key and day instead of every hourly bucket. Volumes count
+ * successful conversions only, `errors` the failed attempts, as the other bucket tables do.
+ */
+export const usageDaily = sqliteTable(
+  "usage_daily",
+  {
+    day: integer("day").notNull(),
+    keyId: text("key_id").notNull(),
+    conversions: integer("conversions").notNull(),
+    errors: integer("errors").notNull(),
+    bytesIn: integer("bytes_in").notNull(),
+    bytesOut: integer("bytes_out").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.day, table.keyId] }),
+    // Covering: a range's per-key sums read the index alone, in key order (no sort for the GROUP BY).
+    index("usage_daily_key_day").on(
+      table.keyId,
+      table.day,
+      table.conversions,
+      table.errors,
+      table.bytesIn,
+      table.bytesOut,
+    ),
+  ],
+);
+
 /**
  * Refused requests on the public routes (401, 403, 413, 415, 429) per UTC hour, client and code:
  * `kind` 'key' (client = the key id the request named), 'address' (client = the IPv4 address or

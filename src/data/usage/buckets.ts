@@ -26,9 +26,11 @@ export interface Bucket {
   lat: number[];
   /** When the latest attempt of the bucket ended: becomes the key's last_used_at. */
   lastAt: number;
+  /** The client address of that latest attempt: becomes the key's last_address. */
+  lastAddress: string;
 }
 
-/** The upserts of the three bucket tables and the key counters: one batch, hence one transaction. */
+/** The upserts of the four bucket tables and the key counters: one batch, hence one transaction. */
 export function flushStatements(db: Database, tables: Store["tables"], batch: Bucket[]): BatchStatement[] {
   const { usageHourly, usageHourlyTotal, usageDailyTotal } = tables;
   const totals = sumOver(batch, (b) => b.hour);
@@ -68,7 +70,56 @@ export function flushStatements(db: Database, tables: Store["tables"], batch: Bu
         }),
     );
   }
-  return [...statements, ...keyCounterUpdates(db, tables.apiKeys, batch)];
+  return [
+    ...statements,
+    ...perKeyDayUpserts(db, tables.usageDaily, batch),
+    ...keyCounterUpdates(db, tables.apiKeys, batch),
+  ];
+}
+
+/** One key's figures of one UTC day, as usage_daily keeps them. */
+interface KeyDay {
+  day: number;
+  keyId: string;
+  conversions: number;
+  errors: number;
+  bytesIn: number;
+  bytesOut: number;
+}
+
+// The batch summed per (UTC day, key) and added to usage_daily.
+function perKeyDayUpserts(db: Database, usageDaily: Store["tables"]["usageDaily"], batch: Bucket[]): BatchStatement[] {
+  const days = new Map<string, KeyDay>();
+  for (const b of batch) {
+    const day = Math.floor(b.hour / DAY_MS) * DAY_MS;
+    const id = `${day}|${b.keyId}`;
+    const sum = days.get(id) ?? { day, keyId: b.keyId, conversions: 0, errors: 0, bytesIn: 0, bytesOut: 0 };
+    const ok = b.outcome === "ok";
+    // Volumes of successful conversions only, as the key counters and the overview count them.
+    days.set(id, {
+      ...sum,
+      conversions: sum.conversions + (ok ? b.count : 0),
+      errors: sum.errors + (ok ? 0 : b.count),
+      bytesIn: sum.bytesIn + (ok ? b.bytesIn : 0),
+      bytesOut: sum.bytesOut + (ok ? b.bytesOut : 0),
+    });
+  }
+  const add = (name: "conversions" | "errors" | "bytesIn" | "bytesOut") =>
+    sql`${usageDaily[name]} + excluded.${sql.identifier(usageDaily[name].name)}`;
+  return chunks([...days.values()], 1000).map((rows) =>
+    db
+      .insert(usageDaily)
+      .values(rows)
+      .onConflictDoUpdate({
+        target: [usageDaily.day, usageDaily.keyId],
+        set: {
+          conversions: add("conversions"),
+          errors: add("errors"),
+          bytesIn: add("bytesIn"),
+          bytesOut: add("bytesOut"),
+        },
+      }),
+  );
 }
 
 // A bucket's columns shared by the three bucket tables.
@@ -90,21 +141,25 @@ function columnsOf(b: Bucket) {
 function keyCounterUpdates(db: Database, apiKeys: Store["tables"]["apiKeys"], batch: Bucket[]): BatchStatement[] {
   const keys = new Map<
     string,
-    { count: number; bytesIn: number; bytesOut: number; guardEncodes: number; lastAt: number }
+    { count: number; bytesIn: number; bytesOut: number; guardEncodes: number; lastAt: number; lastAddress: string }
   >();
   // The key counters count successful conversions only, as they always have.
   for (const b of batch.filter((b) => b.outcome === "ok")) {
-    const key = keys.get(b.keyId) ?? { count: 0, bytesIn: 0, bytesOut: 0, guardEncodes: 0, lastAt: 0 };
+    const key = keys.get(b.keyId) ?? { count: 0, bytesIn: 0, bytesOut: 0, guardEncodes: 0, lastAt: 0, lastAddress: "" };
+    const later = b.lastAt >= key.lastAt;
     keys.set(b.keyId, {
       count: key.count + b.count,
       bytesIn: key.bytesIn + b.bytesIn,
       bytesOut: key.bytesOut + b.bytesOut,
       guardEncodes: key.guardEncodes + b.guardEncodes,
-      lastAt: Math.max(key.lastAt, b.lastAt),
+      lastAt: later ? b.lastAt : key.lastAt,
+      lastAddress: later ? b.lastAddress : key.lastAddress,
     });
   }
-  return [...keys].map(([id, k]) =>
-    db
+  return [...keys].map(([id, k]) => {
+    // Both CASEs compare with the row's old last_used_at: the address moves with the time it belongs to.
+    const newer = sql`coalesce(${apiKeys.lastUsedAt}, 0) > ${k.lastAt}`;
+    return db
       .update(apiKeys)
       .set({
         conversions: sql`${apiKeys.conversions} + ${k.count}`,
@@ -112,10 +167,11 @@ function keyCounterUpdates(db: Database, apiKeys: Store["tables"]["apiKeys"], ba
         bytesOut: sql`${apiKeys.bytesOut} + ${k.bytesOut}`,
         guardEncodes: sql`${apiKeys.guardEncodes} + ${k.guardEncodes}`,
         // CASE rather than SQLite's two-argument max(), which PostgreSQL calls greatest().
-        lastUsedAt: sql`CASE WHEN coalesce(${apiKeys.lastUsedAt}, 0) > ${k.lastAt} THEN ${apiKeys.lastUsedAt} ELSE ${k.lastAt} END`,
+        lastUsedAt: sql`CASE WHEN ${newer} THEN ${apiKeys.lastUsedAt} ELSE ${k.lastAt} END`,
+        lastAddress: sql`CASE WHEN ${newer} THEN ${apiKeys.lastAddress} ELSE ${k.lastAddress || null} END`,
       })
-      .where(eq(apiKeys.id, id)),
-  );
+      .where(eq(apiKeys.id, id));
+  });
 }
 
 /** Adds `b`'s figures to `into`. */
@@ -126,6 +182,7 @@ export function addInto(into: Bucket, b: Bucket): void {
   into.convertMs += b.convertMs;
   into.guardEncodes += b.guardEncodes;
   into.lat = into.lat.map((n, i) => n + b.lat[i]!);
+  if (b.lastAt >= into.lastAt) into.lastAddress = b.lastAddress;
   into.lastAt = Math.max(into.lastAt, b.lastAt);
 }
 

@@ -12,7 +12,16 @@ export const MAX_SEARCH_CHARS = 200;
 export const MAX_UTC_OFFSET_MINUTES = 840;
 
 /** Columns the keys table may be sorted by (anything else is refused). */
-export const KEY_SORTS = ["created", "lastUsed", "conversions", "bytesSaved", "email", "site"] as const;
+export const KEY_SORTS = [
+  "created",
+  "lastUsed",
+  "conversions",
+  "bytesSaved",
+  "errors",
+  "refused",
+  "email",
+  "site",
+] as const;
 
 // The queries' bounds are checked by the service (usage/service.ts), whichever door asked: the
 // staff API's route schemas (internal/model.ts) and the dashboard's filters take them from here.
@@ -42,6 +51,11 @@ export interface KeysQuery {
   /** 1-based. */
   page: number;
   pageSize: number;
+  /**
+   * The range the figures (and their sorts) cover, whole hours; absent: all time, i.e. the keys'
+   * cumulative counters, with errors and refused requests over the whole retention period.
+   */
+  range?: { from: number; to: number };
 }
 
 const Latency = {
@@ -102,6 +116,17 @@ export const Series = t.Object({
 });
 export type Series = typeof Series.static;
 
+/** A key's figures over the keys table's range (successful conversions' volumes; failed attempts; refused requests). */
+export const KeyRangeFigures = t.Object({
+  conversions: t.Integer(),
+  bytesIn: t.Integer(),
+  bytesOut: t.Integer(),
+  bytesSaved: t.Integer(),
+  errors: t.Integer(),
+  refused: t.Integer(),
+});
+export type KeyRangeFigures = typeof KeyRangeFigures.static;
+
 /** A key as the keys table shows it (cumulative counters; never a hash or secret). */
 export const KeyListRow = t.Object({
   id: t.String(),
@@ -113,6 +138,10 @@ export const KeyListRow = t.Object({
   revokedAt: t.Union([t.Integer(), t.Null()]),
   status: t.Union([t.Literal("active"), t.Literal("revoked")]),
   ...Volume,
+  /** The client address of the conversion that set lastUsedAt (IPv4, or an IPv6 /64); personal data, staff only. */
+  lastAddress: t.Union([t.String(), t.Null()]),
+  /** The figures over the query's range (the keys table only). */
+  inRange: t.Optional(KeyRangeFigures),
 });
 export type KeyListRow = typeof KeyListRow.static;
 

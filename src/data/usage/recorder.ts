@@ -82,6 +82,7 @@ export class UsageRecorder {
         guardEncodes: 0,
         lat: new Array(LATENCY_BINS).fill(0),
         lastAt: 0,
+        lastAddress: "",
       };
       this.pending.set(id, bucket);
     }
@@ -91,6 +92,7 @@ export class UsageRecorder {
     bucket.convertMs += event.convertMs;
     bucket.guardEncodes += event.guardEncodes;
     bucket.lat[latencyBin(event.convertMs)]!++;
+    if (event.at >= bucket.lastAt) bucket.lastAddress = event.address ?? "";
     bucket.lastAt = Math.max(bucket.lastAt, event.at);
     // A large buffer flushes early, but not in a loop against a database that just failed.
     if (this.pending.size >= this.flushAt && !this.flushing && performance.now() - this.lastFailure > 1_000) {
@@ -164,11 +166,12 @@ export class UsageRecorder {
     const cutoff = Math.floor((this.now() - USAGE_RETENTION_DAYS * DAY_MS) / HOUR_MS) * HOUR_MS;
     // A day is kept while any of its hours is.
     const dayCutoff = Math.floor(cutoff / DAY_MS) * DAY_MS;
-    const { usageHourly, usageHourlyTotal, usageDailyTotal } = this.store.tables;
+    const { usageHourly, usageHourlyTotal, usageDailyTotal, usageDaily } = this.store.tables;
     const [perKey] = await this.store.batch((db) => [
       db.delete(usageHourly).where(lt(usageHourly.hour, cutoff)),
       db.delete(usageHourlyTotal).where(lt(usageHourlyTotal.hour, cutoff)),
       db.delete(usageDailyTotal).where(lt(usageDailyTotal.day, dayCutoff)),
+      db.delete(usageDaily).where(lt(usageDaily.day, dayCutoff)),
     ]);
     return perKey ?? 0;
   }

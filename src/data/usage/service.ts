@@ -1,19 +1,15 @@
 import { type SQL, sql } from "drizzle-orm";
 import { DAY_MS, HOUR_MS, stepMs as stepWidth } from "../../core/durations.ts";
-import { storedSpelling } from "../../core/email.ts";
-import { AppError } from "../../core/errors.ts";
 import type { Store } from "../db/index.ts";
+import { checkRange, invalid } from "./checks.ts";
+import { type TopKey, topKeys } from "./key-ranges.ts";
+import { KEY_COLUMNS, keyRow, keysPage, type RawKey } from "./keys-query.ts";
 import { LATENCY_BINS, latencyQuantile } from "./latency.ts";
 import {
-  KEY_SORTS,
   type KeyDetail,
-  type KeyListRow,
   type KeysPage,
   type KeysQuery,
-  MAX_PAGE,
-  MAX_PAGE_SIZE,
   MAX_RANGE_DAYS,
-  MAX_SEARCH_CHARS,
   MAX_UTC_OFFSET_MINUTES,
   type Overview,
   type Series,
@@ -39,16 +35,6 @@ interface SumRow {
   guard_encodes: number;
   [bin: `l${number}`]: number;
 }
-
-/** The ORDER BY expression of each allowed sort: user input only ever picks one of these. */
-const SORT_SQL: Record<(typeof KEY_SORTS)[number], string> = {
-  created: "created_at",
-  lastUsed: "last_used_at",
-  conversions: "conversions",
-  bytesSaved: "bytes_in - bytes_out",
-  email: "email",
-  site: "site_url",
-};
 
 /** Read-only figures for the dashboard and /internal/api: from the usage buckets and the key counters. */
 export class UsageQueries {
@@ -130,48 +116,19 @@ export class UsageQueries {
     return { step: query.step, from, to, points };
   }
 
-  /** A page of keys with their cumulative counters, filtered, searched and sorted; plus the match count. */
-  async keys(query: KeysQuery): Promise<KeysPage> {
-    const sort = query.sort ?? "created";
-    if (!Object.hasOwn(SORT_SQL, sort)) throw invalid(`sort must be one of ${KEY_SORTS.join(", ")}`);
-    const order = query.order ?? "desc";
-    if (order !== "asc" && order !== "desc") throw invalid("order must be asc or desc");
-    const status = query.status ?? "all";
-    if (!["active", "revoked", "all"].includes(status)) throw invalid("status must be active, revoked or all");
-    if (!Number.isInteger(query.page) || query.page < 1 || query.page > MAX_PAGE)
-      throw invalid(`the page must be a whole number from 1 to ${MAX_PAGE}`);
-    const pageSize = query.pageSize;
-    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE)
-      throw invalid(`the page size must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
-    const search = (query.search ?? "").trim();
-    if (search.length > MAX_SEARCH_CHARS) throw invalid(`the search may be at most ${MAX_SEARCH_CHARS} characters`);
+  /** A page of keys with their figures (over `query.range`, else all time), filtered, searched and sorted; plus the match count. */
+  keys(query: KeysQuery): Promise<KeysPage> {
+    return keysPage(this.store, query, this.now());
+  }
 
-    const conditions: SQL[] = [];
-    if (status === "active") conditions.push(sql`revoked_at IS NULL`);
-    if (status === "revoked") conditions.push(sql`revoked_at IS NOT NULL`);
-    if (search) {
-      // Also as addresses are stored: a domain typed in Unicode is kept in its ASCII form.
-      const patterns = [...new Set([search, storedSpelling(search)])].map(
-        (text) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
-      );
-      const matches = patterns.map(
-        (p) =>
-          sql`lower(email) LIKE ${p} ESCAPE '\\' OR lower(site_url) LIKE ${p} ESCAPE '\\' OR lower(key_prefix) LIKE ${p} ESCAPE '\\'`,
-      );
-      conditions.push(sql`(${sql.join(matches, sql` OR `)})`);
-    }
-    const where = conditions.length ? sql`WHERE ${sql.join(conditions, sql` AND `)}` : sql``;
-    const [counted] = await this.store.all<{ total: number }>(sql`SELECT count(*) AS total FROM api_keys ${where}`);
-    // NULLS FIRST/LAST: a never-used key sorts as the oldest on both engines (PostgreSQL's default is the opposite).
-    const rows = await this.store.all<RawKey>(
-      sql`SELECT ${KEY_COLUMNS} FROM api_keys ${where} ORDER BY ${sql.raw(SORT_SQL[sort])} ${sql.raw(order === "asc" ? "ASC NULLS FIRST" : "DESC NULLS LAST")}, id ${sql.raw(order)} LIMIT ${pageSize} OFFSET ${(query.page - 1) * pageSize}`,
-    );
-    return { rows: rows.map(keyRow), total: counted?.total ?? 0, page: query.page, pageSize };
+  /** The `limit` keys most used over a range (conversions plus refused requests), with their figures there. */
+  topKeys(range: { from: number; to: number }, limit: number): Promise<TopKey[]> {
+    return topKeys(this.store, checkRange(range.from, range.to, HOUR_MS, 0), limit);
   }
 
   /** One key's row and its figures over `range` (default: the whole retention period); null when unknown. */
   async key(id: string, range?: { from: number; to: number }): Promise<KeyDetail | null> {
-    const [row] = await this.store.all<RawKey>(sql`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ${id}`);
+    const [row] = await this.store.all<RawKey>(sql`SELECT ${KEY_COLUMNS} FROM api_keys k WHERE id = ${id}`);
     if (!row) return null;
     const to = range?.to ?? Math.ceil(this.now() / HOUR_MS) * HOUR_MS;
     const from = range?.from ?? to - MAX_RANGE_DAYS * DAY_MS;
@@ -179,46 +136,10 @@ export class UsageQueries {
   }
 }
 
-interface RawKey {
-  id: string;
-  key_prefix: string;
-  email: string;
-  site_url: string;
-  created_at: number;
-  last_used_at: number | null;
-  revoked_at: number | null;
-  conversions: number;
-  bytes_in: number;
-  bytes_out: number;
-  guard_encodes: number;
-}
-
-const KEY_COLUMNS = sql.raw(
-  "id, key_prefix, email, site_url, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes",
-);
-
 /** The share of `bytesIn` saved, in percent rounded to `decimals`; null when nothing came in. */
 export function savedPercent(bytesSaved: number, bytesIn: number, decimals: number): number | null {
   const scale = 10 ** decimals;
   return bytesIn > 0 ? Math.round((bytesSaved / bytesIn) * (100 * scale)) / scale : null;
-}
-
-function keyRow(r: RawKey): KeyListRow {
-  return {
-    id: r.id,
-    prefix: r.key_prefix,
-    email: r.email,
-    siteUrl: r.site_url,
-    createdAt: r.created_at,
-    lastUsedAt: r.last_used_at,
-    revokedAt: r.revoked_at,
-    status: r.revoked_at === null ? "active" : "revoked",
-    conversions: r.conversions,
-    bytesIn: r.bytes_in,
-    bytesOut: r.bytes_out,
-    bytesSaved: r.bytes_in - r.bytes_out,
-    guardEncodes: r.guard_encodes,
-  };
 }
 
 const BUCKET_COLUMNS = sql.raw(
@@ -248,22 +169,6 @@ function buckets(from: number, to: number, keyId: string | undefined, { daily }:
     return sql`(SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE hour >= ${from} AND hour < ${to}) AS b`;
   return sql`(SELECT day AS at, ${BUCKET_COLUMNS} FROM usage_daily_total WHERE day >= ${dayFrom} AND day < ${dayTo}
     UNION ALL SELECT hour AS at, ${BUCKET_COLUMNS} FROM usage_hourly_total WHERE (hour >= ${from} AND hour < ${dayFrom}) OR (hour >= ${dayTo} AND hour < ${to})) AS b`;
-}
-
-/** Aligns [from, to) outward to whole steps and refuses empty, reversed or over-long ranges. */
-function checkRange(from: number, to: number, stepMs: number, offset: number): { from: number; to: number } {
-  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0)
-    throw invalid("from and to must be Unix milliseconds");
-  if (to <= from) throw invalid("to must be later than from");
-  if (to - from > MAX_RANGE_DAYS * DAY_MS) throw invalid(`a range may span at most ${MAX_RANGE_DAYS} days`);
-  return {
-    from: Math.floor((from + offset) / stepMs) * stepMs - offset,
-    to: Math.ceil((to + offset) / stepMs) * stepMs - offset,
-  };
-}
-
-function invalid(message: string): AppError {
-  return new AppError(400, "VALIDATION_ERROR", message);
 }
 
 function sum(values: number[]): number {

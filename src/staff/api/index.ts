@@ -115,7 +115,7 @@ function usageRoutes(deps: InternalDeps) {
         }),
       { ...api(), query: SeriesQueryParams },
     )
-    .get("/api/keys", ({ query }) => deps.usage.keys(keysPage(query)), { ...api(), query: KeysQueryParams })
+    .get("/api/keys", ({ query }) => deps.usage.keys(keysPage(query, deps.now())), { ...api(), query: KeysQueryParams })
     .get(
       "/api/keys/:id",
       async ({ params, query }) => {
@@ -138,7 +138,8 @@ function usageRoutes(deps: InternalDeps) {
 }
 
 // The keys list's query in the service's terms (page 1 of 50 unless asked).
-function keysPage(query: typeof KeysQueryParams.static) {
+function keysPage(query: typeof KeysQueryParams.static, now: number) {
   const { search, sort, order, status } = query;
-  return { search, sort, order, status, page: query.page ?? 1, pageSize: query.page_size ?? 50 };
+  const range = query.from === undefined && query.to === undefined ? undefined : usageRange(query, now);
+  return { search, sort, order, status, page: query.page ?? 1, pageSize: query.page_size ?? 50, range };
 }

@@ -46,6 +46,8 @@ export const KeysQueryParams = t.Object({
   status: t.Optional(t.Union([t.Literal("active"), t.Literal("revoked"), t.Literal("all")])),
   page: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE })),
   page_size: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE })),
+  // The range of each row's `inRange` figures and of their sorts; neither given: all time.
+  ...range,
 });
 
 /** Query of GET /internal/api/keys/:id. */

@@ -2,6 +2,10 @@ import { INTERNAL_PREFIX } from "../../core/http/paths.ts";
 import { API_KEY_PREFIX, KEY_BODY_CHARS, keyPrefixOf, SECRET_KEY_PREFIX } from "../../data/keys/service.ts";
 import { KEY_SORTS, MAX_PAGE, MAX_SEARCH_CHARS } from "../../data/usage/model.ts";
 import { query } from "./components.ts";
+import { RANGES, type RangeName } from "./ranges.ts";
+
+/** The keys table's ranges: those of the overview, and all time (the keys' cumulative counters). */
+export type KeysPeriod = RangeName | "all";
 
 /** The keys table's state as the URL carries it. */
 export interface KeysFilter {
@@ -10,6 +14,8 @@ export interface KeysFilter {
   sort: (typeof KEY_SORTS)[number];
   order: "asc" | "desc";
   page: number;
+  /** The range of the figure columns and their sorts. */
+  period: KeysPeriod;
 }
 
 /**
@@ -25,6 +31,7 @@ export function keysFilter(q: Record<string, string | undefined>): KeysFilter {
     sort: KEY_SORTS.find((s) => s === q.sort) ?? "created",
     order: q.order === "asc" ? "asc" : "desc",
     page: pageNumber(q.page),
+    period: q.period !== undefined && Object.hasOwn(RANGES, q.period) ? (q.period as RangeName) : "all",
   };
 }
 
@@ -36,6 +43,7 @@ export function keysFilterParams(f: KeysFilter): Record<string, string | number 
     sort: f.sort === "created" ? null : f.sort,
     order: f.order === "desc" ? null : f.order,
     page: f.page === 1 ? null : f.page,
+    period: f.period === "all" ? null : f.period,
   };
 }
 

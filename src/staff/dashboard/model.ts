@@ -9,6 +9,8 @@ const text = (max = 320) => t.Optional(t.String({ maxLength: max }));
  */
 export const PageQuery = t.Object({
   range: text(40),
+  /** The keys table's range (the key page's own is `range`, so both survive a round trip). */
+  period: text(40),
   q: text(200),
   status: text(40),
   sort: text(40),

@@ -34,7 +34,7 @@ import { settingsWarnings } from "./warnings.ts";
 
 /** Everything the dashboard reads; each part belongs to another feature. */
 export interface DashboardSources {
-  usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key">;
+  usage: Pick<UsageQueries, "overview" | "series" | "keys" | "key" | "topKeys">;
   /** Refused requests of the public routes (usage/refusals.ts). */
   refusals: Pick<RefusalQueries, "codes" | "series" | "top">;
   audit: Pick<AuditLog, "page" | "list" | "retentionDays">;
@@ -58,6 +58,8 @@ export interface DashboardSources {
 /** Rows per page of the keys table and of the activity list. */
 const PAGE_SIZE = 50;
 const LIVE_EVERY_S = 5;
+/** Rows of the overview's "Top keys". */
+const TOP_KEYS = 10;
 /** Rows of the overview's "Top refused clients". */
 const TOP_REFUSED = 10;
 /** The longest span "Top refused clients" ranks. */
@@ -71,15 +73,16 @@ export class DashboardService {
   async overview(viewer: Viewer, range: string | undefined): Promise<OverviewView> {
     const name = rangeName(range);
     const { from, to, step } = rangeBounds(name, this.sources.now());
-    const [overview, previous, series, refused, health] = await Promise.all([
+    const [overview, previous, series, refused, health, topKeys] = await Promise.all([
       this.sources.usage.overview({ from, to }),
       // The period of the same length just before, for each card's change.
       this.sources.usage.overview({ from: from - (to - from), to: from }),
       this.sources.usage.series({ from, to, step }),
       this.refused({ from, to, step }, TOP_REFUSED),
       this.health(),
+      this.sources.usage.topKeys({ from, to }, TOP_KEYS),
     ]);
-    return { viewer, range: name, overview, previous, series, refused, health, live: this.live() };
+    return { viewer, range: name, overview, previous, series, refused, health, topKeys, live: this.live() };
   }
 
   /** The health line's verdict from the last 15 minutes and the state now. */
@@ -120,6 +123,7 @@ export class DashboardService {
       sort: filter.sort,
       order: filter.order,
       pageSize: PAGE_SIZE,
+      range: filter.period === "all" ? undefined : rangeBounds(filter.period, this.sources.now()),
     };
     let keys = await this.sources.usage.keys({ ...query, page: filter.page });
     // A page past the end (an old link, keys revoked meanwhile) shows the last page instead of an empty table.

@@ -107,6 +107,32 @@ describe("migrate", () => {
     expect(await bookkeeping()).toHaveLength(migrations.length + 1);
   });
 
+  test("the usage_daily migration backfills it from usage_hourly: per key and UTC day, volumes of successful conversions only", async () => {
+    const added = migrations.findIndex((m) => m.sql.includes("CREATE TABLE `usage_daily`"));
+    expect(added).toBeGreaterThan(0);
+    await migrate(client, migrations.slice(0, added));
+    const DAY = 86_400_000;
+    const bucket = (hour: number, key: string, outcome: string, count: number, bytesIn: number, bytesOut: number) =>
+      client.execute({
+        sql: "INSERT INTO usage_hourly (hour, key_id, format, quality, outcome, count, bytes_in, bytes_out, convert_ms) VALUES (?, ?, 'webp', 'lossy', ?, ?, ?, ?, 0)",
+        args: [hour, key, outcome, count, bytesIn, bytesOut],
+      });
+    await bucket(10 * DAY + 3_600_000, "k1", "ok", 2, 1000, 400);
+    await bucket(10 * DAY + 23 * 3_600_000, "k1", "ok", 1, 500, 100);
+    await bucket(10 * DAY + 23 * 3_600_000, "k1", "INVALID_IMAGE", 4, 70, 0);
+    await bucket(11 * DAY, "k1", "ok", 5, 50, 5);
+    await bucket(10 * DAY, "k2", "TIMEOUT", 1, 0, 0);
+    await migrate(client, migrations);
+    const rows = await client.execute(
+      "SELECT day, key_id, conversions, errors, bytes_in, bytes_out FROM usage_daily ORDER BY day, key_id",
+    );
+    expect(rows.rows.map((r): Record<string, unknown> => ({ ...r }))).toEqual([
+      { day: 10 * DAY, key_id: "k1", conversions: 3, errors: 4, bytes_in: 1500, bytes_out: 500 },
+      { day: 10 * DAY, key_id: "k2", conversions: 0, errors: 1, bytes_in: 0, bytes_out: 0 },
+      { day: 11 * DAY, key_id: "k1", conversions: 5, errors: 0, bytes_in: 50, bytes_out: 5 },
+    ]);
+  });
+
   test("a failing migration changes nothing (one transaction)", async () => {
     await migrate(client, migrations);
     const before = { tables: await tables(), rows: await bookkeeping() };

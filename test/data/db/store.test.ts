@@ -58,7 +58,7 @@ function shape(
 
 test("the PostgreSQL schema is the SQLite schema's twin: same tables, same JS keys, same column names and nullability", () => {
   const lite = shape(sqliteSchema);
-  expect(Object.keys(lite).length).toBe(16);
+  expect(Object.keys(lite).length).toBe(17);
   expect(shape(pgSchema)).toEqual(lite);
 });
 
@@ -267,6 +267,66 @@ describe.each(backends)("two instances on one %s", (_name, freshUrl) => {
     expect(points.reduce((s, p) => s + p.total, 0)).toBe(68);
     const [rows] = await a.store.all<{ n: number }>(sql`SELECT count(*) AS n FROM refused_hourly WHERE hour = ${hour}`);
     expect(rows!.n).toBeLessThanOrEqual(20 + 2);
+  });
+
+  test("per-key range figures: whole days from usage_daily, edge hours from usage_hourly, refused from refused_hourly; last address as IPv4 or IPv6 /64", async () => {
+    const busy = await a.issueKey("ranged-busy@example.com");
+    const early = await a.issueKey("ranged-early@example.com");
+    await a.issueKey("ranged-refused@example.com");
+    const idOf = async (email: string) => (await a.services.keys.list({ email }))[0]!.id;
+    const [busyId, earlyId, refusedId] = (await Promise.all(
+      ["ranged-busy", "ranged-early", "ranged-refused"].map((n) => idOf(`${n}@example.com`)),
+    )) as [string, string, string];
+    // A fresh hour: the refused-requests test filled the last one's named clients.
+    advance(2 * 3_600_000);
+    // Two days ago: "early" converts three times (a whole day inside a 7-day range, outside 24 h).
+    advance(-2 * 86_400_000);
+    for (let i = 0; i < 3; i++) expect((await postSigned(a, early, await body(), {}, "198.51.100.7")).status).toBe(200);
+    advance(2 * 86_400_000);
+    // Now: "busy" converts twice through each instance, the last time from an IPv6 address; one failed attempt.
+    for (const h of [a, b, a]) expect((await postSigned(h, busy, await body(), {}, "203.0.113.9")).status).toBe(200);
+    advance(1000);
+    expect((await postSigned(b, busy, await body(), {}, "2001:db8:1:2:3:4:5:6")).status).toBe(200);
+    expect((await postBearer(a, busy, await convertForm(new Uint8Array([1, 2, 3])))).status).toBe(415);
+    for (let i = 0; i < 9; i++) a.services.refusals.record("key", refusedId, "KEY_REVOKED", a.clock.now());
+    await Promise.all(both().map((h) => h.services.usage.flush()));
+    await a.services.refusals.flush();
+
+    const now = a.clock.now();
+    const day = { from: now - 86_400_000, to: now + 1 };
+    const week = { from: now - 7 * 86_400_000, to: now + 1 };
+    const mine = <T extends { email: string }>(rows: T[]) => rows.filter((r) => r.email.startsWith("ranged-"));
+    const top = mine(await b.services.usageQueries.topKeys(day, 50));
+    // Conversions plus refused: 9 refusals outrank 4 conversions; "early" has nothing in the last 24 h.
+    expect(top.map((k) => [k.email, k.conversions, k.errors, k.refused])).toEqual([
+      ["ranged-refused@example.com", 0, 0, 9],
+      ["ranged-busy@example.com", 4, 1, 0],
+    ]);
+    expect(top[1]!.bytesSaved).toBe(top[1]!.bytesIn - top[1]!.bytesOut);
+    const weekTop = mine(await a.services.usageQueries.topKeys(week, 50));
+    expect(weekTop.find((k) => k.id === earlyId)?.conversions).toBe(3);
+
+    const page = (range: typeof day | undefined, sort: "conversions" | "refused" | "errors") =>
+      a.services.usageQueries.keys({ page: 1, pageSize: 100, sort, order: "desc", search: "ranged-", range });
+    expect((await page(day, "conversions")).rows.map((r) => [r.id, r.inRange?.conversions])).toEqual([
+      [busyId, 4],
+      // Ties (zero in the range) by id, descending.
+      ...[earlyId, refusedId]
+        .sort()
+        .reverse()
+        .map((id) => [id, 0]),
+    ]);
+    expect((await page(week, "conversions")).rows.map((r) => r.inRange?.conversions)).toEqual([4, 3, 0]);
+    expect((await page(day, "refused")).rows[0]).toMatchObject({ id: refusedId, inRange: { refused: 9 } });
+    expect((await page(day, "errors")).rows[0]).toMatchObject({ id: busyId, inRange: { errors: 1 } });
+    // All time: the counters for conversions, the retention period for errors and refused requests.
+    const allTime = await page(undefined, "conversions");
+    expect(allTime.rows.map((r) => [r.id, r.inRange?.conversions, r.inRange?.refused])).toEqual([
+      [busyId, 4, 0],
+      [earlyId, 3, 0],
+      [refusedId, 0, 9],
+    ]);
+    expect(allTime.rows.map((r) => r.lastAddress)).toEqual(["2001:db8:1:2::/64", "198.51.100.7", null]);
   });
 
   test("staff added on one instance is staff on the other; removing them ends their sessions everywhere", async () => {

@@ -109,6 +109,7 @@ const key: KeyListRow = {
   siteUrl: XSS_SITE,
   createdAt: T,
   lastUsedAt: null,
+  lastAddress: null,
   revokedAt: null,
   status: "active",
   conversions: 3,
@@ -151,7 +152,7 @@ function allPages(): Record<string, string> {
       .text,
     keys: keysPage({
       viewer,
-      filter: { q: XSS_EMAIL, status: "all", sort: "created", order: "desc", page: 1 },
+      filter: { q: XSS_EMAIL, status: "all", sort: "created", order: "desc", page: 1, period: "all" },
       keys: { rows: [key], total: 1, page: 1, pageSize: 50 },
     }).text,
     key: keyPage({ viewer, detail: { key, usage: overview(3) }, range: "24h", series: series([3]), refused }).text,
@@ -443,7 +444,7 @@ describe("pages render data as text", () => {
   test("the keys page without keys explains how keys are issued", () => {
     const page = keysPage({
       viewer,
-      filter: { q: "", status: "all", sort: "created", order: "desc", page: 1 },
+      filter: { q: "", status: "all", sort: "created", order: "desc", page: 1, period: "all" },
       keys: { rows: [], total: 0, page: 1, pageSize: 50 },
     }).text;
     expect(page).toContain("No keys yet");
@@ -665,7 +666,9 @@ test("refused requests: the top clients link a key to its page and name an addre
   expect(page).toContain("Rejected requests by code");
   // Codes in plain words, the code itself beside them (legend tooltip, muted in the table) for log searches.
   expect(page).toContain('<span class="key" title="INVALID_SIGNATURE" data-code="INVALID_SIGNATURE">');
-  expect(page).toMatch(/<td data-label="Main code">Bad signature <span class="mono muted">INVALID_<wbr>SIGNATURE<\/span><\/td>/);
+  expect(page).toMatch(
+    /<td data-label="Main code">Bad signature <span class="mono muted">INVALID_<wbr>SIGNATURE<\/span><\/td>/,
+  );
   const keyText = keyPage({
     viewer,
     detail: { key, usage: overview(3) },

@@ -75,6 +75,7 @@ function keyText(codes: Record<string, number>): string {
     siteUrl: "https://x.io",
     createdAt: T,
     lastUsedAt: null,
+    lastAddress: null,
     revokedAt: null,
     status: "active" as const,
     conversions: 4,

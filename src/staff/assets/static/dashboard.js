@@ -7,6 +7,8 @@
 //    staff session reach its idle timeout instead of keeping it alive for ever.
 // 4. A refusal's "in N s" (data-countdown="N") counts down to "now", so the page says when to try again.
 // 5. Chart steps: one Tab stop per chart, the arrow keys (and Home, End) move between its steps.
+// 6. A table row with data-href (Top keys) opens that page when clicked anywhere on it; the link in
+//    its first cell stays the way in for the keyboard and without script.
 (() => {
   "use strict";
   // One time zone on every page: UTC, as the usage buckets, the charts' steps and their tables are;
@@ -56,6 +58,14 @@
     nav.addEventListener("focusin", (event) => event.target.scrollIntoView({ block: "nearest", inline: "nearest" }));
     nav.querySelector("[aria-current]")?.scrollIntoView({ block: "nearest", inline: "nearest" });
   }
+
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    const row = target?.closest("tr[data-href]");
+    // A link or control inside the row does its own thing; selecting text to copy it opens nothing.
+    if (!row || target.closest("a, button, input, select, label") || String(window.getSelection() ?? "") !== "") return;
+    window.location.assign(row.dataset.href);
+  });
 
   document.addEventListener("submit", (event) => {
     const form = event.target;

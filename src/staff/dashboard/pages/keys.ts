@@ -4,6 +4,7 @@ import type { KeyDetail, KeyListRow, KeysPage, Series } from "../../../data/usag
 import { csrfField, layout, type Notice, type Viewer } from "../../layout.ts";
 import {
   badge,
+  breakable,
   type Column,
   emailAddress,
   empty,
@@ -16,7 +17,7 @@ import {
   time,
 } from "../components.ts";
 import { bytes, codeLabel, count, GUARD_HELP } from "../format.ts";
-import { type KeysFilter, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
+import { type KeysFilter, type KeysPeriod, keysFilter, keysFilterParams, keysHref } from "../keys-filter.ts";
 import { CONFIRM_REVOKE_ALL } from "../model.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart } from "../refused.ts";
@@ -37,23 +38,51 @@ const COLUMNS: readonly Column[] = [
   { label: "Site", sort: "site", className: "site" },
   { label: "Created", sort: "created", numeric: true },
   { label: "Last used", sort: "lastUsed", numeric: true },
+  { label: "Last address" },
   { label: "Conversions", sort: "conversions", numeric: true },
   { label: "Bytes saved", sort: "bytesSaved", numeric: true },
+  { label: "Errors", sort: "errors", numeric: true },
+  { label: "Refused", sort: "refused", numeric: true },
   { label: "Status", className: "card-badge" },
 ];
 
-// A key's link carries the list's filter, so its page's "← All keys" returns to the same list.
+// A key's link carries the list's filter, so its page's "← All keys" returns to the same list; and
+// the list's range, which the key's page then shows.
 function row(k: KeyListRow, back: KeysFilter): Row {
+  const f = k.inRange;
+  const range = back.period === "all" || back.period === "24h" ? null : back.period;
   return [
-    html`<a class="mono" href="${keyPageHref(k.id)}${query(keysFilterParams(back))}">${k.prefix}…</a>`,
+    html`<a class="mono" href="${keyPageHref(k.id)}${query({ range, ...keysFilterParams(back) })}">${k.prefix}…</a>`,
     emailAddress(k.email),
     k.siteUrl || html`<span class="muted">–</span>`,
     time(k.createdAt, "date"),
     time(k.lastUsedAt),
-    count(k.conversions),
-    bytes(k.bytesSaved),
+    k.lastAddress
+      ? html`<span class="mono">${breakable(k.lastAddress, /(?<=[.:])/)}</span>`
+      : html`<span class="muted">–</span>`,
+    count(f?.conversions ?? k.conversions),
+    bytes(f?.bytesSaved ?? k.bytesSaved),
+    count(f?.errors ?? 0),
+    count(f?.refused ?? 0),
     badge(k.status, k.status),
   ];
+}
+
+/** The list's range switch: the overview's ranges and all time, each keeping the search, status and sort. */
+function periodSwitch(f: KeysFilter): SafeHtml {
+  const periods: [KeysPeriod, string][] = [
+    ...(Object.keys(RANGES) as RangeName[]).map((r): [KeysPeriod, string] => [r, RANGES[r].label]),
+    ["all", "All time"],
+  ];
+  return html`<nav class="segmented" aria-label="Range of the figures">${periods.map(
+    ([p, label]) =>
+      html`<a href="${keysHref({ ...f, period: p, page: 1 })}"${p === f.period ? html` aria-current="true"` : null}>${label}</a>`,
+  )}</nav>`;
+}
+
+/** What the figure columns count, in words. */
+function periodWords(p: KeysPeriod): string {
+  return p === "all" ? "since each key was issued" : `in the last ${RANGES[p].label}`;
 }
 
 /** /internal/keys: search, status filter, sortable columns, paging. */
@@ -85,11 +114,11 @@ export function keysPage(v: KeysView): SafeHtml {
             href: (sort, order) => keysHref({ ...f, sort: sort as KeysFilter["sort"], order, page: 1 }),
           },
         })}${pager({ page: v.keys.page, pageSize: v.keys.pageSize, total: v.keys.total, noun: ["key", "keys"], href: (page) => keysHref({ ...f, page }) })}`;
-  const body = html`<div class="page-head"><div><h1>Keys</h1><p class="lead">Every issued API key with its use so far.</p></div></div>
+  const body = html`<div class="page-head"><div><h1>Keys</h1><p class="lead">Every issued API key with its conversions, bytes saved, errors and refused requests ${periodWords(f.period)}.</p></div>${periodSwitch(f)}</div>
 <form class="filters" method="get" action="${INTERNAL_PREFIX}/keys" role="search">
 <label>Search e-mail, site or key prefix<input type="search" name="q" value="${f.q}" maxlength="200" autocomplete="off"></label>
 <label>Status<select name="status">${statusOption("all", "All")}${statusOption("active", "Active")}${statusOption("revoked", "Revoked")}</select></label>
-${f.sort !== "created" ? html`<input type="hidden" name="sort" value="${f.sort}">` : null}${f.order !== "desc" ? html`<input type="hidden" name="order" value="${f.order}">` : null}
+${f.sort !== "created" ? html`<input type="hidden" name="sort" value="${f.sort}">` : null}${f.order !== "desc" ? html`<input type="hidden" name="order" value="${f.order}">` : null}${f.period !== "all" ? html`<input type="hidden" name="period" value="${f.period}">` : null}
 <button type="submit">Search</button></form>
 ${list}`;
   return layout({ title: "Keys", section: "keys", viewer: v.viewer, body, notice: v.notice });
@@ -154,7 +183,7 @@ export function keyPage(v: KeyView): SafeHtml {
   const body = html`<p><a class="back" href="${keysHref(back)}">← All keys</a></p>
 <div class="page-head"><div><h1 class="mono wrap-anywhere">${k.prefix}…</h1><p class="lead">${emailAddress(k.email)}${k.siteUrl ? html` · <span class="wrap-anywhere">${k.siteUrl}</span>` : null}</p></div>${badge(k.status, k.status)}</div>
 <div class="grid-2"><section class="panel" aria-label="Key facts"><dl class="facts">
-<dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd>
+<dt>E-mail</dt><dd>${k.email}</dd><dt>Site</dt><dd>${k.siteUrl || "–"}</dd><dt>Created</dt><dd>${time(k.createdAt)}</dd><dt>Last used</dt><dd>${time(k.lastUsedAt)}</dd><dt>Last address</dt><dd class="mono" data-fact="last-address">${k.lastAddress ?? "–"}</dd>
 <dt>All-time conversions</dt><dd class="num-left">${count(k.conversions)}</dd><dt>All-time bytes saved</dt><dd>${bytes(k.bytesSaved)}</dd>
 <dt>Refused in the last ${RANGES[v.range].label}</dt><dd class="num-left" data-figure="refused">${count(v.refused.codes.total)}${v.refused.codes.byCode.length ? html` <span class="muted">(${v.refused.codes.byCode.map((c) => `${codeLabel(c.code)} ${count(c.count)}`).join(", ")})</span>` : null}</dd>
 <dt title="${GUARD_HELP}">All-time extra encodes to keep quality</dt><dd class="num-left">${count(k.guardEncodes)}</dd><dt>Id</dt><dd class="mono">${k.id}</dd>${rotationFacts(v.rotation)}</dl></section>

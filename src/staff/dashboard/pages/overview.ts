@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from "../../../core/html.ts";
 import { API_PREFIX, CONVERT_PATH, INTERNAL_PREFIX } from "../../../core/http/paths.ts";
+import type { TopKey } from "../../../data/usage/key-ranges.ts";
 import type { Overview, Series } from "../../../data/usage/model.ts";
 import { savedPercent } from "../../../data/usage/service.ts";
 import { layout, type Viewer } from "../../layout.ts";
@@ -11,6 +12,7 @@ import { toneOf, topWithOther } from "../palette.ts";
 import { RANGES, type RangeName } from "../ranges.ts";
 import { type RefusedView, refusedChart, topRefused } from "../refused.ts";
 import { coarseSeries } from "../steps.ts";
+import { topKeysPanel } from "../top-keys.ts";
 import { type LiveView, liveSection } from "./live.ts";
 
 /** Everything the overview page shows. */
@@ -23,6 +25,8 @@ export interface OverviewView {
   series: Series;
   refused: RefusedView;
   health?: HealthVerdict;
+  /** The range's most used keys (conversions plus refused requests); absent on a key's page. */
+  topKeys?: TopKey[];
   live: LiveView;
 }
 
@@ -169,6 +173,7 @@ ${rangeSwitch(v.range, (r) => `${INTERNAL_PREFIX}/?range=${r}`)}</div>
 ${v.health ? healthLine(v.health) : null}
 ${figures(v.overview, v.previous ? { overview: v.previous, period: RANGES[v.range].label } : undefined)}
 ${liveSection(v.live)}
+${v.topKeys ? topKeysPanel(v.topKeys, v.range, RANGES[v.range].label) : null}
 ${topRefused(v.refused.top ?? [], v.refused.topDays ?? null)}
 <h2>Over time</h2>
 ${
