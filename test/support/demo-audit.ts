@@ -32,13 +32,13 @@ interface Timed extends AuditInput {
 }
 
 /** The keys the trail talks about: the newest issued, and the revoked ones, from the demo's own rows. */
-async function demoKeys(store: Store, newest: number): Promise<{ recent: DemoKey[]; revoked: DemoKey[] }> {
+async function demoKeys(store: Store, newest: number, now: number): Promise<{ recent: DemoKey[]; revoked: DemoKey[] }> {
   const columns = sql.raw("id, key_prefix, email, site_url, created_at, revoked_at");
   const recent = await store.all<DemoKey>(
     sql`SELECT ${columns} FROM api_keys WHERE revoked_at IS NULL ORDER BY created_at DESC LIMIT ${newest}`,
   );
   const revoked = await store.all<DemoKey>(
-    sql`SELECT ${columns} FROM api_keys WHERE revoked_at IS NOT NULL ORDER BY revoked_at DESC LIMIT 4`,
+    sql`SELECT ${columns} FROM api_keys WHERE revoked_at IS NOT NULL AND revoked_at <= ${now} ORDER BY revoked_at DESC LIMIT 4`,
   );
   return { recent, revoked };
 }
@@ -68,7 +68,7 @@ async function rotation(store: Store, next: DemoKey, old: DemoKey, clientAddress
 
 // A staff member's working session: signed in from the office, sometimes a mistyped code first.
 function staffVisit(email: string, at: number, { mistyped }: { mistyped: boolean }): Timed[] {
-  const session = `ses_${(at / 1000).toString(16).padStart(16, "0")}`;
+  const session = `ses_${Math.floor(at).toString(16).padStart(16, "0")}`;
   const signIn: Timed = { at, type: "staff.sign_in", actor: email, subject: session, clientAddress: OFFICE };
   const failed: Timed = {
     at: at - 60_000,
@@ -89,7 +89,7 @@ function staffVisit(email: string, at: number, { mistyped }: { mistyped: boolean
 
 /** Writes the demo trail; returns how many events. Changes one revoked demo key into the rotated-out key of the newest. */
 export async function seedDemoAudit(store: Store, { now }: { now: number }): Promise<number> {
-  const { recent, revoked } = await demoKeys(store, 10);
+  const { recent, revoked } = await demoKeys(store, 10, now);
   const address = (i: number) => CLIENT_ADDRESSES[i % CLIENT_ADDRESSES.length]!;
   const [newest, ...others] = recent;
   // The rotated-out key must have been revoked before its successor was issued (it rotates then).

@@ -165,8 +165,10 @@ export async function seedDemoData(
         }
       }
       const revokedAt = random() < 0.05 ? Math.max(createdAt, counter.lastUsed) + HOUR_MS : null;
+      // A documentation address (RFC 5737) for a key that was used, taken from its place (the random sequence stays as it was).
+      const lastAddress = counter.lastUsed ? `'198.51.100.${((k * 37) % 254) + 1}'` : "NULL";
       keyRows.push(
-        `('${id}','${email}','${site}','demo${hex(random, 60)}','${API_KEY_PREFIX}${hex(random, 8)}','demo:unusable',${createdAt},${counter.lastUsed || null},${revokedAt},${counter.conversions},${counter.bytesIn},${counter.bytesOut},${counter.guardEncodes})`,
+        `('${id}','${email}','${site}','demo${hex(random, 60)}','${API_KEY_PREFIX}${hex(random, 8)}','demo:unusable',${createdAt},${counter.lastUsed || null},${lastAddress},${revokedAt},${counter.conversions},${counter.bytesIn},${counter.bytesOut},${counter.guardEncodes})`,
       );
     }
     await flushValues();
@@ -195,7 +197,7 @@ export async function seedDemoData(
     );
     for (let i = 0; i < keyRows.length; i += 500) {
       await write(
-        `INSERT INTO api_keys (id, email, site_url, key_hash, key_prefix, secret_sealed, created_at, last_used_at, revoked_at, conversions, bytes_in, bytes_out, guard_encodes) VALUES ${keyRows.slice(i, i + 500).join(",")}`,
+        `INSERT INTO api_keys (id, email, site_url, key_hash, key_prefix, secret_sealed, created_at, last_used_at, last_address, revoked_at, conversions, bytes_in, bytes_out, guard_encodes) VALUES ${keyRows.slice(i, i + 500).join(",")}`,
       );
     }
     refused = await seedRefused(
