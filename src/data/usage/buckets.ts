@@ -2,7 +2,7 @@
 import { eq, type SQL, sql } from "drizzle-orm";
 import { DAY_MS } from "../../core/durations.ts";
 import type { BatchStatement, Database, Store } from "../db/index.ts";
-import type { usageDailyTotal, usageHourly, usageHourlyTotal } from "../db/schema.ts";
+import type { usageHourly } from "../db/schema.ts";
 import { LATENCY_BINS } from "./latency.ts";
 
 // A bucket's identity: a failed flush's buckets merge with fresh ones under it, so it must be one spelling.
@@ -44,7 +44,7 @@ export function flushStatements(db: Database, tables: Store["tables"], batch: Bu
         .values(rows.map((b) => ({ hour: b.hour, keyId: b.keyId, ...columnsOf(b) })))
         .onConflictDoUpdate({
           target: [usageHourly.hour, usageHourly.keyId, usageHourly.format, usageHourly.quality, usageHourly.outcome],
-          set: addExcluded(usageHourly),
+          set: addExcluded(usageHourly, BUCKET_SUMS),
         }),
     );
   }
@@ -55,7 +55,7 @@ export function flushStatements(db: Database, tables: Store["tables"], batch: Bu
         .values(rows.map((b) => ({ hour: b.hour, ...columnsOf(b) })))
         .onConflictDoUpdate({
           target: [usageHourlyTotal.hour, usageHourlyTotal.format, usageHourlyTotal.quality, usageHourlyTotal.outcome],
-          set: addExcluded(usageHourlyTotal),
+          set: addExcluded(usageHourlyTotal, BUCKET_SUMS),
         }),
     );
   }
@@ -66,7 +66,7 @@ export function flushStatements(db: Database, tables: Store["tables"], batch: Bu
         .values(rows.map((b) => ({ day: b.hour, ...columnsOf(b) })))
         .onConflictDoUpdate({
           target: [usageDailyTotal.day, usageDailyTotal.format, usageDailyTotal.quality, usageDailyTotal.outcome],
-          set: addExcluded(usageDailyTotal),
+          set: addExcluded(usageDailyTotal, BUCKET_SUMS),
         }),
     );
   }
@@ -104,20 +104,13 @@ function perKeyDayUpserts(db: Database, usageDaily: Store["tables"]["usageDaily"
       bytesOut: sum.bytesOut + (ok ? b.bytesOut : 0),
     });
   }
-  const add = (name: "conversions" | "errors" | "bytesIn" | "bytesOut") =>
-    sql`${usageDaily[name]} + excluded.${sql.identifier(usageDaily[name].name)}`;
   return chunks([...days.values()], 1000).map((rows) =>
     db
       .insert(usageDaily)
       .values(rows)
       .onConflictDoUpdate({
         target: [usageDaily.day, usageDaily.keyId],
-        set: {
-          conversions: add("conversions"),
-          errors: add("errors"),
-          bytesIn: add("bytesIn"),
-          bytesOut: add("bytesOut"),
-        },
+        set: addExcluded(usageDaily, ["conversions", "errors", "bytesIn", "bytesOut"]),
       }),
   );
 }
@@ -202,20 +195,20 @@ function chunks<T>(items: T[], size: number): T[][] {
   return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 }
 
-/** `column = column + excluded.column` for every summed column of a bucket table. */
-function addExcluded(
-  table: typeof usageHourly | typeof usageHourlyTotal | typeof usageDailyTotal,
-): Record<string, SQL> {
-  const summed = [
-    "count",
-    "bytesIn",
-    "bytesOut",
-    "convertMs",
-    "guardEncodes",
-    ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`),
-  ] as const;
+/** The summed columns of the three bucket tables. */
+const BUCKET_SUMS = [
+  "count",
+  "bytesIn",
+  "bytesOut",
+  "convertMs",
+  "guardEncodes",
+  ...Array.from({ length: LATENCY_BINS }, (_, i) => `lat${i}`),
+];
+
+/** `column = column + excluded.column` for each named column: the upsert adds the new row's figures to the stored ones. */
+function addExcluded(table: object, names: readonly string[]): Record<string, SQL> {
   return Object.fromEntries(
-    summed.map((name) => {
+    names.map((name) => {
       const column = table[name as keyof typeof table] as typeof usageHourly.count;
       return [name, sql`${column} + excluded.${sql.identifier(column.name)}`];
     }),
